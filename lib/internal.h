@@ -160,6 +160,16 @@ CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* coro__io_timer_lot - a timeout for a parking-lot wait: at the absolute
+ * CLOCK_MONOTONIC deadline (ns), on the I/O thread (single-threaded: in
+ * coro__io_poll), do: if (coro__lot_remove(key, job, gen)) coro__wake(job,
+ * -ETIMEDOUT).  Register it BEFORE parking (gen = job->wait_gen + 1, the
+ * number the park will give); it is never cancelled: a timer whose wait
+ * already ended finds nothing to remove (it compares the job pointer
+ * only, never dereferences a job that is not on the list).  Returns 0,
+ * -ENOMEM, or -ENOSYS without an I/O layer. */
+CORO__HIDDEN int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key,
+                                    coro_t *job, uint32_t gen);
 CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);
 
 /* ---- memory ----------------------------------------------------------------- */
