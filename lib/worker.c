@@ -14,7 +14,10 @@
  * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
  * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
- * (61) ticks the global and class queues are looked at first.  Starvation
+ * (61) ticks the global and class queues and the inbox are looked at
+ * first.  A yielding job goes to the tail of its worker's inbox (class 0)
+ * or of its class queue: behind everything the worker already has, so a
+ * job that keeps yielding cannot starve the others.  Starvation
  * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
@@ -168,7 +171,13 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         return;
     }
     if (w && w->s == s) {
-        if (!yield && pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+        if (yield) {
+            /* the back of everything this worker has: behind its local
+             * ring and behind what others handed it */
+            coro__mq_push(&w->inbox[pi], job);
+            goto out;
+        }
+        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
             /* the newest job goes to the LIFO slot; the one it displaces
              * to the back of the local ring */
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
@@ -222,7 +231,8 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     coro_t *j;
 
     if (global_first) {
-        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)))
+        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
+            (j = coro__mq_pop(&w->inbox[pi])))
             return j;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
