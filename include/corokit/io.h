@@ -120,8 +120,8 @@ CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout);
 /* coro_child - awaitable: wait until child process pid exits, and reap it
  * (pidfd + waitid).  Result: a wait status (WIFEXITED / WEXITSTATUS /
  * WIFSIGNALED / WTERMSIG apply), or -ETIMEDOUT, -ECANCELED, -EINVAL
- * (pid <= 0), -ESRCH (no such process), -ECHILD (not a child of this
- * process, or already reaped). */
+ * (pid <= 0), -ESRCH (no such process: also a child already reaped),
+ * -ECHILD (the process exists but is not a child of this one). */
 CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout);
 
 #ifdef __cplusplus

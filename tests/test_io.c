@@ -1,0 +1,980 @@
+#define _GNU_SOURCE
+/* The I/O thread: readiness, reads and writes, sockets, timers, signals,
+ * children, close and cancel, across worker counts 0, 1 and 4. */
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"            /* only for the parking-lot timer hook test */
+
+#define ECHO_NO_MAIN
+#include "../samples/echo_server.c"
+
+#define MS 1000000LL
+static const int worker_counts[] = { 0, 1, 4 };
+#define FOR_WORKERS(w) for (size_t wi__ = 0; wi__ < 3 && ((w) = worker_counts[wi__], 1); wi__++)
+
+static coro_sched_t *mk(int workers)
+{
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = workers;
+    int rc = coro_sched_create(&s, &c);
+    cr_assert_eq(rc, 0, "create(%d): %s", workers, coro_strerror(rc));
+    return s;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* a plain thread that writes len bytes to fd after ms */
+struct later {
+    int fd, ms;
+    const char *data;
+    size_t len;
+    pthread_t t;
+};
+
+static void *later_main(void *arg)
+{
+    struct later *l = arg;
+    sleep_ms(l->ms);
+    if (write(l->fd, l->data, l->len) != (ssize_t)l->len)
+        abort();
+    return NULL;
+}
+
+static void later_start(struct later *l, int fd, int ms, const char *data)
+{
+    *l = (struct later){ .fd = fd, .ms = ms, .data = data, .len = strlen(data) };
+    pthread_create(&l->t, NULL, later_main, l);
+}
+
+/* ---- one awaitable, one job --------------------------------------------------- */
+
+enum op { OP_READ, OP_WRITE, OP_WRITE_ALL, OP_READABLE, OP_WRITABLE, OP_ACCEPT, OP_SLEEP,
+          OP_SIGNAL, OP_CHILD };
+
+struct one {
+    coro_t co;
+    enum op op;
+    int fd;
+    void *buf;
+    size_t len;
+    int64_t timeout;
+    intptr_t res;
+    int64_t elapsed;
+    int cpu;
+    int wakes;
+};
+
+static int one_body(coro_t *co)
+{
+    struct one *o = CORO_SELF(co, struct one);
+    int64_t t0;
+    CORO_BEGIN(co);
+    t0 = coro_now();
+    o->elapsed = t0;
+    switch (o->op) {
+    case OP_READ: CORO_AWAIT(co, coro_read(o->fd, o->buf, o->len, o->timeout)); break;
+    case OP_WRITE: CORO_AWAIT(co, coro_write(o->fd, o->buf, o->len, o->timeout)); break;
+    case OP_WRITE_ALL: CORO_AWAIT(co, coro_write_all(o->fd, o->buf, o->len, o->timeout)); break;
+    case OP_READABLE: CORO_AWAIT(co, coro_readable(o->fd, o->timeout)); break;
+    case OP_WRITABLE: CORO_AWAIT(co, coro_writable(o->fd, o->timeout)); break;
+    case OP_ACCEPT: CORO_AWAIT(co, coro_accept(o->fd, o->timeout)); break;
+    case OP_SLEEP: CORO_AWAIT(co, coro_sleep(o->timeout)); break;
+    case OP_SIGNAL: CORO_AWAIT(co, coro_signal(o->fd, o->timeout)); break;
+    case OP_CHILD: CORO_AWAIT(co, coro_child(o->fd, o->timeout)); break;
+    }
+    o->res = CORO_RESULT(co);
+    o->wakes++;
+    o->elapsed = coro_now() - o->elapsed;
+    o->cpu = sched_getcpu();
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
+static intptr_t run_one(coro_sched_t *s, struct one *o)
+{
+    cr_assert_eq(coro_block_on(s, &o->co, one_body, NULL), 0);
+    return o->res;
+}
+
+/* ---- readiness on pipes and socketpairs ------------------------------------------- */
+
+Test(io, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int p[2];
+        char buf[16] = { 0 };
+        struct later l;
+        cr_assert_eq(pipe(p), 0);
+        later_start(&l, p[1], 20, "hello");
+        struct one o = { .op = OP_READ, .fd = p[0], .buf = buf, .len = sizeof buf,
+                         .timeout = 5000 * MS };
+        cr_assert_eq(run_one(s, &o), 5, "workers %d: %ld", w, (long)o.res);
+        cr_assert_str_eq(buf, "hello");
+        cr_assert_geq(o.elapsed, 10 * MS, "it did wait");
+        pthread_join(l.t, NULL);
+        cr_assert(fcntl(p[0], F_GETFL) & O_NONBLOCK, "a pipe is switched to O_NONBLOCK");
+        coro_sched_destroy(s);
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
+Test(io, readable_on_a_socketpair_completes_once_data_arrives, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int sv[2];
+        struct later l;
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);     /* blocking */
+        later_start(&l, sv[1], 20, "x");
+        struct one o = { .op = OP_READABLE, .fd = sv[0], .timeout = CORO_FOREVER };
+        cr_assert_eq(run_one(s, &o), 0);
+        pthread_join(l.t, NULL);
+        /* already readable: completes at once */
+        struct one o2 = { .op = OP_READABLE, .fd = sv[0], .timeout = 0 };
+        cr_assert_eq(run_one(s, &o2), 0);
+        cr_assert_eq(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0, "a socket keeps its flags");
+        struct one o3 = { .op = OP_WRITABLE, .fd = sv[0], .timeout = 0 };
+        cr_assert_eq(run_one(s, &o3), 0);
+        coro_sched_destroy(s);
+        close(sv[0]);
+        close(sv[1]);
+    }
+}
+
+/* a reader and a writer wait on the same fd at once */
+struct rw {
+    coro_t co;
+    int fd;
+    char *big;
+    size_t len;
+    char small[8];
+    intptr_t res;
+};
+
+static int rw_reader(coro_t *co)
+{
+    struct rw *r = CORO_SELF(co, struct rw);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_read(r->fd, r->small, sizeof r->small, 10000 * MS));
+    r->res = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+static int rw_writer(coro_t *co)
+{
+    struct rw *r = CORO_SELF(co, struct rw);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_write_all(r->fd, r->big, r->len, 10000 * MS));
+    r->res = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+struct drainer {
+    int fd;
+    char *buf;
+    size_t len;
+    pthread_t t;
+};
+
+static void *drainer_main(void *arg)
+{
+    struct drainer *d = arg;
+    size_t got = 0;
+    sleep_ms(20);
+    while (got < d->len) {
+        ssize_t n = read(d->fd, d->buf + got, d->len - got > 65536 ? 65536 : d->len - got);
+        if (n <= 0)
+            abort();
+        got += (size_t)n;
+    }
+    if (write(d->fd, "ok", 2) != 2)
+        abort();
+    return NULL;
+}
+
+Test(io, a_reader_and_a_writer_wait_on_one_socket_at_once, .timeout = 60)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int sv[2];
+        size_t len = 4 << 20;
+        char *big = malloc(len), *sink = malloc(len);
+        for (size_t i = 0; i < len; i++)
+            big[i] = (char)(i * 31);
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        struct rw rd = { .fd = sv[0] }, wr = { .fd = sv[0], .big = big, .len = len };
+        struct drainer d = { .fd = sv[1], .buf = sink, .len = len };
+        cr_assert_eq(coro_spawn(s, &rd.co, rw_reader, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &wr.co, rw_writer, NULL), 0);
+        /* the peer drains the 4 MiB slowly, then answers */
+        pthread_create(&d.t, NULL, drainer_main, &d);
+        cr_assert_eq(coro_join(&wr.co), 0);
+        cr_assert_eq(coro_join(&rd.co), 0);
+        pthread_join(d.t, NULL);
+        cr_assert_eq(memcmp(big, sink, len), 0, "every byte in order");
+        cr_assert_eq(wr.res, 0, "write_all: %s", coro_strerror((int)wr.res));
+        cr_assert_eq(rd.res, 2);
+        coro_sched_destroy(s);
+        close(sv[0]);
+        close(sv[1]);
+        free(big);
+        free(sink);
+    }
+}
+
+Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int p[2];
+        struct later l;
+        cr_assert_eq(pipe(p), 0);
+        later_start(&l, p[1], 200, "1");
+        struct rw a = { .fd = p[0] }, b = { .fd = p[0] };
+        cr_assert_eq(coro_spawn(s, &a.co, rw_reader, NULL), 0);
+        if (w > 0)
+            sleep_ms(50);       /* a is registered (single-threaded: FIFO) */
+        cr_assert_eq(coro_spawn(s, &b.co, rw_reader, NULL), 0);
+        coro_join(&b.co);
+        cr_assert_eq(b.res, -EBUSY);
+        coro_join(&a.co);
+        cr_assert_eq(a.res, 1);
+        pthread_join(l.t, NULL);
+        coro_sched_destroy(s);
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
+/* ---- timeouts and bad input ------------------------------------------------------------ */
+
+Test(io, waits_time_out_with_etimedout_and_the_fd_stays_usable, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int p[2];
+        char buf[4];
+        cr_assert_eq(pipe(p), 0);
+        struct one o = { .op = OP_READ, .fd = p[0], .buf = buf, .len = 4, .timeout = 0 };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT, "0 polls once");
+        o = (struct one){ .op = OP_READ, .fd = p[0], .buf = buf, .len = 4, .timeout = 30 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        cr_assert_geq(o.elapsed, 30 * MS, "never early: %ld ns", (long)o.elapsed);
+        o = (struct one){ .op = OP_READABLE, .fd = p[0], .timeout = 10 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        cr_assert_eq(write(p[1], "abc", 3), 3);
+        o = (struct one){ .op = OP_READ, .fd = p[0], .buf = buf, .len = 4, .timeout = 30 * MS };
+        cr_assert_eq(run_one(s, &o), 3);
+        /* a full pipe: writable times out */
+        char fill[65536] = { 0 };
+        fcntl(p[1], F_SETFL, O_NONBLOCK);
+        while (write(p[1], fill, sizeof fill) > 0)
+            ;
+        o = (struct one){ .op = OP_WRITABLE, .fd = p[1], .timeout = 10 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        o = (struct one){ .op = OP_WRITE, .fd = p[1], .buf = fill, .len = 10, .timeout = 0 };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        coro_sched_destroy(s);
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
+Test(io, bad_fds_and_bad_arguments_complete_at_once, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        char buf[4];
+        int closed = dup(0);
+        close(closed);
+        struct { enum op op; int fd; void *buf; size_t len; int64_t t; intptr_t want; } c[] = {
+            { OP_READ, -1, buf, 4, CORO_FOREVER, -EBADF },
+            { OP_READ, closed, buf, 4, CORO_FOREVER, -EBADF },
+            { OP_WRITE, -1, buf, 4, CORO_FOREVER, -EBADF },
+            { OP_WRITE, closed, buf, 4, CORO_FOREVER, -EBADF },
+            { OP_WRITE_ALL, closed, buf, 4, CORO_FOREVER, -EBADF },
+            { OP_READABLE, closed, NULL, 0, CORO_FOREVER, -EBADF },
+            { OP_WRITABLE, -5, NULL, 0, CORO_FOREVER, -EBADF },
+            { OP_ACCEPT, closed, NULL, 0, CORO_FOREVER, -EBADF },
+            { OP_READ, 0, NULL, 4, CORO_FOREVER, -EINVAL },
+            { OP_READ, 0, buf, 4, -7, -EINVAL },
+            { OP_READABLE, 0, NULL, 0, -2, -EINVAL },
+            { OP_SLEEP, 0, NULL, 0, -3, -EINVAL },
+            { OP_SIGNAL, 0, NULL, 0, CORO_FOREVER, -EINVAL },
+            { OP_SIGNAL, SIGKILL, NULL, 0, CORO_FOREVER, -EINVAL },
+            { OP_SIGNAL, SIGUSR2, NULL, 0, CORO_FOREVER, -EINVAL },     /* not blocked */
+            { OP_CHILD, 0, NULL, 0, CORO_FOREVER, -EINVAL },
+            { OP_CHILD, 1, NULL, 0, CORO_FOREVER, -ECHILD },
+            { OP_CHILD, 0x3ffffff0, NULL, 0, CORO_FOREVER, -ESRCH },
+        };
+        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+            struct one o = { .op = c[i].op, .fd = c[i].fd, .buf = c[i].buf, .len = c[i].len,
+                             .timeout = c[i].t };
+            cr_assert_eq(run_one(s, &o), c[i].want, "workers %d case %zu: %s", w, i,
+                         coro_strerror((int)o.res));
+            cr_assert_lt(o.elapsed, 1000 * MS, "completes at once");
+        }
+        cr_assert_eq(coro_close(s, -1), -EBADF);
+        coro_sched_destroy(s);
+    }
+}
+
+/* ---- sockets: accept, connect ------------------------------------------------------------ */
+
+struct conn_try {
+    coro_t co;
+    int fd, port;
+    intptr_t res;
+    struct sockaddr_in sa;
+};
+
+static int conn_try_body(coro_t *co)
+{
+    struct conn_try *c = CORO_SELF(co, struct conn_try);
+    CORO_BEGIN(co);
+    c->sa.sin_family = AF_INET;
+    c->sa.sin_port = htons((uint16_t)c->port);
+    c->sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CORO_AWAIT(co, coro_connect(c->fd, (struct sockaddr *)&c->sa, sizeof c->sa, 5000 * MS));
+    c->res = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(io, connect_and_accept_errors, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int port, lfd = echo_listen(htonl(INADDR_LOOPBACK), 0, &port);
+        cr_assert_geq(lfd, 0);
+        close(lfd);             /* nobody listens there now */
+        struct conn_try c = { .fd = socket(AF_INET, SOCK_STREAM, 0), .port = port };
+        cr_assert_eq(coro_block_on(s, &c.co, conn_try_body, NULL), 0);
+        cr_assert_eq(c.res, -ECONNREFUSED, "%s", coro_strerror((int)c.res));
+        close(c.fd);
+        int notlistening = socket(AF_INET, SOCK_STREAM, 0);
+        struct one o = { .op = OP_ACCEPT, .fd = notlistening, .timeout = CORO_FOREVER };
+        cr_assert_eq(run_one(s, &o), -EINVAL);
+        close(notlistening);
+        struct conn_try bad = { .fd = -1, .port = port };
+        cr_assert_eq(coro_block_on(s, &bad.co, conn_try_body, NULL), 0);
+        cr_assert_eq(bad.res, -EBADF);
+        /* accept with a timeout, then a real connection */
+        lfd = echo_listen(htonl(INADDR_LOOPBACK), 0, &port);
+        o = (struct one){ .op = OP_ACCEPT, .fd = lfd, .timeout = 20 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        struct conn_try ok = { .fd = socket(AF_INET, SOCK_STREAM, 0), .port = port };
+        cr_assert_eq(coro_block_on(s, &ok.co, conn_try_body, NULL), 0);
+        cr_assert_eq(ok.res, 0);
+        o = (struct one){ .op = OP_ACCEPT, .fd = lfd, .timeout = CORO_FOREVER };
+        cr_assert_geq(run_one(s, &o), 0);
+        close((int)o.res);
+        close(ok.fd);
+        close(lfd);
+        coro_sched_destroy(s);
+    }
+}
+
+/* ---- 10,000 concurrent connections through the echo server ---------------------------- */
+
+#define NCONN 10000
+static long conn_echoed;            /* clients past their first round trip */
+
+struct eclient {
+    coro_t co;
+    int fd, port, id;
+    int64_t nap;
+    size_t len, got;
+    int round;
+    struct sockaddr_in sa;
+    char out[256], in[256];
+};
+
+static int eclient_body(coro_t *co)
+{
+    struct eclient *c = CORO_SELF(co, struct eclient);
+    CORO_BEGIN(co);
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        CORO_RETURN(co, -errno);
+    c->sa.sin_family = AF_INET;
+    c->sa.sin_port = htons((uint16_t)c->port);
+    c->sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CORO_AWAIT(co, coro_connect(c->fd, (struct sockaddr *)&c->sa, sizeof c->sa, 60000 * MS));
+    if (CORO_RESULT(co) < 0)
+        CORO_RETURN(co, CORO_RESULT(co));
+    for (c->round = 0; c->round < 2; c->round++) {
+        c->len = 1 + (size_t)(c->id + c->round * 101) % sizeof c->out;
+        for (size_t i = 0; i < c->len; i++)
+            c->out[i] = (char)(c->id * 7 + i + c->round);
+        CORO_AWAIT(co, coro_write_all(c->fd, c->out, c->len, 60000 * MS));
+        if (CORO_RESULT(co) < 0)
+            CORO_RETURN(co, CORO_RESULT(co));
+        for (c->got = 0; c->got < c->len;) {
+            CORO_AWAIT(co, coro_read(c->fd, c->in + c->got, c->len - c->got, 60000 * MS));
+            if (CORO_RESULT(co) <= 0)
+                CORO_RETURN(co, CORO_RESULT(co) ? CORO_RESULT(co) : -EPIPE);
+            c->got += (size_t)CORO_RESULT(co);
+        }
+        if (memcmp(c->in, c->out, c->len) != 0)
+            CORO_RETURN(co, -EIO);
+        if (c->round == 0) {
+            /* hold the connection until all NCONN are open and echoing */
+            __atomic_add_fetch(&conn_echoed, 1, __ATOMIC_RELAXED);
+            for (c->nap = MS; __atomic_load_n(&conn_echoed, __ATOMIC_RELAXED) < NCONN;
+                 c->nap = c->nap < 200 * MS ? c->nap * 2 : c->nap)
+                CORO_AWAIT(co, coro_sleep(c->nap));
+        }
+    }
+    close(c->fd);
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
+/* the client side, in a child process (its own fd table) */
+static int echo_clients(int port)
+{
+    coro_sched_t *s;
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    struct eclient *c = calloc(NCONN, sizeof *c);
+    int bad = 0;
+
+    cfg.workers = 2;
+    if (!c || coro_sched_create(&s, &cfg) < 0)
+        return 100;
+    for (int i = 0; i < NCONN; i++) {
+        c[i].port = port;
+        c[i].id = i;
+        if (coro_spawn(s, &c[i].co, eclient_body, NULL) < 0)
+            bad++;
+    }
+    for (int i = 0; i < NCONN; i++)
+        if (coro_join(&c[i].co) != 0)
+            bad++;
+    coro_sched_destroy(s);
+    free(c);
+    return bad > 99 ? 99 : bad;
+}
+
+struct reaper {
+    coro_t co;
+    pid_t pid;
+    intptr_t status;
+};
+
+static int reaper_body(coro_t *co)
+{
+    struct reaper *r = CORO_SELF(co, struct reaper);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_child(r->pid, 240000 * MS));
+    r->status = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+static void echo_10000(int workers)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < NCONN + 200) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < NCONN + 200)
+        cr_skip_test("RLIMIT_NOFILE hard limit %lu < %d: cannot hold 10,000 connections",
+                     (unsigned long)rl.rlim_max, NCONN + 200);
+    int port, lfd = echo_listen(htonl(INADDR_LOOPBACK), 0, &port);
+    cr_assert_geq(lfd, 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(lfd);
+        _exit(echo_clients(port));
+    }
+    coro_sched_t *s = mk(workers);
+    static struct echo_server sv;
+    static struct reaper r;
+    memset(&sv, 0, sizeof sv);
+    memset(&r, 0, sizeof r);
+    sv.s = s;
+    sv.lfd = lfd;
+    r.pid = pid;
+    cr_assert_eq(coro_spawn(s, &sv.co, echo_server_body, NULL), 0);
+    cr_assert_eq(coro_block_on(s, &r.co, reaper_body, NULL), 0);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
+              "workers %d: client status %#lx (failed clients %d)", workers, (long)r.status,
+              WEXITSTATUS(r.status));
+    cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
+    cr_assert_eq(coro_join(&sv.co), NCONN, "accepted %ld", (long)sv.co.result);
+    coro_sched_destroy(s);
+    close(lfd);
+}
+
+Test(io, echo_server_holds_10000_concurrent_connections_single_threaded, .timeout = 240)
+{
+    echo_10000(0);
+}
+
+Test(io, echo_server_holds_10000_concurrent_connections_on_1_worker, .timeout = 240)
+{
+    echo_10000(1);
+}
+
+Test(io, echo_server_holds_10000_concurrent_connections_on_4_workers, .timeout = 240)
+{
+    echo_10000(4);
+}
+
+/* ---- timers ------------------------------------------------------------------------------ */
+
+struct napper {
+    coro_t co;
+    int64_t ns, late;
+    intptr_t res;
+};
+
+static int napper_body(coro_t *co)
+{
+    struct napper *n = CORO_SELF(co, struct napper);
+    int64_t deadline;
+    CORO_BEGIN(co);
+    n->late = coro_now() + n->ns;       /* the deadline, for now */
+    CORO_AWAIT(co, coro_sleep(n->ns));
+    n->res = CORO_RESULT(co);
+    deadline = n->late;
+    n->late = coro_now() - deadline;
+    CORO_END(co);
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60)
+{
+    enum { N = 300 };
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        static struct napper n[N];
+        int64_t late[N];
+        memset(n, 0, sizeof n);
+        for (int i = 0; i < N; i++) {
+            n[i].ns = (1 + i % 20) * MS / 2;         /* 0.5 .. 10 ms */
+            cr_assert_eq(coro_spawn(s, &n[i].co, napper_body, NULL), 0);
+        }
+        for (int i = 0; i < N; i++) {
+            coro_join(&n[i].co);
+            cr_assert_eq(n[i].res, 0);
+            /* the frame computed its deadline before sleeping: never early */
+            cr_assert_geq(n[i].late, 0, "job %d woke %ld ns early", i, (long)-n[i].late);
+            late[i] = n[i].late;
+        }
+        qsort(late, N, sizeof late[0], cmp64);
+        cr_assert_lt(late[N / 2], 2 * MS, "workers %d: median lateness %ld ns", w,
+                     (long)late[N / 2]);
+        coro_sched_destroy(s);
+    }
+}
+
+Test(io, hundred_thousand_concurrent_timers_all_fire, .timeout = 120)
+{
+    enum { N = 100000 };
+    int counts[] = { 1, 4 };
+    for (int k = 0; k < 2; k++) {
+        coro_sched_t *s = mk(counts[k]);
+        struct napper *n = calloc(N, sizeof *n);
+        srand(7);
+        for (int i = 0; i < N; i++) {
+            n[i].ns = 50 * MS + (rand() % 50) * MS;     /* 50-100 ms: all pending at once */
+            cr_assert_eq(coro_spawn(s, &n[i].co, napper_body, NULL), 0);
+        }
+        int64_t t0 = coro_now();
+        for (int i = 0; i < N; i++) {
+            coro_join(&n[i].co);
+            cr_assert_eq(n[i].res, 0);
+            cr_assert_geq(n[i].late, 0, "job %d woke early", i);
+        }
+        /* generous: the machine is shared; O(n) per timer would take minutes */
+        cr_assert_lt(coro_now() - t0, 30000 * MS);
+        coro_sched_destroy(s);
+        free(n);
+    }
+}
+
+Test(io, sleep_edge_cases, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        struct one o = { .op = OP_SLEEP, .timeout = 0 };
+        cr_assert_eq(run_one(s, &o), 0, "sleep(0) completes at once");
+        o = (struct one){ .op = OP_SLEEP, .timeout = -2 };
+        cr_assert_eq(run_one(s, &o), -EINVAL);
+        o = (struct one){ .op = OP_SLEEP, .timeout = 5 * MS };
+        cr_assert_eq(run_one(s, &o), 0);
+        cr_assert_geq(o.elapsed, 5 * MS);
+        coro_sched_destroy(s);
+    }
+}
+
+Test(io, single_threaded_run_returns_once_the_sleepers_are_done, .timeout = 30)
+{
+    coro_sched_t *s = mk(0);
+    struct napper n[3] = { { .ns = 5 * MS }, { .ns = 10 * MS }, { .ns = 1 * MS } };
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(coro_spawn(s, &n[i].co, napper_body, NULL), 0);
+    cr_assert_gt(coro_sched_run(s), 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(n[i].res, 0);
+        cr_assert_geq(n[i].late, 0);
+    }
+    coro_sched_destroy(s);
+}
+
+/* ---- affinity after wake-ups ------------------------------------------------------------- */
+
+struct pinned {
+    coro_t co;
+    int cpu;
+    int p;              /* a pipe read end */
+    int wrong, n;
+    char b;
+};
+
+static int pinned_body(coro_t *co)
+{
+    struct pinned *j = CORO_SELF(co, struct pinned);
+    CORO_BEGIN(co);
+    for (j->n = 0; j->n < 20; j->n++) {
+        CORO_AWAIT(co, coro_sleep(MS / 2));
+        if (sched_getcpu() != j->cpu)
+            j->wrong++;
+        CORO_AWAIT(co, coro_read(j->p, &j->b, 1, 5000 * MS));
+        if (CORO_RESULT(co) != 1 || sched_getcpu() != j->cpu)
+            j->wrong++;
+    }
+    CORO_END(co);
+}
+
+Test(io, after_each_wake_up_the_job_runs_inside_its_mask, .timeout = 60)
+{
+    int cpus[CORO_MAX_CPUS], n = 0;
+    cpu_set_t set;
+    sched_getaffinity(0, sizeof set, &set);
+    for (int i = 0; i < CPU_SETSIZE && n < 8; i++)
+        if (CPU_ISSET(i, &set))
+            cpus[n++] = i;
+    int counts[] = { 1, 4 };
+    for (int k = 0; k < 2; k++) {
+        coro_sched_t *s = mk(counts[k]);
+        coro_sched_stats_t *st = malloc(sizeof *st);
+        /* the workers pin themselves as they start: give them a moment */
+        bool all = false;
+        for (int t = 0; t < 1000 && !all; t++) {
+            coro_sched_stats(s, st);
+            all = true;
+            for (int i = 0; i < st->workers; i++)
+                all = all && st->worker[i].pinned;
+            if (!all)
+                sleep_ms(1);
+        }
+        if (!all)
+            cr_skip_test("workers cannot be pinned here: affinity cannot be checked");
+        struct pinned j[8];
+        int p[8][2];
+        coro_cpuset_t m[8];
+        int nj = counts[k] == 1 ? 1 : n;
+        for (int i = 0; i < nj; i++) {
+            memset(&j[i], 0, sizeof j[i]);
+            cr_assert_eq(pipe(p[i]), 0);
+            j[i].cpu = counts[k] == 1 ? st->worker[0].cpu : cpus[i];
+            j[i].p = p[i][0];
+            coro_cpuset_zero(&m[i]);
+            coro_cpuset_add(&m[i], j[i].cpu);
+            coro_spawn_opts_t o = { .affinity = &m[i] };
+            cr_assert_eq(coro_spawn(s, &j[i].co, pinned_body, &o), 0);
+        }
+        for (int r = 0; r < 20; r++) {
+            sleep_ms(2);
+            for (int i = 0; i < nj; i++)
+                cr_assert_eq(write(p[i][1], "x", 1), 1);
+        }
+        for (int i = 0; i < nj; i++) {
+            coro_join(&j[i].co);
+            cr_assert_eq(j[i].wrong, 0, "job on cpu %d ran elsewhere %d times", j[i].cpu,
+                         j[i].wrong);
+            close(p[i][0]);
+            close(p[i][1]);
+        }
+        free(st);
+        coro_sched_destroy(s);
+    }
+}
+
+/* ---- signals and children ----------------------------------------------------------------- */
+
+static void *kill_later(void *arg)
+{
+    sleep_ms(30);
+    kill(getpid(), (int)(intptr_t)arg);
+    return NULL;
+}
+
+Test(io, sigusr1_is_awaited, .timeout = 30)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before the scheduler's threads start */
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        pthread_t t;
+        pthread_create(&t, NULL, kill_later, (void *)(intptr_t)SIGUSR1);
+        struct one o = { .op = OP_SIGNAL, .fd = SIGUSR1, .timeout = 5000 * MS };
+        cr_assert_eq(run_one(s, &o), SIGUSR1, "workers %d: %s", w, coro_strerror((int)o.res));
+        pthread_join(t, NULL);
+        o = (struct one){ .op = OP_SIGNAL, .fd = SIGUSR1, .timeout = 10 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        /* already pending: completes at once */
+        kill(getpid(), SIGUSR1);
+        o = (struct one){ .op = OP_SIGNAL, .fd = SIGUSR1, .timeout = 0 };
+        cr_assert_eq(run_one(s, &o), SIGUSR1);
+        coro_sched_destroy(s);
+    }
+}
+
+Test(io, a_childs_exit_status_is_awaited, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        pid_t pid = fork();
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            sleep_ms(30);
+            _exit(7);
+        }
+        struct one o = { .op = OP_CHILD, .fd = pid, .timeout = 10000 * MS };
+        intptr_t st = run_one(s, &o);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 7, "status %#lx", (long)st);
+        o = (struct one){ .op = OP_CHILD, .fd = pid, .timeout = 0 };
+        cr_assert_eq(run_one(s, &o), -ESRCH, "already reaped: gone");
+        pid = fork();
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            pause();
+            _exit(0);
+        }
+        o = (struct one){ .op = OP_CHILD, .fd = pid, .timeout = 20 * MS };
+        cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+        kill(pid, SIGKILL);
+        o = (struct one){ .op = OP_CHILD, .fd = pid, .timeout = 10000 * MS };
+        st = run_one(s, &o);
+        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "status %#lx", (long)st);
+        coro_sched_destroy(s);
+    }
+}
+
+/* ---- close and cancel ----------------------------------------------------------------------- */
+
+struct closer {
+    coro_sched_t *s;
+    int fd, rc, mode;
+    pthread_t t;
+};
+
+static void *closer_main(void *arg)
+{
+    struct closer *c = arg;
+    sleep_ms(50);
+    c->rc = c->fd >= 0 ? coro_close(c->s, c->fd) : coro_sched_shutdown(c->s, c->mode);
+    return NULL;
+}
+
+Test(io, coro_close_resumes_a_waiting_job_once_with_ebadf, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int p[2];
+        char buf[4];
+        cr_assert_eq(pipe(p), 0);
+        struct one o = { .op = OP_READ, .fd = p[0], .buf = buf, .len = 4, .timeout = 10000 * MS };
+        cr_assert_eq(coro_spawn(s, &o.co, one_body, NULL), 0);
+        struct closer cl = { .s = s, .fd = p[0] };
+        pthread_create(&cl.t, NULL, closer_main, &cl);     /* while we drive or wait */
+        coro_join(&o.co);
+        pthread_join(cl.t, NULL);
+        cr_assert_eq(cl.rc, 0);
+        cr_assert_eq(o.res, -EBADF);
+        cr_assert_eq(o.wakes, 1);
+        cr_assert_lt(o.elapsed, 5000 * MS, "not by its timeout");
+        /* the I/O context closed it: the number is free again */
+        for (int i = 0; i < 1000 && fcntl(p[0], F_GETFD) >= 0; i++)
+            sleep_ms(1);
+        cr_assert_lt(fcntl(p[0], F_GETFD), 0);
+        close(p[1]);
+        coro_sched_destroy(s);
+    }
+}
+
+struct canceller {
+    coro_t co;
+    enum op op;
+    int fd, fd2;
+    char buf[4];
+    intptr_t first, second;
+};
+
+static int canceller_body(coro_t *co)
+{
+    struct canceller *c = CORO_SELF(co, struct canceller);
+    CORO_BEGIN(co);
+    switch (c->op) {
+    case OP_READ: CORO_AWAIT(co, coro_read(c->fd, c->buf, 4, CORO_FOREVER)); break;
+    case OP_SLEEP: CORO_AWAIT(co, coro_sleep(CORO_FOREVER)); break;
+    case OP_WRITABLE: CORO_AWAIT(co, coro_sleep(60000 * MS)); break;
+    case OP_SIGNAL: CORO_AWAIT(co, coro_signal(SIGUSR1, CORO_FOREVER)); break;
+    case OP_CHILD: CORO_AWAIT(co, coro_child(c->fd, CORO_FOREVER)); break;
+    default: break;
+    }
+    c->first = CORO_RESULT(co);
+    /* an await after the cancel completes at once */
+    CORO_AWAIT(co, coro_read(c->fd2, c->buf, 4, CORO_FOREVER));
+    c->second = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(io, shutdown_cancel_resumes_every_pending_wait_once_with_ecanceled, .timeout = 60)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        int p[2];
+        cr_assert_eq(pipe(p), 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            pause();
+            _exit(0);
+        }
+        enum op ops[] = { OP_READ, OP_SLEEP, OP_WRITABLE, OP_SIGNAL, OP_CHILD };
+        static struct canceller c[5 * 20];
+        memset(c, 0, sizeof c);
+        int n = 0;
+        for (int k = 0; k < 20; k++) {
+            for (int i = 0; i < 5; i++, n++) {
+                c[n].op = ops[i];
+                c[n].fd = ops[i] == OP_CHILD ? pid : p[0];
+                c[n].fd2 = p[0];
+                if (ops[i] == OP_READ && k > 0)
+                    c[n].op = OP_SLEEP;      /* one reader per fd */
+                cr_assert_eq(coro_spawn(s, &c[n].co, canceller_body, NULL), 0);
+            }
+        }
+        /* another thread cancels while this one drives (or waits) */
+        struct closer cl = { .s = s, .fd = -1, .mode = CORO_CANCEL };
+        pthread_create(&cl.t, NULL, closer_main, &cl);
+        for (int i = 0; i < n; i++)
+            coro_join(&c[i].co);
+        pthread_join(cl.t, NULL);
+        cr_assert_eq(cl.rc, 0);
+        for (int i = 0; i < n; i++) {
+            cr_assert_eq(c[i].first, -ECANCELED, "workers %d job %d op %d: %s", w, i, c[i].op,
+                         coro_strerror((int)c[i].first));
+            cr_assert_eq(c[i].second, -ECANCELED);
+        }
+        coro_sched_destroy(s);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        /* no fd leaked by the signal and child waits: the next fd is the lowest free */
+        int probe = dup(0);
+        cr_assert_leq(probe, p[1] + 1, "fds leaked: next fd %d", probe);
+        close(probe);
+        close(p[0]);
+        close(p[1]);
+    }
+}
+
+/* ---- the parking-lot timeout hook (for the sync primitives) --------------------------------- */
+
+static int lot_key;
+
+static int lot_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    int rc = coro__io_timer_lot(coro__sched_io(s), coro__now() + aw->timeout, &lot_key, job,
+                                job->wait_gen + 1);
+    if (rc < 0) {
+        *res = rc;
+        return CORO__ARM_READY;
+    }
+    return coro__lot_park_job(&lot_key, job, NULL, NULL, res, NULL);
+}
+
+static const struct coro_await_ops lot_wait_ops = { "test-lot-wait", lot_wait_arm };
+
+struct lw {
+    coro_t co;
+    intptr_t res;
+    int64_t t;
+};
+
+static int lw_body(coro_t *co)
+{
+    struct lw *j = CORO_SELF(co, struct lw);
+    coro_await_t a = { .ops = &lot_wait_ops, .timeout = 20 * MS };
+    CORO_BEGIN(co);
+    j->t = coro_now();
+    CORO_AWAIT(co, a);
+    j->res = CORO_RESULT(co);
+    j->t = coro_now() - j->t;
+    CORO_END(co);
+}
+
+Test(io, a_parking_lot_wait_times_out_through_the_io_timer, .timeout = 30)
+{
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        struct lw j;
+        memset(&j, 0, sizeof j);
+        cr_assert_eq(coro_block_on(s, &j.co, lw_body, NULL), 0);
+        cr_assert_eq(j.res, -ETIMEDOUT);
+        cr_assert_geq(j.t, 20 * MS);
+        coro_sched_destroy(s);
+    }
+}
