@@ -1,0 +1,113 @@
+/* Concurrency scenario: the I/O thread against the workers.
+ *
+ * Many pairs of jobs bounce bytes over socketpairs while sleepers come and
+ * go, with coro_close and shutdown(CORO_CANCEL) racing the waits: every
+ * await must resume exactly once, every byte arrive, and nothing leak.
+ * Plain program (Criterion cannot run under ThreadSanitizer). */
+#define _GNU_SOURCE
+#include "scenario.h"
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct pinger {
+    coro_t co;
+    int fd, rounds, i;
+    bool starts;
+    char b;
+    long wakes;
+};
+
+static int pinger_body(coro_t *co)
+{
+    struct pinger *p = CORO_SELF(co, struct pinger);
+    CORO_BEGIN(co);
+    for (p->i = 0; p->i < p->rounds; p->i++) {
+        if (p->starts) {
+            p->b = (char)p->i;
+            CORO_AWAIT(co, coro_write(p->fd, &p->b, 1, CORO_FOREVER));
+            if (CORO_RESULT(co) != 1)
+                CORO_RETURN(co, -1);
+        }
+        CORO_AWAIT(co, coro_read(p->fd, &p->b, 1, 10000000000LL));
+        p->wakes++;
+        if (CORO_RESULT(co) != 1 || p->b != (char)p->i)
+            CORO_RETURN(co, -2);
+        if (!p->starts) {
+            CORO_AWAIT(co, coro_write(p->fd, &p->b, 1, CORO_FOREVER));
+            if (CORO_RESULT(co) != 1)
+                CORO_RETURN(co, -3);
+        }
+        if (p->i % 16 == 0)
+            CORO_AWAIT(co, coro_sleep(10000));
+    }
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
+struct waiter {
+    coro_t co;
+    int fd;
+    char b;
+    int wakes;
+    intptr_t res;
+};
+
+static int waiter_body(coro_t *co)
+{
+    struct waiter *w = CORO_SELF(co, struct waiter);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_read(w->fd, &w->b, 1, CORO_FOREVER));
+    w->res = CORO_RESULT(co);
+    __atomic_add_fetch(&w->wakes, 1, __ATOMIC_RELAXED);
+    CORO_END(co);
+}
+
+int main(int argc, char **argv)
+{
+    enum scen_mode mode = scenario_mode(argc, argv);
+    int pairs = SCEN_N(mode, 8, 32, 128), rounds = SCEN_N(mode, 200, 1000, 20000);
+
+    for (int k = 0; k < SCEN_NWORKERS; k++) {
+        coro_sched_t *s = scen_sched(scen_workers[k]);
+        struct pinger *p = calloc((size_t)pairs * 2, sizeof *p);
+        struct waiter *w = calloc((size_t)pairs, sizeof *w);
+        int (*sv)[2] = calloc((size_t)pairs, sizeof *sv), (*wp)[2] = calloc((size_t)pairs, sizeof *wp);
+
+        for (int i = 0; i < pairs; i++) {
+            SCEN_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]) == 0, "socketpair");
+            SCEN_CHECK(pipe(wp[i]) == 0, "pipe");
+            p[2 * i] = (struct pinger){ .fd = sv[i][0], .rounds = rounds, .starts = true };
+            p[2 * i + 1] = (struct pinger){ .fd = sv[i][1], .rounds = rounds };
+            w[i] = (struct waiter){ .fd = wp[i][0] };
+            SCEN_CHECK(coro_spawn(s, &p[2 * i + 1].co, pinger_body, NULL) == 0, "spawn");
+            SCEN_CHECK(coro_spawn(s, &p[2 * i].co, pinger_body, NULL) == 0, "spawn");
+            SCEN_CHECK(coro_spawn(s, &w[i].co, waiter_body, NULL) == 0, "spawn");
+        }
+        /* half the waiters are released by close, the rest by cancel */
+        for (int i = 0; i < pairs; i += 2)
+            SCEN_CHECK(coro_close(s, wp[i][0]) == 0, "coro_close");
+        for (int i = 0; i < 2 * pairs; i++)
+            SCEN_CHECK(coro_join(&p[i].co) == 0, "pinger %d failed: %ld", i, (long)p[i].co.result);
+        SCEN_CHECK(coro_sched_shutdown(s, CORO_CANCEL) == 0, "shutdown");
+        for (int i = 0; i < pairs; i++) {
+            coro_join(&w[i].co);
+            SCEN_CHECK(w[i].wakes == 1, "waiter %d woke %d times", i, w[i].wakes);
+            SCEN_CHECK(w[i].res == (i % 2 == 0 ? -EBADF : -ECANCELED), "waiter %d: %s", i,
+                       coro_strerror((int)w[i].res));
+        }
+        coro_sched_destroy(s);
+        for (int i = 0; i < pairs; i++) {
+            close(sv[i][0]);
+            close(sv[i][1]);
+            if (i % 2)
+                close(wp[i][0]);
+            close(wp[i][1]);
+        }
+        free(p);
+        free(w);
+        free(sv);
+        free(wp);
+    }
+    printf("io_wakeups: ok\n");
+    return 0;
+}
