@@ -134,7 +134,9 @@ run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)tools/run-scenarios.sh $(B) quick
 
 check-asan: deps
-	$(Q)$(MAKE) --no-print-directory ASAN=1 run-tests
+	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp print_suppressions=0" \
+		ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
+		$(MAKE) --no-print-directory ASAN=1 run-tests
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))

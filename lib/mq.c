@@ -31,13 +31,6 @@
 #include "mq.h"
 #include "internal.h"
 
-#if defined(__SANITIZE_THREAD__)
-# define CORO__TSAN 1
-#elif defined(__has_feature)
-# if __has_feature(thread_sanitizer)
-#  define CORO__TSAN 1
-# endif
-#endif
 #ifdef CORO__TSAN
 # include <sanitizer/tsan_interface.h>
 # define TSAN_RELEASE(p) __tsan_release(p)

@@ -378,6 +378,8 @@ intptr_t coro_join(coro_t *co)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
+    if ((st & CORO__S_MASK) == CORO__S_DONE)
+        return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
     if (s && drive_begin(s)) {
         drive(s, job_done, co, true);

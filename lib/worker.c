@@ -131,7 +131,7 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     /* seq_cst fence: orders our push before the reads of s->searching and
      * s->idle, against the parker's seq_cst bit-set before its last look
      * and the searcher's seq_cst decrement (see the top) */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    coro__fence_seq_cst();
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
     int idx = claim_idle(s, wmask);
