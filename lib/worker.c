@@ -137,16 +137,13 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     coro__fence_seq_cst();
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
+    /* the woken worker counts itself as a searcher once it runs (tokio
+     * counts it here, in the waker; a claim racing the worker's own
+     * return from park then leaks a count, which silences every later
+     * notify: a lost wake-up TSan's slow scheduling found) */
     int idx = claim_idle(s, wmask);
-    if (idx >= 0) {
-        if (any) {
-            /* the woken worker starts as a searcher; counted now so that
-             * the next notifier does not wake another one as well */
-            __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
-            __atomic_store_n(&s->w[idx]->wake_searching, 1, __ATOMIC_RELEASE);
-        }
+    if (idx >= 0)
         unpark(s, idx);
-    }
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -452,9 +449,6 @@ coro_t *coro__park(struct coro__worker *w)
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:
-    /* a waker that claimed us counted us as a searcher */
-    if (__atomic_exchange_n(&w->wake_searching, 0, __ATOMIC_ACQUIRE))
-        w->searching = true;
     return j;
 }
 
