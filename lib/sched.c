@@ -102,6 +102,11 @@ void coro__finish(coro_t *job)
         ;
     /* from here the frame may be reused or freed by a joiner: only its
      * address is used below */
+    if (old & CORO__F_JOINER) {
+        coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
+        if (w)
+            coro__wake(w, res);
+    }
     if (old & CORO__F_JOB_JOIN)
         coro__lot_unpark_all(job, res);
     if (old & CORO__F_THREAD_JOIN)
@@ -290,7 +295,6 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->fn = fn;
     co->resume = 0;
     co->result = 0;
-    co->parent = NULL;
     co->top = co;
     co->sched = s;
     co->next = NULL;

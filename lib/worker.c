@@ -499,8 +499,8 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             child->fn = (coro_fn)aw->arg[1].p;
             child->resume = 0;
             child->result = 0;
-            child->parent = cur;
-            child->top = NULL;
+            child->parent = cur;        /* a child's link: never its top */
+            child->joiner = NULL;
             child->sched = s;
             child->cls = job->cls;
             child->prio = job->prio;
