@@ -74,15 +74,10 @@ unsigned coro_version(void)
 
 void coro__wake(coro_t *job, intptr_t res)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
     job->top->result = res;
-    /* release: the result (and whatever the waker did for the job) is
-     * visible to the worker that acquires RUNNING */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | CORO__S_READY, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
+     * release: the result is visible to the worker that acquires RUNNING */
+    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
     coro__submit(job->sched, job, false);
 }
 

@@ -76,17 +76,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* set the lifecycle bits of the state word, keeping the flags that other
- * threads may set meanwhile */
-static inline void set_state(coro_t *job, uint32_t st)
+/* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
+ * (the thread that dequeued it, or its waker) changes these bits, and it
+ * knows their value, so one atomic add does it without a CAS loop while
+ * other threads may OR flags into the upper bits meanwhile. */
+static inline void set_state(coro_t *job, uint32_t from, uint32_t to)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
     /* acq_rel: RUNNING acquires what the waker wrote (the result);
      * SUSPENDED/READY release what the body wrote to the frame */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | st, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    __atomic_add_fetch(&job->state, to - from, __ATOMIC_ACQ_REL);
 }
 
 static inline void stat_inc(uint64_t *c)
@@ -461,7 +459,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
     coro_await_t *aw;
     intptr_t res;
 
-    set_state(job, CORO__S_RUNNING);
+    set_state(job, CORO__S_READY, CORO__S_RUNNING);
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
@@ -482,7 +480,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
-            set_state(job, CORO__S_READY);
+            set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
             return;
@@ -511,7 +509,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ECANCELED;
             continue;
         }
-        set_state(job, CORO__S_SUSPENDED);
+        set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
@@ -520,11 +518,11 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
-            set_state(job, CORO__S_RUNNING);
+            set_state(job, CORO__S_SUSPENDED, CORO__S_RUNNING);
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
-        set_state(job, CORO__S_READY);
+        set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
         return;
