@@ -88,13 +88,11 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
-    /* release: the result and the frame's last writes happen before any
+    /* one exchange: DONE, all flags cleared, and the flags set until now
+     * returned (joiners set theirs with a CAS that fails once DONE is in).
+     * release: the result and the frame's last writes happen before any
      * joiner's acquire load of DONE */
-    while (!__atomic_compare_exchange_n(&job->state, &old, CORO__S_DONE, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    uint32_t old = __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
     /* from here the frame may be reused or freed by a joiner: only its
      * address is used below */
     if (old & CORO__F_JOINER) {
