@@ -431,6 +431,7 @@ coro_t *coro__park(struct coro__worker *w)
     coro_t *j;
 
     stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w);        /* shutdown may be waiting for our count */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
