@@ -9,5 +9,6 @@
 #include "corokit/cpuset.h"
 #include "corokit/coro.h"
 #include "corokit/sched.h"
+#include "corokit/sync.h"
 
 #endif
