@@ -1014,3 +1014,23 @@ Test(sync, select_errors, .timeout = 10)
     cr_assert_eq(coro_select_result(&sel, -1), -EINVAL);
     cr_assert_eq(coro_select(NULL, 0).arg[0].i, -EINVAL);
 }
+
+/* ---- the samples run and exit 0 ---------------------------------------------------------- */
+
+static void run_sample(const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/samples/%s > /dev/null", CORO_BUILD_DIR, name);
+    int rc = system(cmd);
+    cr_assert_eq(rc, 0, "%s exited with %d", cmd, rc);
+}
+
+Test(sync, sample_pipeline_exits_0, .timeout = 60)
+{
+    run_sample("pipeline");
+}
+
+Test(sync, sample_fanout_exits_0, .timeout = 60)
+{
+    run_sample("fanout");
+}
