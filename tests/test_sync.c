@@ -2,6 +2,7 @@
  * select - across 1, 2, 4 and 8 workers. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
