@@ -34,7 +34,7 @@
 
 #include "sync_impl.h"
 
-#define LOT_BITS 8
+#define LOT_BITS 16
 #define LOT_SIZE (1u << LOT_BITS)
 #define SEL_BITS 6
 #define SEL_SIZE (1u << SEL_BITS)
@@ -45,13 +45,12 @@ struct coro__lotb {
 } __attribute__((aligned(64)));
 #define bucket coro__lotb
 
-static struct bucket lot[LOT_SIZE] = {
-    [0 ... LOT_SIZE - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
-};
+/* zero-initialised: in .bss, touched page by page (glibc's
+ * PTHREAD_MUTEX_INITIALIZER is all zeros) */
+static struct bucket lot[LOT_SIZE];
+_Static_assert(LOT_BITS <= 16, "4 MiB of buckets at most");
 /* odd keys: a select's own key; taken only after an even bucket */
-static struct bucket sel_lot[SEL_SIZE] = {
-    [0 ... SEL_SIZE - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
-};
+static struct bucket sel_lot[SEL_SIZE];
 
 static struct bucket *bucket_of(const void *key)
 {

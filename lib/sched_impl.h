@@ -30,9 +30,9 @@ struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
-    uint32_t wake_searching;            /* atomic: woken as a searcher (counted by the waker) */
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
+    struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
