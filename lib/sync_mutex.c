@@ -24,7 +24,9 @@ static uintptr_t identity_of(coro_t *co)
 {
     if (!co)
         return coro__thread_token();
-    while (co->parent)          /* a coro_call child: the job is its root */
+    /* a coro_call child: the job is its root (parent and top share a
+     * field: only a CHILD frame's is its caller) */
+    while ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_CHILD)
         co = co->parent;
     return (uintptr_t)co;
 }
