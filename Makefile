@@ -32,6 +32,9 @@ SAN :=
 endif
 
 OPT ?= -O2 -g
+# -z defs: no undefined symbol in the .so (not with sanitizers: clang leaves
+# their runtime symbols to the executable)
+ZDEFS := $(if $(SAN),,-Wl,-z,defs)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 $(OPT) $(WARN) -pthread -Iinclude $(SAN)
 LIB_CFLAGS := $(BASE_CFLAGS) -Ilib -fvisibility=hidden -D_GNU_SOURCE
@@ -90,7 +93,7 @@ $(STATIC): $(LIB_OBJ)
 $(SHARED): $(PIC_OBJ) lib/corokit.map
 	@$(SAY) "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
-		-Wl,-z,defs $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
+		$(ZDEFS) $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
 	$(Q)ln -sf $(SONAME) $(B)/libcorokit.so
 
 corokit.pc: corokit.pc.in $(VERSION_H)
