@@ -7,6 +7,10 @@
 // page, two mappings per fiber, so the count is capped under
 // vm.max_map_count (the line says jobs=).
 //
+// Events and WaitGroups are captured by value (shared handles), as marl's
+// examples do: a task may still be inside signal()/done() when the waiter
+// returns and its locals die.
+//
 // WORKERS = setWorkerThreadCount. The main thread is bound to the scheduler so
 // it may call marl::schedule; its waits block the thread (it runs no tasks).
 #include "bench_common.h"
@@ -26,9 +30,9 @@ static int64_t spawn_many_local(long n)
     std::atomic<long> rem(n);
     marl::Event done(marl::Event::Mode::Manual);
     int64_t t0 = bench_now_ns();
-    marl::schedule([&, n] {
+    marl::schedule([&rem, done, n] {
         for (long i = 0; i < n; i++)
-            marl::schedule([&] {
+            marl::schedule([&rem, done] {
                 if (rem.fetch_sub(1, std::memory_order_relaxed) == 1)
                     done.signal();
             });
@@ -44,7 +48,7 @@ static int64_t spawn_many_remote(long n)
     marl::WaitGroup wg((unsigned)n);
     int64_t t0 = bench_now_ns();
     for (long i = 0; i < n; i++)
-        marl::schedule([&wg] { wg.done(); });
+        marl::schedule([wg] { wg.done(); });
     wg.wait();
     return bench_now_ns() - t0;
 }
@@ -54,9 +58,9 @@ static int64_t ping_pong(long n)
     std::atomic<long> rem(n);
     marl::Event done(marl::Event::Mode::Manual);
     int64_t t0 = bench_now_ns();
-    marl::schedule([&, n] {
+    marl::schedule([&rem, done, n] {
         for (long i = 0; i < n; i++)
-            marl::schedule([&] {
+            marl::schedule([&rem, done] {
                 marl::Event e1, e2; /* oneshots; B holds copies of them */
                 marl::schedule([e1, e2] {
                     e1.wait();
@@ -72,10 +76,10 @@ static int64_t ping_pong(long n)
     return bench_now_ns() - t0;
 }
 
-static void chain(marl::Event *done, long n)
+static void chain(marl::Event done, long n)
 {
     if (n == 0)
-        done->signal();
+        done.signal();
     else
         marl::schedule([done, n] { chain(done, n - 1); });
 }
@@ -84,7 +88,7 @@ static int64_t chained_spawn(long n)
 {
     marl::Event done(marl::Event::Mode::Manual);
     int64_t t0 = bench_now_ns();
-    marl::schedule([&done, n] { chain(&done, n); });
+    marl::schedule([done, n] { chain(done, n); });
     done.wait();
     return bench_now_ns() - t0;
 }
@@ -95,8 +99,8 @@ static long fib(long n)
         return n;
     long a = 0, b = 0;
     marl::WaitGroup wg(2);
-    marl::schedule([&] { a = fib(n - 1); wg.done(); });
-    marl::schedule([&] { b = fib(n - 2); wg.done(); });
+    marl::schedule([&a, n, wg] { a = fib(n - 1); wg.done(); });
+    marl::schedule([&b, n, wg] { b = fib(n - 2); wg.done(); });
     wg.wait();
     return a + b;
 }
@@ -106,7 +110,7 @@ static int64_t fib_bench(long n)
     long v = 0;
     marl::Event done(marl::Event::Mode::Manual);
     int64_t t0 = bench_now_ns();
-    marl::schedule([&, n] { v = fib(n); done.signal(); });
+    marl::schedule([&v, n, done] { v = fib(n); done.signal(); });
     done.wait();
     int64_t t = bench_now_ns() - t0;
     if (n == 27 && v != 196418)
@@ -121,7 +125,7 @@ static int64_t timers(long n, int64_t *p99)
     marl::Event never(marl::Event::Mode::Manual);
     int64_t t0 = bench_now_ns();
     for (long i = 0; i < n; i++)
-        marl::schedule([&, i] {
+        marl::schedule([&late, i, wg, never] {
             int64_t d = bench_timer_ns((int)i);
             int64_t deadline = bench_now_ns() + d;
             never.wait_for(std::chrono::nanoseconds(d));
@@ -151,7 +155,7 @@ static void memory(long n, int workers)
     marl::WaitGroup wg((unsigned)n);
     int64_t t0 = bench_now_ns();
     for (long i = 0; i < n; i++)
-        marl::schedule([&] {
+        marl::schedule([&ready, wg, gate] {
             ready.fetch_add(1);
             gate.wait();
             wg.done();
