@@ -1,0 +1,164 @@
+# corokit - one plain Makefile (liburing's model).
+#   make            libraries, corokit.pc, samples
+#   make test       dependencies, then the whole suite (both coroutine back ends)
+#   make demo       build and run samples/demo
+#   make check-asan the suite under AddressSanitizer + UBSan
+#   make check-tsan the concurrency scenarios under ThreadSanitizer
+#   make stress     the long opt-in runs of tests/stress
+#   make bench      benchmarks against the peers (tools/bench)
+#   make install    PREFIX=/usr/local DESTDIR=
+# V=1 shows full command lines; CC=clang builds with clang.
+
+VERSION_H := include/corokit/version.h
+MAJOR := $(shell sed -n 's/^\#define CORO_VERSION_MAJOR //p' $(VERSION_H))
+MINOR := $(shell sed -n 's/^\#define CORO_VERSION_MINOR //p' $(VERSION_H))
+PATCH := $(shell sed -n 's/^\#define CORO_VERSION_PATCH //p' $(VERSION_H))
+VERSION := $(MAJOR).$(MINOR).$(PATCH)
+
+CC ?= cc
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include
+
+ifeq ($(ASAN),1)
+B ?= build-asan
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(TSAN),1)
+B ?= build-tsan
+SAN := -fsanitize=thread -fno-omit-frame-pointer
+else
+B ?= build
+SAN :=
+endif
+
+OPT ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=gnu11 $(OPT) $(WARN) -pthread -Iinclude $(SAN)
+LIB_CFLAGS := $(BASE_CFLAGS) -Ilib -fvisibility=hidden -D_GNU_SOURCE
+CFLAGS ?=
+LDFLAGS ?=
+LIBS := -lck -pthread
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC := $(filter-out lib/io_stub.c,$(wildcard lib/*.c))
+ifeq ($(wildcard lib/io_epoll.c),)
+LIB_SRC += lib/io_stub.c
+endif
+LIB_OBJ := $(patsubst lib/%.c,$(B)/obj/%.o,$(LIB_SRC))
+PIC_OBJ := $(patsubst lib/%.c,$(B)/pic/%.o,$(LIB_SRC))
+STATIC := $(B)/libcorokit.a
+SONAME := libcorokit.so.$(MAJOR)
+SHARED := $(B)/$(SONAME)
+
+SAMPLE_SRC := $(wildcard samples/*.c)
+SAMPLES := $(patsubst samples/%.c,$(B)/samples/%,$(SAMPLE_SRC))
+
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(TEST_SRC)) $(B)/tests/test_coro_switch.o
+TEST_BIN := $(B)/tests/corokit_tests
+SCEN_SRC := $(wildcard tests/stress/*.c)
+SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
+
+.PHONY: all lib samples test run-tests demo check-asan check-tsan stress bench install clean deps
+all: lib samples corokit.pc
+
+lib: $(STATIC) $(SHARED)
+
+$(B)/obj/%.o: lib/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/pic/%.o: lib/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(PIC_OBJ) lib/corokit.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
+		-Wl,-z,defs $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
+	$(Q)ln -sf $(SONAME) $(B)/libcorokit.so
+
+corokit.pc: corokit.pc.in $(VERSION_H)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' $< > $@
+
+samples: $(SAMPLES)
+
+$(B)/samples/%: samples/%.c $(STATIC)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
+
+# ---- tests --------------------------------------------------------------------
+$(B)/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
+
+# the same coroutine tests, on the portable switch back end
+$(B)/tests/test_coro_switch.o: tests/test_coro.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_USE_SWITCH -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
+
+$(TEST_BIN): $(TEST_OBJ) $(STATIC)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS) $(LDFLAGS)
+
+$(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(STATIC)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
+
+deps:
+	@tools/deps.sh
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory run-tests
+
+run-tests: all $(TEST_BIN) $(SCEN_BIN)
+	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
+	$(Q)tools/run-scenarios.sh $(B) quick
+
+check-asan: deps
+	$(Q)$(MAKE) --no-print-directory ASAN=1 run-tests
+
+check-tsan: deps
+	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))
+	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tools/tsan.supp" \
+		tools/run-scenarios.sh build-tsan full
+
+stress: deps all $(SCEN_BIN)
+	$(Q)tools/run-scenarios.sh $(B) stress
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(B)/samples/demo
+
+bench: deps all
+	$(Q)tools/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit
+	install -m 644 include/corokit.h $(DESTDIR)$(INCDIR)/
+	install -m 644 include/corokit/*.h $(DESTDIR)$(INCDIR)/corokit/
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcorokit.so
+	install -m 644 corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+clean:
+	rm -rf build build-asan build-tsan corokit.pc
+
+-include $(wildcard $(B)/*/*.d)

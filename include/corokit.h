@@ -1,0 +1,13 @@
+/* corokit - stackless coroutines on pinned workers, with per-job CPU
+ * affinity and priority, and a dedicated I/O thread.  The one header users
+ * include.  See docs/guide.md. */
+#ifndef COROKIT_H
+#define COROKIT_H
+
+#include "corokit/version.h"
+#include "corokit/error.h"
+#include "corokit/cpuset.h"
+#include "corokit/coro.h"
+#include "corokit/sched.h"
+
+#endif

@@ -1,0 +1,219 @@
+/* corokit: the coroutine - frame header, body macros and core awaitables.
+ *
+ * A coroutine is a plain C function over a frame struct that the user owns.
+ * Locals that must survive a suspension live in the frame, never on the C
+ * stack:
+ *
+ *     struct counter { coro_t co; int i; };
+ *
+ *     static int count(coro_t *co)
+ *     {
+ *         struct counter *c = CORO_SELF(co, struct counter);
+ *         CORO_BEGIN(co);
+ *         for (c->i = 0; c->i < 3; c->i++)
+ *             CORO_YIELD(co);
+ *         CORO_RETURN(co, c->i);
+ *         CORO_END(co);
+ *     }
+ *
+ * Two back ends: GCC/Clang labels-as-values (the default where available;
+ * a body may contain its own `switch`) and a portable switch/case one
+ * (define CORO_USE_SWITCH before including, or build with
+ * -DCORO_USE_SWITCH; a body then must not place an await inside a switch of
+ * its own).  Both are built and tested.
+ */
+#ifndef COROKIT_CORO_H
+#define COROKIT_CORO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "error.h"
+#include "cpuset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct coro coro_t;
+
+/* A coroutine body.  Its int return value is the library's business: only
+ * the macros below produce it. */
+typedef int (*coro_fn)(coro_t *co);
+
+struct coro_await_ops;      /* private: lib/internal.h */
+
+/* One argument slot of an awaitable. */
+typedef union coro_arg {
+    intptr_t i;
+    void *p;
+    const void *cp;
+    int64_t t;
+} coro_arg_t;
+
+/* An awaitable: a small value built by a coro_* constructor (coro_call,
+ * coro_done, coro_read, coro_sleep, ...) and consumed by CORO_AWAIT.  An
+ * awaitable whose ops is NULL has already completed; its result is in
+ * arg[0].i.  Build them with the constructors only. */
+typedef struct coro_await {
+    const struct coro_await_ops *ops;   /* private */
+    coro_arg_t arg[3];                  /* private */
+    int64_t timeout;                    /* private: ns, CORO_FOREVER = -1 */
+} coro_await_t;
+
+/* The frame header.  Embed it as a member named `co` of the frame struct
+ * and zero it before the first spawn (static storage, calloc, `= {0}`);
+ * after that corokit keeps it consistent, and a finished frame may be
+ * spawned again.  Its layout is public so that it can be embedded; read
+ * only what is marked read-only, through the macros. */
+struct coro {
+    uintptr_t resume;           /* private: resume point, 0 = start */
+    intptr_t result;            /* read-only: CORO_RESULT / final result */
+    coro_fn fn;                 /* private: the body */
+    coro_t *parent;             /* private: caller frame of a coro_call */
+    coro_t *top;                /* private: root only - innermost frame */
+    struct coro_sched *sched;   /* private: owning scheduler */
+    coro_t *next;               /* private: intrusive link (queues, waits) */
+    void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
+    coro_await_t aw;            /* private: pending awaitable */
+    uint32_t state;             /* private: atomic state word */
+    uint16_t cls;               /* private: affinity class index */
+    int8_t prio;                /* private: CORO_PRIO_* */
+    uint8_t flags;              /* private */
+    void *wait_obj;             /* private: what it waits on in the parking lot */
+    uint32_t wait_gen;          /* private: counts its parks (timeouts match it) */
+    uint32_t reserved;          /* reserved for growth */
+};
+
+#if defined(__x86_64__) || defined(__aarch64__)
+_Static_assert(sizeof(struct coro) == 128, "coro_t must stay 128 bytes on LP64");
+#endif
+_Static_assert(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
+
+/* Timeouts are relative int64_t nanoseconds; CORO_FOREVER waits without
+ * limit, 0 polls once. */
+#define CORO_FOREVER ((int64_t)-1)
+
+/* ---- the body macros -------------------------------------------------- */
+
+/* The user's frame from its embedded header (a member named `co`). */
+#define CORO_SELF(co, type) ((type *)(void *)((char *)(co) - offsetof(type, co)))
+
+/* The intptr_t result of the last await: a value >= 0 on success, -errno
+ * on failure. */
+#define CORO_RESULT(co) ((co)->result)
+
+/* Status words a body returns to the scheduler (private). */
+#define CORO__ST_DONE  0
+#define CORO__ST_YIELD 1
+#define CORO__ST_AWAIT 2
+
+#define CORO__CAT_(a, b) a##b
+#define CORO__CAT(a, b) CORO__CAT_(a, b)
+
+#if defined(__COUNTER__)
+# define CORO__ID __COUNTER__
+#else
+# define CORO__ID __LINE__      /* two awaits on one line: duplicate case error */
+#endif
+
+#if !defined(CORO_USE_SWITCH) && (defined(__GNUC__) || defined(__clang__))
+# define CORO_BACKEND_LABELS 1
+# define CORO_BACKEND_NAME "labels"
+/* Resume points are label addresses stored as uintptr_t (a void * draws a
+ * false -Wdangling-pointer from gcc 12). */
+# define CORO_BEGIN(co)                                                     \
+    if ((co)->resume)                                                       \
+        goto *(void *)(co)->resume;                                         \
+    if (0) {                                                                \
+        (co)->resume = (uintptr_t)&&coro__begin__;                          \
+    }                                                                       \
+    coro__begin__:;                                                         \
+    {
+# define CORO__SAVE_(co, n) (co)->resume = (uintptr_t)&&CORO__CAT(coro__l_, n)
+# define CORO__MARK_(co, n) CORO__CAT(coro__l_, n):;
+# define CORO__END_BLOCK_ }
+#else
+# define CORO_BACKEND_SWITCH 1
+# define CORO_BACKEND_NAME "switch"
+# define CORO_BEGIN(co)                                                     \
+    switch ((co)->resume) {                                                 \
+    case 0:;
+# define CORO__SAVE_(co, n) (co)->resume = (uintptr_t)(n) + 1
+# define CORO__MARK_(co, n) case (n) + 1:;
+# define CORO__END_BLOCK_ }
+#endif
+
+#define CORO__SUSPEND_(co, st, n)                                           \
+    do {                                                                    \
+        CORO__SAVE_(co, n);                                                 \
+        return (st);                                                        \
+        CORO__MARK_(co, n)                                                  \
+    } while (0)
+
+/* Close the body.  Falling off CORO_END finishes the job with result 0. */
+#define CORO_END(co)                                                        \
+    CORO__END_BLOCK_                                                        \
+    (co)->result = 0;                                                       \
+    return CORO__ST_DONE
+
+/* Finish with intptr_t result v (a coroutine never uses plain `return`). */
+#define CORO_RETURN(co, v)                                                  \
+    do {                                                                    \
+        (co)->result = (intptr_t)(v);                                       \
+        return CORO__ST_DONE;                                               \
+    } while (0)
+
+/* Let the other ready jobs of this worker run first: the job goes to the
+ * back of its worker's queue, at its priority. */
+#define CORO_YIELD(co) CORO__SUSPEND_(co, CORO__ST_YIELD, CORO__ID)
+
+/* Suspend until awaitable a completes; then CORO_RESULT(co) holds its
+ * result.  An awaitable that is already complete does not suspend. */
+#define CORO_AWAIT(co, a) CORO__AWAIT_(co, a, CORO__ID)
+#define CORO__AWAIT_(co, a, n)                                              \
+    do {                                                                    \
+        (co)->aw = (a);                                                     \
+        if ((co)->aw.ops == NULL) {                                         \
+            (co)->result = (co)->aw.arg[0].i;                               \
+            break;                                                          \
+        }                                                                   \
+        CORO__SAVE_(co, n);                                                 \
+        return CORO__ST_AWAIT;                                              \
+        CORO__MARK_(co, n)                                                  \
+    } while (0)
+
+/* ---- core awaitables ---------------------------------------------------- */
+
+/* coro_call - awaitable: run child (a zeroed or finished frame) with body
+ * fn now, on this thread, as a nested call.  When the child finishes the
+ * caller continues at once, with no trip through a queue; result = the
+ * child's return value.  A child that awaits suspends the whole job, and
+ * on wake-up only the innermost child is resumed: resuming costs the same
+ * at any depth and no depth grows the C stack.  Completes at once with
+ * -EINVAL for a NULL child or fn, -EBUSY when child is live. */
+CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
+
+/* coro_done - awaitable: wait until spawned job finishes; result = its
+ * return value.  Any number of jobs may await the same job.  Completes at
+ * once when job has already finished (with its result), with -EINVAL for a
+ * NULL or never-spawned frame, and with -EDEADLK when a job awaits itself.
+ * The job's frame must stay valid until its awaiters resume (do not free it
+ * in on_exit while others wait for it). */
+CORO_EXTERN coro_await_t coro_done(coro_t *job);
+
+/* coro_reschedule - awaitable: continue on a worker whose CPU is in aff
+ * (NULL = any CPU) at priority prio (CORO_PRIO_LOW/NORMAL/HIGH), as Coop's
+ * suspend(mask, prio).  The job goes to the back of that queue; it keeps the
+ * new mask and priority afterwards.  Result 0, or -EINVAL (empty mask, mask
+ * with no worker's CPU, bad priority, not called from a job).  The mask is
+ * read when the awaitable is built: aff may point to a local. */
+CORO_EXTERN coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio);
+
+/* coro_ready - awaitable that is already complete with result r (handy
+ * in coro_select arrays and in tests). */
+CORO_EXTERN coro_await_t coro_ready(intptr_t r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/* corokit: the scheduler - workers, jobs, affinity and priority. */
+#ifndef COROKIT_SCHED_H
+#define COROKIT_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "coro.h"
+#include "cpuset.h"
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct coro_sched coro_sched_t;
+struct ck_malloc;
+
+/* Job priorities.  A worker always looks at HIGH first, then NORMAL, then
+ * LOW; see docs/guide.md for the bound that keeps lower levels from
+ * starving. */
+#define CORO_PRIO_LOW    (-1)
+#define CORO_PRIO_NORMAL 0
+#define CORO_PRIO_HIGH   1
+
+/* .workers: one worker per CPU the process may use. */
+#define CORO_WORKERS_AUTO (-1)
+/* The most workers a scheduler runs. */
+#define CORO_MAX_WORKERS 256
+
+typedef struct coro_sched_config {
+    /* CORO_WORKERS_AUTO: one pinned worker per usable CPU
+     * (sched_getaffinity: cgroups and taskset are honoured).
+     * 0: single-threaded - jobs run on the thread that calls
+     * coro_sched_run / coro_join / coro_block_on.
+     * N > 0: N workers; more than the CPUs is allowed, they then share the
+     * CPUs round-robin. */
+    int workers;
+    /* Pin each worker to its CPU (default true).  A failed pin is counted
+     * in the stats, never fatal. */
+    bool pin;
+    /* The CPUs to place workers on (NULL = all usable CPUs). */
+    const coro_cpuset_t *cpus;
+    /* Where the scheduler's own memory comes from (NULL = malloc). */
+    struct ck_malloc *alloc;
+} coro_sched_config_t;
+
+#define CORO_SCHED_CONFIG_DEFAULT \
+    ((coro_sched_config_t){ .workers = CORO_WORKERS_AUTO, .pin = true })
+
+/* Per-spawn options; a zero-initialised struct (or NULL) means any CPU,
+ * NORMAL priority, no exit hook. */
+typedef struct coro_spawn_opts {
+    const coro_cpuset_t *affinity;  /* NULL = any CPU; read during the call */
+    int priority;                   /* CORO_PRIO_LOW .. CORO_PRIO_HIGH */
+    /* Called once the scheduler will never touch the frame again (the
+     * place to free it), on the thread that finished the job. */
+    void (*on_exit)(coro_t *co);
+} coro_spawn_opts_t;
+
+/* Shutdown modes. */
+#define CORO_DRAIN  0   /* let every job finish */
+#define CORO_CANCEL 1   /* resume every suspended job with -ECANCELED */
+
+/* coro_sched_create - make a scheduler and start its workers.
+ * cfg NULL = CORO_SCHED_CONFIG_DEFAULT.  Returns 0 and sets *out, or
+ * -EINVAL (NULL out, workers < -1 or > CORO_MAX_WORKERS, cpus empty or
+ * holding no usable CPU), -ENOMEM, or the error of a failed thread start.
+ * On failure nothing is left behind.  Any thread may call it. */
+CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
+
+/* coro_spawn - start job co (a zeroed or finished frame) with body fn.  The
+ * frame stays the caller's: corokit allocates nothing.  Any thread, and
+ * any job, may spawn; never blocks.  Returns 0, or -EINVAL (NULL s, co or
+ * fn; bad priority; affinity empty, holding a CPU id >= CORO_MAX_CPUS or
+ * no worker's CPU), -EBUSY (co is live: spawned and not finished, or a
+ * coro_call child), -ESHUTDOWN (shutdown has begun).  When it fails, fn
+ * never runs and on_exit is never called. */
+CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
+                           const coro_spawn_opts_t *opts);
+
+/* coro_join - block the calling plain thread until job co finishes, and
+ * return its result.  In single-threaded mode it runs the scheduler on the
+ * calling thread until co is done.  Returns the job's result, or -EINVAL
+ * (NULL or never-spawned frame), -EDEADLK (called from inside a job: await
+ * coro_done there).  A finished frame returns its result at once.  A job
+ * may itself return a negative value: keep the two apart by convention. */
+CORO_EXTERN intptr_t coro_join(coro_t *co);
+
+/* coro_block_on - coro_spawn then coro_join.  Errors of both. */
+CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                   const coro_spawn_opts_t *opts);
+
+/* coro_sched_run - single-threaded mode: run ready jobs on this thread
+ * until none is ready (and, with the I/O part, none waits on a timer or
+ * fd that could make one ready).  Returns the number of job steps run, or
+ * -EINVAL (NULL s or a multi-threaded scheduler), -EDEADLK (called from a
+ * job). */
+CORO_EXTERN int coro_sched_run(coro_sched_t *s);
+
+/* coro_sched_current - the scheduler whose job the calling thread is
+ * running, NULL on any other thread. */
+CORO_EXTERN coro_sched_t *coro_sched_current(void);
+
+/* coro_sched_workers - how many worker threads s runs (0 when
+ * single-threaded), or -EINVAL. */
+CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
+
+/* coro_sched_shutdown - close s: from now on coro_spawn fails with
+ * -ESHUTDOWN.  CORO_DRAIN waits until every job has finished; CORO_CANCEL
+ * first resumes every suspended job with -ECANCELED (and every later await
+ * completes at once with -ECANCELED) so that jobs clean up and finish, then
+ * waits for them.  Nothing is left in any queue.  Blocks; call it from a
+ * plain thread (-EDEADLK from a job).  In single-threaded mode it runs the
+ * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
+ * mode), -EDEADLK.  A second call returns 0 at once. */
+CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
+
+/* coro_sched_destroy - stop the workers and free s.  Shuts down with
+ * CORO_DRAIN first if that has not been done.  Returns 0, -EINVAL for
+ * NULL, -EDEADLK from a job of s. */
+CORO_EXTERN int coro_sched_destroy(coro_sched_t *s);
+
+/* ---- statistics ---------------------------------------------------------- */
+
+typedef struct coro_worker_stats {
+    int cpu;                /* the CPU the worker is meant for */
+    bool pinned;            /* pinning succeeded */
+    uint64_t jobs_run;      /* job steps run (a step ends at an await) */
+    uint64_t steals;        /* steal operations that took jobs */
+    uint64_t stolen;        /* jobs taken by those steals */
+    uint64_t parks;         /* times the worker parked on its futex */
+    uint64_t wakeups;       /* times it was woken from a park */
+    uint64_t io_wakeups;    /* jobs made ready by the I/O thread that it ran */
+    uint64_t queue_depth;   /* jobs queued for it at the time of the call */
+} coro_worker_stats_t;
+
+typedef struct coro_sched_stats {
+    int workers;                                /* entries used in worker[] */
+    uint64_t live_jobs;                         /* spawned, not finished */
+    uint64_t global_depth;                      /* injection queue depth */
+    coro_worker_stats_t worker[CORO_MAX_WORKERS];
+} coro_sched_stats_t;
+
+/* coro_sched_stats - copy the counters of s (single-threaded mode reports
+ * one entry for the running thread).  Counters are read without stopping
+ * the workers: each is exact, their sum is a snapshot.  Returns 0 or
+ * -EINVAL.  Any thread. */
+CORO_EXTERN int coro_sched_stats(const coro_sched_t *s, coro_sched_stats_t *out);
+
+/* coro_version - CORO_VERSION_HEX of the library actually linked. */
+CORO_EXTERN unsigned coro_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,140 @@
+/* The core awaitables: coro_call, coro_done, coro_reschedule, coro_ready. */
+#include "sched_impl.h"
+
+static int yield_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    (void)s;
+    (void)job;
+    *res = aw->arg[0].i;
+    return CORO__ARM_REQUEUE;
+}
+
+static const struct coro_await_ops yield_ops = { "yield", yield_arm };
+
+coro_await_t coro__complete(intptr_t r)
+{
+    coro_await_t a = { .ops = NULL };
+
+    a.arg[0].i = r;
+    if (coro__tls_in_job && --coro__tls_budget < 0)
+        a.ops = &yield_ops;     /* out of budget: let the others run first */
+    return a;
+}
+
+coro_await_t coro_ready(intptr_t r)
+{
+    coro_await_t a = { .ops = NULL };
+
+    a.arg[0].i = r;
+    return a;
+}
+
+/* ---- coro_call: handled inline by the worker (worker.c) ------------------ */
+
+static int call_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    (void)s;
+    (void)job;
+    (void)aw;
+    *res = -EINVAL;     /* never reached: the run loop starts the child itself */
+    return CORO__ARM_READY;
+}
+
+const struct coro_await_ops coro__call_ops = { "call", call_arm };
+
+coro_await_t coro_call(coro_t *child, coro_fn fn)
+{
+    coro_await_t a = { .ops = &coro__call_ops };
+
+    if (!child || !fn)
+        return coro_ready(-EINVAL);
+    a.arg[0].p = child;
+    a.arg[1].p = (void *)fn;
+    return a;
+}
+
+/* ---- coro_done ------------------------------------------------------------- */
+
+/* under the target's lot bucket: set JOB_JOIN unless it is already done */
+static bool done_validate(void *key, void *ctx, intptr_t *res)
+{
+    coro_t *target = key;
+    uint32_t st = __atomic_load_n(&target->state, __ATOMIC_ACQUIRE);
+
+    (void)ctx;
+    for (;;) {
+        uint32_t s = st & CORO__S_MASK;
+        if (s == CORO__S_DONE) {
+            *res = target->result;
+            return false;
+        }
+        if (s == CORO__S_IDLE || s == CORO__S_CHILD) {
+            *res = -EINVAL;
+            return false;
+        }
+        if (st & CORO__F_JOB_JOIN)
+            return true;
+        /* acq_rel: pairs with coro__finish's CAS to DONE, which reads the
+         * flag and then locks this bucket */
+        if (__atomic_compare_exchange_n(&target->state, &st, st | CORO__F_JOB_JOIN, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return true;
+    }
+}
+
+static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    coro_t *target = aw->arg[0].p;
+
+    (void)s;
+    if (target == job) {
+        *res = -EDEADLK;
+        return CORO__ARM_READY;
+    }
+    return coro__lot_park_job(target, job, done_validate, NULL, res, NULL);
+}
+
+static const struct coro_await_ops done_ops = { "done", done_arm };
+
+coro_await_t coro_done(coro_t *job)
+{
+    coro_await_t a = { .ops = &done_ops };
+
+    if (!job)
+        return coro_ready(-EINVAL);
+    uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    if (st == CORO__S_IDLE || st == CORO__S_CHILD)
+        return coro_ready(-EINVAL);
+    if (st == CORO__S_DONE)
+        return coro__complete(job->result);
+    a.arg[0].p = job;
+    return a;
+}
+
+/* ---- coro_reschedule ------------------------------------------------------------ */
+
+static int resched_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    (void)s;
+    job->cls = (uint16_t)aw->arg[0].i;
+    job->prio = (int8_t)aw->arg[1].i;
+    *res = 0;
+    return CORO__ARM_REQUEUE;
+}
+
+static const struct coro_await_ops resched_ops = { "reschedule", resched_arm };
+
+coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio)
+{
+    coro_await_t a = { .ops = &resched_ops };
+    coro_sched_t *s = coro_sched_current();
+    int cls;
+
+    if (!s || !coro__tls_in_job || prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
+        return coro_ready(-EINVAL);
+    if ((cls = coro__cls_intern(s, aff)) < 0)
+        return coro_ready(cls);
+    a.arg[0].i = cls;
+    a.arg[1].i = prio;
+    return a;
+}

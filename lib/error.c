@@ -1,0 +1,34 @@
+/* coro_strerror / coro_err_name from one table (CORO_ERRNO_MAP). */
+#include <string.h>
+
+#include "internal.h"
+
+const char *coro_strerror(int rc)
+{
+    int e = rc < 0 ? -rc : rc;
+
+    if (e == 0)
+        return "success";
+    switch (e) {
+#define CORO__MSG(name, msg) case name: return msg;
+        CORO_ERRNO_MAP(CORO__MSG)
+#undef CORO__MSG
+    default:
+        return "unknown error";
+    }
+}
+
+const char *coro_err_name(int rc)
+{
+    int e = rc < 0 ? -rc : rc;
+
+    if (e == 0)
+        return "OK";
+    switch (e) {
+#define CORO__NAME(name, msg) case name: return #name;
+        CORO_ERRNO_MAP(CORO__NAME)
+#undef CORO__NAME
+    default:
+        return "UNKNOWN";
+    }
+}

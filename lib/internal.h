@@ -1,0 +1,179 @@
+/* private: corokit internals shared by the files of lib/; never installed. */
+#ifndef COROKIT_INTERNAL_H
+#define COROKIT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corokit.h"
+#include "mq.h"
+
+#define CORO__HIDDEN __attribute__((visibility("hidden")))
+#define CORO__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CORO__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CORO__CACHELINE 64
+
+/* ---- the job state word (coro_t.state) ---------------------------------
+ *
+ * One 32-bit atomic word, as tokio's task state: the low three bits hold
+ * the lifecycle state, the others flags.  Every change is a CAS or an
+ * atomic RMW so that flags set by other threads are never lost.
+ *
+ *   IDLE      zeroed frame, never spawned
+ *   READY     in exactly one queue; whoever dequeues it owns it
+ *   RUNNING   a worker is inside its body (or arming its awaitable)
+ *   SUSPENDED its awaitable is (being) armed: exactly one waker, the one
+ *             that removes it from the wait structure, makes it READY
+ *   DONE      finished; the frame may be spawned again
+ *   CHILD     the frame is running as a coro_call child of another job
+ *
+ * THREAD_JOIN: a plain thread waits in coro_join (futex on the word).
+ * JOB_JOIN:    jobs wait in the parking lot on this job (coro_done); set
+ *              under the lot bucket lock, so the finisher, which locks the
+ *              bucket after storing DONE, sees every such waiter.
+ */
+#define CORO__S_IDLE      0u
+#define CORO__S_READY     1u
+#define CORO__S_RUNNING   2u
+#define CORO__S_SUSPENDED 3u
+#define CORO__S_DONE      4u
+#define CORO__S_CHILD     5u
+#define CORO__S_MASK      7u
+#define CORO__F_THREAD_JOIN 8u
+#define CORO__F_JOB_JOIN    16u
+
+/* coro_t.flags */
+#define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
+
+/* ---- awaitables ---------------------------------------------------------- */
+
+/* What arm() tells the worker. */
+enum {
+    CORO__ARM_PENDING = 0,  /* registered: exactly one coro__wake follows; the
+                               worker must not touch the job any more */
+    CORO__ARM_READY,        /* complete now: *res is the result; continue */
+    CORO__ARM_REQUEUE,      /* put the job at the back of its (new) queue */
+};
+
+struct coro_await_ops {
+    const char *name;
+    /* Called on the worker after the body returned CORO__ST_AWAIT, with the
+     * job already SUSPENDED.  aw is job->top->aw.  The last thing a PENDING
+     * arm does is make the registration visible; after that it must not
+     * touch the job or aw: the job may already run elsewhere. */
+    int (*arm)(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+};
+
+extern const struct coro_await_ops coro__call_ops CORO__HIDDEN;
+
+/* coro__wake - make suspended job READY with result res (stored into the
+ * innermost frame's CORO_RESULT) and queue it on a worker its affinity
+ * allows, at its priority.  Called exactly once per PENDING arm, by the
+ * thread that removed the job from the wait structure.  Any thread. */
+CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
+
+/* coro__in_job - true when the calling thread is inside a job's body or
+ * arm (used by the blocking calls to refuse with -EDEADLK). */
+CORO__HIDDEN bool coro__in_job(void);
+
+/* coro__cancelling - true once coro_sched_shutdown(CORO_CANCEL) began: every
+ * arm then completes at once with -ECANCELED. */
+CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);
+
+/* coro__complete - an already-completed awaitable with result r, built
+ * inside a job: once the job has completed CORO__BUDGET awaits without
+ * suspending in one run, it yields instead (result r all the same), so a
+ * job whose I/O is always ready cannot keep its worker forever. */
+CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
+
+/* ---- the parking lot (lib/lot.c) -----------------------------------------
+ *
+ * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
+ * kernel's futex hash): jobs and plain threads wait on a key, wakers wake
+ * one or all waiters of a key.  Objects that are waited on (jobs for
+ * coro_done, events, mutexes, channels ...) need no list of their own, and
+ * shutdown finds every waiting job by walking the buckets.
+ */
+typedef bool (*coro__lot_validate_fn)(void *key, void *ctx, intptr_t *res);
+
+/* coro__lot_park_job - under the key's bucket lock: if the job's scheduler
+ * is cancelling, return CORO__ARM_READY with -ECANCELED; else call
+ * validate(key, ctx, &res) (NULL = always wait): if it returns false, do
+ * not wait: return CORO__ARM_READY with *res.  Otherwise queue job on key
+ * (FIFO), bump job->wait_gen and return CORO__ARM_PENDING: the job stays
+ * until an unpark or coro__lot_remove takes it.  *gen (if not NULL) gets
+ * the new wait_gen, for a timeout to name this very wait. */
+CORO__HIDDEN int coro__lot_park_job(void *key, coro_t *job,
+                                    coro__lot_validate_fn validate, void *ctx,
+                                    intptr_t *res, uint32_t *gen);
+
+/* coro__lot_park_thread - the same for a plain thread: block until woken
+ * or until the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) passes.
+ * Returns the wake result, -ETIMEDOUT, or validate's result. */
+CORO__HIDDEN intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate,
+                                            void *ctx, int64_t deadline);
+
+/* Wake the oldest waiter of key (true if one was woken) / all of them
+ * (returns how many), each with result res, outside the bucket lock. */
+CORO__HIDDEN bool coro__lot_unpark_one(void *key, intptr_t res);
+CORO__HIDDEN int coro__lot_unpark_all(void *key, intptr_t res);
+
+/* coro__lot_unpark_one_with - as unpark_one, but first calls
+ * fn(key, ctx, woke, more) under the bucket lock once the oldest waiter
+ * (if any) is unlinked - woke: one was; more: others still wait - so that
+ * a mutex can hand itself over or a semaphore count atomically with the
+ * wake.  *res_io (may be NULL) lets fn choose the woken waiter's result. */
+CORO__HIDDEN bool coro__lot_unpark_one_with(void *key, intptr_t res,
+                                            void (*fn)(void *key, void *ctx, bool woke,
+                                                       bool more, intptr_t *res),
+                                            void *ctx);
+
+/* coro__lot_remove - withdraw job from key's list if it is still there
+ * for the wait numbered gen (timeouts, select); true when it was removed:
+ * the caller then owns the job's wake-up and must coro__wake it. */
+CORO__HIDDEN bool coro__lot_remove(void *key, coro_t *job, uint32_t gen);
+
+/* coro__lot_cancel_sched - wake every job of s that waits in the lot with
+ * -ECANCELED.  Returns how many. */
+CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
+
+/* ---- futex ------------------------------------------------------------------ */
+CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
+CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
+
+/* ---- time ------------------------------------------------------------------- */
+CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
+
+/* ---- the I/O hook --------------------------------------------------------------
+ * The I/O layer (lib/io_*.c) registers these when a scheduler is created.
+ * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
+ * 0 = just look) and wake what is ready; returns how many jobs it woke, or
+ * -EAGAIN when nothing waits on I/O at all. */
+struct coro__io;
+CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
+CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
+CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
+CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
+/* kick: make a coro__io_poll that blocks return (any thread) */
+CORO__HIDDEN void coro__io_kick(struct coro__io *io);
+/* pending: something waits on I/O or a timer */
+CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* coro__io_timer_lot - a timeout for a parking-lot wait: at the absolute
+ * CLOCK_MONOTONIC deadline (ns), on the I/O thread (single-threaded: in
+ * coro__io_poll), do: if (coro__lot_remove(key, job, gen)) coro__wake(job,
+ * -ETIMEDOUT).  Register it BEFORE parking (gen = job->wait_gen + 1, the
+ * number the park will give); it is never cancelled: a timer whose wait
+ * already ended finds nothing to remove (it compares the job pointer
+ * only, never dereferences a job that is not on the list).  Returns 0,
+ * -ENOMEM, or -ENOSYS without an I/O layer. */
+CORO__HIDDEN int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key,
+                                    coro_t *job, uint32_t gen);
+CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);
+
+/* ---- memory ----------------------------------------------------------------- */
+CORO__HIDDEN void *coro__alloc(coro_sched_t *s, size_t n);
+CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
+
+#endif

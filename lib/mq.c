@@ -1,0 +1,129 @@
+/* Job queues over Concurrency Kit's ck_ring.
+ *
+ * corokit uses two ck_ring flavours and adds nothing lock-free of its own:
+ *
+ *  - coro__mq: MPMC (ck_ring_enqueue_mpmc / ck_ring_dequeue_mpmc) for the
+ *    per-worker inboxes, the per-class queues and the global injection
+ *    queue (class 0).  ck_ring is bounded, so a full ring spills into an
+ *    intrusive overflow list under a mutex: nothing is refused or lost and
+ *    nothing is allocated.  While the overflow list is not empty, pushes go
+ *    to it too, so a job is never overtaken by a later push for long.
+ *
+ *  - coro__lq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
+ *    owner, ck_ring_dequeue_spmc by the owner and by thieves).  ck has no
+ *    work-stealing deque that takes a batch at once; a thief takes "half a
+ *    batch" as a loop of single dequeues, one CAS each.
+ *
+ * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
+ * releases and every pop acquires the ring's address for TSan (the job's
+ * fields written before a push are then seen as ordered before the pop);
+ * tools/tsan.supp names the two ck functions whose internal races are false.
+ */
+#include "mq.h"
+#include "internal.h"
+
+#if defined(__SANITIZE_THREAD__)
+# define CORO__TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define CORO__TSAN 1
+# endif
+#endif
+#ifdef CORO__TSAN
+# include <sanitizer/tsan_interface.h>
+# define TSAN_RELEASE(p) __tsan_release(p)
+# define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+# define TSAN_RELEASE(p) ((void)(p))
+# define TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
+int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
+{
+    /* size must be a power of two (ck does not check); capacity is size-1 */
+    ck_ring_init(&q->ring, size);
+    q->buf = buf;
+    q->overflow_n = 0;
+    q->head = q->tail = NULL;
+    return -pthread_mutex_init(&q->lock, NULL);
+}
+
+void coro__mq_fini(struct coro__mq *q)
+{
+    pthread_mutex_destroy(&q->lock);
+}
+
+void coro__mq_push(struct coro__mq *q, coro_t *job)
+{
+    if (__atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED) == 0) {
+        TSAN_RELEASE(q);
+        if (ck_ring_enqueue_mpmc(&q->ring, q->buf, job))
+            return;
+    }
+    job->next = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail)
+        q->tail->next = job;
+    else
+        q->head = job;
+    q->tail = job;
+    /* relaxed: the mutex orders the list; the count is only a hint that
+     * makes poppers look (they take the mutex before trusting it) */
+    __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&q->lock);
+}
+
+coro_t *coro__mq_pop(struct coro__mq *q)
+{
+    coro_t *job = NULL;
+
+    if (ck_ring_dequeue_mpmc(&q->ring, q->buf, &job)) {
+        TSAN_ACQUIRE(q);
+        return job;
+    }
+    if (__atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED) == 0)
+        return NULL;
+    pthread_mutex_lock(&q->lock);
+    job = q->head;
+    if (job) {
+        q->head = job->next;
+        if (!q->head)
+            q->tail = NULL;
+        __atomic_store_n(&q->overflow_n, q->overflow_n - 1, __ATOMIC_RELAXED);
+        job->next = NULL;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return job;
+}
+
+unsigned coro__mq_size(const struct coro__mq *q)
+{
+    return ck_ring_size(&q->ring) + __atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED);
+}
+
+void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
+{
+    ck_ring_init(&q->ring, size);
+    q->buf = buf;
+}
+
+bool coro__lq_push(struct coro__lq *q, coro_t *job)
+{
+    TSAN_RELEASE(q);
+    return ck_ring_enqueue_spmc(&q->ring, q->buf, job);
+}
+
+coro_t *coro__lq_pop(struct coro__lq *q)
+{
+    coro_t *job;
+
+    if (!ck_ring_dequeue_spmc(&q->ring, q->buf, &job))
+        return NULL;
+    TSAN_ACQUIRE(q);
+    return job;
+}
+
+unsigned coro__lq_size(const struct coro__lq *q)
+{
+    return ck_ring_size(&q->ring);
+}

@@ -1,0 +1,486 @@
+/* The scheduler's life: create, spawn, join, run, shutdown, destroy, stats.
+ *
+ * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were
+ * spawned and have not finished, with a CLOSED bit on top.  coro_spawn
+ * adds one with an atomic RMW and, if it sees CLOSED, takes it back and
+ * fails with -ESHUTDOWN; coro_sched_shutdown sets CLOSED with an RMW on the
+ * same word.  The RMWs are totally ordered, so a racing spawn either counted
+ * before CLOSED (it runs, and shutdown waits for it) or after (it fails):
+ * never both, never neither.  CORO_CANCEL then sets s->cancelling, which
+ * every arm checks (the parking lot and the I/O thread check it under the
+ * lock they insert under), and wakes every job already waiting with
+ * -ECANCELED.  Shutdown returns when live == CLOSED: every queue is empty.
+ */
+#include <ck_malloc.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_impl.h"
+
+/* ---- memory ---------------------------------------------------------------- */
+
+void *coro__alloc(coro_sched_t *s, size_t n)
+{
+    void *p = (s && s->alloc) ? s->alloc->malloc(n) : malloc(n);
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
+void coro__free(coro_sched_t *s, void *p, size_t n)
+{
+    if (!p)
+        return;
+    if (s && s->alloc)
+        s->alloc->free(p, n, false);
+    else
+        free(p);
+}
+
+/* ---- helpers used across the library --------------------------------------- */
+
+bool coro__in_job(void)
+{
+    return coro__tls_in_job != 0;
+}
+
+bool coro__cancelling(const coro_sched_t *s)
+{
+    return __atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE) != 0;
+}
+
+struct coro__io *coro__sched_io(coro_sched_t *s)
+{
+    return s->io;
+}
+
+coro_sched_t *coro_sched_current(void)
+{
+    struct coro__worker *w = coro__tls_worker;
+    return w ? w->s : NULL;
+}
+
+int coro_sched_workers(const coro_sched_t *s)
+{
+    return s ? s->nworkers : -EINVAL;
+}
+
+unsigned coro_version(void)
+{
+    return CORO_VERSION_HEX;
+}
+
+void coro__wake(coro_t *job, intptr_t res)
+{
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
+
+    job->top->result = res;
+    /* release: the result (and whatever the waker did for the job) is
+     * visible to the worker that acquires RUNNING */
+    while (!__atomic_compare_exchange_n(&job->state, &old,
+                                        (old & ~CORO__S_MASK) | CORO__S_READY, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
+    coro__submit(job->sched, job, false);
+}
+
+/* ---- finishing a job --------------------------------------------------------- */
+
+void coro__finish(coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    void (*on_exit)(coro_t *) = job->on_exit;
+    intptr_t res = job->result;
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
+
+    /* release: the result and the frame's last writes happen before any
+     * joiner's acquire load of DONE */
+    while (!__atomic_compare_exchange_n(&job->state, &old, CORO__S_DONE, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
+    /* from here the frame may be reused or freed by a joiner: only its
+     * address is used below */
+    if (old & CORO__F_JOB_JOIN)
+        coro__lot_unpark_all(job, res);
+    if (old & CORO__F_THREAD_JOIN)
+        coro__futex_wake(&job->state, INT_MAX);
+    if (on_exit)
+        on_exit(job);
+    /* acq_rel: everything this job did happens before shutdown's return */
+    if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(&s->live, INT_MAX);
+}
+
+/* ---- create / destroy ----------------------------------------------------------- */
+
+static size_t worker_size(void)
+{
+    return sizeof(struct coro__worker) +
+           CORO__NPRIO * (CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
+}
+
+static void free_workers(coro_sched_t *s)
+{
+    if (!s->w)
+        return;
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = s->w[i];
+        if (!w)
+            continue;
+        for (int p = 0; p < CORO__NPRIO; p++)
+            coro__mq_fini(&w->inbox[p]);
+        coro__free(s, w->served, CORO__MAX_CLASSES * sizeof(uint16_t));
+        coro__free(s, w, worker_size());
+    }
+    coro__free(s, s->w, s->nslots * sizeof *s->w);
+    s->w = NULL;
+}
+
+static void stop_workers(coro_sched_t *s)
+{
+    __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+    coro__wake_all_workers(s);
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = s->w[i];
+        if (w && w->started) {
+            pthread_join(w->thread, NULL);
+            w->started = false;
+        }
+    }
+}
+
+static void sched_free(coro_sched_t *s)
+{
+    if (s->io)
+        coro__io_destroy(s->io);
+    coro__cls_fini(s);
+    free_workers(s);
+    pthread_mutex_destroy(&s->shut_lock);
+    coro__free(s, s, sizeof *s);
+}
+
+int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
+{
+    coro_sched_config_t c = cfg ? *cfg : CORO_SCHED_CONFIG_DEFAULT;
+    cpu_set_t os;
+    int cpus[CORO_MAX_CPUS], ncpus = 0, rc;
+    coro_sched_t *s;
+
+    if (!out || c.workers < CORO_WORKERS_AUTO || c.workers > CORO_MAX_WORKERS)
+        return -EINVAL;
+    *out = NULL;
+    if (c.alloc && (!c.alloc->malloc || !c.alloc->free))
+        return -EINVAL;
+    CPU_ZERO(&os);
+    if (sched_getaffinity(0, sizeof os, &os) != 0)
+        return -errno;
+    for (int i = 0; i < CPU_SETSIZE && i < CORO_MAX_CPUS; i++)
+        if (CPU_ISSET(i, &os) && (!c.cpus || coro_cpuset_has(c.cpus, i)))
+            cpus[ncpus++] = i;
+    if (ncpus == 0)
+        return -EINVAL;
+
+    coro_sched_t tmp = { .alloc = c.alloc };
+    s = coro__alloc(&tmp, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->alloc = c.alloc;
+    s->nworkers = c.workers == CORO_WORKERS_AUTO ? ncpus : c.workers;
+    s->nslots = s->nworkers ? s->nworkers : 1;
+    s->pin = c.pin;
+    s->oversubscribed = s->nworkers > ncpus;
+    pthread_mutex_init(&s->shut_lock, NULL);
+    for (int i = 0; i < s->nslots; i++)
+        s->all_wmask[i / 64] |= 1ull << (i % 64);
+
+    rc = -ENOMEM;
+    s->w = coro__alloc(s, s->nslots * sizeof *s->w);
+    if (!s->w)
+        goto fail;
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = coro__alloc(s, worker_size());
+        if (!w)
+            goto fail;
+        s->w[i] = w;
+        w->s = s;
+        w->idx = i;
+        w->cpu = s->nworkers ? cpus[i % ncpus] : -1;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->served = coro__alloc(s, CORO__MAX_CLASSES * sizeof(uint16_t));
+        if (!w->served)
+            goto fail;
+        ck_ring_buffer_t *b = w->bufs;
+        for (int p = 0; p < CORO__NPRIO; p++) {
+            coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
+            b += CORO__LOCAL_SIZE;
+            coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
+            b += CORO__INBOX_SIZE;
+        }
+    }
+    if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)
+        goto fail;
+    if ((rc = coro__io_create(s, &s->io)) < 0)
+        goto fail;
+    for (int i = 0; i < s->nworkers; i++) {
+        struct coro__worker *w = s->w[i];
+        rc = -pthread_create(&w->thread, NULL, coro__worker_main, w);
+        if (rc < 0) {
+            stop_workers(s);
+            goto fail;
+        }
+        w->started = true;
+    }
+    *out = s;
+    return 0;
+fail:
+    sched_free(s);
+    return rc;
+}
+
+int coro_sched_destroy(coro_sched_t *s)
+{
+    if (!s)
+        return -EINVAL;
+    if (coro__tls_worker && coro__tls_worker->s == s)
+        return -EDEADLK;
+    int rc = coro_sched_shutdown(s, CORO_DRAIN);
+    if (rc < 0)
+        return rc;
+    stop_workers(s);
+    sched_free(s);
+    return 0;
+}
+
+/* ---- spawn ------------------------------------------------------------------- */
+
+int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    int prio = opts ? opts->priority : CORO_PRIO_NORMAL;
+    int cls = 0;
+    uint32_t old;
+
+    if (!s || !co || !fn)
+        return -EINVAL;
+    if (prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
+        return -EINVAL;
+    if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
+        return cls;
+    /* claim the frame: only an idle or finished frame may start */
+    old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    do {
+        uint32_t st = old & CORO__S_MASK;
+        if (st != CORO__S_IDLE && st != CORO__S_DONE)
+            return -EBUSY;
+    } while (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    if (__atomic_fetch_add(&s->live, 1, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED) {
+        if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+            coro__futex_wake(&s->live, INT_MAX);
+        uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
+        if (prev & CORO__F_THREAD_JOIN)
+            coro__futex_wake(&co->state, INT_MAX);
+        return -ESHUTDOWN;
+    }
+    co->fn = fn;
+    co->resume = 0;
+    co->result = 0;
+    co->parent = NULL;
+    co->top = co;
+    co->sched = s;
+    co->next = NULL;
+    co->on_exit = opts ? opts->on_exit : NULL;
+    co->cls = (uint16_t)cls;
+    co->prio = (int8_t)prio;
+    co->flags = 0;
+    co->wait_obj = NULL;
+    coro__submit(s, co, false);
+    return 0;
+}
+
+/* ---- single-threaded driving ---------------------------------------------------- */
+
+/* Run s's only worker on this thread until done(arg) or, when block is
+ * false, until no job is ready.  Returns steps run. */
+static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
+{
+    struct coro__worker *w = s->w[0];
+    struct coro__worker *saved = coro__tls_worker;
+    int steps = 0;
+
+    coro__tls_worker = w;
+    while (!done || !done(arg)) {
+        coro_t *j = coro__find_work(w);
+        if (!j && !block) {
+            if (s->io && coro__io_pending(s->io)) {
+                coro__io_poll(s->io, -1);
+                continue;
+            }
+            break;
+        }
+        if (!j)
+            j = coro__park(w);
+        if (j) {
+            coro__run_job(w, j);
+            steps++;
+        }
+    }
+    coro__tls_worker = saved;
+    return steps;
+}
+
+/* only one thread drives a single-threaded scheduler at a time */
+static bool drive_begin(coro_sched_t *s)
+{
+    uint32_t z = 0;
+    return s->nworkers == 0 &&
+           __atomic_compare_exchange_n(&s->w[0]->started_st, &z, 1, false,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static void drive_end(coro_sched_t *s)
+{
+    __atomic_store_n(&s->w[0]->started_st, 0, __ATOMIC_RELEASE);
+}
+
+int coro_sched_run(coro_sched_t *s)
+{
+    if (!s || s->nworkers != 0)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    if (!drive_begin(s))
+        return -EBUSY;
+    int n = drive(s, NULL, NULL, false);
+    drive_end(s);
+    return n;
+}
+
+/* ---- join ------------------------------------------------------------------ */
+
+static bool job_done(void *arg)
+{
+    coro_t *co = arg;
+    return (__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_DONE;
+}
+
+intptr_t coro_join(coro_t *co)
+{
+    uint32_t st;
+
+    if (!co)
+        return -EINVAL;
+    st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    if ((st & CORO__S_MASK) == CORO__S_IDLE || (st & CORO__S_MASK) == CORO__S_CHILD)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    coro_sched_t *s = co->sched;
+    if (s && drive_begin(s)) {
+        drive(s, job_done, co, true);
+        drive_end(s);
+        return co->result;
+    }
+    for (;;) {
+        st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+        if ((st & CORO__S_MASK) == CORO__S_DONE)
+            break;
+        if ((st & CORO__S_MASK) == CORO__S_IDLE)
+            return -EINVAL;         /* its spawn failed meanwhile */
+        if (!(st & CORO__F_THREAD_JOIN)) {
+            if (!__atomic_compare_exchange_n(&co->state, &st, st | CORO__F_THREAD_JOIN, false,
+                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                continue;
+            st |= CORO__F_THREAD_JOIN;
+        }
+        coro__futex_wait(&co->state, st, -1);
+    }
+    return co->result;
+}
+
+intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (coro__in_job())
+        return -EDEADLK;
+    int rc = coro_spawn(s, co, fn, opts);
+    if (rc < 0)
+        return rc;
+    return coro_join(co);
+}
+
+/* ---- shutdown ------------------------------------------------------------------- */
+
+static bool all_done(void *arg)
+{
+    coro_sched_t *s = arg;
+    return __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == CORO__LIVE_CLOSED;
+}
+
+int coro_sched_shutdown(coro_sched_t *s, int mode)
+{
+    if (!s || (mode != CORO_DRAIN && mode != CORO_CANCEL))
+        return -EINVAL;
+    if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
+        return -EDEADLK;
+    pthread_mutex_lock(&s->shut_lock);
+    if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&s->shut_lock);
+        return 0;
+    }
+    __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
+    if (mode == CORO_CANCEL) {
+        /* order: the flag first, so that a job arming now either sees it or
+         * is already in a structure the walks below find */
+        __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
+        coro__lot_cancel_sched(s);
+        if (s->io)
+            coro__io_cancel_all(s->io);
+    }
+    if (s->nworkers == 0) {
+        while (drive_begin(s) == false)
+            sched_yield();          /* another thread drives: wait our turn */
+        drive(s, all_done, s, true);
+        drive_end(s);
+    } else {
+        for (;;) {
+            uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
+            if (l == CORO__LIVE_CLOSED)
+                break;
+            coro__futex_wait(&s->live, l, -1);
+        }
+    }
+    __atomic_store_n(&s->shut_done, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->shut_lock);
+    return 0;
+}
+
+/* ---- stats ------------------------------------------------------------------------ */
+
+int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
+{
+    coro_sched_t *s = (coro_sched_t *)cs;
+
+    if (!s || !out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    out->workers = s->nslots;
+    out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
+    struct coro__cls *any = coro__cls_get(s, 0);
+    for (int p = 0; p < CORO__NPRIO; p++)
+        out->global_depth += coro__mq_size(&any->q[p]);
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = s->w[i];
+        coro_worker_stats_t *o = &out->worker[i];
+        o->cpu = w->cpu;
+        o->pinned = __atomic_load_n(&w->pinned, __ATOMIC_RELAXED);
+        o->jobs_run = __atomic_load_n(&w->n_run, __ATOMIC_RELAXED);
+        o->steals = __atomic_load_n(&w->n_steals, __ATOMIC_RELAXED);
+        o->stolen = __atomic_load_n(&w->n_stolen, __ATOMIC_RELAXED);
+        o->parks = __atomic_load_n(&w->n_parks, __ATOMIC_RELAXED);
+        o->wakeups = __atomic_load_n(&w->n_wakeups, __ATOMIC_RELAXED);
+        o->io_wakeups = __atomic_load_n(&w->n_io, __ATOMIC_RELAXED);
+        o->queue_depth = coro__worker_depth(w);
+    }
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* private: the scheduler's data structures (lib/sched.c, worker.c, cls.c). */
+#ifndef COROKIT_SCHED_IMPL_H
+#define COROKIT_SCHED_IMPL_H
+
+#include "internal.h"
+
+#define CORO__NPRIO 3                   /* index = priority + 1 */
+#define CORO__PRIO_IDX(p) ((p) + 1)
+#define CORO__LOCAL_SIZE 256            /* per worker and priority */
+#define CORO__INBOX_SIZE 256
+#define CORO__CLASS_SIZE 1024           /* per class and priority */
+#define CORO__MAX_CLASSES 4096
+#define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)
+#define CORO__GLOBAL_INTERVAL 61        /* ticks between global-queue looks */
+#define CORO__LIFO_MAX 3                /* LIFO-slot runs in a row */
+#define CORO__BUDGET 128                /* ready awaits before a forced yield */
+
+/* An affinity class: one distinct set of workers a job may run on.  Class 0
+ * is "any worker"; its queues are the global injection queue.  A class is
+ * created once (under cls_lock) and never freed before the scheduler, so
+ * readers need no lock: they load the table pointer with acquire. */
+struct coro__cls {
+    uint64_t wmask[CORO__WMASK_WORDS];  /* workers allowed */
+    coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
+    int nworkers;                       /* popcount of wmask */
+    struct coro__mq q[CORO__NPRIO];
+};
+
+struct coro__worker {
+    /* touched by other threads */
+    coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
+    uint32_t futex;                     /* park epoch */
+    struct coro__lq local[CORO__NPRIO];
+    struct coro__mq inbox[CORO__NPRIO];
+    /* owner only */
+    coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
+    int idx, cpu;                       /* cpu: -1 when single-threaded */
+    bool pinned, started;
+    uint32_t started_st;                /* atomic: a thread drives this (single-threaded) */
+    pthread_t thread;
+    uint64_t tick;
+    unsigned lifo_streak;
+    unsigned since_normal, since_low;   /* starvation bound, see worker.c */
+    uint32_t rng;
+    uint16_t *served;                   /* classes > 0 this worker serves */
+    uint32_t nserved;                   /* atomic: grows when classes appear */
+    /* counters: written by the owner (relaxed), read by coro_sched_stats */
+    uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
+    ck_ring_buffer_t bufs[] __attribute__((aligned(CORO__CACHELINE)));
+};
+
+struct coro_sched {
+    int nworkers;                       /* 0 = single-threaded */
+    int nslots;                         /* worker structs (max(1, nworkers)) */
+    bool pin;
+    bool oversubscribed;                /* more workers than CPUs: never spin */
+    struct ck_malloc *alloc;
+    struct coro__worker **w;
+    uint64_t all_wmask[CORO__WMASK_WORDS];
+
+    /* affinity classes */
+    pthread_mutex_t cls_lock;
+    struct coro__cls **cls;             /* fixed-size table, entries published with release */
+    uint32_t ncls;                      /* atomic */
+
+    /* parked workers: a bit per worker, set by the worker before its last
+     * look for work and cleared by whoever claims it to wake it */
+    uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+    uint32_t searching;                 /* atomic: workers stealing now */
+    uint32_t rr;                        /* atomic: round-robin for outside submissions */
+
+    /* lifecycle */
+    uint32_t live __attribute__((aligned(CORO__CACHELINE)));    /* jobs + CLOSED bit */
+    uint32_t cancelling;                /* atomic bool */
+    uint32_t stopping;                  /* atomic bool: workers exit when idle */
+    uint32_t shut_done;                 /* atomic bool: shutdown completed */
+    pthread_mutex_t shut_lock;
+
+    struct coro__io *io;
+};
+
+#define CORO__LIVE_CLOSED 0x80000000u
+
+/* the calling thread's worker, if any */
+extern __thread struct coro__worker *coro__tls_worker CORO__HIDDEN;
+extern __thread int coro__tls_budget CORO__HIDDEN;
+extern __thread int coro__tls_in_job CORO__HIDDEN;
+
+/* cls.c */
+CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
+CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
+/* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,
+ * no worker's CPU), -ENOMEM (table full or no memory) */
+CORO__HIDDEN int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff);
+static inline struct coro__cls *coro__cls_get(coro_sched_t *s, unsigned idx)
+{
+    struct coro__cls **tab = s->cls;
+    /* acquire: pairs with the release store that published the class */
+    return __atomic_load_n(&tab[idx], __ATOMIC_ACQUIRE);
+}
+static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
+{
+    return (c->wmask[widx / 64] >> (widx % 64)) & 1;
+}
+
+/* worker.c */
+CORO__HIDDEN void *coro__worker_main(void *arg);
+CORO__HIDDEN void coro__run_job(struct coro__worker *w, coro_t *job);
+CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
+CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
+CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
+CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
+CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
+
+/* sched.c */
+CORO__HIDDEN void coro__finish(coro_t *job);
+
+#endif

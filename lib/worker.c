@@ -1,0 +1,514 @@
+/* Workers: the run loop, where a worker looks for work, stealing, parking.
+ *
+ * QUEUES.  A job lives in exactly one queue while READY:
+ *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
+ *     it spawned last), its local rings (one per priority, ck_ring SPMC:
+ *     the owner pushes, owner and thieves pop), its inboxes (per priority,
+ *     ck_ring MPMC + overflow: what other threads hand it), or the global
+ *     injection queue (= class 0's MPMC queues);
+ *   - jobs of a narrower class: that class's per-priority MPMC queues, which
+ *     only the workers the class allows look at.  They are never in a
+ *     local ring, an inbox or a LIFO slot, so a thief never sees a job it
+ *     may not run: it never has to dequeue one and put it back.
+ *
+ * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
+ * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
+ * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
+ * (61) ticks the global and class queues are looked at first.  Starvation
+ * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
+ * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
+ * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
+ *
+ * STEALING.  An idle worker visits the others from a random start, HIGH to
+ * LOW, and takes half of a victim's local ring or inbox at that level (one
+ * ck_ring SPMC/MPMC dequeue each: ck has no batch steal), keeps the first
+ * and puts the rest in its own local ring; the victim's LIFO slot last.  At
+ * most half the workers (at least one) steal at once (s->searching).
+ *
+ * PARKING - the protocol, and why no wake-up is lost.
+ *   worker W, when it found nothing:
+ *     1. e = W.futex                         (the park epoch)
+ *     2. set W's bit in s->idle              (seq_cst RMW)
+ *     3. look for work everywhere once more  (all queues, steal)
+ *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
+ *     5. clear W's bit if still set
+ *   a submitter S, after any push of a READY job (local, inbox, class):
+ *     a. seq_cst fence
+ *     b. read s->idle & (workers the job's class allows)
+ *     c. for such a bit: atomically clear it; the one that cleared it owns
+ *        the wake: W.futex++ then futex_wake(&W.futex)
+ *   Invariant: for every pushed job, either some allowed worker's step 3
+ *   runs after the push is visible, or S sees that worker's bit in (b).
+ *   Steps 2/3 and a/b are store-then-load on both sides, each separated by
+ *   a full barrier (Dekker), so at least one of the two sees the other's
+ *   store.  If W sees the job in step 3 it runs it.  If S sees a bit, it
+ *   claims exactly one worker (the clearing RMW picks one winner) and bumps
+ *   its epoch before the wake, so W's step 4 cannot sleep through it: it
+ *   either sees the new epoch or is woken by futex_wake.  A woken worker
+ *   looks everywhere, steals included, so it finds the job wherever S put
+ *   it.  Spurious wakes only cost a look.
+ *
+ * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park
+ * - except when workers outnumber CPUs, where a worker never spins.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched_impl.h"
+
+__thread struct coro__worker *coro__tls_worker;
+__thread int coro__tls_budget;
+__thread int coro__tls_in_job;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* set the lifecycle bits of the state word, keeping the flags that other
+ * threads may set meanwhile */
+static inline void set_state(coro_t *job, uint32_t st)
+{
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
+    /* acq_rel: RUNNING acquires what the waker wrote (the result);
+     * SUSPENDED/READY release what the body wrote to the frame */
+    while (!__atomic_compare_exchange_n(&job->state, &old,
+                                        (old & ~CORO__S_MASK) | st, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
+}
+
+static inline void stat_inc(uint64_t *c)
+{
+    /* owner-only counter, read racily by coro_sched_stats */
+    __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+/* ---- waking parked workers --------------------------------------------- */
+
+static void unpark(coro_sched_t *s, int idx)
+{
+    struct coro__worker *w = s->w[idx];
+
+    /* release: the push that made this wake necessary happens before the
+     * epoch change the parked worker observes */
+    __atomic_add_fetch(&w->futex, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&w->futex, 1);
+    if (s->nworkers == 0 && s->io)
+        coro__io_kick(s->io);
+}
+
+/* claim one parked worker among wmask: returns its index or -1 */
+static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
+{
+    int words = (s->nslots + 63) / 64;
+
+    for (int i = 0; i < words; i++) {
+        uint64_t bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
+        while (bits) {
+            uint64_t bit = bits & -bits;
+            uint64_t old = __atomic_fetch_and(&s->idle[i], ~bit, __ATOMIC_ACQ_REL);
+            if (old & bit)
+                return i * 64 + __builtin_ctzll(bit);
+            bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
+        }
+    }
+    return -1;
+}
+
+/* step a-c of the park protocol, after a push */
+static void notify(coro_sched_t *s, const uint64_t *wmask)
+{
+    /* seq_cst fence: orders our push before the read of s->idle, against
+     * the parker's seq_cst bit-set before its last look (see the top) */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    int idx = claim_idle(s, wmask);
+    if (idx >= 0)
+        unpark(s, idx);
+}
+
+void coro__wake_all_workers(coro_sched_t *s)
+{
+    for (int i = 0; i < s->nslots; i++)
+        unpark(s, i);
+}
+
+/* ---- submitting a READY job ----------------------------------------------- */
+
+static void push_global(coro_sched_t *s, coro_t *job)
+{
+    coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
+}
+
+/* local ring full: move half of it and job to the global queue (tokio) */
+static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
+{
+    for (int i = 0; i < CORO__LOCAL_SIZE / 2; i++) {
+        coro_t *j = coro__lq_pop(&w->local[pi]);
+        if (!j)
+            break;
+        push_global(w->s, j);
+    }
+    push_global(w->s, job);
+}
+
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+{
+    struct coro__worker *w = coro__tls_worker;
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    if (job->cls != 0) {
+        struct coro__cls *c = coro__cls_get(s, job->cls);
+        coro__mq_push(&c->q[pi], job);
+        notify(s, c->wmask);
+        return;
+    }
+    if (w && w->s == s) {
+        if (!yield && pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+            /* the newest job goes to the LIFO slot; the one it displaces
+             * to the back of the local ring */
+            job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
+            if (!job)
+                goto out;
+            pi = CORO__PRIO_IDX(job->prio);
+        }
+        if (!coro__lq_push(&w->local[pi], job))
+            local_overflow(w, pi, job);
+    out:
+        if (s->nworkers > 1)
+            notify(s, s->all_wmask);
+        return;
+    }
+    /* from outside the workers: hand it to an idle worker if there is one
+     * (Coop), else round-robin, then make sure someone is awake for it */
+    int idx = claim_idle(s, s->all_wmask);
+    if (idx >= 0) {
+        coro__mq_push(&s->w[idx]->inbox[pi], job);
+        unpark(s, idx);
+        return;
+    }
+    idx = (int)(__atomic_fetch_add(&s->rr, 1, __ATOMIC_RELAXED) % (uint32_t)s->nslots);
+    coro__mq_push(&s->w[idx]->inbox[pi], job);
+    notify(s, s->all_wmask);
+}
+
+/* ---- looking for work -------------------------------------------------------- */
+
+static coro_t *pop_classes(struct coro__worker *w, int pi)
+{
+    coro_sched_t *s = w->s;
+    /* acquire: the served[] entries before nserved were written first */
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+
+    for (uint32_t i = 0; i < n; i++) {
+        struct coro__cls *c = coro__cls_get(s, w->served[i]);
+        if (coro__mq_size(&c->q[pi]) == 0)
+            continue;
+        coro_t *j = coro__mq_pop(&c->q[pi]);
+        if (j)
+            return j;
+    }
+    return NULL;
+}
+
+static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
+{
+    coro_sched_t *s = w->s;
+    struct coro__cls *any = coro__cls_get(s, 0);
+    coro_t *j;
+
+    if (global_first) {
+        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)))
+            return j;
+    }
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
+        __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) &&
+        (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL))) {
+        w->lifo_streak++;
+        return j;
+    }
+    w->lifo_streak = 0;
+    if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
+        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])))
+        return j;
+    return NULL;
+}
+
+static uint32_t rng_next(struct coro__worker *w)
+{
+    /* xorshift32 */
+    uint32_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return w->rng = x;
+}
+
+static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
+{
+    coro_t *first = NULL;
+    unsigned n = coro__lq_size(&v->local[pi]), got = 0;
+
+    for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
+        coro_t *j = coro__lq_pop(&v->local[pi]);
+        if (!j)
+            break;
+        got++;
+        if (!first)
+            first = j;
+        else if (!coro__lq_push(&w->local[pi], j))
+            push_global(w->s, j);
+    }
+    if (!first) {
+        n = coro__mq_size(&v->inbox[pi]);
+        for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
+            coro_t *j = coro__mq_pop(&v->inbox[pi]);
+            if (!j)
+                break;
+            got++;
+            if (!first)
+                first = j;
+            else if (!coro__lq_push(&w->local[pi], j))
+                push_global(w->s, j);
+        }
+    }
+    if (got) {
+        stat_inc(&w->n_steals);
+        __atomic_store_n(&w->n_stolen, w->n_stolen + got, __ATOMIC_RELAXED);
+    }
+    return first;
+}
+
+static coro_t *steal(struct coro__worker *w, bool limit)
+{
+    coro_sched_t *s = w->s;
+    int n = s->nslots;
+    coro_t *j = NULL;
+
+    if (n < 2)
+        return NULL;
+    if (limit) {
+        /* at most half the workers (at least one) search at once */
+        uint32_t cur = __atomic_load_n(&s->searching, __ATOMIC_RELAXED);
+        uint32_t max = n / 2 > 0 ? (uint32_t)n / 2 : 1;
+        if (cur >= max)
+            return NULL;
+    }
+    __atomic_add_fetch(&s->searching, 1, __ATOMIC_RELAXED);
+    int start = (int)(rng_next(w) % (uint32_t)n);
+    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--) {
+        for (int i = 0; i < n && !j; i++) {
+            struct coro__worker *v = s->w[(start + i) % n];
+            if (v != w)
+                j = steal_from(w, v, pi);
+        }
+    }
+    for (int i = 0; i < n && !j; i++) {
+        struct coro__worker *v = s->w[(start + i) % n];
+        if (v != w && __atomic_load_n(&v->lifo, __ATOMIC_RELAXED)) {
+            j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
+            if (j) {
+                stat_inc(&w->n_steals);
+                stat_inc(&w->n_stolen);
+            }
+        }
+    }
+    __atomic_sub_fetch(&s->searching, 1, __ATOMIC_RELAXED);
+    return j;
+}
+
+static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
+{
+    static const int normal_order[] = { 2, 1, 0 };
+    static const int normal_first[] = { 1, 2, 0 };
+    static const int low_first[] = { 0, 2, 1 };
+    const int *order = normal_order;
+    bool global_first = (++w->tick % CORO__GLOBAL_INTERVAL) == 0;
+    coro_t *j = NULL;
+
+    if (w->since_low >= 128)
+        order = low_first;
+    else if (w->since_normal >= 32)
+        order = normal_first;
+    for (int k = 0; k < CORO__NPRIO && !j; k++)
+        j = pop_level(w, order[k], global_first);
+    if (!j)
+        j = steal(w, limit_steal);
+    if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
+        w->lifo_streak = 0;
+    if (j) {
+        int pi = CORO__PRIO_IDX(j->prio);
+        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
+        w->since_low = pi > 0 ? w->since_low + 1 : 0;
+    }
+    return j;
+}
+
+coro_t *coro__find_work(struct coro__worker *w)
+{
+    return find_work_(w, true);
+}
+
+unsigned coro__worker_depth(struct coro__worker *w)
+{
+    unsigned n = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) ? 1 : 0;
+    for (int pi = 0; pi < CORO__NPRIO; pi++)
+        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]);
+    return n;
+}
+
+/* ---- parking ------------------------------------------------------------------ */
+
+coro_t *coro__park(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    uint64_t bit = 1ull << (w->idx % 64);
+    uint64_t *word = &s->idle[w->idx / 64];
+    /* acquire: pairs with the waker's release increment */
+    uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
+    coro_t *j;
+
+    /* seq_cst: the bit is visible before our last look (protocol step 2) */
+    __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+    if ((j = find_work_(w, false)) ||
+        __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+        __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+        return j;
+    }
+    stat_inc(&w->n_parks);
+    if (s->nworkers == 0 && s->io && coro__io_pending(s->io))
+        coro__io_poll(s->io, -1);           /* single-threaded: wait in epoll */
+    else
+        coro__futex_wait(&w->futex, epoch, -1);
+    __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    stat_inc(&w->n_wakeups);
+    return NULL;
+}
+
+/* ---- running a job ------------------------------------------------------------- */
+
+void coro__run_job(struct coro__worker *w, coro_t *job)
+{
+    coro_sched_t *s = w->s;
+    coro_t *cur = job->top;
+    coro_await_t *aw;
+    intptr_t res;
+
+    set_state(job, CORO__S_RUNNING);
+    coro__tls_budget = CORO__BUDGET;
+    coro__tls_in_job = 1;
+    stat_inc(&w->n_run);
+    for (;;) {
+        int st = cur->fn(cur);
+
+        if (st == CORO__ST_DONE) {
+            if (cur == job) {
+                coro__tls_in_job = 0;
+                coro__finish(job);
+                return;
+            }
+            /* a coro_call child returned: its caller continues at once */
+            coro_t *parent = cur->parent;
+            parent->result = cur->result;
+            __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
+            job->top = cur = parent;
+            continue;
+        }
+        if (st == CORO__ST_YIELD) {
+            set_state(job, CORO__S_READY);
+            coro__tls_in_job = 0;
+            coro__submit(s, job, true);
+            return;
+        }
+        aw = &cur->aw;
+        if (aw->ops == &coro__call_ops) {
+            coro_t *child = aw->arg[0].p;
+            uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+            if (cs != CORO__S_IDLE && cs != CORO__S_DONE) {
+                cur->result = -EBUSY;
+                continue;
+            }
+            __atomic_store_n(&child->state, CORO__S_CHILD, __ATOMIC_RELAXED);
+            child->fn = (coro_fn)aw->arg[1].p;
+            child->resume = 0;
+            child->result = 0;
+            child->parent = cur;
+            child->top = NULL;
+            child->sched = s;
+            child->cls = job->cls;
+            child->prio = job->prio;
+            job->top = cur = child;
+            continue;
+        }
+        if (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)) {
+            cur->result = -ECANCELED;
+            continue;
+        }
+        set_state(job, CORO__S_SUSPENDED);
+        int r = aw->ops->arm(s, job, aw, &res);
+        if (r == CORO__ARM_PENDING) {
+            /* the job may already run elsewhere: do not touch it */
+            coro__tls_in_job = 0;
+            return;
+        }
+        cur->result = res;
+        if (r == CORO__ARM_READY) {
+            set_state(job, CORO__S_RUNNING);
+            continue;
+        }
+        /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
+        set_state(job, CORO__S_READY);
+        coro__tls_in_job = 0;
+        coro__submit(s, job, true);
+        return;
+    }
+}
+
+/* ---- the worker thread ------------------------------------------------------ */
+
+void *coro__worker_main(void *arg)
+{
+    struct coro__worker *w = arg;
+    coro_sched_t *s = w->s;
+    char name[16];
+    unsigned idle = 0;
+
+    coro__tls_worker = w;
+    snprintf(name, sizeof name, "coro-w%d", w->cpu);
+    pthread_setname_np(pthread_self(), name);
+    if (s->pin) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w->cpu, &set);
+        w->pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+    }
+    for (;;) {
+        coro_t *j = coro__find_work(w);
+        if (!j) {
+            if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+                break;
+            if (!s->oversubscribed && idle < 4) {
+                idle++;
+                cpu_relax();
+                continue;
+            }
+            if (!s->oversubscribed && idle < 16) {
+                idle++;
+                sched_yield();
+                continue;
+            }
+            j = coro__park(w);
+            idle = 0;
+            if (!j)
+                continue;
+        }
+        idle = 0;
+        coro__run_job(w, j);
+    }
+    coro__tls_worker = NULL;
+    return NULL;
+}
