@@ -19,17 +19,35 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
+/* The shapes that need events (sync.h) or I/O and timers (io.h) are built
+ * only once the library has those parts; `corokit_bench list` names what
+ * this build has, and run.sh runs just those. */
+#if defined(__has_include)
+#if __has_include(<corokit/sync.h>)
+#define BENCH_SYNC 1
+#endif
+#if __has_include(<corokit/io.h>)
+#define BENCH_IO 1
+#endif
+#endif
+
 /* ---- the parts of the API this file assumes (design.md sections 4-5); if
  * the library spells one differently, adapt it here only ------------------ */
+#ifdef BENCH_SYNC
 #define EV_INIT(ev) coro_event_init(ev)
 #define EV_SET(ev) coro_event_set(ev)
 #define EV_WAIT(ev) coro_event_wait((ev), CORO_FOREVER)
 #define EV_FINI(ev) coro_event_destroy(ev)
+#endif
 
 static const char *const shapes[] = {
-    "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
-    "yield_many",       "chained_spawn",     "fib",                    "io_pingpong",
-    "timers",           "memory",
+    "spawn_many_remote", "spawn_many_remote_busy", "yield_many", "fib",
+#ifdef BENCH_SYNC
+    "spawn_many_local",  "ping_pong",              "chained_spawn", "memory",
+#endif
+#ifdef BENCH_IO
+    "io_pingpong",       "timers",
+#endif
 };
 
 static coro_sched_t *S;
@@ -42,6 +60,7 @@ static void die(const char *what, long rc)
     exit(1);
 }
 
+#ifdef BENCH_SYNC
 /* every frame that nobody joins counts itself out here */
 static atomic_long exited;
 static void count_exit(coro_t *co)
@@ -57,6 +76,7 @@ static void wait_exited(long n)
         sched_yield();
     atomic_store(&exited, 0);
 }
+#endif
 
 static void spawn(coro_t *co, coro_fn fn, const coro_spawn_opts_t *o)
 {
@@ -75,6 +95,7 @@ static void join(coro_t *co)
 struct empty {
     coro_t co;
 };
+static struct empty *kids; /* the spawn shapes' frames */
 
 static int empty_fn(coro_t *co)
 {
@@ -82,10 +103,10 @@ static int empty_fn(coro_t *co)
     CORO_END(co);
 }
 
+#ifdef BENCH_SYNC
 /* ---- spawn_many_local -------------------------------------------------- */
 static atomic_long rem;
 static coro_event_t done_ev;
-static struct empty *kids;
 
 static int dec_fn(coro_t *co)
 {
@@ -128,6 +149,8 @@ static int64_t spawn_many_local(long n)
     return t;
 }
 
+#endif /* BENCH_SYNC */
+
 /* ---- spawn_many_remote(_busy) ------------------------------------------ */
 static int64_t spawn_many_remote(long n)
 {
@@ -154,6 +177,7 @@ static int busy_fn(coro_t *co)
     CORO_END(co);
 }
 
+#ifdef BENCH_SYNC
 /* ---- ping_pong ----------------------------------------------------------- */
 struct ping;
 struct pong {
@@ -225,6 +249,8 @@ static int64_t ping_pong(long n)
     return t;
 }
 
+#endif /* BENCH_SYNC */
+
 /* ---- yield_many ------------------------------------------------------------ */
 struct yielder {
     coro_t co;
@@ -253,6 +279,7 @@ static int64_t yield_many(long n)
     return bench_now_ns() - t0;
 }
 
+#ifdef BENCH_SYNC
 /* ---- chained_spawn ------------------------------------------------------- */
 struct link {
     coro_t co;
@@ -300,6 +327,8 @@ static int64_t chained_spawn(long n)
     EV_FINI(&done_ev);
     return t;
 }
+
+#endif /* BENCH_SYNC */
 
 /* ---- fib --------------------------------------------------------------------
  * Each call with n >= 2 spawns two children and awaits both.  The children's
@@ -366,6 +395,7 @@ static int64_t fib_bench(long n)
     return t;
 }
 
+#ifdef BENCH_IO
 /* ---- io_pingpong -------------------------------------------------------- */
 struct bouncer {
     coro_t co;
@@ -457,6 +487,9 @@ static int64_t timers(long n, int64_t *p99)
     return t;
 }
 
+#endif /* BENCH_IO */
+
+#ifdef BENCH_SYNC
 /* ---- memory ------------------------------------------------------------------
  * n jobs each count themselves ready, then wait on one event.  The frames
  * are the caller's memory and are counted: RSS is read before they are
@@ -498,6 +531,8 @@ static void memory(long n)
     fflush(stdout);
 }
 
+#endif /* BENCH_SYNC */
+
 int main(int argc, char **argv)
 {
     bench_args_t a;
@@ -513,26 +548,32 @@ int main(int argc, char **argv)
     long size = a.size;
     int64_t (*fn)(long) = NULL;
     int is_timers = 0, is_memory = 0, is_busy = 0;
-    if (strcmp(sh, "spawn_many_local") == 0)
+    if (0)
+        ;
+#ifdef BENCH_SYNC
+    else if (strcmp(sh, "spawn_many_local") == 0)
         fn = spawn_many_local, size = size > 0 ? size : BENCH_NUM_SPAWN;
-    else if (strcmp(sh, "spawn_many_remote") == 0)
-        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN;
-    else if (strcmp(sh, "spawn_many_remote_busy") == 0)
-        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN, is_busy = 1;
     else if (strcmp(sh, "ping_pong") == 0)
         fn = ping_pong, size = size > 0 ? size : BENCH_PINGS;
-    else if (strcmp(sh, "yield_many") == 0)
-        fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
     else if (strcmp(sh, "chained_spawn") == 0)
         fn = chained_spawn, size = size > 0 ? size : BENCH_CHAIN;
-    else if (strcmp(sh, "fib") == 0)
-        fn = fib_bench, size = size > 0 ? size : BENCH_FIB_N;
+    else if (strcmp(sh, "memory") == 0)
+        is_memory = 1, size = size > 0 ? size : BENCH_MEM_JOBS;
+#endif
+#ifdef BENCH_IO
     else if (strcmp(sh, "io_pingpong") == 0)
         fn = io_pingpong, size = size > 0 ? size : BENCH_IO_TRIPS;
     else if (strcmp(sh, "timers") == 0)
         is_timers = 1, size = size > 0 ? size : BENCH_TIMERS;
-    else if (strcmp(sh, "memory") == 0)
-        is_memory = 1, size = size > 0 ? size : BENCH_MEM_JOBS;
+#endif
+    else if (strcmp(sh, "spawn_many_remote") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN;
+    else if (strcmp(sh, "spawn_many_remote_busy") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN, is_busy = 1;
+    else if (strcmp(sh, "yield_many") == 0)
+        fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
+    else if (strcmp(sh, "fib") == 0)
+        fn = fib_bench, size = size > 0 ? size : BENCH_FIB_N;
     else {
         fprintf(stderr, "corokit_bench: unknown shape %s\n", sh);
         return 2;
@@ -549,9 +590,12 @@ int main(int argc, char **argv)
             spawn(&busy[i].co, busy_fn, NULL);
 
     if (is_memory) {
+#ifdef BENCH_SYNC
         for (int i = 0; i < a.iters; i++)
             memory(size);
+#endif
     } else if (is_timers) {
+#ifdef BENCH_IO
         int64_t p99;
         timers(size, &p99); /* warm-up */
         for (int i = 0; i < a.iters; i++) {
@@ -560,6 +604,7 @@ int main(int argc, char **argv)
                    (long long)t, (long long)p99);
             fflush(stdout);
         }
+#endif
     } else {
         fn(size); /* warm-up */
         for (int i = 0; i < a.iters; i++)

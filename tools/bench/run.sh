@@ -34,7 +34,9 @@ ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong 
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
-RUN_TIMEOUT=${RUN_TIMEOUT:-300}
+# one run (a process) that takes longer is killed, and that system's later
+# rounds of that shape are skipped
+if [ -n "$QUICK" ]; then RUN_TIMEOUT=${RUN_TIMEOUT:-30}; else RUN_TIMEOUT=${RUN_TIMEOUT:-120}; fi
 
 say() { printf '== %s\n' "$*" >&2; }
 warn() { printf '!! %s\n' "$*" >&2; }
@@ -155,7 +157,8 @@ run_all() {
     local systems=() s
     for s in $SYSTEMS; do [ -n "${BIN[$s]:-}" ] && systems+=("$s"); done
     local nsys=${#systems[@]}
-    declare -A SUPPORTS
+    declare -A SUPPORTS GAVE_UP
+    : >"$OUT/failures.txt"
     for s in "${systems[@]}"; do
         for sh in $("${BIN[$s]}" list); do SUPPORTS[$s.$sh]=1; done
     done
@@ -170,11 +173,19 @@ run_all() {
                 k=$(((i + round - 1) % nsys))
                 sys=${systems[$k]}
                 [ -n "${SUPPORTS[$sys.$sh]:-}" ] || continue
+                [ -n "${GAVE_UP[$sys.$sh]:-}" ] && continue
                 f=$OUT/raw/$sys.$sh.$round.txt
                 timeout "$RUN_TIMEOUT" "${BIN[$sys]}" "$sh" "$WORKERS" "$it" "$sz" >"$f" 2>"$f.err"
                 rc=$?
                 # a run that died keeps the iterations it printed; say so
-                [ $rc -eq 0 ] || warn "$sys $sh round $round failed (rc $rc): see $f.err"
+                if [ $rc -eq 124 ]; then
+                    GAVE_UP[$sys.$sh]=1
+                    echo "$sys $sh: round $round timed out after ${RUN_TIMEOUT} s; later rounds skipped" >>"$OUT/failures.txt"
+                    warn "$sys $sh round $round timed out after ${RUN_TIMEOUT} s: later rounds skipped"
+                elif [ $rc -ne 0 ]; then
+                    echo "$sys $sh: round $round failed with status $rc ($(tail -1 "$f.err" 2>/dev/null))" >>"$OUT/failures.txt"
+                    warn "$sys $sh round $round failed (rc $rc): see $f.err"
+                fi
             done
         done
     done
@@ -362,6 +373,12 @@ update_docs() {
         sed 's/^/    /' "$OUT/machine.txt"
         echo
         cat "$OUT/table.md"
+        if [ -s "$OUT/failures.txt" ]; then
+            echo
+            echo "Failed runs:"
+            echo
+            sed 's/^/- /' "$OUT/failures.txt"
+        fi
         echo
         echo '<!-- BENCH-TABLE:END -->'
     } >"$OUT/table.block"
@@ -398,6 +415,11 @@ main() {
     cat "$OUT/machine.txt"
     echo
     cat "$OUT/table.txt"
+    if [ -s "$OUT/failures.txt" ]; then
+        echo
+        echo "failed runs (their shapes show only the rounds that finished, or nothing):"
+        sed 's/^/  /' "$OUT/failures.txt"
+    fi
     echo
     echo "ns columns: ns per iteration (memory: bytes per suspended job; memory_spawn: ns per job)."
     echo "CSV: $OUT/results.csv   plots: $PLOTS/   total time: $((SECONDS - t0)) s"
