@@ -343,22 +343,29 @@ EOF
                     printf "\n"
                 }
             }' "$OUT/results.csv" >"$OUT/plot/overview.dat"
-        local ncol
+        local ncol yr
         ncol=$(head -1 "$OUT/plot/overview.dat" | wc -w)
+        # y range: whole powers of two around every ratio, and 1 always
+        yr=$(awk 'NR > 1 { for (i = 2; i <= NF; i++) if ($i != "-" && $i > 0) { l = log($i) / log(2); if (l < lo) lo = l; if (l > hi) hi = l } }
+            END { printf "%d:%d", (lo < 0 ? int(lo) - 1 : -1), (hi > 0 ? int(hi) + 1 : 1) }' "$OUT/plot/overview.dat")
         gnuplot <<EOF 2>"$OUT/plot/overview.err" || warn "gnuplot failed for the overview"
 set terminal pngcairo size 900,450 noenhanced font "sans,10"
 set output "$PLOTS/overview.png"
 set title "peer median / corokit median per shape ($WORKERS workers; above 1 = corokit is faster)"
 set datafile missing "-"
-set logscale y 2
+# log2 of the ratio on a linear axis, so bars grow up from 1 (corokit wins)
+# and down from 1 (corokit loses)
+set ytics ("1/64" -6, "1/32" -5, "1/16" -4, "1/8" -3, "1/4" -2, "1/2" -1, "1" 0, "2" 1, "4" 2, "8" 3, "16" 4, "32" 5, "64" 6)
+set ylabel "peer / corokit (log scale)"
+set yrange [$yr]
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.7 border -1
 set grid ytics
 set xtics rotate by -30
 set key top left
-set arrow from graph 0, first 1 to graph 1, first 1 nohead lc rgb "red" lw 2
-plot for [c=2:$ncol] "$OUT/plot/overview.dat" using c:xtic(1) title columnheader
+set arrow from graph 0, first 0 to graph 1, first 0 nohead lc rgb "red" lw 2
+plot for [c=2:$ncol] "$OUT/plot/overview.dat" using (log(column(c)) / log(2)):xtic(1) title columnheader(c)
 EOF
     fi
 }
