@@ -44,6 +44,8 @@ Q :=
 else
 Q := @
 endif
+# "  CC  file" lines, unless V=1 or make -s
+SAY = $(if $(or $(Q:@=),$(findstring s,$(firstword -$(MAKEFLAGS)))),:,echo)
 
 LIB_SRC := $(filter-out lib/io_stub.c,$(wildcard lib/*.c))
 ifeq ($(wildcard lib/io_epoll.c),)
@@ -71,20 +73,20 @@ lib: $(STATIC) $(SHARED)
 
 $(B)/obj/%.o: lib/%.c
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/pic/%.o: lib/%.c
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 
 $(STATIC): $(LIB_OBJ)
-	@$(if $(Q),echo "  AR      $@")
+	@$(SAY) "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(SHARED): $(PIC_OBJ) lib/corokit.map
-	@$(if $(Q),echo "  LD      $@")
+	@$(SAY) "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
 		-Wl,-z,defs $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
 	$(Q)ln -sf $(SONAME) $(B)/libcorokit.so
@@ -97,28 +99,28 @@ samples: $(SAMPLES)
 
 $(B)/samples/%: samples/%.c $(STATIC)
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 # ---- tests --------------------------------------------------------------------
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
 
 # the same coroutine tests, on the portable switch back end
 $(B)/tests/test_coro_switch.o: tests/test_coro.c
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_USE_SWITCH -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
 
 $(TEST_BIN): $(TEST_OBJ) $(STATIC)
-	@$(if $(Q),echo "  LD      $@")
+	@$(SAY) "  LD      $@"
 	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS) $(LDFLAGS)
 
 $(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(STATIC)
 	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 deps:
@@ -132,7 +134,9 @@ run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)tools/run-scenarios.sh $(B) quick
 
 check-asan: deps
-	$(Q)$(MAKE) --no-print-directory ASAN=1 run-tests
+	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp print_suppressions=0" \
+		ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
+		$(MAKE) --no-print-directory ASAN=1 run-tests
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))

@@ -15,6 +15,27 @@
 #define CORO__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CORO__CACHELINE 64
 
+#if defined(__SANITIZE_THREAD__)
+# define CORO__TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define CORO__TSAN 1
+# endif
+#endif
+
+/* A full barrier.  ThreadSanitizer does not support atomic_thread_fence;
+ * under it a seq_cst RMW on a private word gives the same hardware barrier
+ * (a locked instruction on x86, a full dmb on arm64). */
+#ifdef CORO__TSAN
+static inline void coro__fence_seq_cst(void)
+{
+    static uint32_t dummy;
+    __atomic_fetch_add(&dummy, 0, __ATOMIC_SEQ_CST);
+}
+#else
+# define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+
 /* ---- the job state word (coro_t.state) ---------------------------------
  *
  * One 32-bit atomic word, as tokio's task state: the low three bits hold

@@ -9,14 +9,15 @@
 
 struct coro;
 
-/* An unbounded MPMC queue of jobs: a ck_ring MPMC for the common case plus
- * an overflow list (intrusive through coro_t.next, under a mutex) so that
- * a full ring never loses or refuses a job and never allocates. */
+/* An unbounded MPMC queue of jobs: a ck_ring (lock-free consumers,
+ * producers serialised by a mutex) plus an overflow list (intrusive
+ * through coro_t.next, under the same mutex) so that a full ring never
+ * loses or refuses a job and never allocates.  See mq.c. */
 struct coro__mq {
     ck_ring_t ring;
     ck_ring_buffer_t *buf;
     uint32_t overflow_n;            /* atomic: jobs on the overflow list */
-    pthread_mutex_t lock;           /* guards head/tail */
+    pthread_mutex_t lock;           /* producers; guards head/tail */
     struct coro *head, *tail;
 };
 

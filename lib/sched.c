@@ -168,9 +168,11 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     int cpus[CORO_MAX_CPUS], ncpus = 0, rc;
     coro_sched_t *s;
 
-    if (!out || c.workers < CORO_WORKERS_AUTO || c.workers > CORO_MAX_WORKERS)
+    if (!out)
         return -EINVAL;
     *out = NULL;
+    if (c.workers < CORO_WORKERS_AUTO || c.workers > CORO_MAX_WORKERS)
+        return -EINVAL;
     if (c.alloc && (!c.alloc->malloc || !c.alloc->free))
         return -EINVAL;
     CPU_ZERO(&os);
@@ -376,6 +378,8 @@ intptr_t coro_join(coro_t *co)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
+    if ((st & CORO__S_MASK) == CORO__S_DONE)
+        return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
     if (s && drive_begin(s)) {
         drive(s, job_done, co, true);

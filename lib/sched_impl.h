@@ -30,6 +30,7 @@ struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
+    uint32_t wake_searching;            /* atomic: woken as a searcher (counted by the waker) */
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
     /* owner only */
@@ -40,6 +41,7 @@ struct coro__worker {
     pthread_t thread;
     uint64_t tick;
     unsigned lifo_streak;
+    bool searching;                     /* counted in s->searching */
     unsigned since_normal, since_low;   /* starvation bound, see worker.c */
     uint32_t rng;
     uint16_t *served;                   /* classes > 0 this worker serves */
@@ -66,7 +68,7 @@ struct coro_sched {
     /* parked workers: a bit per worker, set by the worker before its last
      * look for work and cleared by whoever claims it to wake it */
     uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
-    uint32_t searching;                 /* atomic: workers stealing now */
+    uint32_t searching;                 /* atomic: workers searching for work (worker.c) */
     uint32_t rr;                        /* atomic: round-robin for outside submissions */
 
     /* lifecycle */

@@ -14,7 +14,10 @@
  * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
  * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
- * (61) ticks the global and class queues are looked at first.  Starvation
+ * (61) ticks the global and class queues and the inbox are looked at
+ * first.  A yielding job goes to the tail of its worker's inbox (class 0)
+ * or of its class queue: behind everything the worker already has, so a
+ * job that keeps yielding cannot starve the others.  Starvation
  * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
@@ -48,8 +51,9 @@
  *   looks everywhere, steals included, so it finds the job wherever S put
  *   it.  Spurious wakes only cost a look.
  *
- * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park
- * - except when workers outnumber CPUs, where a worker never spins.
+ * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park.
+ * When workers outnumber CPUs a worker never busy-spins: it goes straight
+ * to the sched_yield phase, which hands the CPU to whoever needs it.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -120,15 +124,26 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
     return -1;
 }
 
-/* step a-c of the park protocol, after a push */
-static void notify(coro_sched_t *s, const uint64_t *wmask)
+/* step a-c of the park protocol, after a push.  any: the job may run on
+ * every worker, so a searching worker covers it */
+static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
 {
-    /* seq_cst fence: orders our push before the read of s->idle, against
-     * the parker's seq_cst bit-set before its last look (see the top) */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* seq_cst fence: orders our push before the reads of s->searching and
+     * s->idle, against the parker's seq_cst bit-set before its last look
+     * and the searcher's seq_cst decrement (see the top) */
+    coro__fence_seq_cst();
+    if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
+        return;
     int idx = claim_idle(s, wmask);
-    if (idx >= 0)
+    if (idx >= 0) {
+        if (any) {
+            /* the woken worker starts as a searcher; counted now so that
+             * the next notifier does not wake another one as well */
+            __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&s->w[idx]->wake_searching, 1, __ATOMIC_RELEASE);
+        }
         unpark(s, idx);
+    }
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -164,11 +179,17 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     if (job->cls != 0) {
         struct coro__cls *c = coro__cls_get(s, job->cls);
         coro__mq_push(&c->q[pi], job);
-        notify(s, c->wmask);
+        notify(s, c->wmask, false);
         return;
     }
     if (w && w->s == s) {
-        if (!yield && pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+        if (yield) {
+            /* the back of everything this worker has: behind its local
+             * ring and behind what others handed it */
+            coro__mq_push(&w->inbox[pi], job);
+            goto out;
+        }
+        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
             /* the newest job goes to the LIFO slot; the one it displaces
              * to the back of the local ring */
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
@@ -180,7 +201,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
             local_overflow(w, pi, job);
     out:
         if (s->nworkers > 1)
-            notify(s, s->all_wmask);
+            notify(s, s->all_wmask, true);
         return;
     }
     /* from outside the workers: hand it to an idle worker if there is one
@@ -193,7 +214,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     }
     idx = (int)(__atomic_fetch_add(&s->rr, 1, __ATOMIC_RELAXED) % (uint32_t)s->nslots);
     coro__mq_push(&s->w[idx]->inbox[pi], job);
-    notify(s, s->all_wmask);
+    notify(s, s->all_wmask, true);
 }
 
 /* ---- looking for work -------------------------------------------------------- */
@@ -222,7 +243,8 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     coro_t *j;
 
     if (global_first) {
-        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)))
+        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
+            (j = coro__mq_pop(&w->inbox[pi])))
             return j;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
@@ -283,7 +305,40 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
     return first;
 }
 
-static coro_t *steal(struct coro__worker *w, bool limit)
+/* searching: tokio's protocol.  A worker that looks for work outside its
+ * own queues is "searching"; s->searching counts them, at most half the
+ * workers (at least one).  A waker that sees a searcher does not wake a
+ * parked worker: the searcher will find the job.  A worker that stops
+ * searching because it found work, and was the last searcher, wakes a
+ * parked one in its place, so work that is left is never without a
+ * searcher. */
+static bool start_searching(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (w->searching)
+        return true;
+    uint32_t max = s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+    if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) >= max)
+        return false;
+    /* seq_cst: pairs with the fence in notify() */
+    __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
+    w->searching = true;
+    return true;
+}
+
+/* returns true when w was the last searcher */
+static bool stop_searching(struct coro__worker *w)
+{
+    if (!w->searching)
+        return false;
+    w->searching = false;
+    /* seq_cst: a notifier that saw us searching must be covered by our
+     * later looks or by the wake we send when we were the last one */
+    return __atomic_sub_fetch(&w->s->searching, 1, __ATOMIC_SEQ_CST) == 0;
+}
+
+static coro_t *steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
     int n = s->nslots;
@@ -291,14 +346,6 @@ static coro_t *steal(struct coro__worker *w, bool limit)
 
     if (n < 2)
         return NULL;
-    if (limit) {
-        /* at most half the workers (at least one) search at once */
-        uint32_t cur = __atomic_load_n(&s->searching, __ATOMIC_RELAXED);
-        uint32_t max = n / 2 > 0 ? (uint32_t)n / 2 : 1;
-        if (cur >= max)
-            return NULL;
-    }
-    __atomic_add_fetch(&s->searching, 1, __ATOMIC_RELAXED);
     int start = (int)(rng_next(w) % (uint32_t)n);
     for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--) {
         for (int i = 0; i < n && !j; i++) {
@@ -317,7 +364,6 @@ static coro_t *steal(struct coro__worker *w, bool limit)
             }
         }
     }
-    __atomic_sub_fetch(&s->searching, 1, __ATOMIC_RELAXED);
     return j;
 }
 
@@ -336,8 +382,8 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
         order = normal_first;
     for (int k = 0; k < CORO__NPRIO && !j; k++)
         j = pop_level(w, order[k], global_first);
-    if (!j)
-        j = steal(w, limit_steal);
+    if (!j && (!limit_steal || start_searching(w)))
+        j = steal(w);
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
     if (j) {
@@ -368,16 +414,16 @@ coro_t *coro__park(struct coro__worker *w)
     coro_sched_t *s = w->s;
     uint64_t bit = 1ull << (w->idx % 64);
     uint64_t *word = &s->idle[w->idx / 64];
-    /* acquire: pairs with the waker's release increment */
-    uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     coro_t *j;
 
+    stop_searching(w);          /* the last look below covers what we leave */
+    /* acquire: pairs with the waker's release increment */
+    uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
     __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
-    if ((j = find_work_(w, false)) ||
-        __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+    if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
-        return j;
+        goto out;
     }
     stat_inc(&w->n_parks);
     if (s->nworkers == 0 && s->io && coro__io_pending(s->io))
@@ -386,7 +432,11 @@ coro_t *coro__park(struct coro__worker *w)
         coro__futex_wait(&w->futex, epoch, -1);
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
-    return NULL;
+out:
+    /* a waker that claimed us counted us as a searcher */
+    if (__atomic_exchange_n(&w->wake_searching, 0, __ATOMIC_ACQUIRE))
+        w->searching = true;
+    return j;
 }
 
 /* ---- running a job ------------------------------------------------------------- */
@@ -496,7 +546,9 @@ void *coro__worker_main(void *arg)
                 cpu_relax();
                 continue;
             }
-            if (!s->oversubscribed && idle < 16) {
+            if (idle < 16) {
+                /* oversubscribed workers skip the pause spins but still
+                 * give the CPU away a few times before they park */
                 idle++;
                 sched_yield();
                 continue;
@@ -506,6 +558,9 @@ void *coro__worker_main(void *arg)
             if (!j)
                 continue;
         }
+        /* the last searcher to find work wakes another in its place */
+        if (w->searching && stop_searching(w) && s->nworkers > 1)
+            notify(s, s->all_wmask, true);
         idle = 0;
         coro__run_job(w, j);
     }
