@@ -111,8 +111,15 @@ build_corokit() {
 
 build_tokio() {
     command -v cargo >/dev/null || { warn "tokio: no cargo: skipped"; return 1; }
-    (cd "$HERE/tokio" && CARGO_TARGET_DIR=$BUILD/cargo cargo build --release --offline -q) >&2 ||
-        return 1
+    # build a copy under build/, so that Cargo.lock (whose format follows the
+    # cargo that wrote it) never lands in the source tree
+    local src=$BUILD/tokio-src
+    mkdir -p "$src"
+    cp -r "$HERE/tokio/Cargo.toml" "$HERE/tokio/src" "$HERE/tokio/.cargo" "$src/"
+    (cd "$src" && CARGO_TARGET_DIR=$BUILD/cargo cargo build --release --offline -q) >&2 || {
+        rm -f "$src/Cargo.lock" # written by another cargo? try once afresh
+        (cd "$src" && CARGO_TARGET_DIR=$BUILD/cargo cargo build --release --offline -q) >&2
+    } || return 1
     BIN[tokio]=$BUILD/cargo/release/tokio_bench
 }
 
