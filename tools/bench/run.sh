@@ -420,6 +420,10 @@ main() {
     run_all
     collect
     stats
+    # the table and plots show only the systems that produced results
+    local present=
+    for s in $SYSTEMS; do grep -q "^[^,]*,$s," "$OUT/results.csv" && present="$present $s"; done
+    SYSTEMS=${present# }
     machine
     table "" >"$OUT/table.txt"
     table md >"$OUT/table.md"
