@@ -72,8 +72,9 @@ static const coro_spawn_opts_t counted = {.on_exit = count_exit};
 
 static void wait_exited(long n)
 {
+    /* sleep, not spin: the workers finishing those frames need the CPUs */
     while (atomic_load_explicit(&exited, memory_order_acquire) < n)
-        sched_yield();
+        usleep(20);
     atomic_store(&exited, 0);
 }
 #endif
