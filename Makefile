@@ -66,7 +66,9 @@ TEST_BIN := $(B)/tests/corokit_tests
 SCEN_SRC := $(wildcard tests/stress/*.c)
 SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
-.PHONY: all lib samples test run-tests demo check-asan check-tsan stress bench install clean deps
+TOOL_BIN := $(B)/tools/spawn_cost
+
+.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench install clean deps
 all: lib samples corokit.pc
 
 lib: $(STATIC) $(SHARED)
@@ -96,6 +98,13 @@ corokit.pc: corokit.pc.in $(VERSION_H)
 		-e 's|@VERSION@|$(VERSION)|' $< > $@
 
 samples: $(SAMPLES)
+
+tools: $(TOOL_BIN)
+
+$(B)/tools/%: tools/bench/%.c $(STATIC)
+	@mkdir -p $(@D)
+	@$(SAY) "  CC      $@"
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 $(B)/samples/%: samples/%.c $(STATIC)
 	@mkdir -p $(@D)

@@ -118,7 +118,7 @@ void coro__finish(coro_t *job)
 static size_t worker_size(void)
 {
     return sizeof(struct coro__worker) +
-           CORO__NPRIO * (CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
+           CORO__NPRIO * (2 * CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
 }
 
 static void free_workers(coro_sched_t *s)
@@ -216,6 +216,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         ck_ring_buffer_t *b = w->bufs;
         for (int p = 0; p < CORO__NPRIO; p++) {
             coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
+            b += CORO__LOCAL_SIZE;
+            coro__lq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
             b += CORO__LOCAL_SIZE;
             coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
             b += CORO__INBOX_SIZE;

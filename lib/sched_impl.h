@@ -33,6 +33,7 @@ struct coro__worker {
     uint32_t wake_searching;            /* atomic: woken as a searcher (counted by the waker) */
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
+    struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */

@@ -15,9 +15,12 @@
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
  * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
  * (61) ticks the global and class queues and the inbox are looked at
- * first.  A yielding job goes to the tail of its worker's inbox (class 0)
- * or of its class queue: behind everything the worker already has, so a
- * job that keeps yielding cannot starve the others.  Starvation
+ * first.  A yielding job (class 0) goes to its worker's yield ring, looked
+ * at last, and first every 61 ticks (tokio defers a yielding task until
+ * its next driver poll, likewise): behind everything the worker has, so a
+ * job that keeps yielding cannot starve the others, and never more than 61
+ * picks away.  A job of a narrower class yields to the back of its class
+ * queue.  Starvation
  * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
@@ -184,9 +187,10 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     }
     if (w && w->s == s) {
         if (yield) {
-            /* the back of everything this worker has: behind its local
-             * ring and behind what others handed it */
-            coro__mq_push(&w->inbox[pi], job);
+            /* the back of everything this worker has (tokio defers a
+             * yielding task the same way); full: the global queue */
+            if (!coro__lq_push(&w->yielded[pi], job))
+                push_global(s, job);
             goto out;
         }
         if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
@@ -244,7 +248,7 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
 
     if (global_first) {
         if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
-            (j = coro__mq_pop(&w->inbox[pi])))
+            (j = coro__mq_pop(&w->inbox[pi])) || (j = coro__lq_pop(&w->yielded[pi])))
             return j;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
@@ -255,7 +259,8 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     }
     w->lifo_streak = 0;
     if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
-        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])))
+        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
+        (j = coro__lq_pop(&w->yielded[pi])))
         return j;
     return NULL;
 }
@@ -295,6 +300,19 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
             if (!first)
                 first = j;
             else if (!coro__lq_push(&w->local[pi], j))
+                push_global(w->s, j);
+        }
+    }
+    if (!first) {
+        n = coro__lq_size(&v->yielded[pi]);
+        for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
+            coro_t *j = coro__lq_pop(&v->yielded[pi]);
+            if (!j)
+                break;
+            got++;
+            if (!first)
+                first = j;
+            else if (!coro__lq_push(&w->yielded[pi], j))
                 push_global(w->s, j);
         }
     }
@@ -403,7 +421,8 @@ unsigned coro__worker_depth(struct coro__worker *w)
 {
     unsigned n = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) ? 1 : 0;
     for (int pi = 0; pi < CORO__NPRIO; pi++)
-        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]);
+        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]) +
+             coro__lq_size(&w->yielded[pi]);
     return n;
 }
 
