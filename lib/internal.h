@@ -54,6 +54,10 @@ static inline void coro__fence_seq_cst(void)
  * JOB_JOIN:    jobs wait in the parking lot on this job (coro_done); set
  *              under the lot bucket lock, so the finisher, which locks the
  *              bucket after storing DONE, sees every such waiter.
+ * JOINER:      the first awaiting job of the same scheduler sits in
+ *              coro_t.joiner (fork-join needs no lot): it stores itself
+ *              there first and sets the flag second, unless DONE came
+ *              first; the finisher takes it only when the flag was set.
  */
 #define CORO__S_IDLE      0u
 #define CORO__S_READY     1u
@@ -64,6 +68,7 @@ static inline void coro__fence_seq_cst(void)
 #define CORO__S_MASK      7u
 #define CORO__F_THREAD_JOIN 8u
 #define CORO__F_JOB_JOIN    16u
+#define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */

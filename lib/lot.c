@@ -20,7 +20,7 @@
 
 #include "internal.h"
 
-#define LOT_BITS 8
+#define LOT_BITS 16
 #define LOT_SIZE (1u << LOT_BITS)
 
 struct bucket {
@@ -28,9 +28,10 @@ struct bucket {
     coro_t *head, *tail;
 } __attribute__((aligned(64)));
 
-static struct bucket lot[LOT_SIZE] = {
-    [0 ... LOT_SIZE - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
-};
+/* zero-initialised: in .bss, touched page by page (glibc's
+ * PTHREAD_MUTEX_INITIALIZER is all zeros) */
+static struct bucket lot[LOT_SIZE];
+_Static_assert(LOT_BITS <= 16, "4 MiB of buckets at most");
 
 static struct bucket *bucket_of(const void *key)
 {

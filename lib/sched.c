@@ -74,15 +74,10 @@ unsigned coro_version(void)
 
 void coro__wake(coro_t *job, intptr_t res)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
     job->top->result = res;
-    /* release: the result (and whatever the waker did for the job) is
-     * visible to the worker that acquires RUNNING */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | CORO__S_READY, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
+     * release: the result is visible to the worker that acquires RUNNING */
+    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
     coro__submit(job->sched, job, false);
 }
 
@@ -93,15 +88,18 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
-    /* release: the result and the frame's last writes happen before any
+    /* one exchange: DONE, all flags cleared, and the flags set until now
+     * returned (joiners set theirs with a CAS that fails once DONE is in).
+     * release: the result and the frame's last writes happen before any
      * joiner's acquire load of DONE */
-    while (!__atomic_compare_exchange_n(&job->state, &old, CORO__S_DONE, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    uint32_t old = __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
     /* from here the frame may be reused or freed by a joiner: only its
      * address is used below */
+    if (old & CORO__F_JOINER) {
+        coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
+        if (w)
+            coro__wake(w, res);
+    }
     if (old & CORO__F_JOB_JOIN)
         coro__lot_unpark_all(job, res);
     if (old & CORO__F_THREAD_JOIN)
@@ -290,7 +288,6 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->fn = fn;
     co->resume = 0;
     co->result = 0;
-    co->parent = NULL;
     co->top = co;
     co->sched = s;
     co->next = NULL;

@@ -30,7 +30,6 @@ struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
-    uint32_t wake_searching;            /* atomic: woken as a searcher (counted by the waker) */
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
     struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */

@@ -76,17 +76,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* set the lifecycle bits of the state word, keeping the flags that other
- * threads may set meanwhile */
-static inline void set_state(coro_t *job, uint32_t st)
+/* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
+ * (the thread that dequeued it, or its waker) changes these bits, and it
+ * knows their value, so one atomic add does it without a CAS loop while
+ * other threads may OR flags into the upper bits meanwhile. */
+static inline void set_state(coro_t *job, uint32_t from, uint32_t to)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
     /* acq_rel: RUNNING acquires what the waker wrote (the result);
      * SUSPENDED/READY release what the body wrote to the frame */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | st, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    __atomic_add_fetch(&job->state, to - from, __ATOMIC_ACQ_REL);
 }
 
 static inline void stat_inc(uint64_t *c)
@@ -137,16 +135,13 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     coro__fence_seq_cst();
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
+    /* the woken worker counts itself as a searcher once it runs (tokio
+     * counts it here, in the waker; a claim racing the worker's own
+     * return from park then leaks a count, which silences every later
+     * notify: a lost wake-up TSan's slow scheduling found) */
     int idx = claim_idle(s, wmask);
-    if (idx >= 0) {
-        if (any) {
-            /* the woken worker starts as a searcher; counted now so that
-             * the next notifier does not wake another one as well */
-            __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
-            __atomic_store_n(&s->w[idx]->wake_searching, 1, __ATOMIC_RELEASE);
-        }
+    if (idx >= 0)
         unpark(s, idx);
-    }
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -452,9 +447,6 @@ coro_t *coro__park(struct coro__worker *w)
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:
-    /* a waker that claimed us counted us as a searcher */
-    if (__atomic_exchange_n(&w->wake_searching, 0, __ATOMIC_ACQUIRE))
-        w->searching = true;
     return j;
 }
 
@@ -467,7 +459,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
     coro_await_t *aw;
     intptr_t res;
 
-    set_state(job, CORO__S_RUNNING);
+    set_state(job, CORO__S_READY, CORO__S_RUNNING);
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
@@ -488,7 +480,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
-            set_state(job, CORO__S_READY);
+            set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
             return;
@@ -505,8 +497,8 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             child->fn = (coro_fn)aw->arg[1].p;
             child->resume = 0;
             child->result = 0;
-            child->parent = cur;
-            child->top = NULL;
+            child->parent = cur;        /* a child's link: never its top */
+            child->joiner = NULL;
             child->sched = s;
             child->cls = job->cls;
             child->prio = job->prio;
@@ -517,7 +509,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ECANCELED;
             continue;
         }
-        set_state(job, CORO__S_SUSPENDED);
+        set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
@@ -526,11 +518,11 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
-            set_state(job, CORO__S_RUNNING);
+            set_state(job, CORO__S_SUSPENDED, CORO__S_RUNNING);
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
-        set_state(job, CORO__S_READY);
+        set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
         return;
