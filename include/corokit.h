@@ -9,5 +9,7 @@
 #include "corokit/cpuset.h"
 #include "corokit/coro.h"
 #include "corokit/sched.h"
+#include "corokit/io.h"
+#include "corokit/sync.h"
 
 #endif

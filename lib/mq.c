@@ -77,6 +77,28 @@ void coro__mq_push(struct coro__mq *q, coro_t *job)
     pthread_mutex_unlock(&q->lock);
 }
 
+void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
+{
+    unsigned i = 0;
+
+    pthread_mutex_lock(&q->lock);
+    if (q->overflow_n == 0) {
+        TSAN_RELEASE(q);
+        for (; i < n && ck_ring_enqueue_spmc(&q->ring, q->buf, jobs[i]); i++)
+            ;
+    }
+    for (; i < n; i++) {
+        jobs[i]->next = NULL;
+        if (q->tail)
+            q->tail->next = jobs[i];
+        else
+            q->head = jobs[i];
+        q->tail = jobs[i];
+        __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
 coro_t *coro__mq_pop(struct coro__mq *q)
 {
     coro_t *job = NULL;

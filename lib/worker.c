@@ -157,16 +157,17 @@ static void push_global(coro_sched_t *s, coro_t *job)
     coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
 }
 
-/* local ring full: move half of it and job to the global queue (tokio) */
+/* local ring full: move half of it and job to the global queue, under one
+ * lock (tokio) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
 {
-    for (int i = 0; i < CORO__LOCAL_SIZE / 2; i++) {
-        coro_t *j = coro__lq_pop(&w->local[pi]);
-        if (!j)
-            break;
-        push_global(w->s, j);
-    }
-    push_global(w->s, job);
+    coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
+    unsigned n = 0;
+
+    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
+        n++;
+    batch[n++] = job;
+    coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -431,6 +432,7 @@ coro_t *coro__park(struct coro__worker *w)
     coro_t *j;
 
     stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w);        /* shutdown may be waiting for our count */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */

@@ -1,0 +1,130 @@
+/* corokit: awaiting the operating system - fds, timers, signals, children.
+ *
+ * Every awaitable here is built inside a job's body and consumed by
+ * CORO_AWAIT.  The constructor tries the system call at once, on the
+ * worker; only when it would block (EAGAIN) is the job suspended and its
+ * fd handed to the scheduler's I/O thread (epoll), which performs the call
+ * again once the fd is ready and resumes the job with its result.  So a
+ * ready fd costs one system call and no suspension.
+ *
+ * Timeouts are relative int64_t nanoseconds: CORO_FOREVER (-1) waits
+ * without limit, 0 tries once and completes with -ETIMEDOUT if the call
+ * would block; any other negative value is -EINVAL.
+ *
+ * Results common to all of them: -ETIMEDOUT (the timeout passed),
+ * -ECANCELED (coro_sched_shutdown(CORO_CANCEL), also for awaits begun
+ * after it), -EBADF (fd < 0 or not open), -EINVAL (bad argument), -ENOMEM
+ * (the I/O thread could not grow its tables), -EBUSY (another job already
+ * waits on the same fd in the same direction: one reader and one writer
+ * may wait on an fd at once), and any -errno of the system call.  Bad
+ * input completes at once without suspending.
+ *
+ * Blocking fds: sockets are read and written with MSG_DONTWAIT, so a
+ * blocking socket never blocks a worker and its flags are left alone.
+ * Other fds (pipes, ttys, eventfds ...) and the sockets given to
+ * coro_accept and coro_connect are switched to O_NONBLOCK on first use
+ * (the flag belongs to the open file description: other holders of it see
+ * the change).  Regular files are always "ready": they are read and
+ * written directly (and may block the worker, as in every epoll loop).
+ *
+ * Closing: epoll silently forgets an fd closed with close(2), so a job
+ * still waiting on it would wait until its timeout.  Close fds that other
+ * jobs may be waiting on with coro_close(), which resumes them with
+ * -EBADF first.  A job closing its own fd after its last await can use
+ * close(2).
+ *
+ * Full guide: docs/io.md.
+ */
+#ifndef COROKIT_IO_H
+#define COROKIT_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include "coro.h"
+#include "error.h"
+#include "sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* coro_readable / coro_writable - awaitable: wait until fd is readable
+ * (data, EOF, a pending connection, an error or hang-up) / writable.
+ * Result 0, or -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EPERM (fd cannot be
+ * polled).  Never reads or writes. */
+CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout);
+CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout);
+
+/* coro_read - awaitable: read up to len bytes into buf (which must stay
+ * valid until the await completes: keep it in the frame).  Result: bytes
+ * read (> 0), 0 at end of file, or -errno (-ETIMEDOUT, -ECANCELED, -EBADF,
+ * -ECONNRESET, ...).  Sockets use recv(MSG_DONTWAIT). */
+CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout);
+
+/* coro_write - awaitable: write up to len bytes of buf, once.  Result:
+ * bytes written (> 0, may be fewer than len), or -errno (-EPIPE when the
+ * peer is gone: sockets are written with MSG_NOSIGNAL; a pipe whose reader
+ * is gone still raises SIGPIPE, ignore it if that matters). */
+CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout);
+
+/* coro_write_all - awaitable: write all len bytes of buf, waiting as often
+ * as needed; the timeout covers the whole write.  Result 0 once every byte
+ * is written, or -errno (then an unknown prefix may have been written). */
+CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout);
+
+/* coro_accept - awaitable: accept a connection on listening socket fd
+ * (switched to O_NONBLOCK).  Result: the new fd (non-blocking, close-on-
+ * exec), or -errno (-EINVAL when fd does not listen, -EMFILE ...). */
+CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
+
+/* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
+ * addr.  addr is read during the call.  Result 0, or -errno
+ * (-ECONNREFUSED, -ETIMEDOUT: the attempt then goes on in the kernel, close
+ * the socket ...). */
+CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                                      int64_t timeout);
+
+/* coro_close - close fd; every job of scheduler s awaiting fd first
+ * resumes with -EBADF.  s NULL = the calling job's scheduler; outside any
+ * job with s NULL it is close(2).  Returns 0 at once: the close itself is
+ * done by s's I/O thread right after the waiters are resumed (in
+ * single-threaded mode at the next I/O poll), so fd's number is not reused
+ * before they are.  Errors: -EBADF (fd < 0), -ENOMEM (fd is left open).
+ * Any thread; never blocks. */
+CORO_EXTERN int coro_close(coro_sched_t *s, int fd);
+
+/* coro_now - CLOCK_MONOTONIC in nanoseconds: the clock of every deadline. */
+CORO_EXTERN int64_t coro_now(void);
+
+/* coro_sleep - awaitable: resume no sooner than ns nanoseconds from now.
+ * Result 0, or -ECANCELED, -ENOMEM.  ns 0 completes at once (counting
+ * toward the worker's fairness budget); ns CORO_FOREVER sleeps until
+ * cancelled; other negative ns: -EINVAL. */
+CORO_EXTERN coro_await_t coro_sleep(int64_t ns);
+
+/* coro_sleep_until - awaitable: resume no sooner than the absolute
+ * deadline (coro_now() clock).  A deadline already past completes at once
+ * with 0; a negative one is -EINVAL. */
+CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
+
+/* coro_signal - awaitable: wait until signal signo is delivered to the
+ * process (signalfd).  Result: signo, or -ETIMEDOUT, -ECANCELED, -EINVAL
+ * (bad signo, or signo is not blocked in the calling thread: block it in
+ * every thread - pthread_sigmask before coro_sched_create, whose threads
+ * inherit the mask - or its default action runs instead).  One delivery
+ * resumes one waiter. */
+CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout);
+
+/* coro_child - awaitable: wait until child process pid exits, and reap it
+ * (pidfd + waitid).  Result: a wait status (WIFEXITED / WEXITSTATUS /
+ * WIFSIGNALED / WTERMSIG apply), or -ETIMEDOUT, -ECANCELED, -EINVAL
+ * (pid <= 0), -ESRCH (no such process), -ECHILD (not a child of this
+ * process, or already reaped). */
+CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,89 @@
+/* private: the I/O layer's shared declarations (lib/io_epoll.c, timer.c,
+ * io_ops.c); never installed. */
+#ifndef COROKIT_IO_IMPL_H
+#define COROKIT_IO_IMPL_H
+
+#include "internal.h"
+#include "corokit/io.h"
+
+/* What a registration asks of the I/O context. */
+enum {
+    CORO__IOK_FD = 0,   /* wait until fd is ready in direction dir, then attempt() */
+    CORO__IOK_SLEEP,    /* wake at aw->timeout */
+    CORO__IOK_CLOSE,    /* a coro_close request (an allocated stand-in node) */
+    CORO__IOK_LOT,      /* a parking-lot timeout (an allocated stand-in node) */
+};
+
+#define CORO__DIR_RD 0
+#define CORO__DIR_WR 1
+
+/* The ops of every I/O awaitable: the generic part first, so that a
+ * const struct coro_await_ops * from aw->ops can be converted back. */
+struct coro__io_ops {
+    struct coro_await_ops base;
+    uint8_t kind;
+    uint8_t dir;
+    /* I/O context, fd ready in dir: perform the operation.  true = done
+     * with *res; false = it would block, keep waiting. */
+    bool (*attempt)(coro_await_t *aw, intptr_t *res);
+    /* I/O context, when the registration arrives: acquire what the wait
+     * needs (the signalfd, the pidfd) and put its fd into arg[0].  0, or
+     * -errno to complete at once.  May be NULL.  Constructors never own
+     * resources, so an await the worker completes without arming (on
+     * cancel) leaks nothing. */
+    int (*prepare)(coro_await_t *aw);
+    /* Release what the awaitable owns (a signalfd, a pidfd); called once
+     * on every completion, whatever its result.  May be NULL. */
+    void (*fini)(coro_await_t *aw);
+};
+
+static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
+{
+    return (const struct coro__io_ops *)(const void *)aw->ops;
+}
+
+/* The arm shared by every I/O awaitable: push the job to the I/O context
+ * (lib/io_epoll.c). */
+CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+
+/* An awaitable of ops whose deadline is absolute (-1 = none). */
+static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr_t a0,
+                                          const void *a1, intptr_t a2, int64_t deadline)
+{
+    coro_await_t a = { .ops = &ops->base };
+    a.arg[0].i = a0;
+    a.arg[1].cp = a1;
+    a.arg[2].i = a2;
+    a.timeout = deadline;
+    return a;
+}
+
+/* ---- the timer heap (lib/timer.c) -------------------------------------------
+ * A binary min-heap of deadlines, owned by the I/O context (one thread at
+ * a time).  Entries of kind CORO__IOK_FD can be removed from the middle:
+ * the heap reports every move of one through moved(), so their fd entry
+ * always knows where its timer is. */
+struct coro__tnode {
+    int64_t deadline;
+    uint32_t kind;      /* CORO__IOK_* */
+    uint32_t aux;       /* FD: fd * 2 + dir */
+    void *p;            /* SLEEP: the job; LOT: the stand-in node */
+};
+
+struct coro__heap {
+    struct coro__tnode *a;
+    uint32_t n, cap;
+    coro_sched_t *s;                    /* its allocator */
+    void (*moved)(void *ctx, const struct coro__tnode *t, uint32_t idx);
+    void *ctx;
+};
+
+CORO__HIDDEN int coro__heap_push(struct coro__heap *h, const struct coro__tnode *t);
+CORO__HIDDEN void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out);
+CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
+static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *h)
+{
+    return h->n ? &h->a[0] : NULL;
+}
+
+#endif

@@ -1,0 +1,253 @@
+/* httpd - a minimal HTTP/1.1 server answering "hello" to every request,
+ * with keep-alive and pipelining: enough for wrk or ab to load it.
+ *
+ *   httpd PORT          serve on 0.0.0.0:PORT until SIGINT/SIGTERM
+ *   httpd --self-test   serve on a loopback port, send 50 keep-alive
+ *                       clients x 20 requests at it, check, exit 0 */
+#define _GNU_SOURCE
+#include <corokit.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char RESPONSE[] =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
+#define RESP_LEN (sizeof RESPONSE - 1)
+
+/* [http-conn] one connection: parse requests, answer each, keep alive */
+struct http_conn {
+    coro_t co;
+    int fd;
+    size_t have;            /* bytes in in[] */
+    size_t outlen;
+    bool close_after;
+    char in[8192];
+    char out[32 * RESP_LEN];
+};
+
+/* move every complete request of c->in to answers in c->out; false on a
+ * request too big or malformed */
+static bool http_parse(struct http_conn *c)
+{
+    char *p = c->in, *end = c->in + c->have, *hdr_end;
+
+    c->outlen = 0;
+    while (c->outlen + RESP_LEN <= sizeof c->out &&
+           (hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4)) != NULL) {
+        /* "HTTP/1.0" without keep-alive, or "Connection: close": close after */
+        if (memmem(p, (size_t)(hdr_end - p), "Connection: close", 17) ||
+            (memmem(p, (size_t)(hdr_end - p), "HTTP/1.0", 8) &&
+             !memmem(p, (size_t)(hdr_end - p), "Keep-Alive", 10)))
+            c->close_after = true;
+        memcpy(c->out + c->outlen, RESPONSE, RESP_LEN);
+        c->outlen += RESP_LEN;
+        p = hdr_end + 4;            /* bodies are not expected (GET) */
+        if (c->close_after)
+            break;
+    }
+    c->have = (size_t)(end - p);
+    memmove(c->in, p, c->have);
+    return c->have < sizeof c->in;
+}
+
+static int http_conn_body(coro_t *co)
+{
+    struct http_conn *c = CORO_SELF(co, struct http_conn);
+    CORO_BEGIN(co);
+    for (;;) {
+        CORO_AWAIT(co, coro_read(c->fd, c->in + c->have, sizeof c->in - c->have,
+                                 30 * 1000000000LL));       /* idle keep-alive: 30 s */
+        if (CORO_RESULT(co) <= 0)
+            break;
+        c->have += (size_t)CORO_RESULT(co);
+        if (!http_parse(c))
+            break;
+        if (c->outlen) {
+            CORO_AWAIT(co, coro_write_all(c->fd, c->out, c->outlen, 30 * 1000000000LL));
+            if (CORO_RESULT(co) < 0 || c->close_after)
+                break;
+        }
+    }
+    close(c->fd);
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
+static void http_conn_free(coro_t *co)
+{
+    free(CORO_SELF(co, struct http_conn));
+}
+/* [/http-conn] */
+
+struct http_server {
+    coro_t co;
+    coro_sched_t *s;
+    int lfd, fd;
+};
+
+static int http_server_body(coro_t *co)
+{
+    struct http_server *sv = CORO_SELF(co, struct http_server);
+    static const coro_spawn_opts_t opts = { .on_exit = http_conn_free };
+    struct http_conn *c;
+    int one = 1;
+    CORO_BEGIN(co);
+    for (;;) {
+        CORO_AWAIT(co, coro_accept(sv->lfd, CORO_FOREVER));
+        sv->fd = (int)CORO_RESULT(co);
+        if (sv->fd == -ECANCELED || sv->fd == -EBADF || sv->fd == -EINVAL)
+            break;
+        if (sv->fd < 0) {
+            CORO_AWAIT(co, coro_sleep(1000000));
+            continue;
+        }
+        setsockopt(sv->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (!(c = malloc(sizeof *c))) {
+            close(sv->fd);
+            continue;
+        }
+        memset(&c->co, 0, sizeof c->co);
+        c->fd = sv->fd;
+        c->have = 0;
+        c->close_after = false;
+        if (coro_spawn(sv->s, &c->co, http_conn_body, &opts) < 0) {
+            close(c->fd);
+            free(c);
+        }
+    }
+    CORO_END(co);
+}
+
+static int http_listen(in_addr_t addr, int port, int *bound)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    socklen_t len = sizeof sa;
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    sa.sin_addr.s_addr = addr;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4096) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (bound)
+        *bound = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* ---- self-test ------------------------------------------------------------------ */
+struct client {
+    coro_t co;
+    int port, fd, i;
+    size_t got;
+    struct sockaddr_in sa;
+    char buf[4 * RESP_LEN];
+};
+
+static int client_body(coro_t *co)
+{
+    struct client *c = CORO_SELF(co, struct client);
+    static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    CORO_BEGIN(co);
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    c->sa.sin_family = AF_INET;
+    c->sa.sin_port = htons((uint16_t)c->port);
+    c->sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CORO_AWAIT(co, coro_connect(c->fd, (struct sockaddr *)&c->sa, sizeof c->sa, 5000000000));
+    if (CORO_RESULT(co) < 0)
+        goto fail;
+    for (c->i = 0; c->i < 20; c->i++) {
+        CORO_AWAIT(co, coro_write_all(c->fd, req, sizeof req - 1, 5000000000));
+        if (CORO_RESULT(co) < 0)
+            goto fail;
+        for (c->got = 0; c->got < RESP_LEN;) {
+            CORO_AWAIT(co, coro_read(c->fd, c->buf + c->got, RESP_LEN - c->got, 5000000000));
+            if (CORO_RESULT(co) <= 0)
+                goto fail;
+            c->got += (size_t)CORO_RESULT(co);
+        }
+        if (memcmp(c->buf, RESPONSE, RESP_LEN) != 0)
+            goto fail;
+    }
+    close(c->fd);
+    CORO_RETURN(co, 0);
+fail:
+    close(c->fd);
+    CORO_RETURN(co, -EIO);
+    CORO_END(co);
+}
+
+static int self_test(void)
+{
+    enum { N = 50 };
+    static struct http_server sv;
+    static struct client cl[N];
+    coro_sched_t *s;
+    int port, bad = 0;
+    int lfd = http_listen(htonl(INADDR_LOOPBACK), 0, &port);
+
+    if (lfd < 0 || coro_sched_create(&s, NULL) < 0)
+        return 1;
+    sv.s = s;
+    sv.lfd = lfd;
+    coro_spawn(s, &sv.co, http_server_body, NULL);
+    for (int i = 0; i < N; i++) {
+        cl[i].port = port;
+        if (coro_spawn(s, &cl[i].co, client_body, NULL) < 0)
+            bad++;
+    }
+    for (int i = 0; i < N; i++)
+        if (coro_join(&cl[i].co) != 0)
+            bad++;
+    coro_sched_shutdown(s, CORO_CANCEL);
+    coro_sched_destroy(s);
+    close(lfd);
+    printf("httpd self-test: %d clients x 20 requests, %d bad\n", N, bad);
+    return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--self-test") == 0)
+        return self_test();
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PORT | --self-test\n", argv[0]);
+        return 2;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    static struct http_server sv;
+    coro_sched_t *s;
+    int sig;
+    int lfd = http_listen(htonl(INADDR_ANY), atoi(argv[1]), NULL);
+    if (lfd < 0) {
+        fprintf(stderr, "listen: %s\n", coro_strerror(lfd));
+        return 1;
+    }
+    if (coro_sched_create(&s, NULL) < 0)
+        return 1;
+    sv.s = s;
+    sv.lfd = lfd;
+    coro_spawn(s, &sv.co, http_server_body, NULL);
+    sigwait(&set, &sig);
+    coro_sched_shutdown(s, CORO_CANCEL);
+    coro_sched_destroy(s);
+    close(lfd);
+    return 0;
+}
