@@ -12,6 +12,7 @@
  * fib allocates its children's frames with malloc, as tokio and Go do.
  */
 #include "bench_common.h"
+#include <sched.h>
 
 #include <corokit.h>
 
@@ -61,21 +62,33 @@ static void die(const char *what, long rc)
 }
 
 #ifdef BENCH_SYNC
-/* every frame that nobody joins counts itself out here */
-static atomic_long exited;
+/* every frame that nobody joins counts itself out here, in a per-CPU
+ * slot of its own cache line (one shared counter would bounce between the
+ * workers on every exit, inside the timed region) */
+struct exit_slot {
+    _Alignas(64) atomic_long n;
+};
+static struct exit_slot exited[64];
 static void count_exit(coro_t *co)
 {
     (void)co;
-    atomic_fetch_add_explicit(&exited, 1, memory_order_release);
+    atomic_fetch_add_explicit(&exited[sched_getcpu() & 63].n, 1, memory_order_release);
 }
 static const coro_spawn_opts_t counted = {.on_exit = count_exit};
 
 static void wait_exited(long n)
 {
     /* sleep, not spin: the workers finishing those frames need the CPUs */
-    while (atomic_load_explicit(&exited, memory_order_acquire) < n)
+    for (;;) {
+        long sum = 0;
+        for (int i = 0; i < 64; i++)
+            sum += atomic_load_explicit(&exited[i].n, memory_order_acquire);
+        if (sum >= n)
+            break;
         usleep(20);
-    atomic_store(&exited, 0);
+    }
+    for (int i = 0; i < 64; i++)
+        atomic_store(&exited[i].n, 0);
 }
 #endif
 
@@ -93,8 +106,10 @@ static void join(coro_t *co)
         die("coro_join", (long)r);
 }
 
+/* frames on their own cache lines: corokit's frames are the user's, and
+ * docs/guide.md ("Frame layout") tells users to do this for hot jobs */
 struct empty {
-    coro_t co;
+    _Alignas(64) coro_t co;
 };
 static struct empty *kids; /* the spawn shapes' frames */
 
@@ -254,7 +269,7 @@ static int64_t ping_pong(long n)
 
 /* ---- yield_many ------------------------------------------------------------ */
 struct yielder {
-    coro_t co;
+    _Alignas(64) coro_t co;
     int i;
 };
 static struct yielder *yielders;

@@ -114,6 +114,18 @@ int main(int argc, char **argv)
     qsort(t, rounds, sizeof *t, cmp);
     printf("spawn_cost %s workers=%d: median %.0f ns/job (min %.0f, max %.0f, %d rounds of %d)\n",
            mode, workers, t[rounds / 2], t[0], t[rounds - 1], rounds, N);
+    if (getenv("STATS") && workers > 0) {
+        coro_sched_stats_t *st = malloc(sizeof *st);
+        coro_sched_stats(s, st);
+        printf("worker cpu pinned jobs_run steals stolen parks wakeups depth\n");
+        for (int i = 0; i < st->workers; i++)
+            printf("%6d %3d %6d %8lu %6lu %6lu %5lu %7lu %5lu\n", i, st->worker[i].cpu,
+                   st->worker[i].pinned, (unsigned long)st->worker[i].jobs_run,
+                   (unsigned long)st->worker[i].steals, (unsigned long)st->worker[i].stolen,
+                   (unsigned long)st->worker[i].parks, (unsigned long)st->worker[i].wakeups,
+                   (unsigned long)st->worker[i].queue_depth);
+        free(st);
+    }
     coro_sched_destroy(s);
     free(frames);
     free(kids);
