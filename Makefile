@@ -32,6 +32,9 @@ SAN :=
 endif
 
 OPT ?= -O2 -g
+# -z defs: no undefined symbol in the .so (not with sanitizers: clang leaves
+# their runtime symbols to the executable)
+ZDEFS := $(if $(SAN),,-Wl,-z,defs)
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 $(OPT) $(WARN) -pthread -Iinclude $(SAN)
 LIB_CFLAGS := $(BASE_CFLAGS) -Ilib -fvisibility=hidden -D_GNU_SOURCE
@@ -66,7 +69,9 @@ TEST_BIN := $(B)/tests/corokit_tests
 SCEN_SRC := $(wildcard tests/stress/*.c)
 SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
-.PHONY: all lib samples test run-tests demo check-asan check-tsan stress bench install clean deps
+TOOL_BIN := $(B)/tools/spawn_cost
+
+.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench install clean deps
 all: lib samples corokit.pc
 
 lib: $(STATIC) $(SHARED)
@@ -88,7 +93,7 @@ $(STATIC): $(LIB_OBJ)
 $(SHARED): $(PIC_OBJ) lib/corokit.map
 	@$(SAY) "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
-		-Wl,-z,defs $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
+		$(ZDEFS) $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
 	$(Q)ln -sf $(SONAME) $(B)/libcorokit.so
 
 corokit.pc: corokit.pc.in $(VERSION_H)
@@ -96,6 +101,13 @@ corokit.pc: corokit.pc.in $(VERSION_H)
 		-e 's|@VERSION@|$(VERSION)|' $< > $@
 
 samples: $(SAMPLES)
+
+tools: $(TOOL_BIN)
+
+$(B)/tools/%: tools/bench/%.c $(STATIC)
+	@mkdir -p $(@D)
+	@$(SAY) "  CC      $@"
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 $(B)/samples/%: samples/%.c $(STATIC)
 	@mkdir -p $(@D)
@@ -134,7 +146,9 @@ run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)tools/run-scenarios.sh $(B) quick
 
 check-asan: deps
-	$(Q)$(MAKE) --no-print-directory ASAN=1 run-tests
+	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp print_suppressions=0" \
+		ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
+		$(MAKE) --no-print-directory ASAN=1 run-tests
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))

@@ -10,5 +10,6 @@
 #include "corokit/coro.h"
 #include "corokit/sched.h"
 #include "corokit/io.h"
+#include "corokit/sync.h"
 
 #endif

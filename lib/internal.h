@@ -15,6 +15,27 @@
 #define CORO__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CORO__CACHELINE 64
 
+#if defined(__SANITIZE_THREAD__)
+# define CORO__TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define CORO__TSAN 1
+# endif
+#endif
+
+/* A full barrier.  ThreadSanitizer does not support atomic_thread_fence;
+ * under it a seq_cst RMW on a private word gives the same hardware barrier
+ * (a locked instruction on x86, a full dmb on arm64). */
+#ifdef CORO__TSAN
+static inline void coro__fence_seq_cst(void)
+{
+    static uint32_t dummy;
+    __atomic_fetch_add(&dummy, 0, __ATOMIC_SEQ_CST);
+}
+#else
+# define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+
 /* ---- the job state word (coro_t.state) ---------------------------------
  *
  * One 32-bit atomic word, as tokio's task state: the low three bits hold
@@ -33,6 +54,10 @@
  * JOB_JOIN:    jobs wait in the parking lot on this job (coro_done); set
  *              under the lot bucket lock, so the finisher, which locks the
  *              bucket after storing DONE, sees every such waiter.
+ * JOINER:      the first awaiting job of the same scheduler sits in
+ *              coro_t.joiner (fork-join needs no lot): it stores itself
+ *              there first and sets the flag second, unless DONE came
+ *              first; the finisher takes it only when the flag was set.
  */
 #define CORO__S_IDLE      0u
 #define CORO__S_READY     1u
@@ -43,6 +68,7 @@
 #define CORO__S_MASK      7u
 #define CORO__F_THREAD_JOIN 8u
 #define CORO__F_JOB_JOIN    16u
+#define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */

@@ -31,13 +31,6 @@
 #include "mq.h"
 #include "internal.h"
 
-#if defined(__SANITIZE_THREAD__)
-# define CORO__TSAN 1
-#elif defined(__has_feature)
-# if __has_feature(thread_sanitizer)
-#  define CORO__TSAN 1
-# endif
-#endif
 #ifdef CORO__TSAN
 # include <sanitizer/tsan_interface.h>
 # define TSAN_RELEASE(p) __tsan_release(p)
@@ -81,6 +74,28 @@ void coro__mq_push(struct coro__mq *q, coro_t *job)
     /* relaxed: the mutex orders the list; the count is only a hint that
      * makes poppers look (they take the mutex before trusting it) */
     __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
+{
+    unsigned i = 0;
+
+    pthread_mutex_lock(&q->lock);
+    if (q->overflow_n == 0) {
+        TSAN_RELEASE(q);
+        for (; i < n && ck_ring_enqueue_spmc(&q->ring, q->buf, jobs[i]); i++)
+            ;
+    }
+    for (; i < n; i++) {
+        jobs[i]->next = NULL;
+        if (q->tail)
+            q->tail->next = jobs[i];
+        else
+            q->head = jobs[i];
+        q->tail = jobs[i];
+        __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&q->lock);
 }
 

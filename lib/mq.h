@@ -31,6 +31,8 @@ struct coro__lq {
 int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size);
 void coro__mq_fini(struct coro__mq *q);
 void coro__mq_push(struct coro__mq *q, struct coro *job);
+/* push n jobs in order under one lock */
+void coro__mq_push_batch(struct coro__mq *q, struct coro **jobs, unsigned n);
 struct coro *coro__mq_pop(struct coro__mq *q);
 unsigned coro__mq_size(const struct coro__mq *q);
 

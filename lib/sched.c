@@ -10,6 +10,10 @@
  * every arm checks (the parking lot and the I/O thread check it under the
  * lock they insert under), and wakes every job already waiting with
  * -ECANCELED.  Shutdown returns when live == CLOSED: every queue is empty.
+ * Workers take finished jobs off live in batches (coro__flush_live): before
+ * they park, and at once when s->closed is set, so a drain is never held up
+ * by a batch: the last finishes before the drain ends happen on workers that
+ * then either see closed or park.
  */
 #include <ck_malloc.h>
 #include <limits.h>
@@ -74,15 +78,10 @@ unsigned coro_version(void)
 
 void coro__wake(coro_t *job, intptr_t res)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
     job->top->result = res;
-    /* release: the result (and whatever the waker did for the job) is
-     * visible to the worker that acquires RUNNING */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | CORO__S_READY, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
+     * release: the result is visible to the worker that acquires RUNNING */
+    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
     coro__submit(job->sched, job, false);
 }
 
@@ -93,23 +92,50 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
-
-    /* release: the result and the frame's last writes happen before any
+    /* one exchange: DONE, all flags cleared, and the flags set until now
+     * returned (joiners set theirs with a CAS that fails once DONE is in).
+     * release: the result and the frame's last writes happen before any
      * joiner's acquire load of DONE */
-    while (!__atomic_compare_exchange_n(&job->state, &old, CORO__S_DONE, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    uint32_t old = __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
     /* from here the frame may be reused or freed by a joiner: only its
      * address is used below */
+    if (old & CORO__F_JOINER) {
+        coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
+        if (w)
+            coro__wake(w, res);
+    }
     if (old & CORO__F_JOB_JOIN)
         coro__lot_unpark_all(job, res);
     if (old & CORO__F_THREAD_JOIN)
         coro__futex_wake(&job->state, INT_MAX);
     if (on_exit)
         on_exit(job);
+    /* a worker takes its finished jobs off s->live in batches, so that
+     * the line a spawning thread increments does not bounce on every
+     * finish; it flushes before it parks and at once after shutdown
+     * began (relaxed: a stale "open" only delays the flush to the park) */
+    struct coro__worker *w = coro__tls_worker;
+    if (w && w->s == s && s->nworkers > 0 && !__atomic_load_n(&s->closed, __ATOMIC_RELAXED)) {
+        /* owner-only; atomic stores for coro_sched_stats' racy read */
+        __atomic_store_n(&w->unflushed, w->unflushed + 1, __ATOMIC_RELAXED);
+        if (w->unflushed >= CORO__LIVE_BATCH)
+            coro__flush_live(w);
+        return;
+    }
     /* acq_rel: everything this job did happens before shutdown's return */
     if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(&s->live, INT_MAX);
+}
+
+void coro__flush_live(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    uint32_t n = w->unflushed;
+
+    if (!n)
+        return;
+    __atomic_store_n(&w->unflushed, 0, __ATOMIC_RELAXED);
+    if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
         coro__futex_wake(&s->live, INT_MAX);
 }
 
@@ -118,7 +144,7 @@ void coro__finish(coro_t *job)
 static size_t worker_size(void)
 {
     return sizeof(struct coro__worker) +
-           CORO__NPRIO * (CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
+           CORO__NPRIO * (2 * CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
 }
 
 static void free_workers(coro_sched_t *s)
@@ -217,6 +243,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         for (int p = 0; p < CORO__NPRIO; p++) {
             coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
             b += CORO__LOCAL_SIZE;
+            coro__lq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
+            b += CORO__LOCAL_SIZE;
             coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
             b += CORO__INBOX_SIZE;
         }
@@ -288,7 +316,6 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->fn = fn;
     co->resume = 0;
     co->result = 0;
-    co->parent = NULL;
     co->top = co;
     co->sched = s;
     co->next = NULL;
@@ -378,6 +405,8 @@ intptr_t coro_join(coro_t *co)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
+    if ((st & CORO__S_MASK) == CORO__S_DONE)
+        return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
     if (s && drive_begin(s)) {
         drive(s, job_done, co, true);
@@ -431,6 +460,8 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
         return 0;
     }
     __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
+    /* seq_cst: workers that batch finished jobs see it and flush at once */
+    __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
     if (mode == CORO_CANCEL) {
         /* order: the flag first, so that a job arming now either sees it or
          * is already in a structure the walks below find */
@@ -468,6 +499,8 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
     memset(out, 0, sizeof *out);
     out->workers = s->nslots;
     out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
+    for (int i = 0; i < s->nworkers; i++)       /* approximate while running */
+        out->live_jobs -= __atomic_load_n(&s->w[i]->unflushed, __ATOMIC_RELAXED);
     struct coro__cls *any = coro__cls_get(s, 0);
     for (int p = 0; p < CORO__NPRIO; p++)
         out->global_depth += coro__mq_size(&any->q[p]);

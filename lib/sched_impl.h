@@ -14,6 +14,7 @@
 #define CORO__GLOBAL_INTERVAL 61        /* ticks between global-queue looks */
 #define CORO__LIFO_MAX 3                /* LIFO-slot runs in a row */
 #define CORO__BUDGET 128                /* ready awaits before a forced yield */
+#define CORO__LIVE_BATCH 64             /* finished jobs a worker counts before it flushes */
 
 /* An affinity class: one distinct set of workers a job may run on.  Class 0
  * is "any worker"; its queues are the global injection queue.  A class is
@@ -30,9 +31,9 @@ struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
-    uint32_t wake_searching;            /* atomic: woken as a searcher (counted by the waker) */
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
+    struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
@@ -42,6 +43,7 @@ struct coro__worker {
     uint64_t tick;
     unsigned lifo_streak;
     bool searching;                     /* counted in s->searching */
+    uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
     unsigned since_normal, since_low;   /* starvation bound, see worker.c */
     uint32_t rng;
     uint16_t *served;                   /* classes > 0 this worker serves */
@@ -72,8 +74,9 @@ struct coro_sched {
     uint32_t rr;                        /* atomic: round-robin for outside submissions */
 
     /* lifecycle */
-    uint32_t live __attribute__((aligned(CORO__CACHELINE)));    /* jobs + CLOSED bit */
+    uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
     uint32_t cancelling;                /* atomic bool */
+    uint32_t live __attribute__((aligned(CORO__CACHELINE)));    /* jobs + CLOSED bit */
     uint32_t stopping;                  /* atomic bool: workers exit when idle */
     uint32_t shut_done;                 /* atomic bool: shutdown completed */
     pthread_mutex_t shut_lock;
@@ -116,5 +119,6 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
 
 /* sched.c */
 CORO__HIDDEN void coro__finish(coro_t *job);
+CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
 
 #endif

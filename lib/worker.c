@@ -15,9 +15,12 @@
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
  * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
  * (61) ticks the global and class queues and the inbox are looked at
- * first.  A yielding job goes to the tail of its worker's inbox (class 0)
- * or of its class queue: behind everything the worker already has, so a
- * job that keeps yielding cannot starve the others.  Starvation
+ * first.  A yielding job (class 0) goes to its worker's yield ring, looked
+ * at last, and first every 61 ticks (tokio defers a yielding task until
+ * its next driver poll, likewise): behind everything the worker has, so a
+ * job that keeps yielding cannot starve the others, and never more than 61
+ * picks away.  A job of a narrower class yields to the back of its class
+ * queue.  Starvation
  * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
@@ -73,17 +76,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* set the lifecycle bits of the state word, keeping the flags that other
- * threads may set meanwhile */
-static inline void set_state(coro_t *job, uint32_t st)
+/* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
+ * (the thread that dequeued it, or its waker) changes these bits, and it
+ * knows their value, so one atomic add does it without a CAS loop while
+ * other threads may OR flags into the upper bits meanwhile. */
+static inline void set_state(coro_t *job, uint32_t from, uint32_t to)
 {
-    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
     /* acq_rel: RUNNING acquires what the waker wrote (the result);
      * SUSPENDED/READY release what the body wrote to the frame */
-    while (!__atomic_compare_exchange_n(&job->state, &old,
-                                        (old & ~CORO__S_MASK) | st, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    __atomic_add_fetch(&job->state, to - from, __ATOMIC_ACQ_REL);
 }
 
 static inline void stat_inc(uint64_t *c)
@@ -131,19 +132,16 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     /* seq_cst fence: orders our push before the reads of s->searching and
      * s->idle, against the parker's seq_cst bit-set before its last look
      * and the searcher's seq_cst decrement (see the top) */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    coro__fence_seq_cst();
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
+    /* the woken worker counts itself as a searcher once it runs (tokio
+     * counts it here, in the waker; a claim racing the worker's own
+     * return from park then leaks a count, which silences every later
+     * notify: a lost wake-up TSan's slow scheduling found) */
     int idx = claim_idle(s, wmask);
-    if (idx >= 0) {
-        if (any) {
-            /* the woken worker starts as a searcher; counted now so that
-             * the next notifier does not wake another one as well */
-            __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
-            __atomic_store_n(&s->w[idx]->wake_searching, 1, __ATOMIC_RELEASE);
-        }
+    if (idx >= 0)
         unpark(s, idx);
-    }
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -159,16 +157,17 @@ static void push_global(coro_sched_t *s, coro_t *job)
     coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
 }
 
-/* local ring full: move half of it and job to the global queue (tokio) */
+/* local ring full: move half of it and job to the global queue, under one
+ * lock (tokio) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
 {
-    for (int i = 0; i < CORO__LOCAL_SIZE / 2; i++) {
-        coro_t *j = coro__lq_pop(&w->local[pi]);
-        if (!j)
-            break;
-        push_global(w->s, j);
-    }
-    push_global(w->s, job);
+    coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
+    unsigned n = 0;
+
+    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
+        n++;
+    batch[n++] = job;
+    coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -184,9 +183,10 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     }
     if (w && w->s == s) {
         if (yield) {
-            /* the back of everything this worker has: behind its local
-             * ring and behind what others handed it */
-            coro__mq_push(&w->inbox[pi], job);
+            /* the back of everything this worker has (tokio defers a
+             * yielding task the same way); full: the global queue */
+            if (!coro__lq_push(&w->yielded[pi], job))
+                push_global(s, job);
             goto out;
         }
         if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
@@ -244,7 +244,7 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
 
     if (global_first) {
         if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
-            (j = coro__mq_pop(&w->inbox[pi])))
+            (j = coro__mq_pop(&w->inbox[pi])) || (j = coro__lq_pop(&w->yielded[pi])))
             return j;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
@@ -255,7 +255,8 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     }
     w->lifo_streak = 0;
     if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
-        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])))
+        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
+        (j = coro__lq_pop(&w->yielded[pi])))
         return j;
     return NULL;
 }
@@ -295,6 +296,19 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
             if (!first)
                 first = j;
             else if (!coro__lq_push(&w->local[pi], j))
+                push_global(w->s, j);
+        }
+    }
+    if (!first) {
+        n = coro__lq_size(&v->yielded[pi]);
+        for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
+            coro_t *j = coro__lq_pop(&v->yielded[pi]);
+            if (!j)
+                break;
+            got++;
+            if (!first)
+                first = j;
+            else if (!coro__lq_push(&w->yielded[pi], j))
                 push_global(w->s, j);
         }
     }
@@ -403,7 +417,8 @@ unsigned coro__worker_depth(struct coro__worker *w)
 {
     unsigned n = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) ? 1 : 0;
     for (int pi = 0; pi < CORO__NPRIO; pi++)
-        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]);
+        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]) +
+             coro__lq_size(&w->yielded[pi]);
     return n;
 }
 
@@ -417,6 +432,7 @@ coro_t *coro__park(struct coro__worker *w)
     coro_t *j;
 
     stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w);        /* shutdown may be waiting for our count */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
@@ -433,9 +449,6 @@ coro_t *coro__park(struct coro__worker *w)
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:
-    /* a waker that claimed us counted us as a searcher */
-    if (__atomic_exchange_n(&w->wake_searching, 0, __ATOMIC_ACQUIRE))
-        w->searching = true;
     return j;
 }
 
@@ -448,7 +461,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
     coro_await_t *aw;
     intptr_t res;
 
-    set_state(job, CORO__S_RUNNING);
+    set_state(job, CORO__S_READY, CORO__S_RUNNING);
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
@@ -469,7 +482,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
-            set_state(job, CORO__S_READY);
+            set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
             return;
@@ -486,8 +499,8 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             child->fn = (coro_fn)aw->arg[1].p;
             child->resume = 0;
             child->result = 0;
-            child->parent = cur;
-            child->top = NULL;
+            child->parent = cur;        /* a child's link: never its top */
+            child->joiner = NULL;
             child->sched = s;
             child->cls = job->cls;
             child->prio = job->prio;
@@ -498,7 +511,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ECANCELED;
             continue;
         }
-        set_state(job, CORO__S_SUSPENDED);
+        set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
@@ -507,11 +520,11 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
-            set_state(job, CORO__S_RUNNING);
+            set_state(job, CORO__S_SUSPENDED, CORO__S_RUNNING);
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
-        set_state(job, CORO__S_READY);
+        set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
         return;

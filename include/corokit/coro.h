@@ -69,8 +69,11 @@ struct coro {
     uintptr_t resume;           /* private: resume point, 0 = start */
     intptr_t result;            /* read-only: CORO_RESULT / final result */
     coro_fn fn;                 /* private: the body */
-    coro_t *parent;             /* private: caller frame of a coro_call */
-    coro_t *top;                /* private: root only - innermost frame */
+    union {
+        coro_t *parent;         /* private: a coro_call child's caller frame */
+        coro_t *top;            /* private: a job's innermost frame */
+    };
+    coro_t *joiner;             /* private: the first job awaiting this one */
     struct coro_sched *sched;   /* private: owning scheduler */
     coro_t *next;               /* private: intrusive link (queues, waits) */
     void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */

@@ -1,0 +1,306 @@
+/* corokit: synchronisation - event, wait group, mutex, semaphore, channel,
+ * select.
+ *
+ * Every object works for coroutines and plain threads at once:
+ *   - a coroutine awaits:  CORO_AWAIT(co, coro_chan_recv(ch, &f->item, timeout));
+ *     the waiting job is suspended (its worker runs other jobs) and woken on
+ *     a worker its affinity allows, at its priority;
+ *   - a plain thread blocks: coro_chan_recv_blocking(ch, &item, timeout);
+ *     calling a _blocking function from inside a job returns -EDEADLK;
+ *   - _try functions never block and may be called from anywhere.
+ * Timeouts are relative int64_t nanoseconds: CORO_FOREVER waits without
+ * limit, 0 tries once (-ETIMEDOUT if not ready at once).  A coroutine's
+ * finite timeout needs the I/O thread's timers (-ENOSYS in a build without
+ * them).  Under coro_sched_shutdown(CORO_CANCEL) a waiting job gets
+ * -ECANCELED.
+ *
+ * Objects are plain structs the caller owns (static, in a frame, malloc):
+ * call coro_X_init first, coro_X_destroy last.  Their fields are private.
+ * A destroyed or never-initialised object is refused with -EINVAL (checked
+ * by a magic number: best effort, not a guarantee against garbage).
+ * Build awaitables only inside CORO_AWAIT: the constructor already tries
+ * the operation (a received item is taken then).
+ *
+ * Waiting is FIFO for each object (mutex hand-off, semaphore units,
+ * channel slots go to the oldest waiter).  See docs/sync.md.
+ */
+#ifndef COROKIT_SYNC_H
+#define COROKIT_SYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coro.h"
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ck_malloc;
+
+/* ---- event ------------------------------------------------------------------
+ * A manual-reset event: once set, every waiter (and every later wait)
+ * completes until it is reset. */
+typedef struct coro_event {
+    uint32_t magic;     /* private */
+    uint32_t set;       /* private */
+} coro_event_t;
+
+/* coro_event_init - make ev a valid, unset event.  0 or -EINVAL (NULL).
+ * Any thread; never blocks. */
+CORO_EXTERN int coro_event_init(coro_event_t *ev);
+
+/* coro_event_destroy - 0; -EBUSY while a job or thread waits on ev (ev
+ * stays valid); -EINVAL (NULL or not initialised). */
+CORO_EXTERN int coro_event_destroy(coro_event_t *ev);
+
+/* coro_event_set - set ev and wake every waiter.  Returns the number of
+ * waiters woken (>= 0), or -EINVAL.  Any thread or job; never blocks. */
+CORO_EXTERN int coro_event_set(coro_event_t *ev);
+
+/* coro_event_reset - clear ev.  0 or -EINVAL.  Any thread; never blocks. */
+CORO_EXTERN int coro_event_reset(coro_event_t *ev);
+
+/* coro_event_is_set - 1 when set, 0 when not, -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_event_is_set(coro_event_t *ev);
+
+/* coro_event_wait - awaitable: until ev is set.  Result 0, -ETIMEDOUT,
+ * -ECANCELED, -EINVAL.  Selectable. */
+CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout);
+
+/* coro_event_wait_blocking - the same for a plain thread: blocks.  0,
+ * -ETIMEDOUT, -EINVAL, -EDEADLK (called from a job). */
+CORO_EXTERN int coro_event_wait_blocking(coro_event_t *ev, int64_t timeout);
+
+/* ---- wait group ---------------------------------------------------------------
+ * A counter; waiters complete when it is zero (Go's sync.WaitGroup). */
+typedef struct coro_waitgroup {
+    uint32_t magic;     /* private */
+    uint32_t pad;       /* private */
+    int64_t count;      /* private */
+} coro_waitgroup_t;
+
+/* coro_waitgroup_init - count 0.  0 or -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_waitgroup_init(coro_waitgroup_t *wg);
+
+/* coro_waitgroup_destroy - 0; -EBUSY while waited on; -EINVAL. */
+CORO_EXTERN int coro_waitgroup_destroy(coro_waitgroup_t *wg);
+
+/* coro_waitgroup_add - add n (may be negative) to the count; at zero every
+ * waiter is woken.  Returns the new count (>= 0), or -EINVAL (NULL, not
+ * initialised, or the count would go below zero: then nothing changes).
+ * Any thread or job; never blocks. */
+CORO_EXTERN int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n);
+
+/* coro_waitgroup_done - coro_waitgroup_add(wg, -1). */
+CORO_EXTERN int64_t coro_waitgroup_done(coro_waitgroup_t *wg);
+
+/* coro_waitgroup_wait - awaitable: until the count is zero.  Result 0,
+ * -ETIMEDOUT, -ECANCELED, -EINVAL. */
+CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout);
+
+/* coro_waitgroup_wait_blocking - the same for a plain thread: blocks.  0,
+ * -ETIMEDOUT, -EINVAL, -EDEADLK. */
+CORO_EXTERN int coro_waitgroup_wait_blocking(coro_waitgroup_t *wg, int64_t timeout);
+
+/* ---- mutex ----------------------------------------------------------------------
+ * Not recursive.  FIFO hand-off: unlock gives the mutex straight to the
+ * oldest waiter, so no waiter starves and nobody can barge in.
+ * OWNERSHIP: a job owns the mutex (the whole job, whatever frame of a
+ * coro_call chain locked it), a plain thread owns it as that thread.  So a
+ * job may lock on one worker and unlock after resuming on another; unlock
+ * says who calls: the job's frame (any frame of the job), or NULL for a
+ * plain thread.  A mutex held by a job that finishes stays locked. */
+typedef struct coro_mutex {
+    uint32_t magic;     /* private */
+    uint32_t pad;       /* private */
+    uintptr_t owner;    /* private: the owning job, or a thread token (odd), 0 free */
+} coro_mutex_t;
+
+/* coro_mutex_init - unlocked.  0 or -EINVAL. */
+CORO_EXTERN int coro_mutex_init(coro_mutex_t *m);
+
+/* coro_mutex_destroy - 0; -EBUSY when locked or waited on; -EINVAL. */
+CORO_EXTERN int coro_mutex_destroy(coro_mutex_t *m);
+
+/* coro_mutex_lock - awaitable: take m.  Result 0 (the job owns m),
+ * -ETIMEDOUT, -ECANCELED (the job does not own it then), -EDEADLK (the job
+ * already owns m), -EINVAL.  Always suspends briefly (the owner is only
+ * known once the job is suspended) but continues at once when m is free. */
+CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout);
+
+/* coro_mutex_lock_blocking - the same for a plain thread: blocks.  0,
+ * -ETIMEDOUT, -EDEADLK (called from a job, or the thread owns m), -EINVAL. */
+CORO_EXTERN int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout);
+
+/* coro_mutex_trylock - take m if free.  co: the calling job's frame, NULL
+ * from a plain thread.  0, -EAGAIN (held), -EDEADLK (caller holds it),
+ * -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_mutex_trylock(coro_mutex_t *m, coro_t *co);
+
+/* coro_mutex_unlock - release m; the oldest waiter, if any, now owns it.
+ * co: the calling job's frame (any frame of the job that locked), NULL
+ * from a plain thread.  0, -EPERM (the caller does not own m: nothing
+ * changes), -EINVAL.  Any thread or job; never blocks. */
+CORO_EXTERN int coro_mutex_unlock(coro_mutex_t *m, coro_t *co);
+
+/* ---- semaphore --------------------------------------------------------------------
+ * A counting semaphore; released units go to the oldest waiter first. */
+typedef struct coro_sem {
+    uint32_t magic;     /* private */
+    uint32_t pad;       /* private */
+    int64_t count;      /* private */
+} coro_sem_t;
+
+/* coro_sem_init - count n >= 0.  0 or -EINVAL (NULL, n < 0). */
+CORO_EXTERN int coro_sem_init(coro_sem_t *sem, int64_t n);
+
+/* coro_sem_destroy - 0; -EBUSY while waited on; -EINVAL. */
+CORO_EXTERN int coro_sem_destroy(coro_sem_t *sem);
+
+/* coro_sem_acquire - awaitable: take one unit.  Result 0, -ETIMEDOUT,
+ * -ECANCELED, -EINVAL. */
+CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout);
+
+/* coro_sem_acquire_blocking - the same for a plain thread: blocks.  0,
+ * -ETIMEDOUT, -EINVAL, -EDEADLK. */
+CORO_EXTERN int coro_sem_acquire_blocking(coro_sem_t *sem, int64_t timeout);
+
+/* coro_sem_try_acquire - take one unit if there is one: 0, -EAGAIN,
+ * -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_sem_try_acquire(coro_sem_t *sem);
+
+/* coro_sem_release - give back n >= 0 units (waiters first).  Returns how
+ * many waiters were woken, or -EINVAL (NULL, n < 0, count overflow).  Any
+ * thread or job; never blocks. */
+CORO_EXTERN int coro_sem_release(coro_sem_t *sem, int64_t n);
+
+/* coro_sem_value - the current count (>= 0), or -EINVAL. */
+CORO_EXTERN int64_t coro_sem_value(coro_sem_t *sem);
+
+/* ---- channel ---------------------------------------------------------------------
+ * A bounded MPMC FIFO of pointers (NULL is a valid item), capacity >= 1.
+ * Closing it fails further sends with -EPIPE; receivers get what is
+ * buffered, then -EPIPE.  The buffer is the caller's (coro_chan_init) or
+ * allocated once at init (coro_chan_init_alloc): nothing is allocated on
+ * send or receive. */
+typedef struct coro_chan {
+    uint32_t magic;         /* private */
+    uint32_t closed;        /* private */
+    void **buf;             /* private */
+    size_t cap;             /* private */
+    size_t head;            /* private: oldest item */
+    size_t count;           /* private */
+    struct ck_malloc *alloc;/* private: set when init_alloc made buf */
+    int owned;              /* private */
+} coro_chan_t;
+
+/* coro_chan_init - a channel over the caller's storage buf[cap] (which
+ * must outlive the channel).  0 or -EINVAL (NULL ch or buf, cap 0). */
+CORO_EXTERN int coro_chan_init(coro_chan_t *ch, void **buf, size_t cap);
+
+/* coro_chan_init_alloc - the same, with a buffer of cap slots from alloc
+ * (NULL = malloc), freed by coro_chan_destroy.  0, -EINVAL, -ENOMEM (then
+ * ch is not initialised). */
+CORO_EXTERN int coro_chan_init_alloc(coro_chan_t *ch, size_t cap, struct ck_malloc *alloc);
+
+/* coro_chan_destroy - 0 (buffered items are dropped); -EBUSY while a job
+ * or thread waits on ch (ch stays valid: close it first); -EINVAL. */
+CORO_EXTERN int coro_chan_destroy(coro_chan_t *ch);
+
+/* coro_chan_send - awaitable: put item, waiting for room.  Result 0,
+ * -EPIPE (closed, before or while waiting: item not sent), -ETIMEDOUT,
+ * -ECANCELED, -EINVAL.  Selectable. */
+CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout);
+
+/* coro_chan_recv - awaitable: take the oldest item into *out.  Result 0,
+ * -EPIPE (closed and empty), -ETIMEDOUT, -ECANCELED, -EINVAL (NULL ch or
+ * out).  out must stay valid until the await completes.  Selectable. */
+CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout);
+
+/* coro_chan_send_blocking / coro_chan_recv_blocking - the same for a plain
+ * thread: block.  -EDEADLK from a job. */
+CORO_EXTERN int coro_chan_send_blocking(coro_chan_t *ch, void *item, int64_t timeout);
+CORO_EXTERN int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t timeout);
+
+/* coro_chan_try_send / coro_chan_try_recv - never block: 0, -EAGAIN (full /
+ * empty), -EPIPE (closed / closed and empty), -EINVAL.  Any thread or job. */
+CORO_EXTERN int coro_chan_try_send(coro_chan_t *ch, void *item);
+CORO_EXTERN int coro_chan_try_recv(coro_chan_t *ch, void **out);
+
+/* coro_chan_close - close ch and wake every waiter (senders and receivers
+ * get -EPIPE).  0, -EPIPE (already closed), -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_chan_close(coro_chan_t *ch);
+
+/* coro_chan_len / coro_chan_cap - items buffered / capacity, or -EINVAL. */
+CORO_EXTERN intptr_t coro_chan_len(coro_chan_t *ch);
+CORO_EXTERN intptr_t coro_chan_cap(coro_chan_t *ch);
+
+/* ---- select ---------------------------------------------------------------------
+ * Wait for the first of up to CORO_SELECT_MAX branches (channel receive,
+ * channel send, event); exactly one branch completes, the others are
+ * withdrawn untouched (an unchosen receive takes no item, an unchosen send
+ * puts none).  A coroutine cannot sit on several wait lists with its one
+ * frame header, so the select struct carries one stand-in node per branch:
+ * keep it in the frame (or anywhere that outlives the wait).
+ *
+ *     coro_select_init(&f->sel);
+ *     coro_select_recv(&f->sel, &f->jobs, &f->item);      branch 0
+ *     coro_select_event(&f->sel, &f->quit);               branch 1
+ *     for (;;) {
+ *         CORO_SELECT(co, &f->sel, CORO_FOREVER);
+ *         if (CORO_RESULT(co) == 1) break;                quit was set
+ *         if (coro_select_result(&f->sel, 0) < 0) break;  -EPIPE: closed
+ *         ... use f->item ...
+ *     }
+ *
+ * Branches stay in place between selects: build them once, select in a
+ * loop.  Ties (several ready at once) go to the lowest index.  The
+ * select's overall timeout plays the timer branch. */
+#define CORO_SELECT_MAX 4
+
+typedef struct coro_select {
+    coro_t node[CORO_SELECT_MAX];   /* private: per-branch stand-ins */
+    uint32_t magic;                 /* private */
+    uint32_t n;                     /* private: branches */
+    uint32_t state;                 /* private: under the select's lot bucket */
+    uint32_t pad;                   /* private */
+} coro_select_t;
+
+/* coro_select_init - no branches.  0 or -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_select_init(coro_select_t *sel);
+
+/* coro_select_recv / coro_select_send / coro_select_event - add a branch;
+ * returns its index (0, 1, ...), or -EINVAL (NULL or invalid object, NULL
+ * out), -ENOSPC (CORO_SELECT_MAX branches already).  For a send, the item
+ * is sent only if that branch is chosen.  Not while a select waits. */
+CORO_EXTERN int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out);
+CORO_EXTERN int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item);
+CORO_EXTERN int coro_select_event(coro_select_t *sel, coro_event_t *ev);
+
+/* CORO_SELECT(co, sel, timeout) - in a coroutine: wait until one branch
+ * completes.  CORO_RESULT(co) is its index, or -ETIMEDOUT, -ECANCELED,
+ * -EINVAL (no branches).  A statement, like CORO_AWAIT. */
+#define CORO_SELECT(co, sel, timeout)                                       \
+    do {                                                                    \
+        CORO_AWAIT(co, coro_select(sel, timeout));                          \
+        (co)->result = coro_select_end(sel, (co)->result);                  \
+    } while (0)
+
+/* coro_select - the awaitable under CORO_SELECT; use the macro: the
+ * withdrawal of the other branches (coro_select_end) must follow it. */
+CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
+CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
+
+/* coro_select_blocking - the same for a plain thread: blocks.  Returns the
+ * branch index, or -ETIMEDOUT, -EINVAL, -EDEADLK (from a job). */
+CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout);
+
+/* coro_select_result - the chosen branch's own result (0, or -EPIPE for
+ * a closed channel), valid after it was chosen; -EINVAL for a bad index. */
+CORO_EXTERN intptr_t coro_select_result(const coro_select_t *sel, int branch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,319 @@
+/* coro_select: wait for the first of several channel/event operations.
+ *
+ * A job has one `next` link, so it cannot wait on several lists.  The
+ * select struct holds one coro_t-sized stand-in per branch (flag
+ * CORO__FL_PROXY; its awaitable holds the branch's arguments), and the
+ * job (or a plain thread's stand-in) waits on the select's own key
+ * K = sel + 1 (odd: a separate set of lot buckets).
+ *
+ * sel->state, under K's bucket lock:
+ *   ARMING   idle, or stand-ins being put on their lists
+ *   PARKED   the owner waits on K
+ *   OVER     timed out or cancelled while arming: nobody may claim
+ *   WON + i  branch i completed
+ * Claiming (coro__sel_claim, by whoever takes a stand-in off an object's
+ * list, under that object's lock, then K's): ARMING -> WON+i (the arm
+ * sees it when it comes to park); PARKED -> WON+i only if the owner is
+ * still on K, which the claimer then unlinks and so owns its wake-up (the
+ * timer and CORO_CANCEL unlink it from K too: exactly one of them wins).
+ * The claimer completes the branch's operation for the stand-in (item
+ * written, result stored) before it drops the object's lock.
+ *
+ * Finishing (coro_select_end, in the owner after it resumed, however it
+ * was woken): unlink every stand-in still on a list, each under its
+ * object's lock.  After that no claim can be running or start, and every
+ * claimer's writes are visible (same locks), so state is final: WON + i
+ * means branch i happened - even if the owner was woken by its timeout
+ * meanwhile - and the others left no trace.
+ *
+ * Lock order: an object's bucket, then K's; never two Ks (a select that
+ * completes its own branch claims itself first, then takes other waiters,
+ * which may claim other selects one at a time).
+ */
+#include <string.h>
+
+#include "sync_impl.h"
+
+#define SEL_MAGIC 0x53454c54u   /* "SELT" */
+#define ST_ARMING 0u
+#define ST_PARKED 1u
+#define ST_OVER 2u
+#define ST_WON 16u
+
+static inline const void *sel_key(const coro_select_t *sel)
+{
+    return (const char *)sel + 1;
+}
+
+static bool sel_ok(const coro_select_t *sel)
+{
+    return sel && sel->magic == SEL_MAGIC;
+}
+
+static int index_of(const coro_t *proxy)
+{
+    const coro_select_t *sel = proxy->aw.arg[2].p;
+    return (int)(proxy - sel->node);
+}
+
+int coro__sel_claim(coro_t *proxy)
+{
+    coro_select_t *sel = proxy->aw.arg[2].p;
+    int rc = -1;
+
+    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    if (sel->state == ST_ARMING) {
+        sel->state = ST_WON + (uint32_t)index_of(proxy);
+        proxy->parent = NULL;
+        rc = 0;
+    } else if (sel->state == ST_PARKED) {
+        coro_t *owner = coro__lot_pop_raw(b, sel_key(sel));
+        if (owner) {
+            sel->state = ST_WON + (uint32_t)index_of(proxy);
+            proxy->parent = owner;
+            rc = 0;
+        } else {
+            sel->state = ST_OVER;   /* its timeout or a cancel got there first */
+        }
+    }
+    coro__lot_unlock(b);
+    return rc;
+}
+
+int coro__sel_claim_self(coro_t *proxy)
+{
+    coro_select_t *sel = proxy->aw.arg[2].p;
+    int rc = -1;
+
+    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    if (sel->state == ST_ARMING) {
+        sel->state = ST_WON + (uint32_t)index_of(proxy);
+        proxy->parent = NULL;
+        rc = 0;
+    }
+    coro__lot_unlock(b);
+    return rc;
+}
+
+/* ---- building ------------------------------------------------------------------- */
+
+int coro_select_init(coro_select_t *sel)
+{
+    if (!sel)
+        return -EINVAL;
+    memset(sel, 0, sizeof *sel);
+    sel->magic = SEL_MAGIC;
+    return 0;
+}
+
+static int add(coro_select_t *sel, const struct coro__sync_ops *op, void *obj, void *arg)
+{
+    if (!sel_ok(sel))
+        return -EINVAL;
+    if (sel->n >= CORO_SELECT_MAX)
+        return -ENOSPC;
+    coro_t *nd = &sel->node[sel->n];
+    memset(nd, 0, sizeof *nd);
+    nd->flags = CORO__FL_PROXY;
+    nd->aw.ops = &op->base;
+    nd->aw.arg[0].p = obj;
+    nd->aw.arg[1].p = arg;
+    nd->aw.arg[2].p = sel;
+    return (int)sel->n++;
+}
+
+int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out)
+{
+    if (!out || coro_chan_cap(ch) < 0)
+        return -EINVAL;
+    return add(sel, &coro__chan_recv_ops, ch, out);
+}
+
+int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item)
+{
+    if (coro_chan_cap(ch) < 0)
+        return -EINVAL;
+    return add(sel, &coro__chan_send_ops, ch, item);
+}
+
+int coro_select_event(coro_select_t *sel, coro_event_t *ev)
+{
+    if (coro_event_is_set(ev) < 0)
+        return -EINVAL;
+    return add(sel, &coro__event_wait_ops, ev, NULL);
+}
+
+intptr_t coro_select_result(const coro_select_t *sel, int branch)
+{
+    if (!sel_ok(sel) || branch < 0 || (uint32_t)branch >= sel->n)
+        return -EINVAL;
+    return sel->node[branch].result;
+}
+
+/* ---- the two passes --------------------------------------------------------------- */
+
+/* pass 1: try each branch once, nothing linked (so nobody can claim) */
+static int try_all(coro_select_t *sel)
+{
+    for (uint32_t i = 0; i < sel->n; i++) {
+        coro_t *nd = &sel->node[i];
+        const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
+        coro__wl_t wl;
+        intptr_t res;
+
+        coro__wl_init(&wl);
+        coro__lotb_t *b = coro__lot_lock(op->key(&nd->aw));
+        int r = op->try(&nd->aw, &res, &wl, nd);
+        if (r == 1)
+            nd->result = res;
+        coro__lot_unlock(b);
+        coro__wl_wake(&wl);
+        if (r == 1)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* pass 2: try again and link each stand-in; stops early when a branch
+ * completed (ours or claimed by another thread).  true: one did. */
+static bool link_all(coro_select_t *sel)
+{
+    for (uint32_t i = 0; i < sel->n; i++) {
+        coro_t *nd = &sel->node[i];
+        const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
+        const void *key = op->key(&nd->aw);
+        coro__wl_t wl;
+        intptr_t res;
+
+        coro__wl_init(&wl);
+        coro__lotb_t *b = coro__lot_lock(key);
+        int r = op->try(&nd->aw, &res, &wl, nd);
+        if (r == 1)
+            nd->result = res;
+        else if (r == 0)
+            coro__lot_link(b, key, nd);
+        coro__lot_unlock(b);
+        coro__wl_wake(&wl);
+        if (r != 0)
+            return true;
+    }
+    return false;
+}
+
+static uint32_t read_state(coro_select_t *sel)
+{
+    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    uint32_t st = sel->state;
+    coro__lot_unlock(b);
+    return st;
+}
+
+intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
+{
+    if (!sel_ok(sel))
+        return rc;
+    for (uint32_t i = 0; i < sel->n; i++) {
+        coro_t *nd = &sel->node[i];
+        const void *key = coro__sync_ops_of(&nd->aw)->key(&nd->aw);
+        coro__lotb_t *b = coro__lot_lock(key);
+        coro__lot_unlink(b, key, nd);
+        coro__lot_unlock(b);
+    }
+    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    uint32_t st = sel->state;
+    sel->state = ST_ARMING;
+    coro__lot_unlock(b);
+    if (st >= ST_WON)
+        return (intptr_t)(st - ST_WON);
+    return rc;
+}
+
+/* ---- the coroutine side ---------------------------------------------------------- */
+
+static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    coro_select_t *sel = aw->arg[0].p;
+    const void *key = sel_key(sel);
+    bool timed = false;
+    int r = CORO__ARM_READY;
+
+    if (aw->timeout > 0) {
+        int rc = coro__io_timer_lot(coro__sched_io(s), coro__deadline(aw->timeout),
+                                    (void *)key, job, job->wait_gen + 1);
+        if (rc < 0) {
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        timed = true;
+    }
+    if (link_all(sel)) {
+        uint32_t st = read_state(sel);
+        *res = st >= ST_WON ? (intptr_t)(st - ST_WON) : -EINVAL;
+    } else {
+        coro__lotb_t *b = coro__lot_lock(key);
+        if (sel->state >= ST_WON) {
+            *res = (intptr_t)(sel->state - ST_WON);
+        } else if (coro__cancelling(s)) {
+            sel->state = ST_OVER;
+            *res = -ECANCELED;
+        } else {
+            sel->state = ST_PARKED;
+            coro__lot_link(b, key, job);
+            r = CORO__ARM_PENDING;
+        }
+        coro__lot_unlock(b);
+    }
+    if (r == CORO__ARM_READY && timed)
+        job->wait_gen++;    /* the timer's number must not match a later wait */
+    return r;
+}
+
+static const struct coro_await_ops sel_ops = { "select", sel_arm };
+
+coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
+{
+    coro_await_t a = { .ops = &sel_ops, .timeout = timeout };
+
+    if (!sel_ok(sel) || sel->n == 0)
+        return coro_ready(-EINVAL);
+    int i = try_all(sel);
+    if (i >= 0)
+        return coro__complete(i);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    a.arg[0].p = sel;
+    return a;
+}
+
+/* ---- the plain-thread side ------------------------------------------------------- */
+
+int coro_select_blocking(coro_select_t *sel, int64_t timeout)
+{
+    int64_t deadline = coro__deadline(timeout);
+    intptr_t rc;
+
+    if (!sel_ok(sel) || sel->n == 0)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    int i = try_all(sel);
+    if (i >= 0)
+        return (int)coro_select_end(sel, i);
+    if (timeout == 0)
+        return -ETIMEDOUT;
+    if (link_all(sel)) {
+        rc = -EINVAL;   /* replaced by the winner below */
+    } else {
+        coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+        if (sel->state >= ST_WON) {
+            coro__lot_unlock(b);
+            rc = -EINVAL;
+        } else {
+            coro_t me;
+            memset(&me, 0, sizeof me);
+            sel->state = ST_PARKED;
+            rc = coro__lot_wait_thread(b, sel_key(sel), &me, deadline);
+        }
+    }
+    return (int)coro_select_end(sel, rc);
+}

@@ -1,0 +1,644 @@
+/* corokit side of the benchmarks: every design.md section 7 shape, written
+ * against the public API only (include/corokit.h).  Same contract as the
+ * peers' twins (bench_common.h):
+ *     corokit_bench SHAPE|list [WORKERS [ITERS [SIZE]]]
+ * WORKERS = coro_sched_config_t.workers (pinned, the default).
+ *
+ * Frames are the caller's: each shape keeps its frames in arrays made once
+ * and spawns them again every iteration (a finished frame may be spawned
+ * again).  Where a frame finishes without anyone joining it, the next
+ * iteration first waits, untimed, until its on_exit hook has run: that is
+ * the bookkeeping tokio and Go avoid by allocating a fresh task per spawn.
+ * fib allocates its children's frames with malloc, as tokio and Go do.
+ */
+#include "bench_common.h"
+#include <sched.h>
+
+#include <corokit.h>
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+/* The shapes that need events (sync.h) or I/O and timers (io.h) are built
+ * only once the library has those parts; `corokit_bench list` names what
+ * this build has, and run.sh runs just those. */
+#if defined(__has_include)
+#if __has_include(<corokit/sync.h>)
+#define BENCH_SYNC 1
+#endif
+#if __has_include(<corokit/io.h>)
+#define BENCH_IO 1
+#endif
+#endif
+
+/* ---- the parts of the API this file assumes (design.md sections 4-5); if
+ * the library spells one differently, adapt it here only ------------------ */
+#ifdef BENCH_SYNC
+#define EV_INIT(ev) coro_event_init(ev)
+#define EV_SET(ev) coro_event_set(ev)
+#define EV_WAIT(ev) coro_event_wait((ev), CORO_FOREVER)
+#define EV_FINI(ev) coro_event_destroy(ev)
+#endif
+
+static const char *const shapes[] = {
+    "spawn_many_remote", "spawn_many_remote_busy", "yield_many", "fib",
+#ifdef BENCH_SYNC
+    "spawn_many_local",  "ping_pong",              "chained_spawn", "memory",
+#endif
+#ifdef BENCH_IO
+    "io_pingpong",       "timers",
+#endif
+};
+
+static coro_sched_t *S;
+static int W;
+
+static void die(const char *what, long rc)
+{
+    fprintf(stderr, "corokit_bench: %s: %ld (%s)\n", what, rc,
+            rc < 0 ? coro_strerror((int)rc) : "?");
+    exit(1);
+}
+
+#ifdef BENCH_SYNC
+/* every frame that nobody joins counts itself out here, in a per-CPU
+ * slot of its own cache line (one shared counter would bounce between the
+ * workers on every exit, inside the timed region) */
+struct exit_slot {
+    _Alignas(64) atomic_long n;
+};
+static struct exit_slot exited[64];
+static void count_exit(coro_t *co)
+{
+    (void)co;
+    atomic_fetch_add_explicit(&exited[sched_getcpu() & 63].n, 1, memory_order_release);
+}
+static const coro_spawn_opts_t counted = {.on_exit = count_exit};
+
+static void wait_exited(long n)
+{
+    /* sleep, not spin: the workers finishing those frames need the CPUs */
+    for (;;) {
+        long sum = 0;
+        for (int i = 0; i < 64; i++)
+            sum += atomic_load_explicit(&exited[i].n, memory_order_acquire);
+        if (sum >= n)
+            break;
+        usleep(20);
+    }
+    for (int i = 0; i < 64; i++)
+        atomic_store(&exited[i].n, 0);
+}
+#endif
+
+static void spawn(coro_t *co, coro_fn fn, const coro_spawn_opts_t *o)
+{
+    int rc = coro_spawn(S, co, fn, o);
+    if (rc != 0)
+        die("coro_spawn", rc);
+}
+
+static void join(coro_t *co)
+{
+    intptr_t r = coro_join(co);
+    if (r < 0)
+        die("coro_join", (long)r);
+}
+
+/* frames on their own cache lines: corokit's frames are the user's, and
+ * docs/guide.md ("Frame layout") tells users to do this for hot jobs */
+struct empty {
+    _Alignas(64) coro_t co;
+};
+static struct empty *kids; /* the spawn shapes' frames */
+
+static int empty_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_END(co);
+}
+
+#ifdef BENCH_SYNC
+/* ---- spawn_many_local -------------------------------------------------- */
+static atomic_long rem;
+static coro_event_t done_ev;
+
+static int dec_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    if (atomic_fetch_sub_explicit(&rem, 1, memory_order_relaxed) == 1)
+        EV_SET(&done_ev);
+    CORO_END(co);
+}
+
+struct spawner {
+    coro_t co;
+    long i, n;
+};
+
+static int spawner_fn(coro_t *co)
+{
+    struct spawner *f = CORO_SELF(co, struct spawner);
+    CORO_BEGIN(co);
+    for (f->i = 0; f->i < f->n; f->i++)
+        spawn(&kids[f->i].co, dec_fn, &counted);
+    CORO_AWAIT(co, EV_WAIT(&done_ev));
+    CORO_END(co);
+}
+
+static int64_t spawn_many_local(long n)
+{
+    static struct spawner sp;
+    if (!kids && !(kids = calloc((size_t)n, sizeof *kids)))
+        die("calloc", -ENOMEM);
+    atomic_store(&rem, n);
+    EV_INIT(&done_ev);
+    sp.n = n;
+    int64_t t0 = bench_now_ns();
+    intptr_t r = coro_block_on(S, &sp.co, spawner_fn, NULL);
+    int64_t t = bench_now_ns() - t0;
+    if (r < 0)
+        die("coro_block_on", (long)r);
+    wait_exited(n);
+    EV_FINI(&done_ev);
+    return t;
+}
+
+#endif /* BENCH_SYNC */
+
+/* ---- spawn_many_remote(_busy) ------------------------------------------ */
+static int64_t spawn_many_remote(long n)
+{
+    if (!kids && !(kids = calloc((size_t)n, sizeof *kids)))
+        die("calloc", -ENOMEM);
+    int64_t t0 = bench_now_ns();
+    for (long i = 0; i < n; i++)
+        spawn(&kids[i].co, empty_fn, NULL);
+    for (long i = 0; i < n; i++)
+        join(&kids[i].co);
+    return bench_now_ns() - t0;
+}
+
+static atomic_int busy_stop;
+static struct empty busy[BENCH_BUSY_JOBS];
+
+static int busy_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    while (!atomic_load_explicit(&busy_stop, memory_order_relaxed)) {
+        CORO_YIELD(co);
+        bench_stall();
+    }
+    CORO_END(co);
+}
+
+#ifdef BENCH_SYNC
+/* ---- ping_pong ----------------------------------------------------------- */
+struct ping;
+struct pong {
+    coro_t co;
+    struct ping *a;
+};
+struct ping {
+    coro_t co;
+    coro_event_t e1, e2; /* the two oneshots */
+    struct pong b;
+};
+static struct ping *pings;
+
+static int pong_fn(coro_t *co)
+{
+    struct pong *b = CORO_SELF(co, struct pong);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, EV_WAIT(&b->a->e1));
+    EV_SET(&b->a->e2);
+    CORO_END(co);
+}
+
+static int ping_fn(coro_t *co)
+{
+    struct ping *a = CORO_SELF(co, struct ping);
+    CORO_BEGIN(co);
+    a->b.a = a;
+    spawn(&a->b.co, pong_fn, &counted);
+    EV_SET(&a->e1);
+    CORO_AWAIT(co, EV_WAIT(&a->e2));
+    if (atomic_fetch_sub_explicit(&rem, 1, memory_order_relaxed) == 1)
+        EV_SET(&done_ev);
+    CORO_END(co);
+}
+
+static int pinger_fn(coro_t *co)
+{
+    struct spawner *f = CORO_SELF(co, struct spawner);
+    CORO_BEGIN(co);
+    for (f->i = 0; f->i < f->n; f->i++)
+        spawn(&pings[f->i].co, ping_fn, &counted);
+    CORO_AWAIT(co, EV_WAIT(&done_ev));
+    CORO_END(co);
+}
+
+static int64_t ping_pong(long n)
+{
+    static struct spawner sp;
+    if (!pings && !(pings = calloc((size_t)n, sizeof *pings)))
+        die("calloc", -ENOMEM);
+    for (long i = 0; i < n; i++) {
+        EV_INIT(&pings[i].e1);
+        EV_INIT(&pings[i].e2);
+    }
+    atomic_store(&rem, n);
+    EV_INIT(&done_ev);
+    sp.n = n;
+    int64_t t0 = bench_now_ns();
+    intptr_t r = coro_block_on(S, &sp.co, pinger_fn, NULL);
+    int64_t t = bench_now_ns() - t0;
+    if (r < 0)
+        die("coro_block_on", (long)r);
+    wait_exited(2 * n);
+    for (long i = 0; i < n; i++) {
+        EV_FINI(&pings[i].e1);
+        EV_FINI(&pings[i].e2);
+    }
+    EV_FINI(&done_ev);
+    return t;
+}
+
+#endif /* BENCH_SYNC */
+
+/* ---- yield_many ------------------------------------------------------------ */
+struct yielder {
+    _Alignas(64) coro_t co;
+    int i;
+};
+static struct yielder *yielders;
+
+static int yield_fn(coro_t *co)
+{
+    struct yielder *y = CORO_SELF(co, struct yielder);
+    CORO_BEGIN(co);
+    for (y->i = 0; y->i < BENCH_YIELDS; y->i++)
+        CORO_YIELD(co);
+    CORO_END(co);
+}
+
+static int64_t yield_many(long n)
+{
+    if (!yielders && !(yielders = calloc((size_t)n, sizeof *yielders)))
+        die("calloc", -ENOMEM);
+    int64_t t0 = bench_now_ns();
+    for (long i = 0; i < n; i++)
+        spawn(&yielders[i].co, yield_fn, NULL);
+    for (long i = 0; i < n; i++)
+        join(&yielders[i].co);
+    return bench_now_ns() - t0;
+}
+
+#ifdef BENCH_SYNC
+/* ---- chained_spawn -------------------------------------------------------
+ * tokio's iter(n): the job for n signals when n == 0, else spawns the job for
+ * n - 1.  The chainer is the first job, iter(N): N + 1 jobs in all, as in
+ * every twin. */
+struct link {
+    coro_t co;
+    long n;
+};
+static struct link *links; /* links[k] runs iter(k), k < N */
+
+static int link_fn(coro_t *co)
+{
+    struct link *l = CORO_SELF(co, struct link);
+    CORO_BEGIN(co);
+    if (l->n == 0)
+        EV_SET(&done_ev);
+    else
+        spawn(&links[l->n - 1].co, link_fn, &counted);
+    CORO_END(co);
+}
+
+static int chainer_fn(coro_t *co)
+{
+    struct spawner *f = CORO_SELF(co, struct spawner);
+    CORO_BEGIN(co);
+    if (f->n == 0)
+        EV_SET(&done_ev);
+    else
+        spawn(&links[f->n - 1].co, link_fn, &counted);
+    CORO_AWAIT(co, EV_WAIT(&done_ev));
+    CORO_END(co);
+}
+
+static int64_t chained_spawn(long n)
+{
+    static struct spawner sp;
+    if (!links) {
+        if (!(links = calloc((size_t)n + 1, sizeof *links)))
+            die("calloc", -ENOMEM);
+        for (long i = 0; i < n; i++)
+            links[i].n = i;
+    }
+    EV_INIT(&done_ev);
+    sp.n = n;
+    int64_t t0 = bench_now_ns();
+    intptr_t r = coro_block_on(S, &sp.co, chainer_fn, NULL);
+    int64_t t = bench_now_ns() - t0;
+    if (r < 0)
+        die("coro_block_on", (long)r);
+    wait_exited(n);
+    EV_FINI(&done_ev);
+    return t;
+}
+#endif /* BENCH_SYNC */
+
+/* ---- fib --------------------------------------------------------------------
+ * Each call with n >= 2 spawns two children and awaits both.  The children's
+ * frames share one malloc'd block, freed by whichever comes last of the two
+ * children's on_exit hooks and the parent (coro_done's contract: a frame must
+ * outlive its awaiters' resumption). */
+struct fibkids;
+struct fib {
+    coro_t co;
+    long n;
+    intptr_t r;
+    struct fibkids *kids; /* the block of this call's children */
+    struct fibkids *home; /* the block this frame lives in (NULL: root) */
+};
+struct fibkids {
+    atomic_int refs;
+    struct fib k[2];
+};
+
+static void fibkids_put(struct fibkids *b)
+{
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
+}
+
+static void fib_exit(coro_t *co)
+{
+    fibkids_put(CORO_SELF(co, struct fib)->home);
+}
+static const coro_spawn_opts_t fib_opts = {.on_exit = fib_exit};
+
+static int fib_fn(coro_t *co)
+{
+    struct fib *f = CORO_SELF(co, struct fib);
+    CORO_BEGIN(co);
+    if (f->n < 2)
+        CORO_RETURN(co, f->n);
+    f->kids = calloc(1, sizeof *f->kids);
+    if (!f->kids)
+        die("calloc", -ENOMEM);
+    atomic_init(&f->kids->refs, 3);
+    for (int i = 0; i < 2; i++) {
+        f->kids->k[i].n = f->n - 1 - i;
+        f->kids->k[i].home = f->kids;
+        spawn(&f->kids->k[i].co, fib_fn, &fib_opts);
+    }
+    CORO_AWAIT(co, coro_done(&f->kids->k[0].co));
+    f->r = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_done(&f->kids->k[1].co));
+    f->r += CORO_RESULT(co);
+    fibkids_put(f->kids);
+    CORO_RETURN(co, f->r);
+    CORO_END(co);
+}
+
+static int64_t fib_bench(long n)
+{
+    struct fib root = {.n = n};
+    int64_t t0 = bench_now_ns();
+    intptr_t v = coro_block_on(S, &root.co, fib_fn, NULL);
+    int64_t t = bench_now_ns() - t0;
+    if (v < 0 || (n == 27 && v != 196418))
+        die("fib result", (long)v);
+    return t;
+}
+
+#ifdef BENCH_IO
+/* ---- io_pingpong -------------------------------------------------------- */
+struct bouncer {
+    coro_t co;
+    int fd, first; /* first: writes before it reads */
+    long i, n;
+    char b;
+};
+static struct bouncer io_a, io_b;
+
+static int bounce_fn(coro_t *co)
+{
+    struct bouncer *x = CORO_SELF(co, struct bouncer);
+    CORO_BEGIN(co);
+    for (x->i = 0; x->i < x->n; x->i++) {
+        if (x->first) {
+            CORO_AWAIT(co, coro_write(x->fd, &x->b, 1, CORO_FOREVER));
+            if (CORO_RESULT(co) != 1)
+                die("coro_write", (long)CORO_RESULT(co));
+        }
+        CORO_AWAIT(co, coro_read(x->fd, &x->b, 1, CORO_FOREVER));
+        if (CORO_RESULT(co) != 1)
+            die("coro_read", (long)CORO_RESULT(co));
+        if (!x->first) {
+            CORO_AWAIT(co, coro_write(x->fd, &x->b, 1, CORO_FOREVER));
+            if (CORO_RESULT(co) != 1)
+                die("coro_write", (long)CORO_RESULT(co));
+        }
+    }
+    CORO_END(co);
+}
+
+static int64_t io_pingpong(long n)
+{
+    if (!io_a.n) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+            die("socketpair", -1);
+        io_a.fd = sv[0], io_a.first = 1;
+        io_b.fd = sv[1], io_b.first = 0;
+    }
+    io_a.n = io_b.n = n;
+    int64_t t0 = bench_now_ns();
+    spawn(&io_a.co, bounce_fn, NULL);
+    spawn(&io_b.co, bounce_fn, NULL);
+    join(&io_a.co);
+    join(&io_b.co);
+    return bench_now_ns() - t0;
+}
+
+/* ---- timers ----------------------------------------------------------------- */
+struct sleeper {
+    coro_t co;
+    int i;
+    int64_t deadline;
+};
+static struct sleeper *sleepers;
+static int64_t *late;
+
+static int sleep_fn(coro_t *co)
+{
+    struct sleeper *s = CORO_SELF(co, struct sleeper);
+    CORO_BEGIN(co);
+    {
+        int64_t d = bench_timer_ns(s->i);
+        s->deadline = bench_now_ns() + d;
+        CORO_AWAIT(co, coro_sleep(d));
+    }
+    late[s->i] = bench_now_ns() - s->deadline;
+    CORO_END(co);
+}
+
+static int64_t timers(long n, int64_t *p99)
+{
+    if (!sleepers) {
+        sleepers = calloc((size_t)n, sizeof *sleepers);
+        late = calloc((size_t)n, sizeof *late);
+        if (!sleepers || !late)
+            die("calloc", -ENOMEM);
+        for (long i = 0; i < n; i++)
+            sleepers[i].i = (int)i;
+    }
+    int64_t t0 = bench_now_ns();
+    for (long i = 0; i < n; i++)
+        spawn(&sleepers[i].co, sleep_fn, NULL);
+    for (long i = 0; i < n; i++)
+        join(&sleepers[i].co);
+    int64_t t = bench_now_ns() - t0;
+    *p99 = bench_p99(late, (int)n);
+    return t;
+}
+
+#endif /* BENCH_IO */
+
+#ifdef BENCH_SYNC
+/* ---- memory ------------------------------------------------------------------
+ * n jobs each count themselves ready, then wait on one event.  The frames
+ * are the caller's memory and are counted: RSS is read before they are
+ * allocated. */
+static atomic_long ready;
+static coro_event_t gate;
+
+static int parked_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    atomic_fetch_add_explicit(&ready, 1, memory_order_relaxed);
+    CORO_AWAIT(co, EV_WAIT(&gate));
+    CORO_END(co);
+}
+
+static void memory(long n)
+{
+    EV_INIT(&gate);
+    atomic_store(&ready, 0);
+    long rss0 = bench_rss_bytes();
+    struct empty *f = calloc((size_t)n, sizeof *f);
+    if (!f)
+        die("calloc", -ENOMEM);
+    int64_t t0 = bench_now_ns();
+    for (long i = 0; i < n; i++)
+        spawn(&f[i].co, parked_fn, NULL);
+    while (atomic_load_explicit(&ready, memory_order_relaxed) < n)
+        sched_yield();
+    int64_t t = bench_now_ns() - t0;
+    usleep(10000); /* let the last ones suspend */
+    long rss1 = bench_rss_bytes();
+    EV_SET(&gate);
+    for (long i = 0; i < n; i++)
+        join(&f[i].co);
+    free(f);
+    EV_FINI(&gate);
+    printf("bench=memory system=corokit workers=%d ns=%lld bytes_per_job=%ld\n", W,
+           (long long)(t / n), (rss1 - rss0) / n);
+    fflush(stdout);
+}
+
+#endif /* BENCH_SYNC */
+
+int main(int argc, char **argv)
+{
+    bench_args_t a;
+    int rc = bench_parse(argc, argv, &a);
+    if (rc < 0)
+        return 2;
+    if (rc == 1) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            puts(shapes[i]);
+        return 0;
+    }
+    const char *sh = a.shape;
+    long size = a.size;
+    int64_t (*fn)(long) = NULL;
+    int is_timers = 0, is_memory = 0, is_busy = 0;
+    if (0)
+        ;
+#ifdef BENCH_SYNC
+    else if (strcmp(sh, "spawn_many_local") == 0)
+        fn = spawn_many_local, size = size > 0 ? size : BENCH_NUM_SPAWN;
+    else if (strcmp(sh, "ping_pong") == 0)
+        fn = ping_pong, size = size > 0 ? size : BENCH_PINGS;
+    else if (strcmp(sh, "chained_spawn") == 0)
+        fn = chained_spawn, size = size > 0 ? size : BENCH_CHAIN;
+    else if (strcmp(sh, "memory") == 0)
+        is_memory = 1, size = size > 0 ? size : BENCH_MEM_JOBS;
+#endif
+#ifdef BENCH_IO
+    else if (strcmp(sh, "io_pingpong") == 0)
+        fn = io_pingpong, size = size > 0 ? size : BENCH_IO_TRIPS;
+    else if (strcmp(sh, "timers") == 0)
+        is_timers = 1, size = size > 0 ? size : BENCH_TIMERS;
+#endif
+    else if (strcmp(sh, "spawn_many_remote") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN;
+    else if (strcmp(sh, "spawn_many_remote_busy") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN, is_busy = 1;
+    else if (strcmp(sh, "yield_many") == 0)
+        fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
+    else if (strcmp(sh, "fib") == 0)
+        fn = fib_bench, size = size > 0 ? size : BENCH_FIB_N;
+    else {
+        fprintf(stderr, "corokit_bench: unknown shape %s\n", sh);
+        return 2;
+    }
+
+    W = a.workers;
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    cfg.workers = W;
+    rc = coro_sched_create(&S, &cfg);
+    if (rc != 0)
+        die("coro_sched_create", rc);
+    if (is_busy)
+        for (int i = 0; i < BENCH_BUSY_JOBS; i++)
+            spawn(&busy[i].co, busy_fn, NULL);
+
+    if (is_memory) {
+#ifdef BENCH_SYNC
+        for (int i = 0; i < a.iters; i++)
+            memory(size);
+#endif
+    } else if (is_timers) {
+#ifdef BENCH_IO
+        int64_t p99;
+        timers(size, &p99); /* warm-up */
+        for (int i = 0; i < a.iters; i++) {
+            int64_t t = timers(size, &p99);
+            printf("bench=timers system=corokit workers=%d ns=%lld p99_late_ns=%lld\n", W,
+                   (long long)t, (long long)p99);
+            fflush(stdout);
+        }
+#endif
+    } else {
+        fn(size); /* warm-up */
+        for (int i = 0; i < a.iters; i++)
+            bench_report(sh, "corokit", W, fn(size));
+    }
+
+    if (is_busy) {
+        atomic_store(&busy_stop, 1);
+        for (int i = 0; i < BENCH_BUSY_JOBS; i++)
+            join(&busy[i].co);
+    }
+    rc = coro_sched_destroy(S);
+    if (rc != 0)
+        die("coro_sched_destroy", rc);
+    return 0;
+}

@@ -1,0 +1,3 @@
+module corokit/bench
+
+go 1.19

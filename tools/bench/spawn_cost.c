@@ -1,0 +1,134 @@
+/* spawn_cost: the cost of one spawn+run of an empty job, ns per job.
+ *   spawn_cost st [rounds]              single-threaded: spawn 10,000 empty
+ *                                       jobs from the driving thread, run them
+ *   spawn_cost local WORKERS [rounds]   spawn_many_local: inside a job, spawn
+ *                                       10,000 jobs that decrement a counter;
+ *                                       the last one signals
+ *   spawn_cost remote WORKERS [rounds]  spawn_many_remote: a plain thread
+ *                                       spawns 10,000 empty jobs, joins each
+ * Prints every round and the median.  Build: make tools (or see Makefile). */
+#include <corokit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { N = 10000 };
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int empty(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_END(co);
+}
+
+struct dec {
+    coro_t co;
+    long *left;
+    coro_t *signal_to;
+};
+
+static coro_t done_marker;
+
+static int dec_body(coro_t *co)
+{
+    struct dec *d = CORO_SELF(co, struct dec);
+    CORO_BEGIN(co);
+    __atomic_sub_fetch(d->left, 1, __ATOMIC_ACQ_REL);
+    CORO_END(co);
+}
+
+struct root {
+    coro_t co;
+    coro_sched_t *s;
+    struct dec *kids;
+    long left;
+    int i;
+};
+
+static int root_body(coro_t *co)
+{
+    struct root *r = CORO_SELF(co, struct root);
+    CORO_BEGIN(co);
+    r->left = N;
+    for (r->i = 0; r->i < N; r->i++) {
+        r->kids[r->i].left = &r->left;
+        coro_spawn(r->s, &r->kids[r->i].co, dec_body, NULL);
+    }
+    /* the last one signals: wait until the counter reaches zero */
+    while (__atomic_load_n(&r->left, __ATOMIC_ACQUIRE) != 0)
+        CORO_YIELD(co);
+    CORO_END(co);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "st";
+    int workers = argc > 2 ? atoi(argv[2]) : 2;
+    int rounds = argc > 3 ? atoi(argv[3]) : 9;
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    coro_t *frames = calloc(N, sizeof *frames);
+    struct dec *kids = calloc(N, sizeof *kids);
+    double *t = calloc(rounds, sizeof *t);
+
+    (void)done_marker;
+    if (strcmp(mode, "st") == 0) {
+        workers = 0;
+        if (argc > 2)
+            rounds = atoi(argv[2]);
+    }
+    cfg.workers = workers;
+    if (coro_sched_create(&s, &cfg) < 0)
+        return 1;
+    for (int r = 0; r < rounds + 1; r++) {      /* round 0 warms up */
+        double t0 = now_ns();
+        if (strcmp(mode, "st") == 0) {
+            for (int i = 0; i < N; i++)
+                coro_spawn(s, &frames[i], empty, NULL);
+            coro_sched_run(s);
+        } else if (strcmp(mode, "local") == 0) {
+            struct root root = { .s = s, .kids = kids };
+            coro_block_on(s, &root.co, root_body, NULL);
+        } else {
+            for (int i = 0; i < N; i++)
+                coro_spawn(s, &frames[i], empty, NULL);
+            for (int i = 0; i < N; i++)
+                coro_join(&frames[i]);
+        }
+        if (r > 0)
+            t[r - 1] = (now_ns() - t0) / N;
+    }
+    qsort(t, rounds, sizeof *t, cmp);
+    printf("spawn_cost %s workers=%d: median %.0f ns/job (min %.0f, max %.0f, %d rounds of %d)\n",
+           mode, workers, t[rounds / 2], t[0], t[rounds - 1], rounds, N);
+    if (getenv("STATS") && workers > 0) {
+        coro_sched_stats_t *st = malloc(sizeof *st);
+        coro_sched_stats(s, st);
+        printf("worker cpu pinned jobs_run steals stolen parks wakeups depth\n");
+        for (int i = 0; i < st->workers; i++)
+            printf("%6d %3d %6d %8lu %6lu %6lu %5lu %7lu %5lu\n", i, st->worker[i].cpu,
+                   st->worker[i].pinned, (unsigned long)st->worker[i].jobs_run,
+                   (unsigned long)st->worker[i].steals, (unsigned long)st->worker[i].stolen,
+                   (unsigned long)st->worker[i].parks, (unsigned long)st->worker[i].wakeups,
+                   (unsigned long)st->worker[i].queue_depth);
+        free(st);
+    }
+    coro_sched_destroy(s);
+    free(frames);
+    free(kids);
+    free(t);
+    return 0;
+}
