@@ -529,7 +529,7 @@ static void echo_10000(int workers)
     cr_assert_eq(coro_block_on(s, &r.co, reaper_body, NULL), 0);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "workers %d: client status %#lx (failed clients %d)", workers, (long)r.status,
-              WEXITSTATUS(r.status));
+              (int)WEXITSTATUS(r.status));
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
     cr_assert_eq(coro_join(&sv.co), NCONN, "accepted %ld", (long)sv.co.result);
     coro_sched_destroy(s);
