@@ -148,7 +148,7 @@ int main(int argc, char **argv)
     int n = argc > 2 ? atoi(argv[2]) : 0;
     int workers = argc > 3 ? atoi(argv[3]) : 2;
 
-    if (workers < 1) {
+    if (workers < 1 && strcmp(what, "wakeup") == 0) {
         fprintf(stderr, "io_latency: needs workers >= 1 (a plain thread drives the wake-ups)\n");
         return 2;
     }
