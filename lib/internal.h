@@ -72,6 +72,8 @@ static inline void coro__fence_seq_cst(void)
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
+/* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
+#define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
 
 /* ---- awaitables ---------------------------------------------------------- */
 

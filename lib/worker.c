@@ -465,6 +465,10 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
+    if (job->flags & CORO__FL_IOWAKE) {
+        job->flags &= (uint8_t)~CORO__FL_IOWAKE;
+        stat_inc(&w->n_io);
+    }
     for (;;) {
         int st = cur->fn(cur);
 
