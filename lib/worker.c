@@ -271,47 +271,40 @@ static uint32_t rng_next(struct coro__worker *w)
     return w->rng = x;
 }
 
-static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
+static coro_t *pop_lq(void *q) { return coro__lq_pop(q); }
+static coro_t *pop_mq(void *q) { return coro__mq_pop(q); }
+
+/* take half of the n jobs of a victim's queue q (at least one): keep the
+ * first, put the rest in the thief's ring dst (full: the global queue) */
+static coro_t *take_half(struct coro__worker *w, void *q, coro_t *(*pop)(void *), unsigned n,
+                         struct coro__lq *dst, unsigned *got)
 {
     coro_t *first = NULL;
-    unsigned n = coro__lq_size(&v->local[pi]), got = 0;
 
     for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
-        coro_t *j = coro__lq_pop(&v->local[pi]);
+        coro_t *j = pop(q);
         if (!j)
             break;
-        got++;
+        ++*got;
         if (!first)
             first = j;
-        else if (!coro__lq_push(&w->local[pi], j))
+        else if (!coro__lq_push(dst, j))
             push_global(w->s, j);
     }
-    if (!first) {
-        n = coro__mq_size(&v->inbox[pi]);
-        for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
-            coro_t *j = coro__mq_pop(&v->inbox[pi]);
-            if (!j)
-                break;
-            got++;
-            if (!first)
-                first = j;
-            else if (!coro__lq_push(&w->local[pi], j))
-                push_global(w->s, j);
-        }
-    }
-    if (!first) {
-        n = coro__lq_size(&v->yielded[pi]);
-        for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
-            coro_t *j = coro__lq_pop(&v->yielded[pi]);
-            if (!j)
-                break;
-            got++;
-            if (!first)
-                first = j;
-            else if (!coro__lq_push(&w->yielded[pi], j))
-                push_global(w->s, j);
-        }
-    }
+    return first;
+}
+
+static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
+{
+    unsigned got = 0;
+    coro_t *first = take_half(w, &v->local[pi], pop_lq, coro__lq_size(&v->local[pi]),
+                              &w->local[pi], &got);
+    if (!first)
+        first = take_half(w, &v->inbox[pi], pop_mq, coro__mq_size(&v->inbox[pi]),
+                          &w->local[pi], &got);
+    if (!first)     /* jobs that yielded stay behind the thief's other work */
+        first = take_half(w, &v->yielded[pi], pop_lq, coro__lq_size(&v->yielded[pi]),
+                          &w->yielded[pi], &got);
     if (got) {
         stat_inc(&w->n_steals);
         __atomic_store_n(&w->n_stolen, w->n_stolen + got, __ATOMIC_RELAXED);
