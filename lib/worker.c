@@ -194,7 +194,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
              * to the back of the local ring */
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
             if (!job)
-                goto out;
+                return;     /* this worker runs it next: no one to wake (tokio) */
             pi = CORO__PRIO_IDX(job->prio);
         }
         if (!coro__lq_push(&w->local[pi], job))
