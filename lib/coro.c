@@ -59,6 +59,7 @@ coro_await_t coro_call(coro_t *child, coro_fn fn)
 static bool done_validate(void *key, void *ctx, intptr_t *res)
 {
     coro_t *target = key;
+    /* acquire: a DONE target's result is complete (coro__finish's release) */
     uint32_t st = __atomic_load_n(&target->state, __ATOMIC_ACQUIRE);
 
     (void)ctx;
@@ -95,8 +96,10 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
     /* fast path: the first awaiter of a job of the same scheduler (so that
      * CORO_CANCEL, which finishes the target, also resumes the awaiter) */
     if (target->sched == s && !__atomic_load_n(&target->joiner, __ATOMIC_RELAXED) &&
+        /* acq_rel: one awaiter wins the slot */
         __atomic_compare_exchange_n(&target->joiner, &none, job, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
+        /* acquire: a DONE target's result is complete */
         uint32_t st = __atomic_load_n(&target->state, __ATOMIC_ACQUIRE);
         for (;;) {
             uint32_t ls = st & CORO__S_MASK;
@@ -124,6 +127,7 @@ coro_await_t coro_done(coro_t *job)
 
     if (!job)
         return coro_ready(-EINVAL);
+    /* acquire: pairs with coro__finish's release (result complete) */
     uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
     if (st == CORO__S_IDLE || st == CORO__S_CHILD)
         return coro_ready(-EINVAL);

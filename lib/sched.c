@@ -52,6 +52,7 @@ bool coro__in_job(void)
 
 bool coro__cancelling(const coro_sched_t *s)
 {
+    /* acquire: pairs with coro_sched_shutdown's store of the flag */
     return __atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE) != 0;
 }
 
@@ -166,6 +167,7 @@ static void free_workers(coro_sched_t *s)
 
 static void stop_workers(coro_sched_t *s)
 {
+    /* release: everything before destroy happens before the workers exit */
     __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
     coro__wake_all_workers(s);
     for (int i = 0; i < s->nslots; i++) {
@@ -297,7 +299,9 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return -EINVAL;
     if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
         return cls;
-    /* claim the frame: only an idle or finished frame may start */
+    /* claim the frame: only an idle or finished frame may start.  acquire:
+     * the frame's previous life (its finisher's release) is over; the CAS
+     * makes one of two racing spawns win */
     old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
     do {
         uint32_t st = old & CORO__S_MASK;
@@ -305,9 +309,12 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
             return -EBUSY;
     } while (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY, false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    /* acq_rel on the live word: ordered against shutdown's RMW (top of file) */
     if (__atomic_fetch_add(&s->live, 1, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED) {
         if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
             coro__futex_wake(&s->live, INT_MAX);
+        /* give the frame back as it was; a joiner that came meanwhile
+         * sees it (acq_rel) and is woken */
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
         if (prev & CORO__F_THREAD_JOIN)
             coro__futex_wake(&co->state, INT_MAX);
@@ -363,6 +370,8 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
 static bool drive_begin(coro_sched_t *s)
 {
     uint32_t z = 0;
+    /* acquire/release (drive_end): a lock around the worker's owner-only
+     * state, handed from one driving thread to the next */
     return s->nworkers == 0 &&
            __atomic_compare_exchange_n(&s->w[0]->started_st, &z, 1, false,
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
@@ -391,6 +400,7 @@ int coro_sched_run(coro_sched_t *s)
 static bool job_done(void *arg)
 {
     coro_t *co = arg;
+    /* acquire: pairs with coro__finish's release: the result is there */
     return (__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_DONE;
 }
 
@@ -400,6 +410,8 @@ intptr_t coro_join(coro_t *co)
 
     if (!co)
         return -EINVAL;
+    /* acquire (here and in the loop below): pairs with coro__finish's
+     * release, so a DONE frame's result is complete */
     st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
     if ((st & CORO__S_MASK) == CORO__S_IDLE || (st & CORO__S_MASK) == CORO__S_CHILD)
         return -EINVAL;
@@ -445,6 +457,7 @@ intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
 static bool all_done(void *arg)
 {
     coro_sched_t *s = arg;
+    /* acquire: every finished job's effects happen before shutdown returns */
     return __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == CORO__LIVE_CLOSED;
 }
 
@@ -455,10 +468,12 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
     if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
         return -EDEADLK;
     pthread_mutex_lock(&s->shut_lock);
+    /* acquire/release (below): a second shutdown sees the first's work */
     if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
         pthread_mutex_unlock(&s->shut_lock);
         return 0;
     }
+    /* acq_rel: the RMW that orders every racing spawn (top of file) */
     __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
     /* seq_cst: workers that batch finished jobs see it and flush at once */
     __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
@@ -477,6 +492,7 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
         drive_end(s);
     } else {
         for (;;) {
+            /* acquire: pairs with the finishers' acq_rel decrements */
             uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
             if (l == CORO__LIVE_CLOSED)
                 break;

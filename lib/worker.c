@@ -116,6 +116,8 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
         uint64_t bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
         while (bits) {
             uint64_t bit = bits & -bits;
+            /* acq_rel: one claimer wins the bit; it sees the parker's
+             * epoch read and publishes the push it wakes the worker for */
             uint64_t old = __atomic_fetch_and(&s->idle[i], ~bit, __ATOMIC_ACQ_REL);
             if (old & bit)
                 return i * 64 + __builtin_ctzll(bit);
@@ -192,6 +194,8 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
             /* the newest job goes to the LIFO slot; the one it displaces
              * to the back of the local ring */
+            /* acq_rel: publishes the job's fields to a thief that takes
+             * the slot, and acquires the displaced job's */
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
             if (!job)
                 return;     /* this worker runs it next: no one to wake (tokio) */
@@ -249,6 +253,7 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
         __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) &&
+        /* acq_rel: pairs with the exchange that put the job there */
         (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL))) {
         w->lifo_streak++;
         return j;
@@ -364,6 +369,7 @@ static coro_t *steal(struct coro__worker *w)
     for (int i = 0; i < n && !j; i++) {
         struct coro__worker *v = s->w[(start + i) % n];
         if (v != w && __atomic_load_n(&v->lifo, __ATOMIC_RELAXED)) {
+            /* acq_rel: pairs with the victim's exchange into its slot */
             j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
             if (j) {
                 stat_inc(&w->n_steals);
@@ -474,6 +480,8 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             /* a coro_call child returned: its caller continues at once */
             coro_t *parent = cur->parent;
             parent->result = cur->result;
+            /* release: the child frame's last writes before a later
+             * spawn or call of it acquires DONE */
             __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
             job->top = cur = parent;
             continue;
@@ -487,6 +495,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         aw = &cur->aw;
         if (aw->ops == &coro__call_ops) {
             coro_t *child = aw->arg[0].p;
+            /* acquire: a child frame that finished elsewhere is complete */
             uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
             if (cs != CORO__S_IDLE && cs != CORO__S_DONE) {
                 cur->result = -EBUSY;
@@ -549,6 +558,7 @@ void *coro__worker_main(void *arg)
     for (;;) {
         coro_t *j = coro__find_work(w);
         if (!j) {
+            /* acquire: pairs with stop_workers' release */
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
             if (!s->oversubscribed && idle < 4) {
