@@ -349,7 +349,11 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     while (!done || !done(arg)) {
         coro_t *j = coro__find_work(w);
         if (!j && !block) {
-            if (s->io && coro__io_pending(s->io)) {
+            /* wait for I/O only while some job of s is unfinished: a wait
+             * that ended early leaves its timeout in the heap, and that
+             * alone must not hold coro_sched_run until its deadline */
+            if (s->io && (__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) &&
+                coro__io_pending(s->io)) {
                 coro__io_poll(s->io, -1);
                 continue;
             }

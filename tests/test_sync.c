@@ -1037,3 +1037,49 @@ Test(sync, sample_fanout_exits_0, .timeout = 60)
 {
     run_sample("fanout");
 }
+
+/* ---- single-threaded run and a timeout whose wait ended early ------------ */
+
+struct st_waiter {
+    coro_t co;
+    coro_event_t *ev;
+    intptr_t got;
+};
+
+static int st_wait_body(coro_t *co)
+{
+    struct st_waiter *w = CORO_SELF(co, struct st_waiter);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(w->ev, 30LL * 1000 * 1000 * 1000));     /* 30 s */
+    w->got = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+static int st_set_body(coro_t *co)
+{
+    struct st_waiter *w = CORO_SELF(co, struct st_waiter);
+    CORO_BEGIN(co);
+    coro_event_set(w->ev);
+    CORO_END(co);
+}
+
+Test(sync, single_threaded_run_returns_once_jobs_finish_despite_a_stale_timeout, .timeout = 20)
+{
+    coro_sched_config_t c = { .workers = 0 };
+    coro_sched_t *s;
+    coro_event_t ev;
+    struct st_waiter w = { .got = 1 }, setter = { 0 };
+
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    cr_assert_eq(coro_event_init(&ev), 0);
+    w.ev = setter.ev = &ev;
+    cr_assert_eq(coro_spawn(s, &w.co, st_wait_body, NULL), 0);
+    cr_assert_eq(coro_spawn(s, &setter.co, st_set_body, NULL), 0);
+    int64_t t0 = coro_now();
+    cr_assert_gt(coro_sched_run(s), 0);
+    /* the waiter's 30 s timeout is still in the heap; run must not wait for it */
+    cr_assert_lt(coro_now() - t0, 10LL * 1000 * 1000 * 1000, "coro_sched_run waited for a stale timeout");
+    cr_assert_eq(w.got, 0);
+    coro_event_destroy(&ev);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
