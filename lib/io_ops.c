@@ -59,10 +59,13 @@ static int set_nonblock(int fd)
 
 /* ---- the system calls, as -errno ------------------------------------------- */
 
-static intptr_t do_read(int fd, void *buf, size_t len)
+/* sockets: send/recv with MSG_DONTWAIT, their own flags untouched;
+ * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
+static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {
-        ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+        ssize_t n = out ? send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                        : recv(fd, buf, len, MSG_DONTWAIT);
         if (n >= 0)
             return n;
         if (errno == EINTR)
@@ -73,30 +76,20 @@ static intptr_t do_read(int fd, void *buf, size_t len)
         if (rc < 0)
             return rc;
         do {
-            n = read(fd, buf, len);
+            n = out ? write(fd, buf, len) : read(fd, buf, len);
         } while (n < 0 && errno == EINTR);
         return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
     }
 }
 
+static intptr_t do_read(int fd, void *buf, size_t len)
+{
+    return do_rw(fd, buf, len, false);
+}
+
 static intptr_t do_write(int fd, const void *buf, size_t len)
 {
-    for (;;) {
-        ssize_t n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        if (errno != ENOTSOCK)
-            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-        int rc = set_nonblock(fd);
-        if (rc < 0)
-            return rc;
-        do {
-            n = write(fd, buf, len);
-        } while (n < 0 && errno == EINTR);
-        return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
-    }
+    return do_rw(fd, (void *)buf, len, true);   /* only written from */
 }
 
 /* write as much as possible: 0 when all is written, -EAGAIN with *buf and

@@ -32,24 +32,31 @@ int64_t coro__deadline(int64_t timeout)
     return timeout > INT64_MAX - now ? -1 : now + timeout;
 }
 
+int coro__lot_timeout(coro_sched_t *s, coro_t *job, const coro_await_t *aw, const void *key,
+                      bool *timed)
+{
+    *timed = false;
+    if (aw->timeout <= 0)
+        return 0;
+    /* registered before the park, with the number the park will give;
+     * fire-and-forget: if the wait ends first it finds nothing */
+    int rc = coro__io_timer_lot(coro__sched_io(s), coro__deadline(aw->timeout), (void *)key,
+                                job, job->wait_gen + 1);
+    *timed = rc == 0;
+    return rc;
+}
+
 int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(aw);
     const void *key = op->key(aw);
-    bool timed = false;
+    bool timed;
     coro__wl_t wl;
-    int r;
+    int r, rc;
 
-    if (aw->timeout > 0) {
-        /* registered before the park, with the number the park will give;
-         * fire-and-forget: if the wait ends first it finds nothing */
-        int rc = coro__io_timer_lot(coro__sched_io(s), coro__deadline(aw->timeout),
-                                    (void *)key, job, job->wait_gen + 1);
-        if (rc < 0) {
-            *res = rc;
-            return CORO__ARM_READY;
-        }
-        timed = true;
+    if ((rc = coro__lot_timeout(s, job, aw, key, &timed)) < 0) {
+        *res = rc;
+        return CORO__ARM_READY;
     }
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(key);

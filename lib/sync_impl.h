@@ -99,6 +99,11 @@ CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
  * the bucket lock that holds proxy.  0: claimed, owner (if parked) put in
  * proxy->parent; -1: the select is over. */
 CORO__HIDDEN int coro__sel_claim(coro_t *proxy);
+/* coro__lot_timeout - register the timeout of a parking-lot wait on key
+ * before parking (nothing for timeouts <= 0); *timed tells whether one was
+ * registered.  0 or -ENOMEM / -ENOSYS. */
+CORO__HIDDEN int coro__lot_timeout(coro_sched_t *s, coro_t *job, const coro_await_t *aw,
+                                   const void *key, bool *timed);
 /* the same, for a select trying its own branch while arming */
 CORO__HIDDEN int coro__sel_claim_self(coro_t *proxy);
 

@@ -56,7 +56,8 @@ static int index_of(const coro_t *proxy)
     return (int)(proxy - sel->node);
 }
 
-int coro__sel_claim(coro_t *proxy)
+/* parked: the owner may already wait on the select's own key (take it) */
+static int claim(coro_t *proxy, bool parked)
 {
     coro_select_t *sel = proxy->aw.arg[2].p;
     int rc = -1;
@@ -66,7 +67,7 @@ int coro__sel_claim(coro_t *proxy)
         sel->state = ST_WON + (uint32_t)index_of(proxy);
         proxy->parent = NULL;
         rc = 0;
-    } else if (sel->state == ST_PARKED) {
+    } else if (parked && sel->state == ST_PARKED) {
         coro_t *owner = coro__lot_pop_raw(b, sel_key(sel));
         if (owner) {
             sel->state = ST_WON + (uint32_t)index_of(proxy);
@@ -80,19 +81,14 @@ int coro__sel_claim(coro_t *proxy)
     return rc;
 }
 
+int coro__sel_claim(coro_t *proxy)
+{
+    return claim(proxy, true);
+}
+
 int coro__sel_claim_self(coro_t *proxy)
 {
-    coro_select_t *sel = proxy->aw.arg[2].p;
-    int rc = -1;
-
-    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
-    if (sel->state == ST_ARMING) {
-        sel->state = ST_WON + (uint32_t)index_of(proxy);
-        proxy->parent = NULL;
-        rc = 0;
-    }
-    coro__lot_unlock(b);
-    return rc;
+    return claim(proxy, false);
 }
 
 /* ---- building ------------------------------------------------------------------- */
@@ -234,17 +230,12 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
 {
     coro_select_t *sel = aw->arg[0].p;
     const void *key = sel_key(sel);
-    bool timed = false;
-    int r = CORO__ARM_READY;
+    bool timed;
+    int r = CORO__ARM_READY, rc;
 
-    if (aw->timeout > 0) {
-        int rc = coro__io_timer_lot(coro__sched_io(s), coro__deadline(aw->timeout),
-                                    (void *)key, job, job->wait_gen + 1);
-        if (rc < 0) {
-            *res = rc;
-            return CORO__ARM_READY;
-        }
-        timed = true;
+    if ((rc = coro__lot_timeout(s, job, aw, key, &timed)) < 0) {
+        *res = rc;
+        return CORO__ARM_READY;
     }
     if (link_all(sel)) {
         uint32_t st = read_state(sel);
