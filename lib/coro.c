@@ -9,7 +9,11 @@ static int yield_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *r
     return CORO__ARM_REQUEUE;
 }
 
-static const struct coro_await_ops yield_ops = { "yield", yield_arm };
+/* The operation has already completed (an item taken, bytes read, a
+ * connection accepted): r is its result and must reach the body whatever
+ * happens meanwhile.  run_job never lets CORO_CANCEL replace it (a cancel
+ * affects only awaits that have not completed). */
+const struct coro_await_ops coro__yield_ops = { "yield", yield_arm };
 
 coro_await_t coro__complete(intptr_t r)
 {
@@ -17,7 +21,7 @@ coro_await_t coro__complete(intptr_t r)
 
     a.arg[0].i = r;
     if (coro__tls_in_job && --coro__tls_budget < 0)
-        a.ops = &yield_ops;     /* out of budget: let the others run first */
+        a.ops = &coro__yield_ops;   /* out of budget: let the others run first */
     return a;
 }
 

@@ -48,8 +48,10 @@ int coro_cpuset_count(const coro_cpuset_t *set)
 
 int coro_cpuset_next(const coro_cpuset_t *set, int from)
 {
-    if (!set || from < 0)
+    if (!set || from >= CORO_MAX_CPUS)
         return -1;
+    if (from < 0)
+        from = 0;       /* "the lowest cpu >= from": every id is >= a negative from */
     for (int cpu = from; cpu < CORO_MAX_CPUS; cpu++) {
         uint64_t word = set->bits[cpu / 64] >> (cpu % 64);
         if (word)

@@ -3,9 +3,16 @@
 
 #include "internal.h"
 
+/* |rc| without negating INT_MIN (undefined): as unsigned, INT_MIN gives
+ * 2^31, which no errno matches */
+static unsigned err_abs(int rc)
+{
+    return rc < 0 ? 0u - (unsigned)rc : (unsigned)rc;
+}
+
 const char *coro_strerror(int rc)
 {
-    int e = rc < 0 ? -rc : rc;
+    unsigned e = err_abs(rc);
 
     if (e == 0)
         return "success";
@@ -20,7 +27,7 @@ const char *coro_strerror(int rc)
 
 const char *coro_err_name(int rc)
 {
-    int e = rc < 0 ? -rc : rc;
+    unsigned e = err_abs(rc);
 
     if (e == 0)
         return "OK";

@@ -447,7 +447,10 @@ static bool child_attempt(coro_await_t *aw, intptr_t *res)
     if (waitid((idtype_t)P_PIDFD, (id_t)aw->arg[0].i, &si, WEXITED | WNOHANG) < 0) {
         if (errno == EINTR)
             return false;
-        *res = -errno;
+        /* coro_child armed only for a child of ours (its constructor got
+         * no ECHILD); ECHILD now means another waiter reaped it: -ESRCH,
+         * as io.h promises for a child already reaped */
+        *res = errno == ECHILD ? -ESRCH : -errno;
         return true;
     }
     if (si.si_pid == 0)

@@ -43,6 +43,36 @@ void coro__free(coro_sched_t *s, void *p, size_t n)
         free(p);
 }
 
+/* The scheduler and worker structs hold cache-line aligned members, which
+ * malloc (16 bytes) and a user's ck_malloc (no alignment at all) do not
+ * honour.  Over-allocate by a line plus a pointer, align up, and keep the
+ * allocator's pointer just below the block for the free (the size is the
+ * caller's n plus the same overhead). */
+#define ALIGN_EXTRA (CORO__CACHELINE + sizeof(void *))
+
+void *coro__alloc_aligned(coro_sched_t *s, size_t n)
+{
+    if (n > SIZE_MAX - ALIGN_EXTRA)
+        return NULL;
+    char *raw = coro__alloc(s, n + ALIGN_EXTRA);
+    if (!raw)
+        return NULL;
+    uintptr_t a = ((uintptr_t)raw + sizeof(void *) + CORO__CACHELINE - 1) &
+                  ~(uintptr_t)(CORO__CACHELINE - 1);
+    memcpy((void *)(a - sizeof(void *)), &raw, sizeof raw);
+    return (void *)a;
+}
+
+void coro__free_aligned(coro_sched_t *s, void *p, size_t n)
+{
+    void *raw;
+
+    if (!p)
+        return;
+    memcpy(&raw, (char *)p - sizeof(void *), sizeof raw);
+    coro__free(s, raw, n + ALIGN_EXTRA);
+}
+
 /* ---- helpers used across the library --------------------------------------- */
 
 bool coro__in_job(void)
@@ -159,7 +189,7 @@ static void free_workers(coro_sched_t *s)
         for (int p = 0; p < CORO__NPRIO; p++)
             coro__mq_fini(&w->inbox[p]);
         coro__free(s, w->served, CORO__MAX_CLASSES * sizeof(uint16_t));
-        coro__free(s, w, worker_size());
+        coro__free_aligned(s, w, worker_size());
     }
     coro__free(s, s->w, s->nslots * sizeof *s->w);
     s->w = NULL;
@@ -186,7 +216,9 @@ static void sched_free(coro_sched_t *s)
     coro__cls_fini(s);
     free_workers(s);
     pthread_mutex_destroy(&s->shut_lock);
-    coro__free(s, s, sizeof *s);
+    struct ck_malloc *a = s->alloc;
+    coro_sched_t tmp = { .alloc = a };
+    coro__free_aligned(&tmp, s, sizeof *s);
 }
 
 int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
@@ -213,7 +245,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         return -EINVAL;
 
     coro_sched_t tmp = { .alloc = c.alloc };
-    s = coro__alloc(&tmp, sizeof *s);
+    s = coro__alloc_aligned(&tmp, sizeof *s);
     if (!s)
         return -ENOMEM;
     s->alloc = c.alloc;
@@ -230,7 +262,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     if (!s->w)
         goto fail;
     for (int i = 0; i < s->nslots; i++) {
-        struct coro__worker *w = coro__alloc(s, worker_size());
+        struct coro__worker *w = coro__alloc_aligned(s, worker_size());
         if (!w)
             goto fail;
         s->w[i] = w;
@@ -337,12 +369,37 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
 
 /* ---- single-threaded driving ---------------------------------------------------- */
 
+/* Single-threaded mode: one thread at a time drives the scheduler's only
+ * worker (bit CORO__DRIVE_ON of the drive word, see sched_impl.h); it
+ * runs jobs and, when none is ready, waits in epoll (coro__park).  A
+ * thread that joins a job while another drives must not just sleep: the
+ * driver stops once its own job is done, and then nobody would run the
+ * joiner's job.  So the joiner registers in the drive word and sleeps on
+ * it; the driver bumps the word's sequence after every job that finishes
+ * and clears DRIVE_ON when it stops, and wakes the registered sleepers
+ * when either happens.  A woken joiner checks its job and tries to take
+ * the drive over.  All of it is RMWs on that one word, so they are totally
+ * ordered: a joiner's registration either precedes the driver's RMW (which
+ * then sees the count and wakes it) or follows it (and then acquires what
+ * the driver released: the DONE state of the job, or DRIVE_ON clear).  A
+ * sleeper's expected value includes DRIVE_ON and the sequence, so a change
+ * between its look and its sleep makes the futex wait return at once.
+ * (The sequence wraps after 65,536 finishes: a joiner pre-empted that long
+ * between its look and its sleep is woken by the next finish or stop.) */
+
+static void drive_kick(struct coro__worker *w, uint32_t old)
+{
+    if (old & CORO__DRIVE_WMASK)
+        coro__futex_wake(&w->started_st, INT_MAX);
+}
+
 /* Run s's only worker on this thread until done(arg) or, when block is
  * false, until no job is ready.  Returns steps run. */
 static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
 {
     struct coro__worker *w = s->w[0];
     struct coro__worker *saved = coro__tls_worker;
+    unsigned since_poll = 0;
     int steps = 0;
 
     coro__tls_worker = w;
@@ -355,14 +412,30 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
             if (s->io && (__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) &&
                 coro__io_pending(s->io)) {
                 coro__io_poll(s->io, -1);
+                since_poll = 0;
                 continue;
             }
             break;
         }
-        if (!j)
-            j = coro__park(w);
+        if (!j) {
+            j = coro__park(w);      /* waits in epoll when I/O is pending */
+            since_poll = 0;
+        } else if (++since_poll >= CORO__GLOBAL_INTERVAL) {
+            /* jobs are always ready (one keeps yielding): look at timers
+             * and I/O anyway every 61 steps, or they starve forever (the
+             * multi-threaded scheduler has its I/O thread for that) */
+            since_poll = 0;
+            if (s->io && coro__io_pending(s->io))
+                coro__io_poll(s->io, 0);
+        }
         if (j) {
-            coro__run_job(w, j);
+            if (coro__run_job(w, j)) {
+                /* acq_rel: releases the job's DONE to a joiner that reads
+                 * the new sequence; acquires its registration */
+                uint32_t old = __atomic_fetch_add(&w->started_st, CORO__DRIVE_SEQ,
+                                                  __ATOMIC_ACQ_REL);
+                drive_kick(w, old);
+            }
             steps++;
         }
     }
@@ -370,20 +443,31 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     return steps;
 }
 
-/* only one thread drives a single-threaded scheduler at a time */
+/* only one thread drives a single-threaded scheduler at a time: take the
+ * drive if nobody has it */
 static bool drive_begin(coro_sched_t *s)
 {
-    uint32_t z = 0;
-    /* acquire/release (drive_end): a lock around the worker's owner-only
-     * state, handed from one driving thread to the next */
-    return s->nworkers == 0 &&
-           __atomic_compare_exchange_n(&s->w[0]->started_st, &z, 1, false,
-                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    if (s->nworkers != 0)
+        return false;
+    uint32_t *word = &s->w[0]->started_st;
+    uint32_t v = __atomic_load_n(word, __ATOMIC_RELAXED);
+    while (!(v & CORO__DRIVE_ON)) {
+        /* acquire/release (drive_end): a lock around the worker's
+         * owner-only state, handed from one driving thread to the next */
+        if (__atomic_compare_exchange_n(word, &v, v | CORO__DRIVE_ON, true, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
 }
 
 static void drive_end(coro_sched_t *s)
 {
-    __atomic_store_n(&s->w[0]->started_st, 0, __ATOMIC_RELEASE);
+    struct coro__worker *w = s->w[0];
+    /* release: pairs with the next driver's acquire in drive_begin; the
+     * RMW sees every joiner registered before it (top of this part) */
+    uint32_t old = __atomic_fetch_and(&w->started_st, ~CORO__DRIVE_ON, __ATOMIC_ACQ_REL);
+    drive_kick(w, old);
 }
 
 int coro_sched_run(coro_sched_t *s)
@@ -401,11 +485,55 @@ int coro_sched_run(coro_sched_t *s)
 
 /* ---- join ------------------------------------------------------------------ */
 
-static bool job_done(void *arg)
+
+/* done, or back to IDLE: its spawn failed after coro_join looked */
+static bool job_over(void *arg)
 {
     coro_t *co = arg;
     /* acquire: pairs with coro__finish's release: the result is there */
-    return (__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_DONE;
+    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    return st == CORO__S_DONE || st == CORO__S_IDLE;
+}
+
+/* coro_join on a single-threaded scheduler: drive it until co is done, or,
+ * while another thread drives, sleep until co is done or the drive is
+ * free (protocol at "single-threaded driving") */
+static intptr_t join_single(coro_sched_t *s, coro_t *co)
+{
+    uint32_t *word = &s->w[0]->started_st;
+    bool registered = false;
+
+    for (;;) {
+        /* acquire: pairs with the driver's RMWs (a finish, drive_end) */
+        uint32_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        if (job_over(co))
+            break;
+        if (!(v & CORO__DRIVE_ON)) {
+            if (registered) {
+                __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+                registered = false;
+            }
+            if (drive_begin(s)) {
+                drive(s, job_over, co, true);
+                drive_end(s);
+                break;
+            }
+            continue;
+        }
+        if (!registered) {
+            /* acq_rel: ordered against the driver's RMWs on the word */
+            __atomic_fetch_add(word, CORO__DRIVE_WAITER, __ATOMIC_ACQ_REL);
+            registered = true;
+            continue;   /* look again before sleeping */
+        }
+        coro__futex_wait(word, v, -1);
+    }
+    if (registered)
+        __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+    /* acquire: the result of a DONE frame is complete */
+    if ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_IDLE)
+        return -EINVAL;         /* its spawn failed meanwhile */
+    return co->result;
 }
 
 intptr_t coro_join(coro_t *co)
@@ -424,11 +552,8 @@ intptr_t coro_join(coro_t *co)
     if ((st & CORO__S_MASK) == CORO__S_DONE)
         return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
-    if (s && drive_begin(s)) {
-        drive(s, job_done, co, true);
-        drive_end(s);
-        return co->result;
-    }
+    if (s && s->nworkers == 0)
+        return join_single(s, co);
     for (;;) {
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
         if ((st & CORO__S_MASK) == CORO__S_DONE)

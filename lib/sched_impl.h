@@ -38,7 +38,7 @@ struct coro__worker {
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
     bool pinned, started;
-    uint32_t started_st;                /* atomic: a thread drives this (single-threaded) */
+    uint32_t started_st;                /* atomic: the drive word (single-threaded), below */
     pthread_t thread;
     uint64_t tick;
     unsigned lifo_streak;
@@ -86,6 +86,22 @@ struct coro_sched {
 
 #define CORO__LIVE_CLOSED 0x80000000u
 
+/* The drive word of a single-threaded scheduler (s->w[0]->started_st, a
+ * futex): bit 0 says a thread drives the scheduler; bits 1-15 count the
+ * threads in coro_join that wait for their job while another drives; bits
+ * 16-31 are a sequence the driver bumps after each job that finishes.  A
+ * waiting joiner sleeps on the whole word, so either change - the driver
+ * stopping, or some job finishing - wakes it (sched.c, "single-threaded
+ * driving"). */
+#define CORO__DRIVE_ON     1u
+#define CORO__DRIVE_WAITER 2u
+#define CORO__DRIVE_WMASK  0xfffeu
+#define CORO__DRIVE_SEQ    0x10000u
+
+/* a job's completed result travels in this yield when its budget ran out
+ * (coro.c): cancel must never replace it (worker.c) */
+extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
+
 /* the calling thread's worker, if any */
 extern __thread struct coro__worker *coro__tls_worker CORO__HIDDEN;
 extern __thread int coro__tls_budget CORO__HIDDEN;
@@ -110,7 +126,9 @@ static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
 
 /* worker.c */
 CORO__HIDDEN void *coro__worker_main(void *arg);
-CORO__HIDDEN void coro__run_job(struct coro__worker *w, coro_t *job);
+/* run job until it suspends, yields or finishes; true when it finished
+ * (the frame may then be gone: only its address is known) */
+CORO__HIDDEN bool coro__run_job(struct coro__worker *w, coro_t *job);
 CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
 CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
@@ -119,6 +137,10 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
 
 /* sched.c */
 CORO__HIDDEN void coro__finish(coro_t *job);
+/* 64-byte aligned, zeroed blocks through s's allocator (NULL = malloc);
+ * free with coro__free_aligned and the same n */
+CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
+CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
 CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
 
 #endif

@@ -453,7 +453,7 @@ out:
 
 /* ---- running a job ------------------------------------------------------------- */
 
-void coro__run_job(struct coro__worker *w, coro_t *job)
+bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
@@ -473,9 +473,12 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
 
         if (st == CORO__ST_DONE) {
             if (cur == job) {
-                coro__tls_in_job = 0;
+                /* still "in a job" while the job finishes: its on_exit
+                 * hook runs on this worker, and a coro_join or blocking
+                 * call there must get -EDEADLK, not block the worker */
                 coro__finish(job);
-                return;
+                coro__tls_in_job = 0;
+                return true;
             }
             /* a coro_call child returned: its caller continues at once */
             coro_t *parent = cur->parent;
@@ -490,18 +493,30 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
-            return;
+            return false;
         }
         aw = &cur->aw;
         if (aw->ops == &coro__call_ops) {
             coro_t *child = aw->arg[0].p;
-            /* acquire: a child frame that finished elsewhere is complete */
-            uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
-            if (cs != CORO__S_IDLE && cs != CORO__S_DONE) {
+            /* claim the child with one CAS, as coro_spawn claims a frame:
+             * of two jobs calling one idle frame at once exactly one runs
+             * it, the other gets -EBUSY.  acquire (load and CAS): a child
+             * frame that finished elsewhere is complete; the CAS makes one
+             * of two racing claimers (call or spawn) win */
+            uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE);
+            bool busy = false;
+            do {
+                uint32_t ls = cs & CORO__S_MASK;
+                if (ls != CORO__S_IDLE && ls != CORO__S_DONE) {
+                    busy = true;
+                    break;
+                }
+            } while (!__atomic_compare_exchange_n(&child->state, &cs, CORO__S_CHILD, false,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+            if (busy) {
                 cur->result = -EBUSY;
                 continue;
             }
-            __atomic_store_n(&child->state, CORO__S_CHILD, __ATOMIC_RELAXED);
             child->fn = (coro_fn)aw->arg[1].p;
             child->resume = 0;
             child->result = 0;
@@ -513,7 +528,11 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
             job->top = cur = child;
             continue;
         }
-        if (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)) {
+        /* cancel: an await that has not completed returns -ECANCELED at
+         * once.  Never the budget yield: it carries the result of an
+         * operation that already completed (an item received, bytes read,
+         * an fd accepted), which must reach the body */
+        if (aw->ops != &coro__yield_ops && __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)) {
             cur->result = -ECANCELED;
             continue;
         }
@@ -522,7 +541,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
             coro__tls_in_job = 0;
-            return;
+            return false;
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
@@ -533,7 +552,7 @@ void coro__run_job(struct coro__worker *w, coro_t *job)
         set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
-        return;
+        return false;
     }
 }
 
