@@ -203,5 +203,10 @@ CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);
 /* ---- memory ----------------------------------------------------------------- */
 CORO__HIDDEN void *coro__alloc(coro_sched_t *s, size_t n);
 CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
+/* 64-byte (CORO__CACHELINE) aligned, zeroed blocks through s's allocator,
+ * for structs with cache-line aligned members (sched.c); free with
+ * coro__free_aligned and the same n */
+CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
+CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
 
 #endif

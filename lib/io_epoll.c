@@ -523,7 +523,7 @@ static void *io_main(void *arg)
 
 int coro__io_create(coro_sched_t *s, struct coro__io **out)
 {
-    struct coro__io *io = coro__alloc(s, sizeof *io);
+    struct coro__io *io = coro__alloc_aligned(s, sizeof *io);     /* aligned members */
     struct epoll_event ev = { .events = EPOLLIN };
     int rc;
 
@@ -601,7 +601,7 @@ void coro__io_destroy(struct coro__io *io)
         close(io->evfd);
     if (io->epfd >= 0)
         close(io->epfd);
-    coro__free(io->s, io, sizeof *io);
+    coro__free_aligned(io->s, io, sizeof *io);
 }
 
 void coro__io_cancel_all(struct coro__io *io)

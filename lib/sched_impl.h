@@ -137,10 +137,7 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
 
 /* sched.c */
 CORO__HIDDEN void coro__finish(coro_t *job);
-/* 64-byte aligned, zeroed blocks through s's allocator (NULL = malloc);
- * free with coro__free_aligned and the same n */
-CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
-CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
+
 CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
 
 #endif

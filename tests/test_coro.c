@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <ck_malloc.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -648,4 +649,13 @@ CTEST(strerror_and_names_cover_the_codes, .timeout = 10)
     cr_assert_str_eq(coro_strerror(-EBUSY), "frame or object is still in use");
     cr_assert_str_eq(coro_strerror(0), "success");
     cr_assert_str_eq(coro_strerror(-9999), "unknown error");
+}
+
+CTEST(strerror_and_names_of_int_min_are_unknown_without_overflow, .timeout = 10)
+{
+    /* -INT_MIN overflows: UBSan (make check-asan) stops the old code here */
+    cr_assert_str_eq(coro_strerror(INT_MIN), "unknown error");
+    cr_assert_str_eq(coro_err_name(INT_MIN), "UNKNOWN");
+    cr_assert_str_eq(coro_err_name(INT_MIN + 1), "UNKNOWN");
+    cr_assert_str_eq(coro_err_name(INT_MAX), "UNKNOWN");
 }

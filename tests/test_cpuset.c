@@ -1,6 +1,7 @@
 /* coro_cpuset_t: parsing, formatting, bounds. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include <limits.h>
 
 Test(cpuset, parse_accepts_lists_and_ranges, .timeout = 10)
 {
@@ -59,4 +60,21 @@ Test(cpuset, ids_outside_the_range_are_refused, .timeout = 10)
     cr_assert_eq(coro_cpuset_del(&s, 100), 0);
     cr_assert_eq(coro_cpuset_count(&s), 1);
     cr_assert_eq(coro_cpuset_format(NULL, small, 4), -EINVAL);
+}
+
+Test(cpuset, next_from_a_negative_id_finds_the_lowest_cpu, .timeout = 10)
+{
+    coro_cpuset_t s;
+
+    coro_cpuset_zero(&s);
+    coro_cpuset_add(&s, 3);
+    cr_assert_eq(coro_cpuset_next(&s, -1), 3, "every id is >= -1: 3 is the lowest");
+    cr_assert_eq(coro_cpuset_next(&s, INT_MIN), 3);
+    cr_assert_eq(coro_cpuset_next(&s, 3), 3);
+    cr_assert_eq(coro_cpuset_next(&s, 4), -1);
+    cr_assert_eq(coro_cpuset_next(&s, CORO_MAX_CPUS), -1);
+    cr_assert_eq(coro_cpuset_next(&s, INT_MAX), -1);
+    cr_assert_eq(coro_cpuset_next(NULL, 0), -1);
+    coro_cpuset_zero(&s);
+    cr_assert_eq(coro_cpuset_next(&s, -1), -1);
 }

@@ -9,6 +9,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <ck_malloc.h>
+
+#include "sched_impl.h"     /* white-box: struct alignment, the drive word */
+#ifndef CORO__DRIVE_WMASK
+# define CORO__DRIVE_WMASK 0xfffeu  /* so that this file builds on older trees */
+#endif
 
 static coro_sched_t *mt_sched(int workers)
 {
@@ -641,4 +647,334 @@ Test(sched, more_workers_than_cpus_share_them_round_robin, .timeout = 30)
         cr_assert_eq(st->worker[i].cpu, cpus[i % n]);
     free(st);
     coro_sched_destroy(s);
+}
+
+/* ---- coro_call: two jobs call one idle child frame at once ----------------------------- */
+
+struct shared_child {
+    coro_t co;
+    int inside;                 /* atomic: bodies running it now */
+    int overlap;                /* atomic: a second body ran at once */
+    long runs;                  /* atomic */
+    int k;
+};
+
+struct caller {
+    coro_t co;
+    struct shared_child *child;
+    intptr_t got;
+};
+
+static int shared_child_body(coro_t *co)
+{
+    struct shared_child *c = CORO_SELF(co, struct shared_child);
+    CORO_BEGIN(co);
+    if (__atomic_add_fetch(&c->inside, 1, __ATOMIC_ACQ_REL) > 1)
+        __atomic_store_n(&c->overlap, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c->runs, 1, __ATOMIC_RELAXED);
+    for (c->k = 0; c->k < 3; c->k++)
+        CORO_YIELD(co);
+    __atomic_sub_fetch(&c->inside, 1, __ATOMIC_ACQ_REL);
+    CORO_RETURN(co, 7);
+    CORO_END(co);
+}
+
+static int caller_body(coro_t *co)
+{
+    struct caller *c = CORO_SELF(co, struct caller);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_call(&c->child->co, shared_child_body));
+    c->got = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+static void call_race(int workers, int callers, int rounds)
+{
+    coro_sched_t *s = mt_sched(workers);
+    struct caller cl[8];
+    struct shared_child child;
+    long ran = 0, busy = 0;
+
+    memset(&child, 0, sizeof child);
+    for (int r = 0; r < rounds; r++) {
+        memset(cl, 0, sizeof cl);
+        for (int i = 0; i < callers; i++) {
+            cl[i].child = &child;
+            cr_assert_eq(coro_spawn(s, &cl[i].co, caller_body, NULL), 0);
+        }
+        for (int i = 0; i < callers; i++) {
+            cr_assert_eq(coro_join(&cl[i].co), 0);
+            if (cl[i].got == 7)
+                ran++;
+            else if (cl[i].got == -EBUSY)
+                busy++;
+            else
+                cr_assert_fail("round %d caller %d got %ld", r, i, (long)cl[i].got);
+        }
+        cr_assert_eq(child.overlap, 0, "%d workers, round %d: two jobs ran one child frame at once",
+                     workers, r);
+    }
+    cr_assert_eq(ran, child.runs, "%d workers: %ld calls returned the result, the body ran %ld times",
+                 workers, ran, child.runs);
+    cr_assert_eq(ran + busy, (long)callers * rounds);
+    cr_log_info("%d workers: %ld ran, %ld -EBUSY", workers, ran, busy);
+    coro_sched_destroy(s);
+}
+
+Test(sched, two_jobs_calling_one_idle_child_frame_one_runs_it_the_other_gets_ebusy, .timeout = 20)
+{
+    call_race(0, 2, 200);
+    call_race(1, 2, 200);
+    call_race(2, 2, 3000);
+    call_race(4, 4, 3000);
+}
+
+/* ---- single-threaded mode: two threads in coro_join at once --------------------------- */
+
+struct evjob {
+    coro_t co;
+    coro_event_t *wait, *set;
+    int64_t sleep;
+    intptr_t ret;
+};
+
+static int evjob_body(coro_t *co)
+{
+    struct evjob *e = CORO_SELF(co, struct evjob);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(e->wait, CORO_FOREVER));
+    if (e->set)
+        coro_event_set(e->set);
+    if (e->sleep) {
+        CORO_AWAIT(co, coro_sleep(e->sleep));
+        if (CORO_RESULT(co) != 0)
+            CORO_RETURN(co, CORO_RESULT(co));
+    }
+    CORO_RETURN(co, e->ret);
+    CORO_END(co);
+}
+
+struct st_join2 {
+    coro_sched_t *s;
+    struct evjob *b;
+    coro_event_t *go;
+    intptr_t got;
+};
+
+static bool spin_until(uint32_t *word, uint32_t mask, int ms)
+{
+    for (int i = 0; i < ms * 10; i++) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask)
+            return true;
+        usleep(100);
+    }
+    return false;
+}
+
+static void *joiner_b(void *arg)
+{
+    struct st_join2 *t = arg;
+    /* join B only while the main thread drives (bit 0 of the drive word) */
+    spin_until(&t->s->w[0]->started_st, 1, 10000);
+    t->got = coro_join(&t->b->co);
+    return NULL;
+}
+
+static void *setter(void *arg)
+{
+    struct st_join2 *t = arg;
+    /* once the joiner of B waits for the drive (it registered); bounded,
+     * so that the old code, which has no registration, gets there too */
+    spin_until(&t->s->w[0]->started_st, CORO__DRIVE_WMASK, 1000);
+    coro_event_set(t->go);
+    return NULL;
+}
+
+Test(sched, single_threaded_a_second_joiner_runs_its_job_after_the_driver_returns, .timeout = 15)
+{
+    for (int round = 0; round < 20; round++) {
+        coro_sched_config_t c = { .workers = 0 };
+        coro_sched_t *s;
+        coro_event_t go, a_done;
+        struct evjob a = { .wait = &go, .set = &a_done, .ret = 1 };
+        struct evjob b = { .wait = &a_done, .sleep = 2000000, .ret = 2 };
+        struct st_join2 t = { .b = &b, .go = &go };
+        pthread_t tb, ts;
+
+        cr_assert_eq(coro_sched_create(&s, &c), 0);
+        coro_event_init(&go);
+        coro_event_init(&a_done);
+        t.s = s;
+        cr_assert_eq(coro_spawn(s, &a.co, evjob_body, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &b.co, evjob_body, NULL), 0);
+        cr_assert_eq(pthread_create(&tb, NULL, joiner_b, &t), 0);
+        cr_assert_eq(pthread_create(&ts, NULL, setter, &t), 0);
+        /* this thread drives until A is done; B still sleeps then: the
+         * thread joining B must get it run (its timer included) */
+        cr_assert_eq(coro_join(&a.co), 1);
+        pthread_join(tb, NULL);
+        pthread_join(ts, NULL);
+        cr_assert_eq(t.got, 2, "round %d: B's joiner got %ld", round, (long)t.got);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&go);
+        coro_event_destroy(&a_done);
+    }
+}
+
+/* ---- a job that yields forever must not starve timers ---------------------------------- */
+
+struct yielder {
+    coro_t co;
+    int *stop;
+    long n;
+};
+
+static int yielder_body(coro_t *co)
+{
+    struct yielder *y = CORO_SELF(co, struct yielder);
+    CORO_BEGIN(co);
+    while (!__atomic_load_n(y->stop, __ATOMIC_ACQUIRE)) {
+        y->n++;
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+struct sleeper {
+    coro_t co;
+    int *stop;
+    intptr_t got;
+};
+
+static int sleeper_body(coro_t *co)
+{
+    struct sleeper *z = CORO_SELF(co, struct sleeper);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_sleep(10000000));       /* 10 ms */
+    z->got = CORO_RESULT(co);
+    __atomic_store_n(z->stop, 1, __ATOMIC_RELEASE);
+    CORO_END(co);
+}
+
+Test(sched, a_job_that_keeps_yielding_does_not_starve_a_10ms_sleep, .timeout = 20)
+{
+    static const int wk[] = { 0, 1, 2, 4 };
+    for (unsigned k = 0; k < 4; k++) {
+        coro_sched_t *s;
+        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+        int stop = 0;
+        struct yielder y = { .stop = &stop };
+        struct sleeper z = { .stop = &stop, .got = -1 };
+
+        c.workers = wk[k];
+        cr_assert_eq(coro_sched_create(&s, &c), 0);
+        cr_assert_eq(coro_spawn(s, &y.co, yielder_body, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &z.co, sleeper_body, NULL), 0);
+        cr_assert_eq(coro_join(&y.co), 0);
+        cr_assert_eq(coro_join(&z.co), 0);
+        cr_assert_eq(z.got, 0);
+        cr_log_info("%d workers: %ld yields while the sleep ran", wk[k], y.n);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
+
+/* ---- on_exit runs as part of the job: blocking calls get -EDEADLK ---------------------- */
+
+static coro_t exit_done_job;
+static coro_event_t exit_never;
+static intptr_t exit_rc_join, exit_rc_wait, exit_rc_block, exit_rc_run;
+
+static void exit_hook(coro_t *co)
+{
+    (void)co;
+    exit_rc_join = coro_join(&exit_done_job);
+    exit_rc_wait = coro_event_wait_blocking(&exit_never, 0);
+    exit_rc_block = coro_block_on(coro_sched_current() ? coro_sched_current() : co->sched,
+                                  &exit_done_job, never_body, NULL);
+    exit_rc_run = coro_sched_run(co->sched);
+}
+
+Test(sched, blocking_calls_in_an_on_exit_hook_get_edeadlk, .timeout = 30)
+{
+    static const int wk[] = { 0, 1, 2, 4 };
+    for (unsigned k = 0; k < 4; k++) {
+        coro_sched_t *s;
+        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+        coro_t job = { 0 };
+        coro_spawn_opts_t o = { .on_exit = exit_hook };
+
+        c.workers = wk[k];
+        cr_assert_eq(coro_sched_create(&s, &c), 0);
+        memset(&exit_done_job, 0, sizeof exit_done_job);
+        coro_event_init(&exit_never);
+        exit_rc_join = exit_rc_wait = exit_rc_block = exit_rc_run = 1;
+        cr_assert_eq(coro_block_on(s, &exit_done_job, never_body, NULL), 0);  /* DONE */
+        cr_assert_eq(coro_spawn(s, &job, never_body, &o), 0);
+        cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);      /* on_exit has run */
+        cr_assert_eq(exit_rc_join, -EDEADLK, "%d workers: coro_join in on_exit: %s", wk[k],
+                     coro_err_name((int)exit_rc_join));
+        cr_assert_eq(exit_rc_wait, -EDEADLK, "%d workers: a blocking wait in on_exit: %s", wk[k],
+                     coro_err_name((int)exit_rc_wait));
+        cr_assert_eq(exit_rc_block, -EDEADLK, "%d workers: coro_block_on in on_exit: %s", wk[k],
+                     coro_err_name((int)exit_rc_block));
+        cr_assert_eq(exit_rc_run, wk[k] ? -EINVAL : -EDEADLK,
+                     "%d workers: coro_sched_run in on_exit: %s", wk[k],
+                     coro_err_name((int)exit_rc_run));
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&exit_never);
+    }
+}
+
+/* ---- the scheduler and worker structs are 64-byte aligned ------------------------------ */
+
+/* an allocator that returns blocks 16 bytes past a 64-byte boundary, the
+ * worst a malloc may do, and counts what is live */
+static long odd_live;
+
+static void *odd_malloc(size_t n)
+{
+    char *raw = malloc(n + 128);
+    if (!raw)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + 64 + 63) & ~(uintptr_t)63) + 16;
+    memcpy(p - 16, &raw, sizeof raw);
+    odd_live++;
+    return p;
+}
+
+static void odd_free(void *p, size_t n, bool defer)
+{
+    char *raw;
+    (void)n;
+    (void)defer;
+    memcpy(&raw, (char *)p - 16, sizeof raw);
+    odd_live--;
+    free(raw);
+}
+
+Test(sched, scheduler_and_worker_structs_are_64_byte_aligned_with_any_allocator, .timeout = 30)
+{
+    static const int wk[] = { 0, 1, 2, 4 };
+    struct ck_malloc odd = { .malloc = odd_malloc, .free = odd_free };
+
+    for (int a = 0; a < 2; a++) {
+        for (unsigned k = 0; k < 4; k++) {
+            coro_sched_t *s;
+            coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+            coro_t job = { 0 };
+
+            c.workers = wk[k];
+            c.alloc = a ? &odd : NULL;
+            odd_live = 0;
+            cr_assert_eq(coro_sched_create(&s, &c), 0);
+            cr_assert_eq((uintptr_t)s % 64, 0, "%s, %d workers: scheduler at %p",
+                         a ? "odd allocator" : "malloc", wk[k], (void *)s);
+            for (int i = 0; i < (wk[k] ? wk[k] : 1); i++)
+                cr_assert_eq((uintptr_t)s->w[i] % 64, 0, "%s, %d workers: worker %d at %p",
+                             a ? "odd allocator" : "malloc", wk[k], i, (void *)s->w[i]);
+            cr_assert_eq(coro_block_on(s, &job, never_body, NULL), 0);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+            cr_assert_eq(odd_live, 0, "%ld blocks leaked", odd_live);
+        }
+    }
 }
