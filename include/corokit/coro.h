@@ -193,7 +193,9 @@ _Static_assert(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
  * child's return value.  A child that awaits suspends the whole job, and
  * on wake-up only the innermost child is resumed: resuming costs the same
  * at any depth and no depth grows the C stack.  Completes at once with
- * -EINVAL for a NULL child or fn, -EBUSY when child is live. */
+ * -EINVAL for a NULL child or fn, -EBUSY when child is live (the frame is
+ * claimed with one CAS: of two jobs calling one idle frame at once, one
+ * runs it and the other gets -EBUSY). */
 CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
 
 /* coro_done - awaitable: wait until spawned job finishes; result = its

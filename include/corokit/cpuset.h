@@ -36,7 +36,8 @@ CORO_EXTERN bool coro_cpuset_has(const coro_cpuset_t *set, int cpu);
 /* coro_cpuset_count - how many CPUs the set holds (0 for NULL). */
 CORO_EXTERN int coro_cpuset_count(const coro_cpuset_t *set);
 
-/* coro_cpuset_next - the lowest cpu in the set that is >= from, or -1. */
+/* coro_cpuset_next - the lowest cpu in the set that is >= from (any int:
+ * a negative from finds the lowest member), or -1 (none, or NULL set). */
 CORO_EXTERN int coro_cpuset_next(const coro_cpuset_t *set, int from);
 
 /* coro_cpuset_parse - fill set from a list such as "0-3,8,10-11" (the

@@ -53,7 +53,10 @@ typedef struct coro_spawn_opts {
     const coro_cpuset_t *affinity;  /* NULL = any CPU; read during the call */
     int priority;                   /* CORO_PRIO_LOW .. CORO_PRIO_HIGH */
     /* Called once the scheduler will never touch the frame again (the
-     * place to free it), on the thread that finished the job. */
+     * place to free it), on the thread that finished the job, as the end
+     * of the job: blocking calls return -EDEADLK there.  It may run after
+     * coro_join / coro_done returned: free or reuse a frame that has an
+     * on_exit only here (docs/api.md, "Frame lifetime"). */
     void (*on_exit)(coro_t *co);
 } coro_spawn_opts_t;
 
@@ -80,10 +83,13 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
 
 /* coro_join - block the calling plain thread until job co finishes, and
  * return its result.  In single-threaded mode it runs the scheduler on the
- * calling thread until co is done.  Returns the job's result, or -EINVAL
- * (NULL or never-spawned frame), -EDEADLK (called from inside a job: await
- * coro_done there).  A finished frame returns its result at once.  A job
- * may itself return a negative value: keep the two apart by convention. */
+ * calling thread until co is done; while another thread drives, it sleeps
+ * until co is done or the drive is free, then takes the drive over.
+ * Returns the job's result, or -EINVAL (NULL or never-spawned frame),
+ * -EDEADLK (called from inside a job or its on_exit hook: await coro_done
+ * there).  A finished frame returns its result at once.  A job may itself
+ * return a negative value: keep the two apart by convention.  It may return
+ * before the job's on_exit has run (docs/api.md, "Frame lifetime"). */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
 
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
@@ -108,7 +114,8 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
 /* coro_sched_shutdown - close s: from now on coro_spawn fails with
  * -ESHUTDOWN.  CORO_DRAIN waits until every job has finished; CORO_CANCEL
  * first resumes every suspended job with -ECANCELED (and every later await
- * completes at once with -ECANCELED) so that jobs clean up and finish, then
+ * that would wait completes at once with -ECANCELED; an operation that
+ * completed keeps its result) so that jobs clean up and finish, then
  * waits for them.  Nothing is left in any queue.  Blocks; call it from a
  * plain thread (-EDEADLK from a job).  In single-threaded mode it runs the
  * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
