@@ -495,10 +495,10 @@ static bool job_over(void *arg)
     return st == CORO__S_DONE || st == CORO__S_IDLE;
 }
 
-/* coro_join on a single-threaded scheduler: drive it until co is done, or,
- * while another thread drives, sleep until co is done or the drive is
- * free (protocol at "single-threaded driving") */
-static intptr_t join_single(coro_sched_t *s, coro_t *co)
+/* Single-threaded: drive s until done(arg), or, while another thread
+ * drives, sleep until done(arg) or the drive is free (then take it over).
+ * The protocol is at "single-threaded driving". */
+static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
 {
     uint32_t *word = &s->w[0]->started_st;
     bool registered = false;
@@ -506,7 +506,7 @@ static intptr_t join_single(coro_sched_t *s, coro_t *co)
     for (;;) {
         /* acquire: pairs with the driver's RMWs (a finish, drive_end) */
         uint32_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-        if (job_over(co))
+        if (done(arg))
             break;
         if (!(v & CORO__DRIVE_ON)) {
             if (registered) {
@@ -514,7 +514,7 @@ static intptr_t join_single(coro_sched_t *s, coro_t *co)
                 registered = false;
             }
             if (drive_begin(s)) {
-                drive(s, job_over, co, true);
+                drive(s, done, arg, true);
                 drive_end(s);
                 break;
             }
@@ -530,10 +530,6 @@ static intptr_t join_single(coro_sched_t *s, coro_t *co)
     }
     if (registered)
         __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
-    /* acquire: the result of a DONE frame is complete */
-    if ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_IDLE)
-        return -EINVAL;         /* its spawn failed meanwhile */
-    return co->result;
 }
 
 intptr_t coro_join(coro_t *co)
@@ -552,8 +548,13 @@ intptr_t coro_join(coro_t *co)
     if ((st & CORO__S_MASK) == CORO__S_DONE)
         return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
-    if (s && s->nworkers == 0)
-        return join_single(s, co);
+    if (s && s->nworkers == 0) {
+        drive_until(s, job_over, co);
+        /* acquire: the result of a DONE frame is complete */
+        if ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_IDLE)
+            return -EINVAL;     /* its spawn failed meanwhile */
+        return co->result;
+    }
     for (;;) {
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
         if ((st & CORO__S_MASK) == CORO__S_DONE)
@@ -615,10 +616,7 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
             coro__io_cancel_all(s->io);
     }
     if (s->nworkers == 0) {
-        while (drive_begin(s) == false)
-            sched_yield();          /* another thread drives: wait our turn */
-        drive(s, all_done, s, true);
-        drive_end(s);
+        drive_until(s, all_done, s);    /* another thread drives: wait our turn */
     } else {
         for (;;) {
             /* acquire: pairs with the finishers' acq_rel decrements */
