@@ -485,7 +485,6 @@ int coro_sched_run(coro_sched_t *s)
 
 /* ---- join ------------------------------------------------------------------ */
 
-
 /* done, or back to IDLE: its spawn failed after coro_join looked */
 static bool job_over(void *arg)
 {
