@@ -509,6 +509,8 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
             break;
         if (!(v & CORO__DRIVE_ON)) {
             if (registered) {
+                /* relaxed: leaving only spares the driver wake-ups; one it
+                 * sends meanwhile costs a look */
                 __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
                 registered = false;
             }
@@ -527,7 +529,7 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
         }
         coro__futex_wait(word, v, -1);
     }
-    if (registered)
+    if (registered)     /* relaxed: as above */
         __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
 }
 

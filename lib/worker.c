@@ -54,6 +54,14 @@
  *   looks everywhere, steals included, so it finds the job wherever S put
  *   it.  Spurious wakes only cost a look.
  *
+ * BUDGET AND CANCEL.  A job gets CORO__BUDGET (128) awaits that complete at
+ * once per run; the next one (coro__complete) travels as a yield carrying
+ * its result, so a job whose operations are always ready still lets the
+ * others run.  Under CORO_CANCEL an await that has not completed returns
+ * -ECANCELED before it is armed, but that yield is never rewritten: its
+ * operation (an item received, bytes read, an fd accepted) already
+ * happened, and a completed operation keeps its result.
+ *
  * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park.
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
  * to the sched_yield phase, which hands the CPU to whoever needs it.
