@@ -8,7 +8,7 @@
  * yield, whose completed result the cancel used to replace), so the cancel
  * lands at every offset.  Whatever the job was told completed, plus what
  * is left, must be everything: nothing lost, nothing duplicated, no fd
- * leaked.  Across 0 (a helper thread drives), 1, 2 and 4 workers.
+ * leaked; coro_done of a finished job always returns its result.  Across 0 (a helper thread drives), 1, 2 and 4 workers.
  *
  * Also here: a second coro_child waiter of one pid gets -ESRCH. */
 #include <criterion/criterion.h>
@@ -29,7 +29,7 @@
 
 #include "sched_impl.h"     /* s->cancelling: the job waits for the cancel */
 
-enum op { OP_RECV, OP_SEND, OP_READ, OP_ACCEPT };
+enum op { OP_RECV, OP_SEND, OP_READ, OP_ACCEPT, OP_DONE };
 
 #define NOPS 400            /* operations a job may do (> r + 2 budgets) */
 #define RMAX 260            /* cancel points: 0 .. RMAX-1 (two budgets) */
@@ -47,6 +47,7 @@ struct opjob {
     void *item;
     long done;              /* operations the job was told completed */
     long units;             /* items / bytes they moved */
+    coro_t *target;         /* OP_DONE: a finished job (result 42) */
     int reached;            /* atomic: the job is at r */
     int other;              /* the first result that was neither */
 };
@@ -77,6 +78,7 @@ static int opjob_body(coro_t *co)
             break;
         case OP_READ: CORO_AWAIT(co, coro_read(j->fd, j->buf, CHUNK, 0)); break;
         case OP_ACCEPT: CORO_AWAIT(co, coro_accept(j->fd, 0)); break;
+        case OP_DONE: CORO_AWAIT(co, coro_done(j->target)); break;
         }
         intptr_t r = CORO_RESULT(co);
         if (r < 0 || (j->op == OP_READ && r == 0)) {
@@ -90,8 +92,16 @@ static int opjob_body(coro_t *co)
         case OP_SEND: j->units += j->i + 1; break;
         case OP_READ: j->units += r; break;
         case OP_ACCEPT: close((int)r); j->units++; break;
+        case OP_DONE: j->units += r; break;
         }
     }
+    CORO_END(co);
+}
+
+static int ret42_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_RETURN(co, 42);
     CORO_END(co);
 }
 
@@ -124,6 +134,7 @@ static void cancel_round(int workers, enum op op, int r, const char *name)
     int pfd[2] = { -1, -1 }, lfd = -1, clients[NOPS];
     long total_units = 0, total_ops = NOPS;
     char path[108];
+    coro_t target = { 0 };
 
     cr_assert_not_null(j);
     int fds_before = open_fds();        /* the scheduler's own are gone again at the end */
@@ -172,6 +183,11 @@ static void cancel_round(int workers, enum op op, int r, const char *name)
         j->fd = lfd;
         break;
     }
+    case OP_DONE:
+        cr_assert_eq(coro_block_on(s, &target, ret42_body, NULL), 42);
+        j->target = &target;
+        total_units = 42L * NOPS;
+        break;
     }
     cr_assert_eq(coro_spawn(s, &j->co, opjob_body, NULL), 0);
     pthread_t th;
@@ -244,6 +260,11 @@ static void cancel_round(int workers, enum op op, int r, const char *name)
         unlink(path);
         break;
     }
+    case OP_DONE:
+        cr_assert_eq(j->done, total_ops, "%s %d workers, cancel at %d: %ld of %ld awaits of a "
+                     "finished job returned its result", name, workers, r, j->done, total_ops);
+        cr_assert_eq(j->units, total_units);
+        break;
     }
     free(j);
 }
@@ -274,6 +295,11 @@ Test(cancel, bytes_read_are_never_lost_wherever_the_cancel_lands, .timeout = 120
 Test(cancel, an_accepted_fd_is_never_leaked_wherever_the_cancel_lands, .timeout = 120)
 {
     cancel_every_point(OP_ACCEPT, "accept");
+}
+
+Test(cancel, awaiting_a_finished_job_returns_its_result_wherever_the_cancel_lands, .timeout = 120)
+{
+    cancel_every_point(OP_DONE, "done");
 }
 
 /* ---- coro_child: a second waiter ---------------------------------------------------- */
