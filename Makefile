@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries, corokit.pc, samples
 #   make test       dependencies, then the whole suite (both coroutine back ends)

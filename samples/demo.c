@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* demo: what corokit does, in one run.
  *   1. one pinned worker per CPU;
  *   2. jobs with CPU masks run only where their mask allows;

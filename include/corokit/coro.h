@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: the coroutine - frame header, body macros and core awaitables.
  *
  * A coroutine is a plain C function over a frame struct that the user owns.

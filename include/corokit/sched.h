@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: the scheduler - workers, jobs, affinity and priority. */
 #ifndef COROKIT_SCHED_H
 #define COROKIT_SCHED_H
