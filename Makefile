@@ -215,7 +215,9 @@ uninstall:
 
 check-docs: lib
 	$(Q)tools/check-man.sh $(B)/$(SONAME)
-	$(Q)tools/gen-api.sh --check
+	$(Q)tools/gen-man.sh --check
+	$(Q)tools/check-errors.sh
+	$(Q)tools/add-spdx.sh --check
 
 check-build: lib
 	$(Q)CC=$(CC) tools/check-build.sh $(B)
