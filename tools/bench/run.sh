@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tools/bench/run.sh - build corokit's benchmark programs and its peers' twins,
-# run every design.md section 7 shape on every system several times with the
+# run every shape of docs/benchmarks.md on every system several times with the
 # systems alternating, and print one table.  `make bench` calls this.
 #
 # Environment (all optional):
