@@ -7,7 +7,12 @@
 set -eu
 check=0; [ "${1:-}" = --check ] && check=1
 bad=0
-for f in $(git ls-files | grep -E '\.(c|h|cc|cpp|rs|go|sh|py|map|in|supp|toml|mod)$|(^|/)Makefile$|^\.ci/run$|^tools/[a-z-]+$'); do
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    list() { git ls-files; }
+else                                    # a release tarball: every file
+    list() { find . -type f ! -path './build*' ! -path './.git/*' | sed 's|^\./||'; }
+fi
+for f in $(list | grep -E '\.(c|h|cc|cpp|rs|go|sh|py|map|in|supp|toml|mod)$|(^|/)Makefile$|^\.ci/run$|^tools/[a-z-]+$'); do
     [ -f "$f" ] || continue
     head -n 3 "$f" | grep -q 'SPDX-License-Identifier:' && continue
     if [ $check -eq 1 ]; then
