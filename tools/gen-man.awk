@@ -152,7 +152,12 @@ mode == "brief" {
         ml[++nml] = "```c"
     } else if (section == "SEE ALSO") {
     } else if (section != "DESCRIPTION") {
-        t = tolower(section); t = toupper(substr(t, 1, 1)) substr(t, 2)
+        t = tolower(section)
+        if (section !~ /^(RETURN VALUE|ERRORS|THREAD SAFETY|NOTES|EXAMPLES?)$/) {
+            a = t; gsub(/ /, "-", a)                # an anchor for other sections
+            ml[++nml] = "<a id=\"" a "\"></a>"
+        }
+        t = toupper(substr(t, 1, 1)) substr(t, 2)
         ml[++nml] = "**" t ".**"
         ml[++nml] = ""
     }
