@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # corokit - one plain Makefile (liburing's model).
-#   make            libraries, corokit.pc, samples
+#   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends)
 #   make demo       build and run samples/demo
 #   make check-asan the suite under AddressSanitizer + UBSan
