@@ -27,7 +27,7 @@ function esc_verb(s) {
 function md_link(n,    base, sec) {
     base = n; sec = "3"
     if (match(n, /\([0-9]\)$/)) { base = substr(n, 1, RSTART - 1); sec = substr(n, RSTART + 1, 1) }
-    if (base in page_of) return "[" base "(" sec ")](#" base ")"
+    if (sec == "3" && (base in page_of)) return "[" base "(3)](#" base ")"
     if (base == "corokit") return "corokit(7) (`man corokit`)"
     return base "(" sec ")"
 }
