@@ -1,12 +1,17 @@
+# SPDX-License-Identifier: MIT
 # corokit - one plain Makefile (liburing's model).
-#   make            libraries, corokit.pc, samples
+#   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends)
 #   make demo       build and run samples/demo
 #   make check-asan the suite under AddressSanitizer + UBSan
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
 #   make stress     the long opt-in runs of tests/stress
 #   make bench      benchmarks against the peers (tools/bench)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (libraries, headers, corokit.pc, man pages)
+#   make uninstall  the same PREFIX and DESTDIR: removes what install put there
+#   make check-build  install into a scratch DESTDIR, build C and C++ programs
+#                   against it through pkg-config (static and shared), run them
+#   make check-docs every exported function has a man page; docs/api.md is current
 # V=1 shows full command lines; CC=clang builds with clang.
 
 VERSION_H := include/corokit/version.h
@@ -19,6 +24,7 @@ CC ?= cc
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
 
 ifeq ($(ASAN),1)
 B ?= build-asan
@@ -57,8 +63,11 @@ endif
 LIB_OBJ := $(patsubst lib/%.c,$(B)/obj/%.o,$(LIB_SRC))
 PIC_OBJ := $(patsubst lib/%.c,$(B)/pic/%.o,$(LIB_SRC))
 STATIC := $(B)/libcorokit.a
+# libcorokit.so.MAJOR.MINOR.PATCH, soname libcorokit.so.MAJOR, and the
+# development link libcorokit.so (build/ holds the same three names)
 SONAME := libcorokit.so.$(MAJOR)
-SHARED := $(B)/$(SONAME)
+REALNAME := libcorokit.so.$(VERSION)
+SHARED := $(B)/$(REALNAME)
 
 SAMPLE_SRC := $(wildcard samples/*.c)
 SAMPLES := $(patsubst samples/%.c,$(B)/samples/%,$(SAMPLE_SRC))
@@ -72,7 +81,7 @@ SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 TOOL_BIN := $(B)/tools/spawn_cost
 
 .PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench install clean deps
-all: lib samples corokit.pc
+all: lib samples
 
 lib: $(STATIC) $(SHARED)
 
@@ -94,11 +103,8 @@ $(SHARED): $(PIC_OBJ) lib/corokit.map
 	@$(SAY) "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
 		$(ZDEFS) $(SAN) $(LDFLAGS) -o $@ $(PIC_OBJ) $(LIBS)
+	$(Q)ln -sf $(REALNAME) $(B)/$(SONAME)
 	$(Q)ln -sf $(SONAME) $(B)/libcorokit.so
-
-corokit.pc: corokit.pc.in $(VERSION_H)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' $< > $@
 
 samples: $(SAMPLES)
 
@@ -140,6 +146,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
+	$(Q)$(MAKE) --no-print-directory check-docs check-build
 
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
@@ -165,14 +172,58 @@ demo: deps
 bench: deps all
 	$(Q)tools/bench/run.sh
 
-install: all
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit
+# ---- install, uninstall, corokit.pc, man pages, packaging checks ----------------
+# corokit.pc is written at install time from PREFIX, with paths relative to
+# ${prefix} where they lie under it.  Requires.private names ck only when the
+# static library really calls a ck function that is not inline (nm decides,
+# so the file stays right whatever lib/ comes to use).
+MAN3 := $(wildcard man/man3/*.3)
+MAN7 := $(wildcard man/man7/*.7)
+PC_REL = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+$(B)/corokit.pc: corokit.pc.in $(VERSION_H) $(STATIC) FORCE
+	@mkdir -p $(@D)
+	$(Q)req=; if nm -u $(STATIC) | grep -q ' ck_'; then req='Requires.private: ck'; fi; \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_REL,$(LIBDIR))|' \
+		-e 's|@INCDIR@|$(call PC_REL,$(INCDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+		-e "s|@REQUIRES_PRIVATE@|$$req|" $< > $@
+
+FORCE:
+
+install: lib $(B)/corokit.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit \
+		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 include/corokit.h $(DESTDIR)$(INCDIR)/
 	install -m 644 include/corokit/*.h $(DESTDIR)$(INCDIR)/corokit/
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(REALNAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libcorokit.so
-	install -m 644 corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(B)/corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/corokit.h
+	rm -f $(addprefix $(DESTDIR)$(INCDIR)/corokit/,$(notdir $(wildcard include/corokit/*.h)))
+	-rmdir $(DESTDIR)$(INCDIR)/corokit
+	rm -f $(DESTDIR)$(LIBDIR)/libcorokit.a $(DESTDIR)$(LIBDIR)/$(REALNAME) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libcorokit.so \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/corokit.pc
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
+
+check-docs: lib
+	$(Q)tools/check-man.sh $(B)/$(SONAME)
+	$(Q)tools/gen-man.sh --check
+	$(Q)tools/check-errors.sh
+	$(Q)tools/add-spdx.sh --check
+
+check-build: lib
+	$(Q)CC=$(CC) tools/check-build.sh $(B)
+
+.PHONY: uninstall check-docs check-build FORCE
+# ---- end of install block ---------------------------------------------------------
 
 clean:
 	rm -rf build build-asan build-tsan corokit.pc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit - stackless coroutines on pinned workers, with per-job CPU
  * affinity and priority, and a dedicated I/O thread.  The one header users
  * include.  See docs/guide.md. */

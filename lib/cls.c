@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Affinity classes: each distinct set of workers a job may run on is
  * interned once, so a frame keeps a 16-bit class index instead of a
  * 128-byte mask, and a worker looks only at the queues of the classes it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The core awaitables: coro_call, coro_done, coro_reschedule, coro_ready. */
 #include "sched_impl.h"
 

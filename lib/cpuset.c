@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_cpuset_t: sets of CPU ids. */
 #include <ctype.h>
 #include <stdio.h>

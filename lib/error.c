@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_strerror / coro_err_name from one table (CORO_ERRNO_MAP). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* futex wait/wake and the monotonic clock. */
 #include <errno.h>
 #include <linux/futex.h>

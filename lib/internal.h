@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* private: corokit internals shared by the files of lib/; never installed. */
 #ifndef COROKIT_INTERNAL_H
 #define COROKIT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The I/O context: one epoll set per scheduler, the registration queue,
  * the fd table and the timers, run by a dedicated I/O thread (or, in
  * single-threaded mode, by the thread that drives the scheduler, inside

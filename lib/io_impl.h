@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* private: the I/O layer's shared declarations (lib/io_epoll.c, timer.c,
  * io_ops.c); never installed. */
 #ifndef COROKIT_IO_IMPL_H

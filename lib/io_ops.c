@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
  * (run by the I/O context once the fd is ready).

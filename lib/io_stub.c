@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The I/O layer's hooks while corokit is built without one: nothing ever
  * waits on I/O.  Replaced by lib/io_epoll.c. */
 #include "internal.h"

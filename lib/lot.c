@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parking lot: wait lists hashed by address.
  *
  * Jobs and plain threads wait on a key (any address: a job for coro_done,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Job queues over Concurrency Kit's ck_ring.
  *
  * corokit uses two ck_ring flavours and adds nothing lock-free of its own:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* private: queues of jobs built on Concurrency Kit's ck_ring. */
 #ifndef COROKIT_MQ_H
 #define COROKIT_MQ_H

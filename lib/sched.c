@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scheduler's life: create, spawn, join, run, shutdown, destroy, stats.
  *
  * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were

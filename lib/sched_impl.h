@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* private: the scheduler's data structures (lib/sched.c, worker.c, cls.c). */
 #ifndef COROKIT_SCHED_IMPL_H
 #define COROKIT_SCHED_IMPL_H

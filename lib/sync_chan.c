@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_chan_t: a bounded MPMC channel of pointers.
  *
  * State (ring buffer, count, closed) under the lot bucket lock of the

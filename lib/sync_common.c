@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every sync awaitable shares: the arm (timeout, cancel, park), the
  * in-body try, and the plain-thread blocking form.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_event_t (manual-reset event) and coro_waitgroup_t.
  * State under the lot bucket lock of the object (see sync_common.c). */
 #include "sync_impl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* private: what lib/sync_*.c share with the parking lot (lib/lot.c). */
 #ifndef COROKIT_SYNC_IMPL_H
 #define COROKIT_SYNC_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_mutex_t (FIFO hand-off) and coro_sem_t (counting, FIFO).
  * State under the lot bucket lock of the object (see sync_common.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_select: wait for the first of several channel/event operations.
  *
  * A job has one `next` link, so it cannot wait on several lists.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The timer heap: a binary min-heap of deadlines behind the I/O context's
  * one timerfd (lib/io_epoll.c arms the timerfd at the earliest deadline).
  *

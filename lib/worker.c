@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workers: the run loop, where a worker looks for work, stealing, parking.
  *
  * QUEUES.  A job lives in exactly one queue while READY:

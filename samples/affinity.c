@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* affinity: jobs with CPU masks.  Each job records where it ran; a job
  * never runs outside its mask, and coro_reschedule moves a running job to
  * other CPUs (Coop's suspend(mask, prio)). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* demo: what corokit does, in one run.
  *   1. one pinned worker per CPU;
  *   2. jobs with CPU masks run only where their mask allows;
@@ -200,10 +201,21 @@ int main(void)
     }
     __atomic_store_n(&g.open, 1, __ATOMIC_RELEASE);
     coro_sched_destroy(s1);
-    printf("3. four LOW jobs, then one HIGH, queued on a busy worker: run order");
+    /* print the jobs in the order they actually ran (by rank), each with
+     * its priority and when it was spawned */
+    int by_rank[5] = { -1, -1, -1, -1, -1 };
     for (int i = 0; i < 5; i++)
-        printf(" %s#%ld", i == 4 ? "HIGH" : "LOW", q[i].rank);
-    printf("\n");
+        if (q[i].rank >= 0 && q[i].rank < 5)
+            by_rank[q[i].rank] = i;
+    printf("3. spawned in this order on a busy worker: LOW, LOW, LOW, LOW, HIGH\n"
+           "   they ran in this order:");
+    for (int k = 0; k < 5; k++) {
+        int i = by_rank[k];
+        printf("%s %s (spawned %d%s)", k ? "," : "", i < 0 ? "?" : i == 4 ? "HIGH" : "LOW",
+               i + 1, i == 0 ? "st" : i == 1 ? "nd" : i == 2 ? "rd" : "th");
+    }
+    printf("\n   %s\n", q[4].rank == 0 ? "the HIGH job, spawned last, ran first"
+                                       : "the HIGH job did NOT run first");
     ok &= q[4].rank == 0;
 
     /* ---- 4. fork-join ---- */

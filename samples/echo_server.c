@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* echo_server - a TCP echo server: one coroutine per connection.
  *
  *   echo_server PORT        serve on 0.0.0.0:PORT until SIGINT/SIGTERM

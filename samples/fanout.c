@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* samples/fanout.c - fan work out to many jobs, wait for all with a
  * coro_waitgroup_t.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hello: a generator.  One job produces the squares 1, 4, 9 ... one by one,
  * yielding after each; another consumes them.  Single-threaded scheduler:
  * everything runs on this thread, in a predictable order. */

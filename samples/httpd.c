@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* httpd - a minimal HTTP/1.1 server answering "hello" to every request,
  * with keep-alive and pipelining: enough for wrk or ab to load it.
  *

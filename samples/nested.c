@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nested: coro_call chains.  A coroutine calls another as a nested call;
  * the caller continues the moment the callee returns, with no trip
  * through a queue, and a chain of any depth never grows the C stack.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* samples/pipeline.c - a three-stage pipeline over channels.
  *
  *   generate (CPU a) --ch1--> square (CPU b) --ch2--> sum (CPU c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* priority: HIGH jobs overtake queued NORMAL and LOW ones, and a bound
  * keeps the lower levels from starving.  One worker, kept busy while the
  * jobs queue up, then released. */

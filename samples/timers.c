@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timers - many sleeping coroutines, and how late each one wakes.
  *
  *   timers [N]          N jobs (default 10,000) each sleep a random 0-10 ms;

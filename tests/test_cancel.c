@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /* CORO_CANCEL keeps completed work: an operation that completed keeps its
  * result, whatever point of a job's run the cancel lands on (issue 9,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The coroutine core: macros, coro_call, coro_done, frames, errors.
  * Built twice: on the labels back end (suite "coro") and on the portable
  * switch back end (-DCORO_USE_SWITCH, suite "coro_switch"). */

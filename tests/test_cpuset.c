@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coro_cpuset_t: parsing, formatting, bounds. */
 #include <criterion/criterion.h>
 #include <corokit.h>

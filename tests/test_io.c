@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /* The I/O thread: readiness, reads and writes, sockets, timers, signals,
  * children, close and cancel, across worker counts 0, 1 and 4. */

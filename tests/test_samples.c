@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every program in samples/ is built by make and run here: it must exit 0.
  * Programs that serve or wait (echo_server, httpd ...) take --self-test. */
 #define _GNU_SOURCE

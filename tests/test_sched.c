@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /* The multi-threaded scheduler: affinity, priorities, stealing, parking,
  * shutdown, across worker counts 1, 2, 4, 8 (marl's fixture). */

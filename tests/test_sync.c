@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests for corokit/sync.h: event, wait group, mutex, semaphore, channel,
  * select - across 1, 2, 4 and 8 workers. */
 #include <criterion/criterion.h>

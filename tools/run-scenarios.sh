@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Run every concurrency scenario of BUILD/stress in MODE (quick|full|stress).
 # Used by make test (quick), make check-tsan (full, TSan build) and make stress.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: the coroutine - frame header, body macros and core awaitables.
  *
  * A coroutine is a plain C function over a frame struct that the user owns.
@@ -20,7 +21,9 @@
  * a body may contain its own `switch`) and a portable switch/case one
  * (define CORO_USE_SWITCH before including, or build with
  * -DCORO_USE_SWITCH; a body then must not place an await inside a switch of
- * its own).  Both are built and tested.
+ * its own).  Both are built and tested.  Strict ISO C++ (-std=c++17, not
+ * gnu++17) always gets the switch back end; strict ISO C with -pedantic
+ * should define CORO_USE_SWITCH.
  */
 #ifndef COROKIT_CORO_H
 #define COROKIT_CORO_H
@@ -87,10 +90,17 @@ struct coro {
     uint32_t reserved;          /* reserved for growth */
 };
 
-#if defined(__x86_64__) || defined(__aarch64__)
-_Static_assert(sizeof(struct coro) == 128, "coro_t must stay 128 bytes on LP64");
+/* A compile-time check that reads the same in C11 and C++11 and later. */
+#ifdef __cplusplus
+# define CORO_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+# define CORO_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
-_Static_assert(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
+
+#if defined(__x86_64__) || defined(__aarch64__)
+CORO_STATIC_ASSERT(sizeof(struct coro) == 128, "coro_t must stay 128 bytes on LP64");
+#endif
+CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
 
 /* Timeouts are relative int64_t nanoseconds; CORO_FOREVER waits without
  * limit, 0 polls once. */
@@ -117,6 +127,14 @@ _Static_assert(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
 # define CORO__ID __COUNTER__
 #else
 # define CORO__ID __LINE__      /* two awaits on one line: duplicate case error */
+#endif
+
+/* Strict ISO C++ (-std=c++17, which defines __STRICT_ANSI__) has no
+ * labels-as-values: such a translation unit gets the switch back end, so
+ * the macros compile under -pedantic.  Each body is compiled by one
+ * translation unit, so translation units may use different back ends. */
+#if defined(__cplusplus) && defined(__STRICT_ANSI__) && !defined(CORO_USE_SWITCH)
+# define CORO_USE_SWITCH 1
 #endif
 
 #if !defined(CORO_USE_SWITCH) && (defined(__GNUC__) || defined(__clang__))

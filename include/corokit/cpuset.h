@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: sets of CPUs, for job affinity and worker placement. */
 #ifndef COROKIT_CPUSET_H
 #define COROKIT_CPUSET_H

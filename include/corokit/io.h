@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: awaiting the operating system - fds, timers, signals, children.
  *
  * Every awaitable here is built inside a job's body and consumed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: the scheduler - workers, jobs, affinity and priority. */
 #ifndef COROKIT_SCHED_H
 #define COROKIT_SCHED_H
@@ -42,10 +43,39 @@ typedef struct coro_sched_config {
     const coro_cpuset_t *cpus;
     /* Where the scheduler's own memory comes from (NULL = malloc). */
     struct ck_malloc *alloc;
+    /* Room for fields added by later versions without an ABI break: keep
+     * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
+     * A new field takes the place of reserved words; the size stays. */
+    uint64_t reserved[8];
 } coro_sched_config_t;
 
-#define CORO_SCHED_CONFIG_DEFAULT \
+#if defined(__x86_64__) || defined(__aarch64__)
+CORO_STATIC_ASSERT(sizeof(coro_sched_config_t) == 88,
+                   "coro_sched_config_t grows only into its reserved words");
+#endif
+
+/* The default configuration: one pinned worker per usable CPU.  A
+ * compound literal in C; a call of coro_sched_config_default() in C++,
+ * which has no designated initialisers before C++20.  Both start from a
+ * zeroed struct, so every field not named is zero. */
+static inline coro_sched_config_t coro_sched_config_default(void)
+{
+#ifdef __cplusplus
+    coro_sched_config_t c{};
+#else
+    coro_sched_config_t c = {0};
+#endif
+    c.workers = CORO_WORKERS_AUTO;
+    c.pin = true;
+    return c;
+}
+
+#ifdef __cplusplus
+# define CORO_SCHED_CONFIG_DEFAULT (coro_sched_config_default())
+#else
+# define CORO_SCHED_CONFIG_DEFAULT \
     ((coro_sched_config_t){ .workers = CORO_WORKERS_AUTO, .pin = true })
+#endif
 
 /* Per-spawn options; a zero-initialised struct (or NULL) means any CPU,
  * NORMAL priority, no exit hook. */
@@ -58,7 +88,16 @@ typedef struct coro_spawn_opts {
      * coro_join / coro_done returned: free or reuse a frame that has an
      * on_exit only here (docs/api.md, "Frame lifetime"). */
     void (*on_exit)(coro_t *co);
+    /* Room for fields added by later versions (a job group, a deadline)
+     * without an ABI break: keep it zero (`= { .priority = ... }` does).
+     * A new field takes the place of reserved words; the size stays. */
+    uint64_t reserved[6];
 } coro_spawn_opts_t;
+
+#if defined(__x86_64__) || defined(__aarch64__)
+CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
+                   "coro_spawn_opts_t grows only into its reserved words");
+#endif
 
 /* Shutdown modes. */
 #define CORO_DRAIN  0   /* let every job finish */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: synchronisation - event, wait group, mutex, semaphore, channel,
  * select.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit: the one source of the version. The Makefile reads these three
  * lines for the soname, the .pc file and the tarball name. */
 #ifndef COROKIT_VERSION_H

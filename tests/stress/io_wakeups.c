@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Concurrency scenario: the I/O thread against the workers.
  *
  * Many pairs of jobs bounce bytes over socketpairs while sleepers come and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers for the concurrency scenarios: plain programs (no Criterion,
  * which aborts under ThreadSanitizer) run by tools/run-scenarios.sh under
  * `make test` (quick), `make check-tsan` (full) and `make stress` (stress).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: a job pinned to a blocked worker's CPU waits, an any-CPU job
  * (even one in the blocked worker's LIFO slot) is stolen; HIGH overtakes
  * queued NORMAL jobs; reschedule hops between CPUs. */

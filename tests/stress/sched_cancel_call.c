@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: CORO_CANCEL landing anywhere keeps completed work, and
  * coro_call claims a child frame once (issue 9, items 4 and 7), across
  * 1/2/4/8 workers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: shutdown (DRAIN and CANCEL) while plain threads spawn and jobs
  * wait on each other; no lost wake-up on submit-to-parked-worker. */
 #define _GNU_SOURCE

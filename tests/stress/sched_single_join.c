@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: single-threaded mode (workers = 0) with several threads in
  * coro_join at once (issue 9, item 8).  Each thread spawns jobs that yield,
  * sleep a little and return a value, and joins them; the joins hand the

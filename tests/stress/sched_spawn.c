@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: spawning from plain threads and from jobs, joins, coro_done,
  * yields, random masks and priorities, reschedule, across 1/2/4/8
  * workers.  Checks every job ran exactly once, inside its mask. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: one channel shared by producer jobs, consumer jobs, a producer
  * thread and a consumer thread, a small buffer, then close; across 1/2/4/8
  * workers.  Checks every item is received exactly once and close wakes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: jobs and plain threads increment one counter under a
  * coro_mutex_t; a semaphore and a wait group run beside it; across
  * 1/2/4/8 workers.  Checks the count is exact (TSan sees the counter's

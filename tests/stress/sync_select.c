@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scenario: selectors (jobs and a plain thread) each select over
  * receive-from-a, receive-from-b and a quit event, while producers feed a
  * and b and other selectors offer items with a send branch; then quit is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/bench/bench_common.h - helpers shared by the C and C++ twins.
  *
  * Every bench program is called as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* corokit side of the benchmarks: every design.md section 7 shape, written
  * against the public API only (include/corokit.h).  Same contract as the
  * peers' twins (bench_common.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_latency - the I/O figures of docs/io.md.
  *
  *   io_latency pingpong [ROUNDS] [WORKERS]  two jobs bounce one byte over a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // marl twin of the corokit benchmarks (design.md section 7). Built only when
 // MARL_DIR points at a marl source tree (run.sh); nothing of marl is kept here.
 // marl has no yield, no I/O and no sleep: yield_many, spawn_many_remote_busy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OpenMP-tasks twin of the corokit benchmarks (design.md section 7), for the
  * shapes tasks fit: spawning, chains and fork-join. OpenMP has no message
  * wait, no I/O and no timers; libgomp's taskyield does nothing, so

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tools/bench/run.sh - build corokit's benchmark programs and its peers' twins,
-# run every design.md section 7 shape on every system several times with the
+# run every shape of docs/benchmarks.md on every system several times with the
 # systems alternating, and print one table.  `make bench` calls this.
 #
 # Environment (all optional):
@@ -268,7 +269,12 @@ table() {
                     k = b SUBSEP ss[j]
                     if (!(k in med)) { if (md) printf " - |"; continue }
                     r = ""
-                    if (ss[j] != "corokit" && (c in med) && med[c] > 0) r = sprintf("%.2f", med[k] / med[c])
+                    if (ss[j] != "corokit" && (c in med) && med[c] > 0) {
+                        r = sprintf("%.2f", med[k] / med[c])
+                        # "~": the two p10-p90 ranges overlap, so neither
+                        # system wins this row beyond the noise
+                        if (p10[k] <= p90[c] && p10[c] <= p90[k]) r = "~" r
+                    }
                     if (md)
                         printf " %s%s |", fmt(med[k], b), r != "" ? " (" r "x)" : ""
                     else
@@ -320,19 +326,32 @@ plots() {
             END { n = split(systems, s, " "); for (i = 1; i <= n; i++) if (s[i] in m) print s[i], m[s[i]], lo[s[i]], hi[s[i]] }' \
             "$OUT/results.csv" >"$OUT/plot/$b.dat"
         title="$b ($WORKERS workers; lower is better)"
+        # a log axis when the values span more than a decade, so that the
+        # small bars stay readable; else a linear one from 0
+        local yscale
+        yscale=$(awk '{ if (lo == "" || $3 < lo) lo = $3; if ($4 > hi) hi = $4 }
+            END { print (lo > 0 && hi / lo > 10) ? "log" : "lin" }' "$OUT/plot/$b.dat")
+        if [ "$yscale" = log ]; then
+            yscale='set logscale y; set yrange [*:*]'
+            unit="$unit, log scale"
+        else
+            yscale='set yrange [0:*]'
+        fi
         gnuplot <<EOF 2>"$OUT/plot/$b.err" || warn "gnuplot failed for $b"
 set terminal pngcairo size 640,400 noenhanced font "sans,10"
 set output "$PLOTS/$b.png"
 set title "$title"
 set ylabel "$unit"
-set yrange [0:*]
+$yscale
 set format y "%g"
 set style fill solid 0.6 border -1
 set boxwidth 0.6
 set grid ytics
 set xrange [-0.6:*]
 unset key
-plot "$OUT/plot/$b.dat" using 0:2:xtic(1) with boxes lc rgb "#4477aa", \
+# corokit in orange, every peer in blue
+plot "$OUT/plot/$b.dat" using 0:2:(strcol(1) eq "corokit" ? 0xee7733 : 0x4477aa):xtic(1) \
+         with boxes lc rgb variable, \
      "" using 0:2:3:4 with yerrorbars lc rgb "black" pt 0
 EOF
     done

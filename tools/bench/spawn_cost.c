@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spawn_cost: the cost of one spawn+run of an empty job, ns per job.
  *   spawn_cost st [rounds]              single-threaded: spawn 10,000 empty
  *                                       jobs from the driving thread, run them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tools/bench/sync_bench.c - corokit sync figures.
  *
  *   ping_pong  design.md section 7: 1,000 pairs; A spawns B, A sends B a

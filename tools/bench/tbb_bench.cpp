@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // oneTBB twin of the corokit benchmarks (design.md section 7), for the shapes
 // task_group fits: spawning, chains and fork-join. oneTBB has no yield, no
 // message wait, no I/O and no timers, so ping_pong, yield_many,

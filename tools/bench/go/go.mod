@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 module corokit/bench
 
 go 1.19

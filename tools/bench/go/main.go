@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Go twin of the corokit benchmarks (design.md section 7). Same contract as
 // tools/bench/bench_common.h:  go_bench SHAPE|list [WORKERS [ITERS [SIZE]]]
 // WORKERS sets GOMAXPROCS. Go has no thread outside its scheduler: where a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 //! tokio twin of the corokit benchmarks (design.md section 7). The shapes are
 //! tokio's benches/rt_multi_threaded.rs, with design.md's sizes. Same contract
 //! as tools/bench/bench_common.h:  tokio_bench SHAPE|list [WORKERS [ITERS [SIZE]]]

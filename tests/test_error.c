@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Error codes, C++-free ABI facts and the default configuration: what an
+ * integrator relies on without reading lib/. */
+#include <criterion/criterion.h>
+#include <corokit.h>
+
+Test(error, codes_the_library_returns_have_a_name_and_a_text, .timeout = 10)
+{
+    /* each of these is returned by lib/ (grep -E '\-E[A-Z]+' lib/) or by the
+     * system calls behind the I/O awaitables */
+    static const struct { int e; const char *name; } codes[] = {
+        { ENOSPC, "ENOSPC" }, { EIO, "EIO" }, { ECONNRESET, "ECONNRESET" },
+        { ECONNREFUSED, "ECONNREFUSED" }, { EMFILE, "EMFILE" },
+        { EADDRINUSE, "EADDRINUSE" }, { ENOTCONN, "ENOTCONN" },
+        { EINVAL, "EINVAL" }, { ESHUTDOWN, "ESHUTDOWN" },
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        cr_assert_str_eq(coro_err_name(-codes[i].e), codes[i].name);
+        cr_assert_str_neq(coro_strerror(-codes[i].e), "unknown error", "%s", codes[i].name);
+    }
+    cr_assert_str_eq(coro_strerror(-ECONNRESET), "connection reset by peer");
+    cr_assert_str_eq(coro_strerror(-ENOSPC), coro_strerror(ENOSPC));
+}
+
+Test(error, a_code_outside_the_map_is_unknown_not_a_crash, .timeout = 10)
+{
+    cr_assert_str_eq(coro_err_name(-4095), "UNKNOWN");
+    cr_assert_str_eq(coro_strerror(-4095), "unknown error");
+}
+
+Test(error, every_map_entry_has_a_distinct_value_and_text, .timeout = 10)
+{
+    static const struct { int e; const char *name, *msg; } map[] = {
+#define X(name, msg) { name, #name, msg },
+        CORO_ERRNO_MAP(X)
+#undef X
+    };
+    size_t n = sizeof map / sizeof map[0];
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_str_eq(coro_err_name(-map[i].e), map[i].name);
+        cr_assert_str_eq(coro_strerror(-map[i].e), map[i].msg);
+        for (size_t j = i + 1; j < n; j++)
+            cr_assert_neq(map[i].e, map[j].e, "%s and %s", map[i].name, map[j].name);
+    }
+}
+
+Test(abi, option_structs_start_zeroed_with_room_to_grow, .timeout = 10)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_config_t f = coro_sched_config_default();
+    cr_assert_eq(c.workers, CORO_WORKERS_AUTO);
+    cr_assert(c.pin);
+    /* the macro and the function agree, field by field (not memcmp: the
+     * padding of a compound literal is unspecified) */
+    cr_assert_eq(f.workers, c.workers);
+    cr_assert_eq(f.pin, c.pin);
+    cr_assert_eq(f.cpus, NULL);
+    cr_assert_eq(f.alloc, NULL);
+    for (size_t i = 0; i < sizeof c.reserved / sizeof c.reserved[0]; i++)
+        cr_assert_eq(c.reserved[i] | f.reserved[i], 0);
+    coro_spawn_opts_t o = { .priority = CORO_PRIO_HIGH };
+    for (size_t i = 0; i < sizeof o.reserved / sizeof o.reserved[0]; i++)
+        cr_assert_eq(o.reserved[i], 0);
+    cr_assert_geq(sizeof o.reserved, 2 * sizeof(int64_t), "room for .group and .deadline");
+}

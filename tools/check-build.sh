@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tools/check-build.sh BUILD_DIR - what a packager and a user see:
+#   1. every public header compiles alone as C11 and as C++17 (g++ and, when
+#      present, clang++) with -Wall -Wextra -Werror -pedantic;
+#   2. `make install DESTDIR=scratch PREFIX=/opt/corokit`, then the C and C++
+#      programs of tests/build/ are built against the installed tree through
+#      pkg-config only - shared, and fully static (-static: --static must list
+#      everything) - and run;
+#   3. the README's example program compiles as shown and runs;
+#   4. `make uninstall` leaves no file behind.
+# Fast (a few seconds): one install, six small compiles.
+set -eu
+B=${1:-build}
+CC=${CC:-cc}
+CXX=${CXX:-$(case "$CC" in *clang*) echo clang++ ;; *) echo g++ ;; esac)}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/corokit-build.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "check-build: FAIL: $*" >&2; exit 1; }
+say() { echo "check-build: $*"; }
+STRICT="-Wall -Wextra -Werror -pedantic"
+
+# 1. each header alone, C and C++
+for h in include/corokit.h include/corokit/*.h; do
+    inc=${h#include/}
+    printf '#include <%s>\nint main(void) { return 0; }\n' "$inc" > "$TMP/h.c"
+    $CC -std=c11 -D_DEFAULT_SOURCE $STRICT -DCORO_USE_SWITCH -Iinclude -c "$TMP/h.c" -o "$TMP/h.o" ||
+        fail "$inc does not compile alone as C11"
+    cp "$TMP/h.c" "$TMP/h.cc"
+    for cxx in $CXX $(command -v clang++ >/dev/null && [ "$CXX" != clang++ ] && echo clang++); do
+        $cxx -std=c++17 $STRICT -Iinclude -c "$TMP/h.cc" -o "$TMP/h.o" ||
+            fail "$inc does not compile alone as C++17 with $cxx"
+    done
+done
+say "headers compile alone as C11 and C++17 (-pedantic -Werror)"
+
+# 2. install, then build against the installed tree through pkg-config only
+D="$TMP/dest"
+P=/opt/corokit
+make --no-print-directory -s install B="$B" DESTDIR="$D" PREFIX="$P" CC="$CC" >/dev/null
+PC="$D$P/lib/pkgconfig/corokit.pc"
+[ -f "$PC" ] || fail "no corokit.pc installed"
+grep -qx "prefix=$P" "$PC" || fail "corokit.pc: prefix is not $P"
+grep -qx 'libdir=${prefix}/lib' "$PC" || fail 'corokit.pc: libdir is not ${prefix}/lib'
+grep -qx 'includedir=${prefix}/include' "$PC" || fail 'corokit.pc: includedir is not ${prefix}/include'
+for l in libcorokit.so libcorokit.so.0; do
+    [ -L "$D$P/lib/$l" ] || fail "$l is not a link"
+done
+real=$(readlink -f "$D$P/lib/libcorokit.so")
+case "$real" in *libcorokit.so.*.*.*) ;; *) fail "libcorokit.so does not lead to .so.MAJOR.MINOR.PATCH" ;; esac
+objdump -p "$real" | grep -q 'SONAME *libcorokit\.so\.[0-9]*$' || fail "no soname libcorokit.so.MAJOR"
+[ -f "$D$P/share/man/man3/coro_spawn.3" ] || fail "man pages not installed"
+[ -f "$D$P/share/man/man7/corokit.7" ] || fail "corokit(7) not installed"
+
+pc() { PKG_CONFIG_PATH="$D$P/lib/pkgconfig" pkg-config --define-variable=prefix="$D$P" "$@" corokit; }
+libs_static=$(pc --static --libs)
+dups=$(printf '%s\n' $libs_static | sort | uniq -d)
+[ -z "$dups" ] || fail "pkg-config --static --libs repeats: $dups"
+CFL=$(pc --cflags)
+
+run() { # name, binary, [expect static]
+    LD_LIBRARY_PATH="$D$P/lib" "$2" || fail "$1 failed (exit $?)"
+}
+$CC -std=c11 $STRICT -DCORO_USE_SWITCH $CFL tests/build/consumer.c -o "$TMP/c-shared" $(pc --libs)
+LD_LIBRARY_PATH="$D$P/lib" ldd "$TMP/c-shared" | grep -q "$D$P/lib/libcorokit.so.0" ||
+    fail "the shared C program does not load the installed libcorokit.so.0"
+run "C, shared" "$TMP/c-shared"
+$CC -std=gnu11 -Wall -Wextra -Werror -static $CFL tests/build/consumer.c -o "$TMP/c-static" $libs_static
+run "C, static" "$TMP/c-static"
+$CXX -std=c++17 $STRICT $CFL tests/build/consumer.cc -o "$TMP/cxx-shared" $(pc --libs)
+run "C++17, shared" "$TMP/cxx-shared"
+$CXX -std=gnu++17 -Wall -Wextra -Werror -static $CFL tests/build/consumer.cc -o "$TMP/cxx-static" $libs_static
+run "gnu++17, static" "$TMP/cxx-static"
+say "C and C++ programs built through pkg-config (shared and static) run"
+
+# 3. the README's example: the first ```c block, as shown
+awk '/^```c$/ { on = 1; next } on && /^```$/ { exit } on' README.md > "$TMP/readme.c"
+[ -s "$TMP/readme.c" ] || fail "no \`\`\`c block in README.md"
+$CC -std=gnu11 -Wall -Wextra -Werror $CFL "$TMP/readme.c" -o "$TMP/readme" $(pc --libs) ||
+    fail "the README example does not compile as shown"
+run "README example" "$TMP/readme" >/dev/null
+say "the README example compiles as shown and runs"
+
+# 4. uninstall removes everything
+make --no-print-directory -s uninstall B="$B" DESTDIR="$D" PREFIX="$P" >/dev/null
+left=$(find "$D" -type f -o -type l)
+[ -z "$left" ] || fail "make uninstall left: $left"
+say "make uninstall removes every installed file"
