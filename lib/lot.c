@@ -68,12 +68,13 @@
  *   - joiner slots: a job that awaits coro_done(T) of its own scheduler
  *     sits in T->joiner (no lot).  It is also linked (next / wait_obj as
  *     prev) on a per-worker registry list under that list's mutex, and
- *     keeps the list's index in wait_slot.  Whoever unlinks it there owns
+ *     keeps the list's index in wait_slot (a spinlock: see jreg_lock).  Whoever unlinks it there owns
  *     its wake-up: T's finisher (after its exchange of T->joiner took it),
  *     or cancel after a CAS of T->joiner from the job to NULL (T is valid:
  *     its awaiter has not resumed).  A cancel whose CAS fails leaves the
  *     job to the finisher that took the slot.
  */
+#include <sched.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -108,10 +109,35 @@ struct tent {
 };
 
 struct jreg {
-    pthread_mutex_t lock;
+    uint32_t lock;          /* a spinlock: a few pointer writes under it */
     coro_t *head;           /* linked through next; prev in wait_obj */
-    char pad[CORO__CACHELINE - sizeof(pthread_mutex_t) - sizeof(coro_t *)];
+    char pad[CORO__CACHELINE - 2 * sizeof(coro_t *)];
 };
+
+/* The registry lists are held for a handful of stores, on every suspended
+ * coro_done: a pthread mutex cost fib 10% of its instructions.  The
+ * spinlock gives the CPU away after a few tries, so a pre-empted holder
+ * (more workers than CPUs) is not spun against. */
+static void jreg_lock(struct jreg *r)
+{
+    /* acquire: pairs with jreg_unlock's release; the list is read after */
+    for (unsigned i = 0; __atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE); i++) {
+        while (__atomic_load_n(&r->lock, __ATOMIC_RELAXED)) {
+            if (++i >= 64)
+                sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+            else
+                __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static void jreg_unlock(struct jreg *r)
+{
+    /* release: the list's updates before the next holder's acquire */
+    __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
+}
 
 struct coro__lotsched {
     coro_sched_t *s;
@@ -626,17 +652,17 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
 
     if (__atomic_load_n(&target->joiner, __ATOMIC_RELAXED))
         return -1;
-    pthread_mutex_lock(&r->lock);
+    jreg_lock(r);
     /* after the lock: cancel locks every list after it set the flag */
     if (coro__cancelling(s)) {
-        pthread_mutex_unlock(&r->lock);
+        jreg_unlock(r);
         *res = -ECANCELED;
         return CORO__ARM_READY;
     }
     /* acq_rel: one awaiter wins the slot */
     if (!__atomic_compare_exchange_n(&target->joiner, &none, job, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED)) {
-        pthread_mutex_unlock(&r->lock);
+        jreg_unlock(r);
         return -1;
     }
     job->wait_slot = (uint32_t)idx;     /* published by the CAS below */
@@ -648,7 +674,7 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
             /* it finished (or was never a job) before the flag: undo */
             __atomic_store_n(&target->joiner, NULL, __ATOMIC_RELAXED);
             job->wait_slot = 0;
-            pthread_mutex_unlock(&r->lock);
+            jreg_unlock(r);
             *res = lst == CORO__S_DONE ? target->result : -EINVAL;
             return CORO__ARM_READY;
         }
@@ -664,7 +690,7 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
     if (r->head)
         r->head->wait_obj = job;
     r->head = job;
-    pthread_mutex_unlock(&r->lock);
+    jreg_unlock(r);
     return CORO__ARM_PENDING;
 }
 
@@ -686,9 +712,9 @@ void coro__lot_joiner_wake(coro_t *w, intptr_t res)
 {
     struct jreg *r = &w->sched->lot->reg[w->wait_slot];
 
-    pthread_mutex_lock(&r->lock);
+    jreg_lock(r);
     jreg_unlink(r, w);
-    pthread_mutex_unlock(&r->lock);
+    jreg_unlock(r);
     coro__wake(w, res);
 }
 
@@ -738,7 +764,7 @@ int coro__lot_cancel_sched(coro_sched_t *s)
     for (int i = 0; i < ls->nreg; i++) {
         struct jreg *r = &ls->reg[i];
         coro_t *woken = NULL;
-        pthread_mutex_lock(&r->lock);
+        jreg_lock(r);
         for (coro_t *w = r->head, *nx; w; w = nx) {
             nx = w->next;
             coro_t *target = w->top->aw.arg[0].p, *me = w;
@@ -751,7 +777,7 @@ int coro__lot_cancel_sched(coro_sched_t *s)
                 woken = w;
             }
         }
-        pthread_mutex_unlock(&r->lock);
+        jreg_unlock(r);
         while (woken) {
             coro_t *nx = woken->next;
             woken->next = NULL;
@@ -791,8 +817,6 @@ int coro__lot_sched_init(coro_sched_t *s)
         coro__lot_sched_fini(s);
         return -ENOMEM;
     }
-    for (int i = 0; i < ls->nreg; i++)
-        pthread_mutex_init(&ls->reg[i].lock, NULL);
     ls->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (ls->tfd < 0) {
         int rc = -errno;
@@ -811,9 +835,6 @@ void coro__lot_sched_fini(coro_sched_t *s)
     /* after shutdown no job waits: every entry is gone with its wait */
     if (ls->tfd >= 0)
         close(ls->tfd);
-    if (ls->reg)
-        for (int i = 0; i < ls->nreg; i++)
-            pthread_mutex_destroy(&ls->reg[i].lock);
     coro__free(s, ls->reg, (size_t)ls->nreg * sizeof *ls->reg);
     coro__free(s, ls->parked, PARKED_WORDS * sizeof *ls->parked);
     coro__free(s, ls->a, ls->cap * sizeof *ls->a);
