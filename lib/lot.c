@@ -145,6 +145,7 @@ struct coro__lotsched {
     pthread_mutex_t hlock;
     struct tent *a;
     uint32_t n, cap;
+    uint32_t npend;         /* atomic copy of n, for coro__lot_timers_pending */
     int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
     int tfd;
     /* registry */
@@ -232,6 +233,7 @@ static struct tent heap_remove(struct coro__lotsched *ls, uint32_t idx)
 {
     struct tent out = ls->a[idx], last = ls->a[--ls->n];
 
+    __atomic_store_n(&ls->npend, ls->n, __ATOMIC_RELAXED);
     out.w->wait_slot = 0;
     if (idx != ls->n) {
         if (idx > 0 && last.deadline < ls->a[(idx - 1) / 2].deadline)
@@ -261,6 +263,7 @@ static int timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, int6
         ls->cap = cap;
     }
     sift_up(ls, ls->n++, t);
+    __atomic_store_n(&ls->npend, ls->n, __ATOMIC_RELAXED);
     if (deadline < ls->armed)
         tfd_set(ls, deadline);
     pthread_mutex_unlock(&ls->hlock);
@@ -627,12 +630,10 @@ int coro__lot_timers_fire(coro_sched_t *s)
 
 bool coro__lot_timers_pending(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
-
-    pthread_mutex_lock(&ls->hlock);
-    bool any = ls->n != 0;
-    pthread_mutex_unlock(&ls->hlock);
-    return any;
+    /* relaxed: a hint for the single-threaded driver, whose own jobs are
+     * the only ones that add timers there (and a timer's fire is what
+     * clears it) */
+    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) != 0;
 }
 
 int coro__lot_timer_fd(coro_sched_t *s)
