@@ -183,10 +183,12 @@ static int poker_body(coro_t *co)
 static void *hog(void *arg)
 {
     struct ctx *x = arg;
-    volatile uint64_t v = 0;
-    while (!__atomic_load_n(&x->stop, __ATOMIC_RELAXED))
+    uint64_t v = 0;
+    while (!__atomic_load_n(&x->stop, __ATOMIC_RELAXED)) {
         for (int i = 0; i < 100000; i++)
             v += (uint64_t)i;
+        __asm__ volatile("" : : "r"(v));    /* keep the loop */
+    }
     return NULL;
 }
 
