@@ -29,7 +29,9 @@
  * select's own key) hash into their own buckets, taken only after an even
  * one, so that nesting is never a bucket within itself.
  *
- * TIMERS (a timeout belongs to its wait).  Each scheduler has one min-heap
+ * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
+ * lib/lot_timer.c, struct coro__lotsched in lib/lot_impl.h).  Each
+ * scheduler has one min-heap
  * of {deadline, waiter, key} behind its own timerfd, under its own mutex
  * (hlock), preallocated (TIMER_PREALLOC entries) so that steady-state
  * timed waits allocate nothing; growth goes through the config allocator
@@ -76,18 +78,14 @@
  */
 #include <sched.h>
 #include <string.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
-#include "sched_impl.h"
-#include "sync_impl.h"
+#include "lot_impl.h"
 
 #define LOT_BITS 16
 #define LOT_SIZE (1u << LOT_BITS)
 #define SEL_BITS 6
 #define SEL_SIZE (1u << SEL_BITS)
 #define NBUCKETS (LOT_SIZE + SEL_SIZE)
-#define TIMER_PREALLOC 256
 
 struct coro__lotb {
     pthread_mutex_t lock;
@@ -101,18 +99,6 @@ static struct bucket lot[LOT_SIZE];
 _Static_assert(LOT_BITS <= 16, "4 MiB of buckets at most");
 /* odd keys: a select's own key; taken only after an even bucket */
 static struct bucket sel_lot[SEL_SIZE];
-
-struct tent {
-    int64_t deadline;
-    coro_t *w;              /* the waiting job */
-    const void *key;        /* what it waits on */
-};
-
-struct jreg {
-    uint32_t lock;          /* a spinlock: a few pointer writes under it */
-    coro_t *head;           /* linked through next; prev in wait_obj */
-    char pad[CORO__CACHELINE - 2 * sizeof(coro_t *)];
-};
 
 /* The registry lists are held for a handful of stores, on every suspended
  * coro_done: a pthread mutex cost fib 10% of its instructions.  The
@@ -139,22 +125,6 @@ static void jreg_unlock(struct jreg *r)
     __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
 }
 
-struct coro__lotsched {
-    coro_sched_t *s;
-    /* timers */
-    pthread_mutex_t hlock;
-    struct tent *a;
-    uint32_t n, cap;
-    uint32_t npend;         /* atomic copy of n, for coro__lot_timers_pending */
-    int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
-    int tfd;
-    /* registry */
-    uint64_t *parked;       /* NBUCKETS bits */
-    int nreg;
-    struct jreg *reg;       /* one per worker slot */
-    uint64_t visits;        /* buckets the last cancel visited (tests) */
-};
-
 #define PARKED_WORDS ((NBUCKETS + 63) / 64)
 
 static struct bucket *bucket_of(const void *key)
@@ -176,108 +146,6 @@ static unsigned bucket_index(const struct bucket *b)
 static struct bucket *bucket_at(unsigned i)
 {
     return i < LOT_SIZE ? &lot[i] : &sel_lot[i - LOT_SIZE];
-}
-
-/* ---- the timer heap (under hlock) ------------------------------------------ */
-
-static void tfd_set(struct coro__lotsched *ls, int64_t d)
-{
-    struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-
-    ls->armed = d;
-    if (d != INT64_MAX) {
-        if (d <= 0)
-            d = 1;      /* 0 would disarm */
-        its.it_value.tv_sec = d / 1000000000;
-        its.it_value.tv_nsec = d % 1000000000;
-    }
-    timerfd_settime(ls->tfd, TFD_TIMER_ABSTIME, &its, NULL);
-}
-
-static inline void tplace(struct coro__lotsched *ls, uint32_t i, struct tent t)
-{
-    ls->a[i] = t;
-    t.w->wait_slot = i + 1;
-}
-
-static void sift_up(struct coro__lotsched *ls, uint32_t i, struct tent t)
-{
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (ls->a[parent].deadline <= t.deadline)
-            break;
-        tplace(ls, i, ls->a[parent]);
-        i = parent;
-    }
-    tplace(ls, i, t);
-}
-
-static void sift_down(struct coro__lotsched *ls, uint32_t i, struct tent t)
-{
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= ls->n)
-            break;
-        if (c + 1 < ls->n && ls->a[c + 1].deadline < ls->a[c].deadline)
-            c++;
-        if (t.deadline <= ls->a[c].deadline)
-            break;
-        tplace(ls, i, ls->a[c]);
-        i = c;
-    }
-    tplace(ls, i, t);
-}
-
-/* remove entry idx; its waiter's wait_slot becomes 0 */
-static struct tent heap_remove(struct coro__lotsched *ls, uint32_t idx)
-{
-    struct tent out = ls->a[idx], last = ls->a[--ls->n];
-
-    __atomic_store_n(&ls->npend, ls->n, __ATOMIC_RELAXED);
-    out.w->wait_slot = 0;
-    if (idx != ls->n) {
-        if (idx > 0 && last.deadline < ls->a[(idx - 1) / 2].deadline)
-            sift_up(ls, idx, last);
-        else
-            sift_down(ls, idx, last);
-    }
-    return out;
-}
-
-/* under w's bucket lock: arm w's timeout.  0 or -ENOMEM */
-static int timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, int64_t deadline)
-{
-    struct tent t = { deadline, w, key };
-
-    pthread_mutex_lock(&ls->hlock);
-    if (ls->n == ls->cap) {
-        uint32_t cap = ls->cap * 2;
-        struct tent *a = coro__alloc(ls->s, cap * sizeof *a);
-        if (!a) {
-            pthread_mutex_unlock(&ls->hlock);
-            return -ENOMEM;
-        }
-        memcpy(a, ls->a, ls->n * sizeof *a);
-        coro__free(ls->s, ls->a, ls->cap * sizeof *a);
-        ls->a = a;
-        ls->cap = cap;
-    }
-    sift_up(ls, ls->n++, t);
-    __atomic_store_n(&ls->npend, ls->n, __ATOMIC_RELAXED);
-    if (deadline < ls->armed)
-        tfd_set(ls, deadline);
-    pthread_mutex_unlock(&ls->hlock);
-    return 0;
-}
-
-/* under w's bucket lock: w's wait ended another way, drop its timer */
-static void timer_del(coro_t *w)
-{
-    struct coro__lotsched *ls = w->sched->lot;
-
-    pthread_mutex_lock(&ls->hlock);
-    heap_remove(ls, w->wait_slot - 1);
-    pthread_mutex_unlock(&ls->hlock);
 }
 
 /* ---- wait lists --------------------------------------------------------------- */
@@ -304,7 +172,7 @@ static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
     w->next = NULL;
     if (w->flags & CORO__FL_TIMED) {    /* only jobs: threads and branches never */
         w->flags &= (uint8_t)~CORO__FL_TIMED;
-        timer_del(w);
+        coro__lot_timer_del(w);
     }
 }
 
@@ -324,6 +192,11 @@ static void wake_waiter(coro_t *w, intptr_t res)
 }
 
 /* ---- the sync objects' interface (lib/sync_impl.h) ------------------------ */
+
+coro__lotb_t *coro__lot_bucket(const void *key)
+{
+    return bucket_of(key);
+}
 
 coro__lotb_t *coro__lot_lock(const void *key)
 {
@@ -395,7 +268,7 @@ int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadli
     if (deadline >= 0) {
         if (!coro__sched_io(s))
             return -ENOSYS;     /* built without an I/O layer: no timers */
-        if ((rc = timer_add(s->lot, job, key, deadline)) < 0)
+        if ((rc = coro__lot_timer_add(s->lot, job, key, deadline)) < 0)
             return rc;
         job->flags |= CORO__FL_TIMED;
     }
@@ -584,63 +457,6 @@ bool coro__lot_remove(void *key, coro_t *job)
     return removed;
 }
 
-/* ---- firing timers ------------------------------------------------------------- */
-
-int coro__lot_timers_fire(coro_sched_t *s)
-{
-    struct coro__lotsched *ls = s->lot;
-    uint64_t v;
-    int n = 0;
-
-    ssize_t r = read(ls->tfd, &v, sizeof v);    /* non-blocking: clear readiness */
-    (void)r;
-    int64_t now = coro__now();
-    for (;;) {
-        pthread_mutex_lock(&ls->hlock);
-        if (!ls->n || ls->a[0].deadline > now) {
-            int64_t d = ls->n ? ls->a[0].deadline : INT64_MAX;
-            if (d != ls->armed)
-                tfd_set(ls, d);
-            pthread_mutex_unlock(&ls->hlock);
-            return n;
-        }
-        struct bucket *b = bucket_of(ls->a[0].key);
-        pthread_mutex_unlock(&ls->hlock);
-
-        coro__wl_t wl;
-        coro__wl_init(&wl);
-        pthread_mutex_lock(&b->lock);
-        pthread_mutex_lock(&ls->hlock);
-        struct tent t = { 0, NULL, NULL };
-        /* decided again under the bucket lock: the entry's waiter is then
-         * linked and alive (the invariant at the top of the file) */
-        if (ls->n && ls->a[0].deadline <= now && bucket_of(ls->a[0].key) == b)
-            t = heap_remove(ls, 0);
-        pthread_mutex_unlock(&ls->hlock);
-        if (t.w)
-            t.w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
-        if (t.w && coro__lot_unlink(b, t.key, t.w)) {
-            coro__wl_add(&wl, t.w, -ETIMEDOUT);
-            n++;
-        }
-        pthread_mutex_unlock(&b->lock);
-        coro__wl_wake(&wl);
-    }
-}
-
-bool coro__lot_timers_pending(coro_sched_t *s)
-{
-    /* relaxed: a hint for the single-threaded driver, whose own jobs are
-     * the only ones that add timers there (and a timer's fire is what
-     * clears it) */
-    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) != 0;
-}
-
-int coro__lot_timer_fd(coro_sched_t *s)
-{
-    return s->lot->tfd;
-}
-
 /* ---- joiner slots (coro_done within one scheduler) ----------------------------- */
 
 int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t *res)
@@ -801,26 +617,21 @@ uint64_t coro__lot_cancel_visits(coro_sched_t *s)
 int coro__lot_sched_init(coro_sched_t *s)
 {
     struct coro__lotsched *ls = coro__alloc(s, sizeof *ls);
+    int rc;
 
     if (!ls)
         return -ENOMEM;
     ls->s = s;
-    ls->tfd = -1;
-    ls->armed = INT64_MAX;
-    pthread_mutex_init(&ls->hlock, NULL);
-    ls->cap = TIMER_PREALLOC;
-    ls->a = coro__alloc(s, ls->cap * sizeof *ls->a);
+    ls->tfd = -1;       /* coro__lot_timers_fini may run before init */
+    s->lot = ls;
     ls->parked = coro__alloc(s, PARKED_WORDS * sizeof *ls->parked);
     ls->nreg = s->nslots;
     ls->reg = coro__alloc(s, (size_t)ls->nreg * sizeof *ls->reg);
-    s->lot = ls;
-    if (!ls->a || !ls->parked || !ls->reg) {
+    if (!ls->parked || !ls->reg) {
         coro__lot_sched_fini(s);
         return -ENOMEM;
     }
-    ls->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (ls->tfd < 0) {
-        int rc = -errno;
+    if ((rc = coro__lot_timers_init(ls)) < 0) {
         coro__lot_sched_fini(s);
         return rc;
     }
@@ -833,13 +644,10 @@ void coro__lot_sched_fini(coro_sched_t *s)
 
     if (!ls)
         return;
-    /* after shutdown no job waits: every entry is gone with its wait */
-    if (ls->tfd >= 0)
-        close(ls->tfd);
+    /* after shutdown no job waits: every timer went with its wait */
+    coro__lot_timers_fini(ls);
     coro__free(s, ls->reg, (size_t)ls->nreg * sizeof *ls->reg);
     coro__free(s, ls->parked, PARKED_WORDS * sizeof *ls->parked);
-    coro__free(s, ls->a, ls->cap * sizeof *ls->a);
-    pthread_mutex_destroy(&ls->hlock);
     coro__free(s, ls, sizeof *ls);
     s->lot = NULL;
 }
