@@ -470,8 +470,9 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
     if (__atomic_load_n(&target->joiner, __ATOMIC_RELAXED))
         return -1;
     jreg_lock(r);
-    /* after the lock: cancel locks every list after it set the flag */
-    if (coro__cancelling(s)) {
+    /* after the lock: cancel locks every list after it set the flag.
+     * acquire: as coro__cancelling, inlined on this hot path */
+    if (__atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE)) {
         jreg_unlock(r);
         *res = -ECANCELED;
         return CORO__ARM_READY;
