@@ -39,8 +39,9 @@ static inline void coro__wl_init(coro__wl_t *wl)
 }
 
 /* under b (NULL: key's bucket, which the caller holds): unlink the oldest
- * waiter of key that may still be woken and return it (NULL: none).  A select stand-in is claimed for its select on
- * the way; one whose select has already completed is dropped. */
+ * waiter of key that may still be woken and return it (NULL: none); its
+ * timer goes with it.  A select branch's record is claimed through its
+ * hook on the way; one whose select has already completed is dropped. */
 CORO__HIDDEN coro_t *coro__lot_take(coro__lotb_t *b, const void *key);
 /* under b: is anything (even a stale stand-in) waiting on key? */
 CORO__HIDDEN bool coro__lot_waiting(coro__lotb_t *b, const void *key);
