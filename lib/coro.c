@@ -91,37 +91,17 @@ static bool done_validate(void *key, void *ctx, intptr_t *res)
 static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     coro_t *target = aw->arg[0].p;
-
-    coro_t *none = NULL;
+    int r;
 
     if (target == job) {
         *res = -EDEADLK;
         return CORO__ARM_READY;
     }
-    /* fast path: the first awaiter of a job of the same scheduler (so that
-     * CORO_CANCEL, which finishes the target, also resumes the awaiter) */
-    if (target->sched == s && !__atomic_load_n(&target->joiner, __ATOMIC_RELAXED) &&
-        /* acq_rel: one awaiter wins the slot */
-        __atomic_compare_exchange_n(&target->joiner, &none, job, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_RELAXED)) {
-        /* acquire: a DONE target's result is complete */
-        uint32_t st = __atomic_load_n(&target->state, __ATOMIC_ACQUIRE);
-        for (;;) {
-            uint32_t ls = st & CORO__S_MASK;
-            if (ls == CORO__S_DONE || ls == CORO__S_IDLE || ls == CORO__S_CHILD) {
-                /* it finished (or was never a job) before the flag: undo */
-                __atomic_store_n(&target->joiner, NULL, __ATOMIC_RELAXED);
-                *res = ls == CORO__S_DONE ? target->result : -EINVAL;
-                return CORO__ARM_READY;
-            }
-            /* acq_rel: the joiner pointer before the flag the finisher
-             * reads in its CAS to DONE */
-            if (__atomic_compare_exchange_n(&target->state, &st, st | CORO__F_JOINER, true,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-                return CORO__ARM_PENDING;
-        }
-    }
-    return coro__lot_park_job(target, job, done_validate, NULL, res, NULL);
+    /* fast path: the first awaiter of a job of the same scheduler sits in
+     * its joiner slot, registered with the scheduler for CORO_CANCEL */
+    if (target->sched == s && (r = coro__lot_joiner_arm(s, target, job, res)) >= 0)
+        return r;
+    return coro__lot_park_job(target, job, done_validate, NULL, res, -1);
 }
 
 static const struct coro_await_ops done_ops = { "done", done_arm };

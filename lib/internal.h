@@ -75,6 +75,7 @@ static inline void coro__fence_seq_cst(void)
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
 /* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
+#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/lot.c) */
 
 /* ---- awaitables ---------------------------------------------------------- */
 
@@ -122,21 +123,29 @@ CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
  * kernel's futex hash): jobs and plain threads wait on a key, wakers wake
  * one or all waiters of a key.  Objects that are waited on (jobs for
- * coro_done, events, mutexes, channels ...) need no list of their own, and
- * shutdown finds every waiting job by walking the buckets.
+ * coro_done, events, mutexes, channels ...) need no list of their own.
+ * Each scheduler keeps its lot timers (a heap behind its own timerfd) and
+ * a registry of the buckets and joiner slots its jobs wait in, so that
+ * CORO_CANCEL visits exactly its own waits.
  */
 typedef bool (*coro__lot_validate_fn)(void *key, void *ctx, intptr_t *res);
 
-/* coro__lot_park_job - under the key's bucket lock: if the job's scheduler
- * is cancelling, return CORO__ARM_READY with -ECANCELED; else call
- * validate(key, ctx, &res) (NULL = always wait): if it returns false, do
- * not wait: return CORO__ARM_READY with *res.  Otherwise queue job on key
- * (FIFO), bump job->wait_gen and return CORO__ARM_PENDING: the job stays
- * until an unpark or coro__lot_remove takes it.  *gen (if not NULL) gets
- * the new wait_gen, for a timeout to name this very wait. */
+/* per scheduler: timers + registry.  init: 0 or -ENOMEM / -errno (timerfd). */
+struct coro__lotsched;
+CORO__HIDDEN int coro__lot_sched_init(coro_sched_t *s);
+CORO__HIDDEN void coro__lot_sched_fini(coro_sched_t *s);
+
+/* coro__lot_park_job - under the key's bucket lock: call validate(key,
+ * ctx, &res) (NULL = always wait): if it returns false, do not wait:
+ * return CORO__ARM_READY with *res.  If the job's scheduler is cancelling,
+ * CORO__ARM_READY with -ECANCELED.  Otherwise queue job on key (FIFO) with
+ * a timer at the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) and
+ * return CORO__ARM_PENDING: the job stays until an unpark, its timer
+ * (-ETIMEDOUT) or cancel takes it.  A timer that cannot be had: READY with
+ * -ENOMEM (or -ENOSYS without an I/O layer). */
 CORO__HIDDEN int coro__lot_park_job(void *key, coro_t *job,
                                     coro__lot_validate_fn validate, void *ctx,
-                                    intptr_t *res, uint32_t *gen);
+                                    intptr_t *res, int64_t deadline);
 
 /* coro__lot_park_thread - the same for a plain thread: block until woken
  * or until the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) passes.
@@ -159,14 +168,34 @@ CORO__HIDDEN bool coro__lot_unpark_one_with(void *key, intptr_t res,
                                                        bool more, intptr_t *res),
                                             void *ctx);
 
-/* coro__lot_remove - withdraw job from key's list if it is still there
- * for the wait numbered gen (timeouts, select); true when it was removed:
- * the caller then owns the job's wake-up and must coro__wake it. */
-CORO__HIDDEN bool coro__lot_remove(void *key, coro_t *job, uint32_t gen);
+/* coro__lot_remove - withdraw job from key's list if it is there; true
+ * when it was removed (its timer too): the caller then owns the job's
+ * wake-up and must coro__wake it. */
+CORO__HIDDEN bool coro__lot_remove(void *key, coro_t *job);
 
-/* coro__lot_cancel_sched - wake every job of s that waits in the lot with
- * -ECANCELED.  Returns how many. */
+/* coro__lot_cancel_sched - wake every job of s that waits in the lot or in
+ * a joiner slot with -ECANCELED (s->cancelling already set, seq_cst).
+ * Visits only the buckets s's jobs have parked in.  Returns how many. */
 CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
+/* buckets the last coro__lot_cancel_sched(s) visited (tests) */
+CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
+
+/* Lot timers, for the I/O context: the timerfd to watch (its own epoll
+ * tag), what to call when it is readable (the I/O thread, or the thread
+ * in coro__io_poll; returns jobs woken), and whether any is pending (for
+ * coro__io_pending). */
+CORO__HIDDEN int coro__lot_timer_fd(coro_sched_t *s);
+CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
+CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
+CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now */
+
+/* coro_done within one scheduler: job awaits target through target's
+ * joiner slot (registered for CORO_CANCEL).  Returns an arm result, or -1
+ * when the slot is taken (use the lot). */
+CORO__HIDDEN int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job,
+                                      intptr_t *res);
+/* the finisher, after its exchange of target->joiner returned w: wake w */
+CORO__HIDDEN void coro__lot_joiner_wake(coro_t *w, intptr_t res);
 
 /* ---- futex ------------------------------------------------------------------ */
 CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
@@ -189,16 +218,6 @@ CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
-/* coro__io_timer_lot - a timeout for a parking-lot wait: at the absolute
- * CLOCK_MONOTONIC deadline (ns), on the I/O thread (single-threaded: in
- * coro__io_poll), do: if (coro__lot_remove(key, job, gen)) coro__wake(job,
- * -ETIMEDOUT).  Register it BEFORE parking (gen = job->wait_gen + 1, the
- * number the park will give); it is never cancelled: a timer whose wait
- * already ended finds nothing to remove (it compares the job pointer
- * only, never dereferences a job that is not on the list).  Returns 0,
- * -ENOMEM, or -ENOSYS without an I/O layer. */
-CORO__HIDDEN int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key,
-                                    coro_t *job, uint32_t gen);
 CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);
 
 /* ---- memory ----------------------------------------------------------------- */

@@ -66,6 +66,7 @@
 
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
+#define TAG_LOT (1ull << 60)    /* the lot's timerfd (lib/lot.c owns it) */
 #define MAX_EVENTS 256
 #define NO_TIMER (-1)
 
@@ -95,9 +96,6 @@ struct coro__io {
 
 static const struct coro__io_ops close_ops = {
     { "close", coro__io_arm }, CORO__IOK_CLOSE, 0, NULL, NULL, NULL,
-};
-static const struct coro__io_ops lot_ops = {
-    { "lot-timeout", coro__io_arm }, CORO__IOK_LOT, 0, NULL, NULL, NULL,
 };
 
 /* ---- the registration stack --------------------------------------------------- */
@@ -273,16 +271,6 @@ static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_
         fd_complete(io, fd, dir, res == 0 ? -ETIMEDOUT : res);
         break;
     }
-    case CORO__IOK_LOT: {
-        coro_t *node = t->p;
-        coro_await_t *aw = &node->aw;
-        coro_t *job = aw->arg[1].p;
-        /* on cancel the lot's own sweep resumes the job: just drop it */
-        if (res == 0 && coro__lot_remove(aw->arg[0].p, job, (uint32_t)aw->arg[2].i))
-            coro__wake(job, -ETIMEDOUT);
-        node_free(io, node);
-        break;
-    }
     }
 }
 
@@ -375,18 +363,6 @@ static void reg_one(struct coro__io *io, coro_t *job)
 
     if (ops->kind == CORO__IOK_CLOSE) {
         reg_close(io, job);         /* even when cancelling: it frees an fd */
-        return;
-    }
-    if (ops->kind == CORO__IOK_LOT) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_LOT, 0, job };
-        if (coro__cancelling(io->s) || timer_add(io, &t) < 0) {
-            /* cancelling: the lot's sweep resumes the waiter.  No memory:
-             * resume it now as if timed out, never leave it without one */
-            if (!coro__cancelling(io->s) &&
-                coro__lot_remove(aw->arg[0].p, aw->arg[1].p, (uint32_t)aw->arg[2].i))
-                coro__wake(aw->arg[1].p, -ETIMEDOUT);
-            node_free(io, job);
-        }
         return;
     }
     /* the check where the context inserts: see CANCEL at the top */
@@ -483,6 +459,8 @@ static int io_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
             ssize_t r = read(io->tfd, &v, sizeof v);
             (void)r;
             timer = true;
+        } else if (tag == TAG_LOT) {
+            done += coro__lot_timers_fire(io->s);   /* reads its timerfd */
         } else {
             fd_event(io, (int)tag, evs[i].events);
             done++;
@@ -552,6 +530,9 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     ev.data.u64 = TAG_TFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
         goto fail_errno;
+    ev.data.u64 = TAG_LOT;
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, coro__lot_timer_fd(s), &ev) < 0)
+        goto fail_errno;
     if (coro_sched_workers(s) > 0) {
         /* the I/O thread takes no signals: they go to the threads that
          * want them, or stay pending for coro_signal's signalfd */
@@ -584,15 +565,12 @@ void coro__io_destroy(struct coro__io *io)
         io->threaded = false;
     }
     /* after a drain nothing but stand-ins can be left: close requests
-     * still to perform and lot timeouts whose waits have ended */
+     * still to perform */
     drain(io);
     struct coro__tnode t;
     while (io->heap.n) {
         coro__heap_remove(&io->heap, io->heap.n - 1, &t);
-        if (t.kind == CORO__IOK_LOT)
-            node_free(io, t.p);
-        else
-            timer_fire(io, &t, -ECANCELED);     /* cannot happen after a drain */
+        timer_fire(io, &t, -ECANCELED);     /* cannot happen after a drain */
     }
     coro__heap_fini(&io->heap);
     coro__free(io->s, io->fds, io->nfds * sizeof *io->fds);
@@ -619,7 +597,8 @@ void coro__io_kick(struct coro__io *io)
 bool coro__io_pending(struct coro__io *io)
 {
     return __atomic_load_n(&io->npending, __ATOMIC_RELAXED) != 0 ||
-           __atomic_load_n(&io->head, __ATOMIC_RELAXED) != NULL;
+           __atomic_load_n(&io->head, __ATOMIC_RELAXED) != NULL ||
+           coro__lot_timers_pending(io->s);
 }
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
@@ -641,23 +620,6 @@ static coro_t *node_new(struct coro__io *io, const struct coro__io_ops *ops)
     node->top = node;
     node->aw.ops = &ops->base;
     return node;
-}
-
-int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key, coro_t *job,
-                       uint32_t gen)
-{
-    coro_t *node;
-
-    if (!io)
-        return -ENOSYS;
-    if (!(node = node_new(io, &lot_ops)))
-        return -ENOMEM;
-    node->aw.arg[0].p = key;
-    node->aw.arg[1].p = job;
-    node->aw.arg[2].i = (intptr_t)gen;
-    node->aw.timeout = deadline;
-    submit(io, node);
-    return 0;
 }
 
 int coro_close(coro_sched_t *s, int fd)

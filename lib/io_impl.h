@@ -12,7 +12,6 @@ enum {
     CORO__IOK_FD = 0,   /* wait until fd is ready in direction dir, then attempt() */
     CORO__IOK_SLEEP,    /* wake at aw->timeout */
     CORO__IOK_CLOSE,    /* a coro_close request (an allocated stand-in node) */
-    CORO__IOK_LOT,      /* a parking-lot timeout (an allocated stand-in node) */
 };
 
 #define CORO__DIR_RD 0
@@ -68,7 +67,7 @@ struct coro__tnode {
     int64_t deadline;
     uint32_t kind;      /* CORO__IOK_* */
     uint32_t aux;       /* FD: fd * 2 + dir */
-    void *p;            /* SLEEP: the job; LOT: the stand-in node */
+    void *p;            /* SLEEP: the job */
 };
 
 struct coro__heap {

@@ -21,14 +21,3 @@ int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
     (void)timeout_ns;
     return -EAGAIN;
 }
-
-int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key, coro_t *job,
-                       uint32_t gen)
-{
-    (void)io;
-    (void)deadline;
-    (void)key;
-    (void)job;
-    (void)gen;
-    return -ENOSYS;
-}

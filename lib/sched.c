@@ -134,7 +134,7 @@ void coro__finish(coro_t *job)
     if (old & CORO__F_JOINER) {
         coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
         if (w)
-            coro__wake(w, res);
+            coro__lot_joiner_wake(w, res);  /* off the cancel registry, then wake */
     }
     if (old & CORO__F_JOB_JOIN)
         coro__lot_unpark_all(job, res);
@@ -214,6 +214,7 @@ static void sched_free(coro_sched_t *s)
 {
     if (s->io)
         coro__io_destroy(s->io);
+    coro__lot_sched_fini(s);
     coro__cls_fini(s);
     free_workers(s);
     pthread_mutex_destroy(&s->shut_lock);
@@ -285,6 +286,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         }
     }
     if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)
+        goto fail;
+    if ((rc = coro__lot_sched_init(s)) < 0)
         goto fail;
     if ((rc = coro__io_create(s, &s->io)) < 0)
         goto fail;

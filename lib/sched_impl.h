@@ -83,6 +83,7 @@ struct coro_sched {
     pthread_mutex_t shut_lock;
 
     struct coro__io *io;
+    struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u

@@ -28,57 +28,34 @@ uintptr_t coro__thread_token(void)
 int64_t coro__deadline(int64_t timeout)
 {
     if (timeout < 0)
-        return -1;
+        return -1;      /* CORO_FOREVER (others were refused before) */
     int64_t now = coro__now();
     return timeout > INT64_MAX - now ? -1 : now + timeout;
-}
-
-int coro__lot_timeout(coro_sched_t *s, coro_t *job, const coro_await_t *aw, const void *key,
-                      bool *timed)
-{
-    *timed = false;
-    if (aw->timeout <= 0)
-        return 0;
-    /* registered before the park, with the number the park will give;
-     * fire-and-forget: if the wait ends first it finds nothing */
-    int rc = coro__io_timer_lot(coro__sched_io(s), coro__deadline(aw->timeout), (void *)key,
-                                job, job->wait_gen + 1);
-    *timed = rc == 0;
-    return rc;
 }
 
 int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(aw);
     const void *key = op->key(aw);
-    bool timed;
+    int64_t deadline = aw->timeout > 0 ? coro__deadline(aw->timeout) : -1;
     coro__wl_t wl;
-    int r, rc;
+    int r = CORO__ARM_READY, rc;
 
-    if ((rc = coro__lot_timeout(s, job, aw, key, &timed)) < 0) {
-        *res = rc;
-        return CORO__ARM_READY;
-    }
+    (void)s;
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(key);
-    if (coro__cancelling(s)) {
-        *res = -ECANCELED;
-        r = CORO__ARM_READY;
-    } else if (op->try(aw, res, &wl, NULL) == 1) {
-        r = CORO__ARM_READY;
+    if (op->try(aw, res, &wl, NULL) == 1) {
+        /* completed: keeps its result */
     } else if (aw->timeout == 0) {
         *res = -ETIMEDOUT;
-        r = CORO__ARM_READY;
+    } else if ((rc = coro__lot_park(b, key, job, deadline)) < 0) {
+        *res = rc;      /* -ECANCELED, -ENOMEM: nothing linked */
     } else {
-        coro__lot_link(b, key, job);
-        r = CORO__ARM_PENDING;
+        r = CORO__ARM_PENDING;  /* linked and timed under b: no window */
     }
     coro__lot_unlock(b);
     /* after PENDING the job may already run elsewhere: only wl is ours */
     coro__wl_wake(&wl);
-    if (r == CORO__ARM_READY && timed)
-        job->wait_gen++;    /* burn the number the timer holds: it must
-                               not match this job's next wait */
     return r;
 }
 
@@ -89,6 +66,8 @@ coro_await_t coro__sync_await(coro_await_t aw)
     coro__wl_t wl;
     intptr_t res;
 
+    if (!coro__timeout_ok(aw.timeout))
+        return coro_ready(-EINVAL);
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(key);
     int r = op->try(&aw, &res, &wl, NULL);
@@ -110,6 +89,8 @@ intptr_t coro__sync_block(coro_await_t *args, int64_t timeout)
     intptr_t res;
     coro_t me;
 
+    if (!coro__timeout_ok(timeout))
+        return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
     coro__wl_init(&wl);

@@ -178,7 +178,9 @@ int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n)
         return -EINVAL;
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(wg);
-    if ((n < 0 && wg->count < -n) || (n > 0 && wg->count > INT64_MAX - n)) {
+    /* count >= 0 always: count + n cannot overflow for n < 0, and -n
+     * (INT64_MIN) is never computed */
+    if ((n < 0 && wg->count + n < 0) || (n > 0 && wg->count > INT64_MAX - n)) {
         coro__lot_unlock(b);
         return -EINVAL;
     }

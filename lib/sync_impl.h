@@ -5,10 +5,12 @@
 
 #include "internal.h"
 
-/* coro_t.flags: a select branch's stand-in (a node of a coro_select_t).
+/* coro_t.flags: a select branch's record (a node of a coro_select_t).
  * Its args are in node->aw (arg[2].p = the coro_select_t), its own
- * result in node->result; node->parent is, once claimed, the select's
- * owner to wake (or NULL when the select was still arming). */
+ * result in node->result, its branch index in node->cls, and its claim
+ * hook in node->fn: called by coro__lot_take under the record's bucket
+ * lock, 0 = claimed (node->parent then is the select's owner to wake, or
+ * NULL when the select was still arming), -1 = the select is over. */
 #define CORO__FL_PROXY 2u
 
 /* ---- the lot under its lock ------------------------------------------------
@@ -38,13 +40,19 @@ static inline void coro__wl_init(coro__wl_t *wl)
 }
 
 /* under b (NULL: key's bucket, which the caller holds): unlink the oldest
- * waiter of key that may still be woken and return it (NULL: none).  A select stand-in is claimed for its select on
- * the way; one whose select has already completed is dropped. */
+ * waiter of key that may still be woken and return it (NULL: none); its
+ * timer goes with it.  A select branch's record is claimed through its
+ * hook on the way; one whose select has already completed is dropped. */
 CORO__HIDDEN coro_t *coro__lot_take(coro__lotb_t *b, const void *key);
 /* under b: is anything (even a stale stand-in) waiting on key? */
 CORO__HIDDEN bool coro__lot_waiting(coro__lotb_t *b, const void *key);
-/* under b: append w to key's list (w->wait_obj = key, ++w->wait_gen) */
+/* under b: append w (a thread's or a branch's record) to key's list */
 CORO__HIDDEN void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w);
+/* under b: park job on key with a timer at the absolute deadline (-1
+ * none); registered for CORO_CANCEL.  0 (linked), or -ECANCELED (the
+ * scheduler is cancelling), -ENOMEM (no memory for the timer), -ENOSYS
+ * (no I/O layer); nothing linked then. */
+CORO__HIDDEN int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline);
 /* under b: unlink w from key's list if it is there; true if it was */
 CORO__HIDDEN bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w);
 /* under b: unlink and return the first waiter of key, no claims (a
@@ -89,24 +97,22 @@ extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
 /* the arm of every sync awaitable (timeouts, cancel, park) */
 CORO__HIDDEN int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 /* the in-body part of a sync awaitable: try now; complete, or return aw to
- * be armed (timeout 0 and not ready: -ETIMEDOUT) */
+ * be armed (timeout 0 and not ready: -ETIMEDOUT; a negative timeout other
+ * than CORO_FOREVER: -EINVAL) */
 CORO__HIDDEN coro_await_t coro__sync_await(coro_await_t aw);
 /* the plain-thread blocking form; -EDEADLK inside a job */
 CORO__HIDDEN intptr_t coro__sync_block(coro_await_t *args, int64_t timeout);
 /* deadline from a relative timeout (-1: none) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
 
-/* select (lib/sync_select.c): claim proxy's select for its branch, under
- * the bucket lock that holds proxy.  0: claimed, owner (if parked) put in
- * proxy->parent; -1: the select is over. */
-CORO__HIDDEN int coro__sel_claim(coro_t *proxy);
-/* coro__lot_timeout - register the timeout of a parking-lot wait on key
- * before parking (nothing for timeouts <= 0); *timed tells whether one was
- * registered.  0 or -ENOMEM / -ENOSYS. */
-CORO__HIDDEN int coro__lot_timeout(coro_sched_t *s, coro_t *job, const coro_await_t *aw,
-                                   const void *key, bool *timed);
-/* the same, for a select trying its own branch while arming */
+/* select (lib/sync_select.c): a select trying its own branch while
+ * arming claims it first (under the branch's bucket lock); 0 or -1 (over) */
 CORO__HIDDEN int coro__sel_claim_self(coro_t *proxy);
+/* the timeout rule, shared by every sync call: CORO_FOREVER, 0 or > 0 */
+static inline bool coro__timeout_ok(int64_t timeout)
+{
+    return timeout >= 0 || timeout == CORO_FOREVER;
+}
 
 /* identity of a plain thread for mutex ownership (odd, never a job) */
 CORO__HIDDEN uintptr_t coro__thread_token(void);

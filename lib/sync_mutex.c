@@ -91,7 +91,7 @@ coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout)
 {
     coro_await_t a = { .ops = &mutex_ops.base, .timeout = timeout };
 
-    if (!mutex_ok(m))
+    if (!mutex_ok(m) || !coro__timeout_ok(timeout))
         return coro_ready(-EINVAL);
     a.arg[0].p = m;
     return a;       /* no in-body try: the owner (the job) is known in arm */

@@ -12,8 +12,9 @@
  *   PARKED   the owner waits on K
  *   OVER     timed out or cancelled while arming: nobody may claim
  *   WON + i  branch i completed
- * Claiming (coro__sel_claim, by whoever takes a stand-in off an object's
- * list, under that object's lock, then K's): ARMING -> WON+i (the arm
+ * Claiming (claim_hook, the branch record's fn, called by the lot for
+ * whoever takes a stand-in off an object's list, under that object's
+ * lock, then K's): ARMING -> WON+i (the arm
  * sees it when it comes to park); PARKED -> WON+i only if the owner is
  * still on K, which the claimer then unlinks and so owns its wake-up (the
  * timer and CORO_CANCEL unlink it from K too: exactly one of them wins).
@@ -53,8 +54,7 @@ static bool sel_ok(const coro_select_t *sel)
 
 static int index_of(const coro_t *proxy)
 {
-    const coro_select_t *sel = proxy->aw.arg[2].p;
-    return (int)(proxy - sel->node);
+    return (int)proxy->cls;     /* set by add() */
 }
 
 /* parked: the owner may already wait on the select's own key (take it) */
@@ -82,7 +82,9 @@ static int claim(coro_t *proxy, bool parked)
     return rc;
 }
 
-int coro__sel_claim(coro_t *proxy)
+/* the claim hook of a branch's record (its fn): called by the lot's
+ * coro__lot_take under the record's bucket lock */
+static int claim_hook(coro_t *proxy)
 {
     return claim(proxy, true);
 }
@@ -112,6 +114,8 @@ static int add(coro_select_t *sel, const struct coro__sync_ops *op, void *obj, v
     coro_t *nd = &sel->node[sel->n];
     memset(nd, 0, sizeof *nd);
     nd->flags = CORO__FL_PROXY;
+    nd->fn = claim_hook;
+    nd->cls = (uint16_t)sel->n;
     nd->aw.ops = &op->base;
     nd->aw.arg[0].p = obj;
     nd->aw.arg[1].p = arg;
@@ -231,13 +235,10 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
 {
     coro_select_t *sel = aw->arg[0].p;
     const void *key = sel_key(sel);
-    bool timed;
+    int64_t deadline = aw->timeout > 0 ? coro__deadline(aw->timeout) : -1;
     int r = CORO__ARM_READY, rc;
 
-    if ((rc = coro__lot_timeout(s, job, aw, key, &timed)) < 0) {
-        *res = rc;
-        return CORO__ARM_READY;
-    }
+    (void)s;
     if (link_all(sel)) {
         uint32_t st = read_state(sel);
         *res = st >= ST_WON ? (intptr_t)(st - ST_WON) : -EINVAL;
@@ -245,18 +246,15 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
         coro__lotb_t *b = coro__lot_lock(key);
         if (sel->state >= ST_WON) {
             *res = (intptr_t)(sel->state - ST_WON);
-        } else if (coro__cancelling(s)) {
-            sel->state = ST_OVER;
-            *res = -ECANCELED;
+        } else if ((rc = coro__lot_park(b, key, job, deadline)) < 0) {
+            sel->state = ST_OVER;   /* -ECANCELED, -ENOMEM: nobody may claim */
+            *res = rc;
         } else {
-            sel->state = ST_PARKED;
-            coro__lot_link(b, key, job);
+            sel->state = ST_PARKED;     /* parked with its timer under b */
             r = CORO__ARM_PENDING;
         }
         coro__lot_unlock(b);
     }
-    if (r == CORO__ARM_READY && timed)
-        job->wait_gen++;    /* the timer's number must not match a later wait */
     return r;
 }
 
@@ -266,7 +264,7 @@ coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
 {
     coro_await_t a = { .ops = &sel_ops, .timeout = timeout };
 
-    if (!sel_ok(sel) || sel->n == 0)
+    if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return coro_ready(-EINVAL);
     int i = try_all(sel);
     if (i >= 0)
@@ -284,7 +282,7 @@ int coro_select_blocking(coro_select_t *sel, int64_t timeout)
     int64_t deadline = coro__deadline(timeout);
     intptr_t rc;
 
-    if (!sel_ok(sel) || sel->n == 0)
+    if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;

@@ -381,7 +381,7 @@ static void run_timeouts(int workers, int64_t t)
     if (j.r[0] == -ENOSYS) {
         coro_mutex_unlock(&m, NULL);
         fin(s);
-        cr_skip_test("needs the I/O timer (coro__io_timer_lot is a stub in this build)");
+        cr_skip_test("needs the I/O layer for lot timers (built with lib/io_stub.c)");
     }
     for (int i = 0; i < 4; i++)
         cr_assert_eq(j.r[i], -ETIMEDOUT, "%d workers, t=%lld: op %d gave %s", workers,
@@ -653,7 +653,7 @@ Test(sync, select_times_out_when_nothing_is_ready, .timeout = 30)
     cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
     if (j.which == -ENOSYS) {
         fin(s);
-        cr_skip_test("needs the I/O timer (coro__io_timer_lot is a stub in this build)");
+        cr_skip_test("needs the I/O layer for lot timers (built with lib/io_stub.c)");
     }
     cr_assert_eq(j.which, -ETIMEDOUT);
     cr_assert_eq(coro_chan_destroy(&a), 0);

@@ -86,7 +86,7 @@ struct coro {
     int8_t prio;                /* private: CORO_PRIO_* */
     uint8_t flags;              /* private */
     void *wait_obj;             /* private: what it waits on in the parking lot */
-    uint32_t wait_gen;          /* private: counts its parks (timeouts match it) */
+    uint32_t wait_slot;         /* private: lot timer heap index + 1, or joiner registry */
     uint32_t reserved;          /* reserved for growth */
 };
 
@@ -220,8 +220,10 @@ CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
  * return value.  Any number of jobs may await the same job.  Completes at
  * once when job has already finished (with its result), with -EINVAL for a
  * NULL or never-spawned frame, and with -EDEADLK when a job awaits itself.
- * The job's frame must stay valid until its awaiters resume (do not free it
- * in on_exit while others wait for it). */
+ * Under coro_sched_shutdown(CORO_CANCEL) of the awaiter's scheduler it
+ * completes with -ECANCELED if job has not finished (also when jobs await
+ * each other).  The job's frame must stay valid until its awaiters resume
+ * (do not free it in on_exit while others wait for it). */
 CORO_EXTERN coro_await_t coro_done(coro_t *job);
 
 /* coro_reschedule - awaitable: continue on a worker whose CPU is in aff

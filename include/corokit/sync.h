@@ -9,11 +9,25 @@
  *   - a plain thread blocks: coro_chan_recv_blocking(ch, &item, timeout);
  *     calling a _blocking function from inside a job returns -EDEADLK;
  *   - _try functions never block and may be called from anywhere.
- * Timeouts are relative int64_t nanoseconds: CORO_FOREVER waits without
- * limit, 0 tries once (-ETIMEDOUT if not ready at once).  A coroutine's
- * finite timeout needs the I/O thread's timers (-ENOSYS in a build without
- * them).  Under coro_sched_shutdown(CORO_CANCEL) a waiting job gets
- * -ECANCELED.
+ * TIMEOUTS (one rule for every sync and I/O call): relative int64_t
+ * nanoseconds; CORO_FOREVER (-1) waits without limit, 0 tries once
+ * (-ETIMEDOUT if not ready at once), > 0 waits at most that long; any other
+ * negative value is refused with -EINVAL and nothing happens.  A waiting
+ * job's timer lives in its wait: it is armed when the job parks, removed
+ * when the wait ends any other way, and needs no memory of its own beyond
+ * a per-scheduler table (256 timers preallocated, grown through the
+ * config allocator): when that table cannot grow, the wait fails at once
+ * with -ENOMEM (nothing taken, nothing linked).  A finite timeout needs
+ * the I/O layer (-ENOSYS in a build without it).  Under
+ * coro_sched_shutdown(CORO_CANCEL) a waiting job gets -ECANCELED; an
+ * operation that already completed keeps its result.
+ *
+ * LIFETIMES.  An object may be destroyed (and its memory freed or reused)
+ * once coro_X_destroy returned 0: that happens only when nothing waits on
+ * it.  A woken waiter never touches the object again after its wait
+ * returns, so the last waiter to return may destroy it.  A job's frame may
+ * be reused or freed once its wait has returned: no timer of an ended
+ * wait survives it.
  *
  * Objects are plain structs the caller owns (static, in a frame, malloc):
  * call coro_X_init first, coro_X_destroy last.  Their fields are private.
@@ -66,7 +80,8 @@ CORO_EXTERN int coro_event_reset(coro_event_t *ev);
 CORO_EXTERN int coro_event_is_set(coro_event_t *ev);
 
 /* coro_event_wait - awaitable: until ev is set.  Result 0, -ETIMEDOUT,
- * -ECANCELED, -EINVAL.  Selectable. */
+ * -ECANCELED, -ENOMEM (no memory for its timer), -EINVAL (bad ev or
+ * timeout).  Selectable. */
 CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout);
 
 /* coro_event_wait_blocking - the same for a plain thread: blocks.  0,
@@ -89,7 +104,8 @@ CORO_EXTERN int coro_waitgroup_destroy(coro_waitgroup_t *wg);
 
 /* coro_waitgroup_add - add n (may be negative) to the count; at zero every
  * waiter is woken.  Returns the new count (>= 0), or -EINVAL (NULL, not
- * initialised, or the count would go below zero: then nothing changes).
+ * initialised, or the count would go below zero or above INT64_MAX - any
+ * n, INT64_MIN included: then nothing changes).
  * Any thread or job; never blocks. */
 CORO_EXTERN int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n);
 
@@ -97,7 +113,7 @@ CORO_EXTERN int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n);
 CORO_EXTERN int64_t coro_waitgroup_done(coro_waitgroup_t *wg);
 
 /* coro_waitgroup_wait - awaitable: until the count is zero.  Result 0,
- * -ETIMEDOUT, -ECANCELED, -EINVAL. */
+ * -ETIMEDOUT, -ECANCELED, -ENOMEM, -EINVAL (bad wg or timeout). */
 CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout);
 
 /* coro_waitgroup_wait_blocking - the same for a plain thread: blocks.  0,
@@ -125,8 +141,8 @@ CORO_EXTERN int coro_mutex_init(coro_mutex_t *m);
 CORO_EXTERN int coro_mutex_destroy(coro_mutex_t *m);
 
 /* coro_mutex_lock - awaitable: take m.  Result 0 (the job owns m),
- * -ETIMEDOUT, -ECANCELED (the job does not own it then), -EDEADLK (the job
- * already owns m), -EINVAL.  Always suspends briefly (the owner is only
+ * -ETIMEDOUT, -ECANCELED, -ENOMEM (the job does not own it then), -EDEADLK
+ * (the job already owns m), -EINVAL (bad m or timeout).  Always suspends briefly (the owner is only
  * known once the job is suspended) but continues at once when m is free. */
 CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout);
 
@@ -160,7 +176,7 @@ CORO_EXTERN int coro_sem_init(coro_sem_t *sem, int64_t n);
 CORO_EXTERN int coro_sem_destroy(coro_sem_t *sem);
 
 /* coro_sem_acquire - awaitable: take one unit.  Result 0, -ETIMEDOUT,
- * -ECANCELED, -EINVAL. */
+ * -ECANCELED, -ENOMEM, -EINVAL (bad sem or timeout). */
 CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout);
 
 /* coro_sem_acquire_blocking - the same for a plain thread: blocks.  0,
@@ -211,12 +227,13 @@ CORO_EXTERN int coro_chan_destroy(coro_chan_t *ch);
 
 /* coro_chan_send - awaitable: put item, waiting for room.  Result 0,
  * -EPIPE (closed, before or while waiting: item not sent), -ETIMEDOUT,
- * -ECANCELED, -EINVAL.  Selectable. */
+ * -ECANCELED, -ENOMEM (item not sent), -EINVAL (bad ch or timeout).
+ * Selectable. */
 CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout);
 
 /* coro_chan_recv - awaitable: take the oldest item into *out.  Result 0,
- * -EPIPE (closed and empty), -ETIMEDOUT, -ECANCELED, -EINVAL (NULL ch or
- * out).  out must stay valid until the await completes.  Selectable. */
+ * -EPIPE (closed and empty), -ETIMEDOUT, -ECANCELED, -ENOMEM (nothing
+ * taken), -EINVAL (NULL ch or out, bad timeout).  out must stay valid until the await completes.  Selectable. */
 CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout);
 
 /* coro_chan_send_blocking / coro_chan_recv_blocking - the same for a plain
@@ -281,7 +298,8 @@ CORO_EXTERN int coro_select_event(coro_select_t *sel, coro_event_t *ev);
 
 /* CORO_SELECT(co, sel, timeout) - in a coroutine: wait until one branch
  * completes.  CORO_RESULT(co) is its index, or -ETIMEDOUT, -ECANCELED,
- * -EINVAL (no branches).  A statement, like CORO_AWAIT. */
+ * -ENOMEM (no memory for its timer: no branch happened), -EINVAL (no
+ * branches, bad timeout).  A statement, like CORO_AWAIT. */
 #define CORO_SELECT(co, sel, timeout)                                       \
     do {                                                                    \
         CORO_AWAIT(co, coro_select(sel, timeout));                          \
@@ -294,7 +312,8 @@ CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
 CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
 
 /* coro_select_blocking - the same for a plain thread: blocks.  Returns the
- * branch index, or -ETIMEDOUT, -EINVAL, -EDEADLK (from a job). */
+ * branch index, or -ETIMEDOUT, -EINVAL (no branches, bad timeout),
+ * -EDEADLK (from a job). */
 CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout);
 
 /* coro_select_result - the chosen branch's own result (0, or -EPIPE for
