@@ -3,6 +3,7 @@
  * select - across 1, 2, 4 and 8 workers. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <ck_malloc.h>
 
 #include <corokit.h>
+#include "sync_impl.h"     /* white-box: wait until a thread is on an object's list */
 
 static const int nworkers[] = { 1, 2, 4, 8 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
@@ -988,7 +990,12 @@ Test(sync, destroy_while_waited_on_gives_ebusy, .timeout = 10)
 
     coro_event_init(&ev);
     pthread_create(&t, NULL, thread_wait_event, &ev);
-    usleep(50000);      /* let it wait */
+    /* until the thread is on the event's wait list (no sleep orders this) */
+    for (bool waiting = false; !waiting; sched_yield()) {
+        coro__lotb_t *b = coro__lot_lock(&ev);
+        waiting = coro__lot_waiting(b, &ev);
+        coro__lot_unlock(b);
+    }
     cr_assert_eq(coro_event_destroy(&ev), -EBUSY);
     cr_assert_eq(coro_event_destroy(&ev), -EBUSY);
     cr_assert_eq(coro_event_set(&ev), 1);
