@@ -82,6 +82,7 @@ struct coro_sched {
     pthread_mutex_t shut_lock;
 
     struct coro__io *io;
+    struct coro__frames *frames;        /* pool frames (lib/frame.c) */
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u

@@ -90,6 +90,36 @@ CORO_EXTERN intptr_t coro_join(coro_t *co);
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
                                    const coro_spawn_opts_t *opts);
 
+/* ---- pool frames ------------------------------------------------------------
+ * Frames for fire-and-forget jobs, from s's per-worker pools (docs/guide.md,
+ * "Which frame to use when" and "Frame lifetimes"). */
+
+/* coro_frame_alloc - a zeroed frame of at least size bytes, 64-byte
+ * aligned, from s's pools: the calling worker's when called from a job of
+ * s, else a cache of the calling thread's own (kept for the next thread
+ * when it exits).  Pools grow in 64 KiB slabs through s's config
+ * allocator; frames above 2 KiB get a slab of their own.  Returns NULL
+ * when out of memory, for a NULL s or a size of 0.  Any thread; never
+ * blocks (but may call the allocator).
+ *
+ * Spawn it with coro_spawn(s, &frame->co, ...) on the same scheduler
+ * (another one refuses it with -EINVAL).  Once spawned, the frame belongs
+ * to the library, which gives it back when nobody may touch it any more:
+ * after on_exit returned (on_exit must not free it), after the jobs that
+ * awaited it with coro_done when it finished were resumed, and after every
+ * coro_join that was blocked on it when it finished returned.  A wait (or
+ * a second spawn) that starts after the job finished touches a frame that
+ * is gone: to wait for fire-and-forget jobs, let them signal (an event, a
+ * channel).  All of s's frames are gone after coro_sched_destroy(s). */
+CORO_EXTERN void *coro_frame_alloc(coro_sched_t *s, size_t size);
+
+/* coro_frame_free - give back a frame from coro_frame_alloc that was never
+ * spawned (or whose coro_spawn failed).  NULL, memory that did not come
+ * from coro_frame_alloc, a frame that was spawned (the library gives it
+ * back) and a frame already given back are ignored: the call does nothing.
+ * Any thread. */
+CORO_EXTERN void coro_frame_free(void *frame);
+
 /* coro_sched_run - single-threaded mode: run ready jobs on this thread
  * until none is ready (and, with the I/O part, none waits on a timer or
  * fd that could make one ready).  Returns the number of job steps run, or
