@@ -697,16 +697,17 @@ void coro_frame_free(void *frame)
     release_block(sl, frame);
 }
 
-int coro__frame_check(coro_sched_t *s, const coro_t *co)
+int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
 {
     struct slab *sl = slab_of(co);
-    if (!sl)
+    if (CORO__LIKELY(!sl))
         return 0;
     if (sl->fr->s != s)
         return -EINVAL;
     uint32_t i = block_index(sl, co);
     if (i >= sl->nblocks)
         return -EINVAL;
+    *state = &sl->st[i];
     switch (__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED)) {
     case B_ALLOC:
         return 1;
@@ -717,21 +718,25 @@ int coro__frame_check(coro_sched_t *s, const coro_t *co)
     }
 }
 
-void coro__frame_mark_spawned(const coro_t *co)
+void coro__frame_mark_spawned(uint8_t *state)
 {
-    struct slab *sl = slab_of(co);
-    /* relaxed: the spawner owns the frame (it won the state CAS) */
-    __atomic_store_n(&sl->st[block_index(sl, co)], B_SPAWNED, __ATOMIC_RELAXED);
+    /* relaxed: the spawner owns the frame (it won the state CAS); the
+     * job's finisher reads it after acquiring the job through a queue */
+    __atomic_store_n(state, B_SPAWNED, __ATOMIC_RELAXED);
 }
 
 void coro__frame_release(const coro_t *co)
 {
     struct slab *sl = slab_of(co);
     uint32_t i = block_index(sl, co);
-    uint8_t old = __atomic_exchange_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
-    if (CORO__UNLIKELY(old != B_SPAWNED)) {
+    /* a load and a store, not an exchange: only the one who gives a
+     * spawned frame back writes its byte (coro_frame_free leaves SPAWNED
+     * alone), and the slab's owner reads it again only after the block
+     * came back through a free list */
+    if (CORO__UNLIKELY(__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED) != B_SPAWNED)) {
         fprintf(stderr, "corokit: pool frame %p given back twice\n", (void *)co);
         abort();
     }
+    __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
     release_block(sl, block_at(sl, i));
 }

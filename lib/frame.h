@@ -18,9 +18,10 @@ CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
  * was allocated and not yet spawned; -EINVAL for a pool frame of another
  * scheduler or one that is not allocated (given back already); -EBUSY for
  * a pool frame already spawned. */
-CORO__HIDDEN int coro__frame_check(coro_sched_t *s, const coro_t *co);
-/* coro__frame_mark_spawned - after coro_spawn claimed co (check said 1). */
-CORO__HIDDEN void coro__frame_mark_spawned(const coro_t *co);
+CORO__HIDDEN int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state);
+/* coro__frame_mark_spawned - after coro_spawn claimed co (check said 1
+ * and set *state). */
+CORO__HIDDEN void coro__frame_mark_spawned(uint8_t *state);
 
 /* coro__frame_release - give back the pool frame holding co (spawned);
  * any thread. */

@@ -337,7 +337,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     if (prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
         return -EINVAL;
     /* a pool frame: of this scheduler, allocated, not spawned yet */
-    int pool = coro__frame_check(s, co);
+    uint8_t *pool_st = NULL;
+    int pool = coro__frame_check(s, co, &pool_st);
     if (pool < 0)
         return pool;
     if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
@@ -367,7 +368,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return -ESHUTDOWN;      /* a pool frame stays the caller's: coro_frame_free */
     }
     if (pool)
-        coro__frame_mark_spawned(co);
+        coro__frame_mark_spawned(pool_st);
     co->fn = fn;
     co->resume = 0;
     co->result = 0;
