@@ -40,7 +40,10 @@
  *     A slab is on `pending` at most once, so `pnext` has one writer.
  *   - A slab whose `used` drops to 0 and that is not the class's current
  *     slab goes back to the allocator (one empty slab per class is kept as
- *     a spare), so idle pools do not grow: memory follows the frames alive.
+ *     empty slab is kept per class, and up to EMPTY_MAX per pool on its
+ *     empty list, ready for any class: a burst of spawns reuses them with no
+ *     allocator call and no page fault), so idle pools do not grow: memory
+ *     follows the frames alive, plus at most EMPTY_MAX + NCLASS slabs per pool.
  *
  * LIFETIME.  Slabs and pools live until coro_sched_destroy, which gives
  * every slab back (the pools' lists and the scheduler's list of big slabs
@@ -71,6 +74,7 @@
 #define NCLASS 32
 #define MAX_SMALL (NCLASS * 64)
 #define MAX_BLOCKS 1024
+#define EMPTY_MAX 32                /* empty slabs a pool keeps (2 MiB) */
 
 /* per-block state bytes */
 enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
@@ -87,6 +91,7 @@ struct slab {
     struct slab *next, *prev;   /* owner: the class's avail list */
     struct slab *anext, *aprev; /* every slab of the pool (owner) / fr's big ones (fr->lock) */
     uint32_t bsize, nblocks, bump, used;
+    uint32_t recip;             /* 2^32 / bsize, rounded up: index without a division */
     uint8_t cls, big, in_avail;
     /* the remote line: other threads push here */
     void *rfree __attribute__((aligned(CORO__CACHELINE)));     /* atomic */
@@ -100,7 +105,7 @@ _Static_assert(sizeof(struct slab) == HDR_SIZE, "slab header size");
 struct fclass {
     struct slab *cur;           /* allocate from here */
     struct slab *avail;         /* other slabs with room */
-    struct slab *spare;         /* one empty slab kept */
+    struct slab *spare;         /* one empty slab kept for this class */
 };
 
 struct fpool {
@@ -109,6 +114,8 @@ struct fpool {
     struct fpool *tnext;        /* fr->threads: every thread cache */
     struct fpool *unext;        /* fr->unowned */
     struct slab *all;           /* every slab of the pool (owner) */
+    struct slab *empty;         /* empty slabs for any class (link: next) */
+    uint32_t nempty;
     struct slab *pending __attribute__((aligned(CORO__CACHELINE)));   /* atomic */
 };
 
@@ -260,6 +267,10 @@ static struct slab *slab_new(struct coro__frames *fr, struct fpool *p, size_t si
     sl->size = size;
     sl->bsize = bsize;
     sl->nblocks = big ? 1 : (uint32_t)((SLAB_SIZE - HDR_SIZE) / bsize);
+    /* exact for offsets below 2^16: the error off * (recip - 2^32/bsize) /
+     * 2^32 < 2^-16 stays below 1/bsize >= 2^-11, the smallest gap between
+     * a fractional part and the next integer */
+    sl->recip = big ? 0 : (uint32_t)(((uint64_t)1 << 32) / bsize + 1);
     sl->cls = (uint8_t)cls;
     sl->big = big;
     if (map_set((uintptr_t)sl, size, 1, 2) < 0) {
@@ -296,6 +307,22 @@ static void big_free(struct slab *sl)
     slab_free(sl);
 }
 
+/* (re)shape a small slab for class cls; its block states are all FREE */
+static void slab_format(struct slab *sl, uint32_t bsize, int cls)
+{
+    sl->bsize = bsize;
+    sl->nblocks = (uint32_t)((SLAB_SIZE - HDR_SIZE) / bsize);
+    /* exact for offsets below 2^16: the error off * (recip - 2^32/bsize) /
+     * 2^32 < 2^-16 stays below 1/bsize >= 2^-11, the smallest gap between
+     * a fractional part and the next integer */
+    sl->recip = (uint32_t)(((uint64_t)1 << 32) / bsize + 1);
+    sl->cls = (uint8_t)cls;
+    sl->free = NULL;
+    sl->bump = sl->used = 0;
+    sl->next = sl->prev = NULL;
+    sl->in_avail = 0;
+}
+
 static inline void *block_at(struct slab *sl, uint32_t i)
 {
     return (char *)sl + HDR_SIZE + (size_t)i * sl->bsize;
@@ -305,7 +332,8 @@ static inline uint32_t block_index(struct slab *sl, const void *p)
 {
     if (sl->big)
         return 0;
-    return (uint32_t)(((uintptr_t)p - (uintptr_t)sl - HDR_SIZE) / sl->bsize);
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)sl - HDR_SIZE);
+    return (uint32_t)((off * sl->recip) >> 32);
 }
 
 static inline bool has_room(const struct slab *sl)
@@ -348,6 +376,12 @@ static void slab_gained(struct fpool *p, struct slab *sl)
             avail_del(c, sl);
         if (!c->spare) {
             c->spare = sl;
+            return;
+        }
+        if (p->nempty < EMPTY_MAX) {
+            sl->next = p->empty;
+            p->empty = sl;
+            p->nempty++;
             return;
         }
         pool_slab_free(p, sl);
@@ -400,6 +434,10 @@ static void *pool_alloc(struct fpool *p, int ci)
                 avail_del(c, sl);
             } else if ((sl = c->spare)) {
                 c->spare = NULL;
+            } else if ((sl = p->empty)) {
+                p->empty = sl->next;
+                p->nempty--;
+                slab_format(sl, (uint32_t)(ci + 1) * 64, ci);
             } else {
                 sl = slab_new(p->fr, p, SLAB_SIZE, (uint32_t)(ci + 1) * 64, ci, false);
                 if (!sl)
@@ -481,6 +519,12 @@ static void pool_trim(struct fpool *p)
         if (c->spare) {
             pool_slab_free(p, c->spare);
             c->spare = NULL;
+        }
+        while (p->empty) {
+            struct slab *sl = p->empty;
+            p->empty = sl->next;
+            p->nempty--;
+            pool_slab_free(p, sl);
         }
         if (c->cur && c->cur->used == 0) {
             pool_slab_free(p, c->cur);
@@ -685,6 +729,8 @@ void coro_frame_free(void *frame)
     struct slab *sl = frame ? slab_of(frame) : NULL;
     if (!sl)
         return;             /* NULL or not a pool frame: ignored */
+    if ((uintptr_t)frame - (uintptr_t)sl < HDR_SIZE)
+        return;             /* inside the slab's header: not a frame */
     uint32_t i = block_index(sl, frame);
     if (i >= sl->nblocks || block_at(sl, i) != frame)
         return;             /* not the start of a block: ignored */
@@ -702,7 +748,7 @@ int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
     struct slab *sl = slab_of(co);
     if (CORO__LIKELY(!sl))
         return 0;
-    if (sl->fr->s != s)
+    if (sl->fr->s != s || (uintptr_t)co - (uintptr_t)sl < HDR_SIZE)
         return -EINVAL;
     uint32_t i = block_index(sl, co);
     if (i >= sl->nblocks)
