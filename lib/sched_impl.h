@@ -40,7 +40,7 @@ struct coro__worker {
     bool pinned, started;
     uint32_t started_st;                /* atomic: a thread drives this (single-threaded) */
     pthread_t thread;
-    uint64_t tick;
+    uint64_t tick;                      /* counts down to the next global-first look */
     unsigned lifo_streak;
     bool searching;                     /* counted in s->searching */
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
@@ -72,6 +72,9 @@ struct coro_sched {
     uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
     uint32_t searching;                 /* atomic: workers searching for work (worker.c) */
     uint32_t rr;                        /* atomic: round-robin for outside submissions */
+    /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
+     * when find_work returns one): 0 lets a worker look at NORMAL only */
+    uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));
 
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
