@@ -182,8 +182,18 @@ static int map_set(uintptr_t a, size_t n, uint8_t first, uint8_t v)
     return 0;
 }
 
-/* the slab holding address a, or NULL */
-static struct slab *slab_of(const void *p)
+static struct slab *slab_of_big(uintptr_t a)
+{
+    uint8_t m;
+    do {                        /* inside a big slab: walk back to its start */
+        a -= SLAB_SIZE;
+        m = map_get(a);
+    } while (m == 2);
+    return (struct slab *)a;
+}
+
+/* the slab holding address p, or NULL */
+static inline struct slab *slab_of(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     uint8_t m = map_get(a);
@@ -191,10 +201,8 @@ static struct slab *slab_of(const void *p)
     if (!m)
         return NULL;
     a &= ~(uintptr_t)(SLAB_SIZE - 1);
-    while (m == 2) {            /* inside a big slab: walk back to its start */
-        a -= SLAB_SIZE;
-        m = map_get(a);
-    }
+    if (CORO__UNLIKELY(m == 2))
+        return slab_of_big(a);
     return (struct slab *)a;
 }
 
@@ -560,9 +568,15 @@ static void tc_key_make(void)
 
 static struct fpool *tc_get(struct coro__frames *fr, bool create)
 {
-    for (int i = 0; i < TC_SLOTS; i++)
-        if (tc[i].fr == fr && tc[i].gen == fr->gen)
-            return tc[i].p;
+    if (CORO__LIKELY(tc[0].fr == fr && tc[0].gen == fr->gen))
+        return tc[0].p;
+    for (int i = 1; i < TC_SLOTS; i++)
+        if (tc[i].fr == fr && tc[i].gen == fr->gen) {
+            struct tc_ent t = tc[0];    /* the last one used goes first */
+            tc[0] = tc[i];
+            tc[i] = t;
+            return tc[0].p;
+        }
     if (!create)
         return NULL;
     pthread_once(&tc_once, tc_key_make);
