@@ -68,6 +68,9 @@
 __thread struct coro__worker *coro__tls_worker;
 __thread int coro__tls_budget;
 __thread int coro__tls_in_job;
+/* round-robin position of a plain thread's submissions (its own: a shared
+ * counter is one more contended RMW per spawn) */
+static __thread uint32_t tls_rr;
 
 static inline void cpu_relax(void)
 {
@@ -221,7 +224,8 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         unpark(s, idx);
         return;
     }
-    idx = (int)(__atomic_fetch_add(&s->rr, 1, __ATOMIC_RELAXED) % (uint32_t)s->nslots);
+    idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
+    tls_rr = (uint32_t)idx + 1;
     coro__mq_push(&s->w[idx]->inbox[pi], job);
     notify(s, s->all_wmask, true);
 }
