@@ -83,7 +83,13 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * calling thread until co is done.  Returns the job's result, or -EINVAL
  * (NULL or never-spawned frame), -EDEADLK (called from inside a job: await
  * coro_done there).  A finished frame returns its result at once.  A job
- * may itself return a negative value: keep the two apart by convention. */
+ * may itself return a negative value: keep the two apart by convention.
+ * Ordering: a call that was blocked when the job finished returns after the
+ * job's on_exit returned, and the scheduler no longer touches the frame:
+ * it may be freed or spawned again at once.  A call that starts after the
+ * job finished may return while on_exit still runs.  A pool frame
+ * (coro_frame_alloc) may be joined only while its job cannot have
+ * finished; it is given back after the last such call returned. */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
 
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
