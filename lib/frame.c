@@ -29,15 +29,18 @@
  *   - The owner frees onto `free` and decrements `used`.
  *   - Another thread pushes onto `rfree` (CAS, a Treiber push: there is no
  *     pop of single nodes, the owner takes the whole list with one
- *     exchange, so there is no ABA), then, if the slab is not yet flagged
- *     `in_pending`, flags it and pushes the slab on its pool's `pending`
- *     stack (the same kind of push).  Owner side: it takes `pending` whole,
- *     and per slab reads `pnext`, clears `in_pending`, then exchanges
- *     `rfree` away.  Freer: push rfree, then read in_pending; owner: clear
- *     in_pending, then take rfree.  Both pairs are seq_cst (store then
- *     load on each side, Dekker): either the owner's exchange sees the
- *     block, or the freer sees the flag cleared and pushes the slab again.
- *     A slab is on `pending` at most once, so `pnext` has one writer.
+ *     exchange, so there is no ABA).  The word's low bit is PENDING: every
+ *     push sets it, and the freer whose push found it clear then pushes the
+ *     slab on its pool's `pending` stack (the same kind of push).  The
+ *     owner takes `pending` whole, and per slab reads `pnext`, then
+ *     exchanges the word with 0: the blocks and the cleared bit in one
+ *     step, so a later free pushes the slab again and none is missed.  A
+ *     slab is on `pending` at most once, so `pnext` has one writer.  The
+ *     freer that set PENDING still touches the slab after its block is in
+ *     (pnext); the slab cannot be given back meanwhile: its block counts in
+ *     `used` until the owner collects it, which it does only once it finds
+ *     the slab on `pending`, after that freer's last touch.  A freer that
+ *     found PENDING set is done with the slab at its CAS.
  *   - A slab whose `used` drops to 0 and that is not the class's current
  *     slab goes back to the allocator (one empty slab per class is kept as
  *     empty slab is kept per class, and up to EMPTY_MAX per pool on its
@@ -74,6 +77,7 @@
 #define NCLASS 32
 #define MAX_SMALL (NCLASS * 64)
 #define MAX_BLOCKS 1024
+#define RF_PENDING ((uintptr_t)1)     /* rfree's low bit: the slab is on pending */
 #define EMPTY_MAX 32                /* empty slabs a pool keeps (2 MiB) */
 
 /* per-block state bytes */
@@ -94,9 +98,8 @@ struct slab {
     uint32_t recip;             /* 2^32 / bsize, rounded up: index without a division */
     uint8_t cls, big, in_avail;
     /* the remote line: other threads push here */
-    void *rfree __attribute__((aligned(CORO__CACHELINE)));     /* atomic */
+    uintptr_t rfree __attribute__((aligned(CORO__CACHELINE)));    /* atomic: list | PENDING */
     struct slab *pnext;         /* link on pool->pending */
-    uint32_t in_pending;        /* atomic */
     /* block states (atomic bytes) */
     uint8_t st[MAX_BLOCKS] __attribute__((aligned(CORO__CACHELINE)));
 };
@@ -406,11 +409,10 @@ static void collect(struct fpool *p)
     struct slab *sl = __atomic_exchange_n(&p->pending, NULL, __ATOMIC_ACQUIRE);
 
     while (sl) {
-        struct slab *next = sl->pnext;      /* before the flag: sl may be pushed again */
-        /* seq_cst (store, then the exchange below): Dekker with the
-         * freer's push then load of the flag (top of file) */
-        __atomic_store_n(&sl->in_pending, 0, __ATOMIC_SEQ_CST);
-        void *b = __atomic_exchange_n(&sl->rfree, NULL, __ATOMIC_SEQ_CST);
+        struct slab *next = sl->pnext;      /* before the exchange: sl may be pushed again */
+        /* acquire: pairs with the freers' release CAS: the links and the
+         * frames' last writes are visible */
+        void *b = (void *)(__atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQUIRE) & ~RF_PENDING);
         uint32_t n = 0;
         while (b) {
             void *bn = *(void **)b;
@@ -476,18 +478,15 @@ static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
 
 static void free_remote(struct slab *sl, void *b)
 {
-    void *head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
+    uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
     do
-        *(void **)b = head;
-    /* seq_cst: the push before our load of in_pending (Dekker, top of
-     * file); release: the link and the frame's last writes before the
-     * owner's exchange */
-    while (!__atomic_compare_exchange_n(&sl->rfree, &head, b, true, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED));
-    if (__atomic_load_n(&sl->in_pending, __ATOMIC_SEQ_CST))
-        return;
-    if (__atomic_exchange_n(&sl->in_pending, 1, __ATOMIC_ACQ_REL))
-        return;     /* someone else pushes the slab */
+        *(void **)b = (void *)(head & ~RF_PENDING);
+    /* release: the link and the frame's last writes (its state byte
+     * included) before the owner's acquire exchange */
+    while (!__atomic_compare_exchange_n(&sl->rfree, &head, (uintptr_t)b | RF_PENDING, true,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    if (head & RF_PENDING)
+        return;     /* the slab is (being put) on pending: no more touches */
     struct fpool *p = sl->pool;
     struct slab *ph = __atomic_load_n(&p->pending, __ATOMIC_RELAXED);
     do
