@@ -410,9 +410,11 @@ static void collect(struct fpool *p)
 
     while (sl) {
         struct slab *next = sl->pnext;      /* before the exchange: sl may be pushed again */
-        /* acquire: pairs with the freers' release CAS: the links and the
-         * frames' last writes are visible */
-        void *b = (void *)(__atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQUIRE) & ~RF_PENDING);
+        /* acquire: pairs with the freers' CAS: the links and the frames'
+         * last writes are visible; release: our read of pnext above
+         * happens before the next freer's write of it (its CAS acquires
+         * this exchange) */
+        void *b = (void *)(__atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQ_REL) & ~RF_PENDING);
         uint32_t n = 0;
         while (b) {
             void *bn = *(void **)b;
@@ -482,9 +484,10 @@ static void free_remote(struct slab *sl, void *b)
     do
         *(void **)b = (void *)(head & ~RF_PENDING);
     /* release: the link and the frame's last writes (its state byte
-     * included) before the owner's acquire exchange */
+     * included) before the owner's exchange; acquire: the owner's read of
+     * pnext before its exchange happens before our write of pnext below */
     while (!__atomic_compare_exchange_n(&sl->rfree, &head, (uintptr_t)b | RF_PENDING, true,
-                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
     if (head & RF_PENDING)
         return;     /* the slab is (being put) on pending: no more touches */
     struct fpool *p = sl->pool;
