@@ -478,3 +478,64 @@ Test(frame, rss_stays_flat_over_many_fire_and_forget_spawns, .timeout = 120)
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
 }
+
+Test(frame, a_live_pool_frame_spawned_again_fails_with_ebusy, .timeout = 30)
+{
+    for (int k = 0; k < NCOUNTS; k++) {
+        coro_sched_t *s = mk(counts[k], true);
+        coro_event_t ev;
+        coro_event_init(&ev);
+        struct gated *g = coro_frame_alloc(s, sizeof *g);
+        g->ev = &ev;
+        exits = 0;
+        cr_assert_eq(coro_spawn(s, &g->co, wait_gate, &counted), 0);
+        cr_assert_eq(coro_spawn(s, &g->co, wait_gate, &counted), -EBUSY);
+        coro_event_set(&ev);
+        run_all(s, counts[k]);
+        cr_assert_eq(exits, 1, "ran once");
+        coro_event_destroy(&ev);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        cr_assert_eq(live_blocks, 0);
+    }
+}
+
+Test(frame, pointers_into_a_slab_header_are_neither_spawned_nor_freed, .timeout = 30)
+{
+    coro_sched_t *s = mk(0, true);
+    char *f = coro_frame_alloc(s, 128);     /* a fresh scheduler: a slab's first block */
+    cr_assert_not_null(f);
+    coro_t *hdr = (coro_t *)(void *)(f - 128);
+    cr_assert_eq(coro_spawn(s, hdr, ret_id, NULL), -EINVAL);
+    coro_frame_free(f - 128);
+    coro_frame_free(f - 64);
+    cr_assert_null(coro_frame_alloc(s, (size_t)1 << 41), "absurd size");
+    char *g = coro_frame_alloc(s, 128);
+    cr_assert_neq(g, f, "f is still out");
+    coro_frame_free(f);
+    coro_frame_free(g);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    cr_assert_eq(live_blocks, 0);
+}
+
+/* a plain thread keeps caches for 8 live schedulers; a 9th gets NULL, and
+ * a slot comes back once one of them is destroyed */
+Test(frame, a_thread_caches_frames_of_eight_schedulers_at_most, .timeout = 30)
+{
+    coro_sched_t *s[9];
+    void *f[9];
+    for (int i = 0; i < 9; i++)
+        s[i] = mk(0, false);
+    for (int i = 0; i < 8; i++) {
+        f[i] = coro_frame_alloc(s[i], 64);
+        cr_assert_not_null(f[i], "scheduler %d", i);
+    }
+    cr_assert_null(coro_frame_alloc(s[8], 64), "a ninth cache");
+    coro_frame_free(f[0]);
+    cr_assert_eq(coro_sched_destroy(s[0]), 0);
+    f[8] = coro_frame_alloc(s[8], 64);
+    cr_assert_not_null(f[8], "the destroyed scheduler's slot is reused");
+    for (int i = 1; i < 9; i++) {
+        coro_frame_free(f[i]);
+        cr_assert_eq(coro_sched_destroy(s[i]), 0);
+    }
+}

@@ -105,8 +105,10 @@ CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
  * s, else a cache of the calling thread's own (kept for the next thread
  * when it exits).  Pools grow in 64 KiB slabs through s's config
  * allocator; frames above 2 KiB get a slab of their own.  Returns NULL
- * when out of memory, for a NULL s or a size of 0.  Any thread; never
- * blocks (but may call the allocator).
+ * when out of memory, for a NULL s or a size of 0, and on a plain thread
+ * that already holds caches for 8 other live schedulers (frames above
+ * 2 KiB excepted).  Any thread; never blocks (but may call the
+ * allocator).
  *
  * Spawn it with coro_spawn(s, &frame->co, ...) on the same scheduler
  * (another one refuses it with -EINVAL).  Once spawned, the frame belongs
