@@ -70,6 +70,18 @@ static inline void coro__fence_seq_cst(void)
 #define CORO__F_THREAD_JOIN 8u
 #define CORO__F_JOB_JOIN    16u
 #define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
+/* POOL:    the frame came from coro_frame_alloc (set by coro_spawn); the
+ *          library gives it back when the job is over (lib/frame.c).
+ * EXITING: set with DONE when the job had waiters, while its finisher still
+ *          touches the frame (wakes them, and for a pool frame or a frame a
+ *          thread joins, runs on_exit); coro_join returns and coro_spawn
+ *          accepts the frame only once it is clear.
+ * JOINERS: bits 24-31 count the threads blocked in coro_join on a pool
+ *          frame: the last one to leave gives the frame back. */
+#define CORO__F_POOL        64u
+#define CORO__F_EXITING     128u
+#define CORO__JOINER_ONE    (1u << 24)
+#define CORO__JOINERS_MASK  (0xffu << 24)
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "sched_impl.h"
 
 /* ---- memory ---------------------------------------------------------------- */
@@ -119,18 +120,42 @@ void coro__wake(coro_t *job, intptr_t res)
 
 /* ---- finishing a job --------------------------------------------------------- */
 
+static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
+{
+    on_exit(job);
+}
+
+/* The end of a job.  What holds afterwards (docs/guide.md, "Frame
+ * lifetimes"):
+ *   - jobs awaiting it (coro_done) are woken with the result by value;
+ *   - a coro_join that was blocked when the job finished returns only after
+ *     on_exit has returned and the scheduler has stopped touching the
+ *     frame (EXITING is cleared last); a coro_join that starts later
+ *     returns once EXITING is clear;
+ *   - without a blocked thread joiner, on_exit (the place to free a
+ *     caller-owned frame) runs after the scheduler's last touch;
+ *   - a pool frame is given back after all of that: by the finisher, or
+ *     by the last thread joiner to leave. */
 void coro__finish(coro_t *job)
 {
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
-    /* one exchange: DONE, all flags cleared, and the flags set until now
-     * returned (joiners set theirs with a CAS that fails once DONE is in).
-     * release: the result and the frame's last writes happen before any
-     * joiner's acquire load of DONE */
-    uint32_t old = __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
-    /* from here the frame may be reused or freed by a joiner: only its
-     * address is used below */
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
+    /* one CAS: DONE, the waiter flags cleared and returned (waiters set
+     * theirs with a CAS that fails once DONE is in); EXITING when there are
+     * waiters to wake.  release: the result and the frame's last writes
+     * happen before any joiner's acquire load of DONE */
+    do {
+        nw = CORO__S_DONE | (old & (CORO__F_POOL | CORO__JOINERS_MASK));
+        if (old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN))
+            nw |= CORO__F_EXITING;
+    } while (!__atomic_compare_exchange_n(&job->state, &old, nw, true, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    bool pool = old & CORO__F_POOL;
+    /* on_exit before the thread joiners go: a pool frame is the library's
+     * (on_exit cannot free it), a joined frame must outlive its joiner */
+    bool exit_first = pool || (old & CORO__F_THREAD_JOIN);
     if (old & CORO__F_JOINER) {
         coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
         if (w)
@@ -138,10 +163,21 @@ void coro__finish(coro_t *job)
     }
     if (old & CORO__F_JOB_JOIN)
         coro__lot_unpark_all(job, res);
-    if (old & CORO__F_THREAD_JOIN)
-        coro__futex_wake(&job->state, INT_MAX);
-    if (on_exit)
-        on_exit(job);
+    if (on_exit && exit_first)
+        run_on_exit(on_exit, job);
+    uint32_t last = nw;
+    if (nw & CORO__F_EXITING) {
+        /* release: our last touch of the frame before a joiner sees
+         * EXITING clear and takes it back */
+        last = __atomic_and_fetch(&job->state, ~CORO__F_EXITING, __ATOMIC_ACQ_REL);
+        /* from here the frame may be reused: only its address is used */
+        if (old & CORO__F_THREAD_JOIN)
+            coro__futex_wake(&job->state, INT_MAX);
+    }
+    if (on_exit && !exit_first)
+        run_on_exit(on_exit, job);
+    if (pool && !(last & CORO__JOINERS_MASK))
+        coro__frame_release(job);       /* no thread joiner: give it back now */
     /* a worker takes its finished jobs off s->live in batches, so that
      * the line a spawning thread increments does not bounce on every
      * finish; it flushes before it parks and at once after shutdown
@@ -212,6 +248,7 @@ static void stop_workers(coro_sched_t *s)
 
 static void sched_free(coro_sched_t *s)
 {
+    coro__frames_fini(s);
     if (s->io)
         coro__io_destroy(s->io);
     coro__lot_sched_fini(s);
@@ -289,6 +326,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         goto fail;
     if ((rc = coro__lot_sched_init(s)) < 0)
         goto fail;
+    if ((rc = coro__frames_init(s)) < 0)
+        goto fail;
     if ((rc = coro__io_create(s, &s->io)) < 0)
         goto fail;
     for (int i = 0; i < s->nworkers; i++) {
@@ -333,17 +372,25 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return -EINVAL;
     if (prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
         return -EINVAL;
+    /* a pool frame: of this scheduler, allocated, not spawned yet */
+    uint8_t *pool_st = NULL;
+    int pool = coro__frame_check(s, co, &pool_st);
+    if (pool < 0)
+        return pool;
     if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
         return cls;
-    /* claim the frame: only an idle or finished frame may start.  acquire:
-     * the frame's previous life (its finisher's release) is over; the CAS
+    /* claim the frame: only an idle or finished frame may start, and a
+     * finished one only once its finisher let go (EXITING).  acquire: the
+     * frame's previous life (its finisher's release) is over; the CAS
      * makes one of two racing spawns win */
     old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
     do {
         uint32_t st = old & CORO__S_MASK;
-        if (st != CORO__S_IDLE && st != CORO__S_DONE)
+        if ((st != CORO__S_IDLE && st != CORO__S_DONE) ||
+            (old & (CORO__F_EXITING | CORO__JOINERS_MASK)))
             return -EBUSY;
-    } while (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY, false,
+    } while (!__atomic_compare_exchange_n(&co->state, &old,
+                                          CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     /* acq_rel on the live word: ordered against shutdown's RMW (top of file) */
     if (__atomic_fetch_add(&s->live, 1, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED) {
@@ -354,8 +401,10 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
         if (prev & CORO__F_THREAD_JOIN)
             coro__futex_wake(&co->state, INT_MAX);
-        return -ESHUTDOWN;
+        return -ESHUTDOWN;      /* a pool frame stays the caller's: coro_frame_free */
     }
+    if (pool)
+        coro__frame_mark_spawned(pool_st);
     co->fn = fn;
     co->resume = 0;
     co->result = 0;
@@ -489,13 +538,22 @@ int coro_sched_run(coro_sched_t *s)
 
 /* ---- join ------------------------------------------------------------------ */
 
+/* finished, and a blocked joiner may leave: on_exit has returned */
+static bool job_done(void *arg)
+{
+    coro_t *co = arg;
+    /* acquire: pairs with coro__finish's release: the result is there */
+    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    return (st & CORO__S_MASK) == CORO__S_DONE && !(st & CORO__F_EXITING);
+}
+
 /* done, or back to IDLE: its spawn failed after coro_join looked */
 static bool job_over(void *arg)
 {
     coro_t *co = arg;
     /* acquire: pairs with coro__finish's release: the result is there */
-    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
-    return st == CORO__S_DONE || st == CORO__S_IDLE;
+    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    return job_done(co) || (st & CORO__S_MASK) == CORO__S_IDLE;
 }
 
 /* Single-threaded: drive s until done(arg), or, while another thread
@@ -540,6 +598,7 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
 intptr_t coro_join(coro_t *co)
 {
     uint32_t st;
+    bool reg = false, pool = false;
 
     if (!co)
         return -EINVAL;
@@ -550,31 +609,48 @@ intptr_t coro_join(coro_t *co)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
-    if ((st & CORO__S_MASK) == CORO__S_DONE)
+    if (job_done(co))
         return co->result;      /* its scheduler may be gone: do not touch it */
     coro_sched_t *s = co->sched;
-    if (s && s->nworkers == 0) {
-        drive_until(s, job_over, co);
-        /* acquire: the result of a DONE frame is complete */
-        if ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_IDLE)
-            return -EINVAL;     /* its spawn failed meanwhile */
-        return co->result;
-    }
     for (;;) {
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
-        if ((st & CORO__S_MASK) == CORO__S_DONE)
-            break;
-        if ((st & CORO__S_MASK) == CORO__S_IDLE)
+        if ((st & CORO__S_MASK) == CORO__S_DONE) {
+            if (!(st & CORO__F_EXITING))
+                break;
+        } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
             return -EINVAL;         /* its spawn failed meanwhile */
-        if (!(st & CORO__F_THREAD_JOIN)) {
-            if (!__atomic_compare_exchange_n(&co->state, &st, st | CORO__F_THREAD_JOIN, false,
-                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        } else if (!reg) {
+            /* register: THREAD_JOIN, and for a pool frame one more joiner,
+             * so that the frame stays until we have read the result */
+            pool = st & CORO__F_POOL;
+            if (pool && (st & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
+                sched_yield();      /* 255 threads join it already */
                 continue;
-            st |= CORO__F_THREAD_JOIN;
+            }
+            uint32_t nw = st | CORO__F_THREAD_JOIN | (pool ? CORO__JOINER_ONE : 0);
+            if (!__atomic_compare_exchange_n(&co->state, &st, nw, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;
+            reg = true;
+            st = nw;
+        }
+        if (s && s->nworkers == 0) {
+            /* single-threaded: drive until co is done, or sleep while
+             * another thread drives and take the drive over when it stops */
+            drive_until(s, job_over, co);
+            continue;
         }
         coro__futex_wait(&co->state, st, -1);
     }
-    return co->result;
+    intptr_t r = co->result;
+    if (reg && pool) {
+        /* acq_rel: our read of the result happens before the frame is
+         * given back, by us or by the last other joiner */
+        uint32_t left = __atomic_sub_fetch(&co->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
+        if (!(left & CORO__JOINERS_MASK))
+            coro__frame_release(co);
+    }
+    return r;
 }
 
 intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)

@@ -41,7 +41,7 @@ struct coro__worker {
     bool pinned, started;
     uint32_t started_st;                /* atomic: the drive word (single-threaded), below */
     pthread_t thread;
-    uint64_t tick;
+    uint64_t tick;                      /* counts down to the next global-first look */
     unsigned lifo_streak;
     bool searching;                     /* counted in s->searching */
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
@@ -73,6 +73,9 @@ struct coro_sched {
     uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
     uint32_t searching;                 /* atomic: workers searching for work (worker.c) */
     uint32_t rr;                        /* atomic: round-robin for outside submissions */
+    /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
+     * when find_work returns one): 0 lets a worker look at NORMAL only */
+    uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));
 
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
@@ -84,6 +87,7 @@ struct coro_sched {
 
     struct coro__io *io;
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
+    struct coro__frames *frames;        /* pool frames (lib/frame.c) */
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u

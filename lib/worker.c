@@ -77,6 +77,9 @@
 __thread struct coro__worker *coro__tls_worker;
 __thread int coro__tls_budget;
 __thread int coro__tls_in_job;
+/* round-robin position of a plain thread's submissions (its own: a shared
+ * counter is one more contended RMW per spawn) */
+static __thread uint32_t tls_rr;
 
 static inline void cpu_relax(void)
 {
@@ -186,6 +189,11 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     struct coro__worker *w = coro__tls_worker;
     int pi = CORO__PRIO_IDX(job->prio);
 
+    if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
+        /* before the push; relaxed: the push's own release and the notify
+         * fence below order it for the workers (see find_work_) */
+        __atomic_add_fetch(&s->other_prio, 1, __ATOMIC_RELAXED);
+
     if (job->cls != 0) {
         struct coro__cls *c = coro__cls_get(s, job->cls);
         coro__mq_push(&c->q[pi], job);
@@ -225,7 +233,8 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         unpark(s, idx);
         return;
     }
-    idx = (int)(__atomic_fetch_add(&s->rr, 1, __ATOMIC_RELAXED) % (uint32_t)s->nslots);
+    idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
+    tls_rr = (uint32_t)idx + 1;
     coro__mq_push(&s->w[idx]->inbox[pi], job);
     notify(s, s->all_wmask, true);
 }
@@ -395,15 +404,28 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
     static const int normal_first[] = { 1, 2, 0 };
     static const int low_first[] = { 0, 2, 1 };
     const int *order = normal_order;
-    bool global_first = (++w->tick % CORO__GLOBAL_INTERVAL) == 0;
+    bool global_first = false;
     coro_t *j = NULL;
 
+    if (CORO__UNLIKELY(w->tick == 0)) {     /* every CORO__GLOBAL_INTERVAL looks */
+        w->tick = CORO__GLOBAL_INTERVAL;
+        global_first = true;
+    }
+    w->tick--;
     if (w->since_low >= 128)
         order = low_first;
     else if (w->since_normal >= 32)
         order = normal_first;
-    for (int k = 0; k < CORO__NPRIO && !j; k++)
-        j = pop_level(w, order[k], global_first);
+    /* no HIGH or LOW job queued anywhere: look at NORMAL only.  The count
+     * goes up before a push, so a job it misses was pushed after this
+     * read: the pusher's notify then covers it exactly as for a job pushed
+     * after this look (top of file).  The last look before parking
+     * (limit_steal false) looks everywhere all the same. */
+    if (limit_steal && !global_first && __atomic_load_n(&w->s->other_prio, __ATOMIC_RELAXED) == 0)
+        j = pop_level(w, CORO__PRIO_IDX(CORO_PRIO_NORMAL), false);
+    else
+        for (int k = 0; k < CORO__NPRIO && !j; k++)
+            j = pop_level(w, order[k], global_first);
     if (!j && (!limit_steal || start_searching(w)))
         j = steal(w);
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
@@ -412,6 +434,8 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
+        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
+            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
     }
     return j;
 }

@@ -127,13 +127,50 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * Returns the job's result, or -EINVAL (NULL or never-spawned frame),
  * -EDEADLK (called from inside a job or its on_exit hook: await coro_done
  * there).  A finished frame returns its result at once.  A job may itself
- * return a negative value: keep the two apart by convention.  It may return
- * before the job's on_exit has run (docs/api.md, "Frame lifetime"). */
+ * return a negative value: keep the two apart by convention.
+ * Ordering: a call that was blocked when the job finished returns after the
+ * job's on_exit returned, and the scheduler no longer touches the frame:
+ * it may be freed or spawned again at once.  A call that starts after the
+ * job finished may return while on_exit still runs.  A pool frame
+ * (coro_frame_alloc) may be joined only while its job cannot have
+ * finished; it is given back after the last such call returned. */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
 
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
                                    const coro_spawn_opts_t *opts);
+
+/* ---- pool frames ------------------------------------------------------------
+ * Frames for fire-and-forget jobs, from s's per-worker pools (docs/guide.md,
+ * "Which frame to use when" and "Frame lifetimes"). */
+
+/* coro_frame_alloc - a zeroed frame of at least size bytes, 64-byte
+ * aligned, from s's pools: the calling worker's when called from a job of
+ * s, else a cache of the calling thread's own (kept for the next thread
+ * when it exits).  Pools grow in 64 KiB slabs through s's config
+ * allocator; frames above 2 KiB get a slab of their own.  Returns NULL
+ * when out of memory, for a NULL s or a size of 0, and on a plain thread
+ * that already holds caches for 8 other live schedulers (frames above
+ * 2 KiB excepted).  Any thread; never blocks (but may call the
+ * allocator).
+ *
+ * Spawn it with coro_spawn(s, &frame->co, ...) on the same scheduler
+ * (another one refuses it with -EINVAL).  Once spawned, the frame belongs
+ * to the library, which gives it back when nobody may touch it any more:
+ * after on_exit returned (on_exit must not free it), after the jobs that
+ * awaited it with coro_done when it finished were resumed, and after every
+ * coro_join that was blocked on it when it finished returned.  A wait (or
+ * a second spawn) that starts after the job finished touches a frame that
+ * is gone: to wait for fire-and-forget jobs, let them signal (an event, a
+ * channel).  All of s's frames are gone after coro_sched_destroy(s). */
+CORO_EXTERN void *coro_frame_alloc(coro_sched_t *s, size_t size);
+
+/* coro_frame_free - give back a frame from coro_frame_alloc that was never
+ * spawned (or whose coro_spawn failed).  NULL, memory that did not come
+ * from coro_frame_alloc, a frame that was spawned (the library gives it
+ * back) and a frame already given back are ignored: the call does nothing.
+ * Any thread. */
+CORO_EXTERN void coro_frame_free(void *frame);
 
 /* coro_sched_run - single-threaded mode: run ready jobs on this thread
  * until none is ready (and, with the I/O part, none waits on a timer or

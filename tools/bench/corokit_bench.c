@@ -5,12 +5,14 @@
  *     corokit_bench SHAPE|list [WORKERS [ITERS [SIZE]]]
  * WORKERS = coro_sched_config_t.workers (pinned, the default).
  *
- * Frames are the caller's: each shape keeps its frames in arrays made once
- * and spawns them again every iteration (a finished frame may be spawned
- * again).  Where a frame finishes without anyone joining it, the next
- * iteration first waits, untimed, until its on_exit hook has run: that is
- * the bookkeeping tokio and Go avoid by allocating a fresh task per spawn.
- * fib allocates its children's frames with malloc, as tokio and Go do.
+ * Frames are got the way docs/guide.md tells users to ("Which frame to use
+ * when"): a fire-and-forget job (spawn_many_local, spawn_many_remote(_busy),
+ * ping_pong, chained_spawn) gets a fresh frame from coro_frame_alloc for
+ * every spawn, and the library gives it back when the job is over; jobs
+ * signal their end (a counter and an event), as tokio's and Go's twins do.
+ * Jobs that are joined (yield_many, io_pingpong, timers) keep caller-owned
+ * frames, and fib embeds its children's frames in a malloc'd block, as its
+ * parent awaits them.
  */
 #include "bench_common.h"
 #include <sched.h>
@@ -43,9 +45,10 @@
 #endif
 
 static const char *const shapes[] = {
-    "spawn_many_remote", "spawn_many_remote_busy", "yield_many", "fib",
+    "yield_many", "fib",
 #ifdef BENCH_SYNC
     "spawn_many_local",  "ping_pong",              "chained_spawn", "memory",
+    "spawn_many_remote", "spawn_many_remote_busy",
 #endif
 #ifdef BENCH_IO
     "io_pingpong",       "timers",
@@ -62,37 +65,6 @@ static void die(const char *what, long rc)
     exit(1);
 }
 
-#ifdef BENCH_SYNC
-/* every frame that nobody joins counts itself out here, in a per-CPU
- * slot of its own cache line (one shared counter would bounce between the
- * workers on every exit, inside the timed region) */
-struct exit_slot {
-    _Alignas(64) atomic_long n;
-};
-static struct exit_slot exited[64];
-static void count_exit(coro_t *co)
-{
-    (void)co;
-    atomic_fetch_add_explicit(&exited[sched_getcpu() & 63].n, 1, memory_order_release);
-}
-static const coro_spawn_opts_t counted = {.on_exit = count_exit};
-
-static void wait_exited(long n)
-{
-    /* sleep, not spin: the workers finishing those frames need the CPUs */
-    for (;;) {
-        long sum = 0;
-        for (int i = 0; i < 64; i++)
-            sum += atomic_load_explicit(&exited[i].n, memory_order_acquire);
-        if (sum >= n)
-            break;
-        usleep(20);
-    }
-    for (int i = 0; i < 64; i++)
-        atomic_store(&exited[i].n, 0);
-}
-#endif
-
 static void spawn(coro_t *co, coro_fn fn, const coro_spawn_opts_t *o)
 {
     int rc = coro_spawn(S, co, fn, o);
@@ -107,18 +79,12 @@ static void join(coro_t *co)
         die("coro_join", (long)r);
 }
 
-/* frames on their own cache lines: corokit's frames are the user's, and
- * docs/guide.md ("Frame layout") tells users to do this for hot jobs */
+/* coro_frame_alloc's frames are 64-byte aligned; caller-owned ones are
+ * put on their own cache lines, as docs/guide.md ("Frame layout") says */
 struct empty {
     _Alignas(64) coro_t co;
 };
-static struct empty *kids; /* the spawn shapes' frames */
 
-static int empty_fn(coro_t *co)
-{
-    CORO_BEGIN(co);
-    CORO_END(co);
-}
 
 #ifdef BENCH_SYNC
 /* ---- spawn_many_local -------------------------------------------------- */
@@ -142,8 +108,12 @@ static int spawner_fn(coro_t *co)
 {
     struct spawner *f = CORO_SELF(co, struct spawner);
     CORO_BEGIN(co);
-    for (f->i = 0; f->i < f->n; f->i++)
-        spawn(&kids[f->i].co, dec_fn, &counted);
+    for (f->i = 0; f->i < f->n; f->i++) {
+        struct empty *k = coro_frame_alloc(S, sizeof *k);
+        if (!k)
+            die("coro_frame_alloc", -ENOMEM);
+        spawn(&k->co, dec_fn, NULL);
+    }
     CORO_AWAIT(co, EV_WAIT(&done_ev));
     CORO_END(co);
 }
@@ -151,8 +121,6 @@ static int spawner_fn(coro_t *co)
 static int64_t spawn_many_local(long n)
 {
     static struct spawner sp;
-    if (!kids && !(kids = calloc((size_t)n, sizeof *kids)))
-        die("calloc", -ENOMEM);
     atomic_store(&rem, n);
     EV_INIT(&done_ev);
     sp.n = n;
@@ -161,25 +129,32 @@ static int64_t spawn_many_local(long n)
     int64_t t = bench_now_ns() - t0;
     if (r < 0)
         die("coro_block_on", (long)r);
-    wait_exited(n);
     EV_FINI(&done_ev);
     return t;
 }
 
-#endif /* BENCH_SYNC */
-
-/* ---- spawn_many_remote(_busy) ------------------------------------------ */
+/* ---- spawn_many_remote(_busy) ------------------------------------------
+ * a plain thread spawns n jobs, then waits for all of them: they count
+ * down and the last one sets an event (tokio's twin awaits its handles) */
 static int64_t spawn_many_remote(long n)
 {
-    if (!kids && !(kids = calloc((size_t)n, sizeof *kids)))
-        die("calloc", -ENOMEM);
+    atomic_store(&rem, n);
+    EV_INIT(&done_ev);
     int64_t t0 = bench_now_ns();
-    for (long i = 0; i < n; i++)
-        spawn(&kids[i].co, empty_fn, NULL);
-    for (long i = 0; i < n; i++)
-        join(&kids[i].co);
-    return bench_now_ns() - t0;
+    for (long i = 0; i < n; i++) {
+        struct empty *k = coro_frame_alloc(S, sizeof *k);
+        if (!k)
+            die("coro_frame_alloc", -ENOMEM);
+        spawn(&k->co, dec_fn, NULL);
+    }
+    int rc = coro_event_wait_blocking(&done_ev, CORO_FOREVER);
+    int64_t t = bench_now_ns() - t0;
+    if (rc < 0)
+        die("coro_event_wait_blocking", rc);
+    EV_FINI(&done_ev);
+    return t;
 }
+#endif /* BENCH_SYNC */
 
 static atomic_int busy_stop;
 static struct empty busy[BENCH_BUSY_JOBS];
@@ -204,27 +179,37 @@ struct pong {
 struct ping {
     coro_t co;
     coro_event_t e1, e2; /* the two oneshots */
-    struct pong b;
+    struct pong *b;
 };
-static struct ping *pings;
 
 static int pong_fn(coro_t *co)
 {
     struct pong *b = CORO_SELF(co, struct pong);
     CORO_BEGIN(co);
     CORO_AWAIT(co, EV_WAIT(&b->a->e1));
-    EV_SET(&b->a->e2);
+    EV_SET(&b->a->e2);  /* the last touch of a: it finishes after this */
     CORO_END(co);
 }
+
+/* A and its events stay until B is done with them: A leaves after e2 */
 
 static int ping_fn(coro_t *co)
 {
     struct ping *a = CORO_SELF(co, struct ping);
     CORO_BEGIN(co);
-    a->b.a = a;
-    spawn(&a->b.co, pong_fn, &counted);
+    EV_INIT(&a->e1);
+    EV_INIT(&a->e2);
+    a->b = coro_frame_alloc(S, sizeof *a->b);
+    if (!a->b)
+        die("coro_frame_alloc", -ENOMEM);
+    a->b->a = a;
+    spawn(&a->b->co, pong_fn, NULL);
     EV_SET(&a->e1);
     CORO_AWAIT(co, EV_WAIT(&a->e2));
+    /* B set e2 and touches nothing of ours after that; coro_event_destroy
+     * would refuse (-EBUSY) while a waiter is still inside */
+    EV_FINI(&a->e1);
+    EV_FINI(&a->e2);
     if (atomic_fetch_sub_explicit(&rem, 1, memory_order_relaxed) == 1)
         EV_SET(&done_ev);
     CORO_END(co);
@@ -234,8 +219,12 @@ static int pinger_fn(coro_t *co)
 {
     struct spawner *f = CORO_SELF(co, struct spawner);
     CORO_BEGIN(co);
-    for (f->i = 0; f->i < f->n; f->i++)
-        spawn(&pings[f->i].co, ping_fn, &counted);
+    for (f->i = 0; f->i < f->n; f->i++) {
+        struct ping *a = coro_frame_alloc(S, sizeof *a);
+        if (!a)
+            die("coro_frame_alloc", -ENOMEM);
+        spawn(&a->co, ping_fn, NULL);
+    }
     CORO_AWAIT(co, EV_WAIT(&done_ev));
     CORO_END(co);
 }
@@ -243,12 +232,6 @@ static int pinger_fn(coro_t *co)
 static int64_t ping_pong(long n)
 {
     static struct spawner sp;
-    if (!pings && !(pings = calloc((size_t)n, sizeof *pings)))
-        die("calloc", -ENOMEM);
-    for (long i = 0; i < n; i++) {
-        EV_INIT(&pings[i].e1);
-        EV_INIT(&pings[i].e2);
-    }
     atomic_store(&rem, n);
     EV_INIT(&done_ev);
     sp.n = n;
@@ -257,11 +240,6 @@ static int64_t ping_pong(long n)
     int64_t t = bench_now_ns() - t0;
     if (r < 0)
         die("coro_block_on", (long)r);
-    wait_exited(2 * n);
-    for (long i = 0; i < n; i++) {
-        EV_FINI(&pings[i].e1);
-        EV_FINI(&pings[i].e2);
-    }
     EV_FINI(&done_ev);
     return t;
 }
@@ -305,7 +283,8 @@ struct link {
     coro_t co;
     long n;
 };
-static struct link *links; /* links[k] runs iter(k), k < N */
+
+static void spawn_link(long n);
 
 static int link_fn(coro_t *co)
 {
@@ -314,8 +293,17 @@ static int link_fn(coro_t *co)
     if (l->n == 0)
         EV_SET(&done_ev);
     else
-        spawn(&links[l->n - 1].co, link_fn, &counted);
+        spawn_link(l->n - 1);
     CORO_END(co);
+}
+
+static void spawn_link(long n)
+{
+    struct link *l = coro_frame_alloc(S, sizeof *l);
+    if (!l)
+        die("coro_frame_alloc", -ENOMEM);
+    l->n = n;
+    spawn(&l->co, link_fn, NULL);
 }
 
 static int chainer_fn(coro_t *co)
@@ -325,7 +313,7 @@ static int chainer_fn(coro_t *co)
     if (f->n == 0)
         EV_SET(&done_ev);
     else
-        spawn(&links[f->n - 1].co, link_fn, &counted);
+        spawn_link(f->n - 1);
     CORO_AWAIT(co, EV_WAIT(&done_ev));
     CORO_END(co);
 }
@@ -333,12 +321,6 @@ static int chainer_fn(coro_t *co)
 static int64_t chained_spawn(long n)
 {
     static struct spawner sp;
-    if (!links) {
-        if (!(links = calloc((size_t)n + 1, sizeof *links)))
-            die("calloc", -ENOMEM);
-        for (long i = 0; i < n; i++)
-            links[i].n = i;
-    }
     EV_INIT(&done_ev);
     sp.n = n;
     int64_t t0 = bench_now_ns();
@@ -346,7 +328,6 @@ static int64_t chained_spawn(long n)
     int64_t t = bench_now_ns() - t0;
     if (r < 0)
         die("coro_block_on", (long)r);
-    wait_exited(n);
     EV_FINI(&done_ev);
     return t;
 }
@@ -513,9 +494,9 @@ static int64_t timers(long n, int64_t *p99)
 
 #ifdef BENCH_SYNC
 /* ---- memory ------------------------------------------------------------------
- * n jobs each count themselves ready, then wait on one event.  The frames
- * are the caller's memory and are counted: RSS is read before they are
- * allocated. */
+ * n jobs each count themselves ready, then wait on one event.  Their frames
+ * come from coro_frame_alloc and are counted: RSS is read before the
+ * first one is allocated. */
 static atomic_long ready;
 static coro_event_t gate;
 
@@ -524,30 +505,36 @@ static int parked_fn(coro_t *co)
     CORO_BEGIN(co);
     atomic_fetch_add_explicit(&ready, 1, memory_order_relaxed);
     CORO_AWAIT(co, EV_WAIT(&gate));
+    if (atomic_fetch_sub_explicit(&rem, 1, memory_order_relaxed) == 1)
+        EV_SET(&done_ev);
     CORO_END(co);
 }
 
 static void memory(long n)
 {
     EV_INIT(&gate);
+    EV_INIT(&done_ev);
     atomic_store(&ready, 0);
+    atomic_store(&rem, n);
     long rss0 = bench_rss_bytes();
-    struct empty *f = calloc((size_t)n, sizeof *f);
-    if (!f)
-        die("calloc", -ENOMEM);
     int64_t t0 = bench_now_ns();
-    for (long i = 0; i < n; i++)
-        spawn(&f[i].co, parked_fn, NULL);
+    for (long i = 0; i < n; i++) {
+        struct empty *f = coro_frame_alloc(S, sizeof *f);
+        if (!f)
+            die("coro_frame_alloc", -ENOMEM);
+        spawn(&f->co, parked_fn, NULL);
+    }
     while (atomic_load_explicit(&ready, memory_order_relaxed) < n)
         sched_yield();
     int64_t t = bench_now_ns() - t0;
     usleep(10000); /* let the last ones suspend */
     long rss1 = bench_rss_bytes();
     EV_SET(&gate);
-    for (long i = 0; i < n; i++)
-        join(&f[i].co);
-    free(f);
+    int rc = coro_event_wait_blocking(&done_ev, CORO_FOREVER);
+    if (rc < 0)
+        die("coro_event_wait_blocking", rc);
     EV_FINI(&gate);
+    EV_FINI(&done_ev);
     printf("bench=memory system=corokit workers=%d ns=%lld bytes_per_job=%ld\n", W,
            (long long)(t / n), (rss1 - rss0) / n);
     fflush(stdout);
@@ -581,6 +568,10 @@ int main(int argc, char **argv)
         fn = chained_spawn, size = size > 0 ? size : BENCH_CHAIN;
     else if (strcmp(sh, "memory") == 0)
         is_memory = 1, size = size > 0 ? size : BENCH_MEM_JOBS;
+    else if (strcmp(sh, "spawn_many_remote") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN;
+    else if (strcmp(sh, "spawn_many_remote_busy") == 0)
+        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN, is_busy = 1;
 #endif
 #ifdef BENCH_IO
     else if (strcmp(sh, "io_pingpong") == 0)
@@ -588,10 +579,6 @@ int main(int argc, char **argv)
     else if (strcmp(sh, "timers") == 0)
         is_timers = 1, size = size > 0 ? size : BENCH_TIMERS;
 #endif
-    else if (strcmp(sh, "spawn_many_remote") == 0)
-        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN;
-    else if (strcmp(sh, "spawn_many_remote_busy") == 0)
-        fn = spawn_many_remote, size = size > 0 ? size : BENCH_NUM_SPAWN, is_busy = 1;
     else if (strcmp(sh, "yield_many") == 0)
         fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
     else if (strcmp(sh, "fib") == 0)
