@@ -597,7 +597,7 @@ static struct fpool *tc_get(struct coro__frames *fr, bool create)
     pthread_mutex_lock(&fr->lock);
     if ((p = fr->unowned)) {
         fr->unowned = p->unext;         /* adopt: its slabs and pending frees */
-    } else if ((p = coro__alloc(fr->s, sizeof *p))) {
+    } else if ((p = coro__alloc_aligned(fr->s, sizeof *p))) {
         p->fr = fr;
         p->tnext = fr->threads;
         fr->threads = p;
@@ -633,7 +633,7 @@ int coro__frames_init(coro_sched_t *s)
     fr->npools = s->nslots;
     pthread_mutex_init(&fr->lock, NULL);
     for (int i = 0; i < s->nslots; i++) {
-        fr->wp[i] = coro__alloc(s, sizeof(struct fpool));
+        fr->wp[i] = coro__alloc_aligned(s, sizeof(struct fpool));
         if (!fr->wp[i]) {
             s->frames = fr;
             coro__frames_fini(s);
@@ -682,12 +682,12 @@ void coro__frames_fini(coro_sched_t *s)
     for (int i = 0; i < fr->npools; i++)
         if (fr->wp[i]) {
             pool_fini(fr->wp[i]);
-            coro__free(s, fr->wp[i], sizeof(struct fpool));
+            coro__free_aligned(s, fr->wp[i], sizeof(struct fpool));
         }
     for (struct fpool *p = fr->threads, *n; p; p = n) {
         n = p->tnext;
         pool_fini(p);
-        coro__free(s, p, sizeof *p);
+        coro__free_aligned(s, p, sizeof *p);
     }
     pthread_mutex_destroy(&fr->lock);
     coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
