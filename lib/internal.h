@@ -177,8 +177,8 @@ CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 /* ---- the I/O hook --------------------------------------------------------------
  * The I/O layer (lib/io_*.c) registers these when a scheduler is created.
  * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
- * 0 = just look) and wake what is ready; returns how many jobs it woke, or
- * -EAGAIN when nothing waits on I/O at all. */
+ * 0 = just look) and wake what is ready; returns how many events it
+ * handled, or -EAGAIN when nothing waits on I/O at all. */
 struct coro__io;
 CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
 CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
@@ -188,14 +188,41 @@ CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* coro__io_park - worker idx (multi-threaded), about to sleep with its
+ * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
+ * other thread waits in epoll, wait there instead of on the futex (unless
+ * *epoch_word already moved on), call awake(arg) as soon as epoll_wait
+ * returns, then handle the events (jobs woken go to this worker's queues
+ * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
+ * the epoch move), -EAGAIN when another thread holds the poll token: then
+ * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
+CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
+                               uint32_t epoch, void (*awake)(void *), void *arg);
+/* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
+ * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
+ * false: it does not (wake its futex). */
+CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
+/* coro__io_handoff (lib/worker.c) - the I/O thread gave the poll token up
+ * for the workers: wake one idle worker to take it.  False when none is
+ * idle (the I/O thread keeps polling). */
+CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
+/* coro__io_add_source - one more fd in the I/O context's epoll set
+ * (level-triggered, EPOLLIN): cb(arg) runs on whichever thread handles
+ * the I/O events (a worker, the I/O thread, or the single-threaded driver)
+ * each time epoll reports fd readable; cb must read what made it readable.
+ * At most 4.  Returns 0, -ENOSPC, or -errno of epoll_ctl. */
+CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg),
+                                     void *arg);
+/* coro__io_ctl_count - epoll_ctl calls made on users' fds so far (tests) */
+CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
 /* coro__io_timer_lot - a timeout for a parking-lot wait: at the absolute
- * CLOCK_MONOTONIC deadline (ns), on the I/O thread (single-threaded: in
- * coro__io_poll), do: if (coro__lot_remove(key, job, gen)) coro__wake(job,
- * -ETIMEDOUT).  Register it BEFORE parking (gen = job->wait_gen + 1, the
- * number the park will give); it is never cancelled: a timer whose wait
- * already ended finds nothing to remove (it compares the job pointer
- * only, never dereferences a job that is not on the list).  Returns 0,
- * -ENOMEM, or -ENOSYS without an I/O layer. */
+ * CLOCK_MONOTONIC deadline (ns), on the thread that handles I/O events, do:
+ * if (coro__lot_remove(key, job, gen)) coro__wake(job, -ETIMEDOUT).
+ * Register it BEFORE parking (gen = job->wait_gen + 1, the number the park
+ * will give); it is never cancelled: a timer whose wait already ended
+ * finds nothing to remove (it compares the job pointer only, never
+ * dereferences a job that is not on the list).  Returns 0, -ENOMEM, or
+ * -ENOSYS without an I/O layer. */
 CORO__HIDDEN int coro__io_timer_lot(struct coro__io *io, int64_t deadline, void *key,
                                     coro_t *job, uint32_t gen);
 CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);

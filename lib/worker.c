@@ -99,9 +99,13 @@ static void unpark(coro_sched_t *s, int idx)
 {
     struct coro__worker *w = s->w[idx];
 
-    /* release: the push that made this wake necessary happens before the
-     * epoch change the parked worker observes */
-    __atomic_add_fetch(&w->futex, 1, __ATOMIC_RELEASE);
+    /* seq_cst: the push that made this wake necessary happens before the
+     * epoch change the parked worker observes (release), and the change is
+     * ordered before our read of the poll token in coro__io_wake_poller
+     * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
+    __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
+    if (s->nworkers > 0 && s->io && coro__io_wake_poller(s->io, idx))
+        return;     /* it waits in epoll: the eventfd woke it */
     coro__futex_wake(&w->futex, 1);
     if (s->nworkers == 0 && s->io)
         coro__io_kick(s->io);
@@ -144,6 +148,15 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     int idx = claim_idle(s, wmask);
     if (idx >= 0)
         unpark(s, idx);
+}
+
+bool coro__io_handoff(coro_sched_t *s)
+{
+    int idx = claim_idle(s, s->all_wmask);
+    if (idx < 0)
+        return false;
+    unpark(s, idx);
+    return true;
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -423,6 +436,18 @@ unsigned coro__worker_depth(struct coro__worker *w)
 
 /* ---- parking ------------------------------------------------------------------ */
 
+struct idle_bit {
+    uint64_t *word, bit;
+};
+
+/* epoll_wait returned in coro__io_park: we are no longer idle, so that the
+ * jobs we wake do not send a wake-up back to us */
+static void clear_idle(void *arg)
+{
+    struct idle_bit *ib = arg;
+    __atomic_fetch_and(ib->word, ~ib->bit, __ATOMIC_RELAXED);
+}
+
 coro_t *coro__park(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
@@ -441,10 +466,15 @@ coro_t *coro__park(struct coro__worker *w)
         goto out;
     }
     stat_inc(&w->n_parks);
-    if (s->nworkers == 0 && s->io && coro__io_pending(s->io))
-        coro__io_poll(s->io, -1);           /* single-threaded: wait in epoll */
-    else
-        coro__futex_wait(&w->futex, epoch, -1);
+    struct idle_bit ib = { word, bit };
+    if (s->nworkers == 0) {
+        if (s->io && coro__io_pending(s->io))
+            coro__io_poll(s->io, -1);       /* single-threaded: wait in epoll */
+        else
+            coro__futex_wait(&w->futex, epoch, -1);
+    } else if (!s->io || coro__io_park(s->io, w->idx, &w->futex, epoch, clear_idle, &ib) < 0) {
+        coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
+    }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:

@@ -79,6 +79,15 @@ CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int
  * exec), or -errno (-EINVAL when fd does not listen, -EMFILE ...). */
 CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
 
+/* coro_accept_addr - awaitable: coro_accept that also gives the peer's
+ * address: *len is the size of *addr on entry (a struct sockaddr_storage
+ * fits every family) and the address's real length on success (longer than
+ * the size given: the address was truncated, as accept(2)).  addr and len
+ * must stay valid until the await completes (keep them in the frame).
+ * Result as coro_accept; -EINVAL when addr or len is NULL. */
+CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len,
+                                          int64_t timeout);
+
 /* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
  * addr.  addr is read during the call.  Result 0, or -errno
  * (-ECONNREFUSED, -ETIMEDOUT: the attempt then goes on in the kernel, close
