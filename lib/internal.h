@@ -198,6 +198,11 @@ CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
  * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
                                uint32_t epoch, void (*awake)(void *), void *arg);
+/* coro__io_poll_now - look at the epoll set without blocking and handle
+ * what is ready (any thread, token or not: a worker about to go idle takes
+ * the readiness its own jobs are waiting for instead of waiting for
+ * another thread to wake up).  Returns how many events woke something. */
+CORO__HIDDEN int coro__io_poll_now(struct coro__io *io);
 /* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
  * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
  * false: it does not (wake its futex). */

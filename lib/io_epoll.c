@@ -556,8 +556,13 @@ static int sweep(struct coro__io *io)
 
 /* ---- waiting in epoll --------------------------------------------------------------------- */
 
-/* handle what epoll_wait returned; *kicked: the eventfd fired */
-static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked)
+/* handle what epoll_wait returned; *kicked: the eventfd fired.  Only the
+ * token holder reads the eventfd (holder): a kick is meant for it, and a
+ * look without the token (coro__io_poll_now) that drained it could leave
+ * the holder asleep; the eventfd is level-triggered, so the holder still
+ * sees it. */
+static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
+                  bool holder)
 {
     int done = 0;
 
@@ -565,8 +570,10 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         uint64_t tag = evs[i].data.u64;
         uint64_t v;
         if (tag == TAG_EVFD) {
-            ssize_t r = read(io->evfd, &v, sizeof v);
-            (void)r;
+            if (holder) {
+                ssize_t r = read(io->evfd, &v, sizeof v);
+                (void)r;
+            }
             *kicked = true;
         } else if (tag == TAG_TFD) {
             ssize_t r = read(io->tfd, &v, sizeof v);
@@ -599,7 +606,7 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
     *kicked = false;
     int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
-    return handle(io, evs, n > 0 ? n : 0, kicked);
+    return handle(io, evs, n > 0 ? n : 0, kicked, true);
 }
 
 /* ---- the I/O thread ----------------------------------------------------------------------- */
@@ -699,8 +706,20 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     /* release: orders our handling so far before the next taker */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
     awake(arg);
-    handle(io, evs, n > 0 ? n : 0, &kicked);
+    handle(io, evs, n > 0 ? n : 0, &kicked, true);
     return 0;
+}
+
+int coro__io_poll_now(struct coro__io *io)
+{
+    struct epoll_event evs[64];
+    bool kicked;
+
+    /* relaxed: a hint; nothing waits means nothing to find */
+    if (!coro__io_pending(io))
+        return 0;
+    int n = epoll_wait(io->epfd, evs, 64, 0);
+    return handle(io, evs, n > 0 ? n : 0, &kicked, false);
 }
 
 bool coro__io_wake_poller(struct coro__io *io, int idx)

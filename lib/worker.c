@@ -591,6 +591,14 @@ void *coro__worker_main(void *arg)
             /* acquire: pairs with stop_workers' release */
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
+            /* look at the I/O first: the readiness our own jobs wait for
+             * is often there already, and taking it here saves the
+             * wake-up of the thread blocked in epoll_wait (and the
+             * hand-off from it) */
+            if (idle < 16 && s->io && coro__io_poll_now(s->io) > 0) {
+                idle = 0;
+                continue;
+            }
             if (!s->oversubscribed && idle < 4) {
                 idle++;
                 cpu_relax();
