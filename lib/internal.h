@@ -190,14 +190,21 @@ CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
 /* coro__io_park - worker idx (multi-threaded), about to sleep with its
  * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
- * other thread waits in epoll, wait there instead of on the futex (unless
+ * other thread waits in epoll and no worker handled I/O since `activity`
+ * was read, wait there instead of on the futex (unless
  * *epoch_word already moved on), call awake(arg) as soon as epoll_wait
  * returns, then handle the events (jobs woken go to this worker's queues
  * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
  * the epoch move), -EAGAIN when another thread holds the poll token: then
  * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
-                               uint32_t epoch, void (*awake)(void *), void *arg);
+                               uint32_t epoch, uint32_t activity, void (*awake)(void *),
+                               void *arg);
+/* coro__io_activity - a number that changes whenever a worker handles I/O
+ * events or takes the poll token; coro__io_park(activity) declines (the
+ * caller parks on its futex) when it changed since the caller read it at
+ * the start of its idle phase: another worker is driving I/O. */
+CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
 /* coro__io_poll_now - look at the epoll set without blocking and handle
  * what is ready (any thread, token or not: a worker about to go idle takes
  * the readiness its own jobs are waiting for instead of waiting for
@@ -220,6 +227,9 @@ CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(voi
                                      void *arg);
 /* coro__io_ctl_count - epoll_ctl calls made on users' fds so far (tests) */
 CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
+/* coro__io_woken_by - fd waiters taken by a readiness event so far, by the
+ * I/O thread (io_thread) or by workers / the single-threaded driver (tests) */
+CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
 /* coro__io_timer_lot - a timeout for a parking-lot wait: at the absolute
  * CLOCK_MONOTONIC deadline (ns), on the thread that handles I/O events, do:
  * if (coro__lot_remove(key, job, gen)) coro__wake(job, -ETIMEDOUT).

@@ -133,6 +133,8 @@ struct coro__io {
     uint32_t swept;
     int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
     uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
+    uint64_t n_woke[2];     /* fd waiters taken by an event: [0] a worker or the
+                               single-threaded driver, [1] the I/O thread */
 
     /* the fd table: chunks created once (CAS), freed by destroy */
     struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
@@ -410,7 +412,8 @@ static void fd_resume(struct coro__io *io, coro_t *job)
         finish(io, job, res);
 }
 
-static void fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
+/* returns how many waiters the event took */
+static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
 {
     static const uint32_t want[2] = {
         EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
@@ -420,11 +423,11 @@ static void fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     coro_t *job[2] = { NULL, NULL };
 
     if (!e)
-        return;
+        return 0;
     ent_lock(e);
     if (!e->reg || e->gen != (uint32_t)(tag >> 32)) {
         ent_unlock(e);      /* a forgotten registration */
-        return;
+        return 0;
     }
     for (int dir = 0; dir < 2; dir++) {
         if (!(events & want[dir]))
@@ -438,6 +441,7 @@ static void fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             fd_resume(io, job[dir]);
+    return (job[0] != NULL) + (job[1] != NULL);
 }
 
 void coro__io_forget(struct coro__io *io, int fd)
@@ -562,9 +566,9 @@ static int sweep(struct coro__io *io)
  * the holder asleep; the eventfd is level-triggered, so the holder still
  * sees it. */
 static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
-                  bool holder)
+                  bool holder, int who)
 {
-    int done = 0;
+    int done = 0, woke = 0;
 
     for (int i = 0; i < n; i++) {
         uint64_t tag = evs[i].data.u64;
@@ -583,10 +587,12 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             src->cb(src->arg);
             done++;
         } else {
-            fd_event(io, tag, evs[i].events);
+            woke += fd_event(io, tag, evs[i].events);
             done++;
         }
     }
+    if (woke)
+        __atomic_add_fetch(&io->n_woke[who], (uint64_t)woke, __ATOMIC_RELAXED);
     return done + expire(io);
 }
 
@@ -606,7 +612,7 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
     *kicked = false;
     int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
-    return handle(io, evs, n > 0 ? n : 0, kicked, true);
+    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
 
 /* ---- the I/O thread ----------------------------------------------------------------------- */
@@ -619,8 +625,13 @@ static void iot_drive(struct coro__io *io)
 {
     bool kicked;
     int idle = 0;
+    uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
+        /* workers handle I/O again (coro__io_poll_now found events): leave
+         * it to them rather than compete for each event */
+        if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != gen)
+            break;
         if (__atomic_load_n(&io->want, __ATOMIC_RELAXED)) {
             __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
@@ -666,14 +677,15 @@ static void *io_main(void *arg)
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
-            continue;
+            now = coro__now();
+        } else {
+            seen_gen = gen;
         }
-        seen_gen = gen;
         /* acquire: pairs with the release increments of timer_add / destroy */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
         int64_t until = now + STANDBY_NS;
-        if (next < until)
-            until = next;
+        if (next > now && next < until)
+            until = next;   /* due ones: the token holder has the timerfd */
         coro__futex_wait(&io->standby, sb, until);
     }
     return NULL;
@@ -681,13 +693,24 @@ static void *io_main(void *arg)
 
 /* ---- the hooks ---------------------------------------------------------------------------------------- */
 
+uint32_t coro__io_activity(struct coro__io *io)
+{
+    return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+}
+
 int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
-                  void (*awake)(void *), void *arg)
+                  uint32_t activity, void (*awake)(void *), void *arg)
 {
     struct epoll_event evs[MAX_EVENTS];
     uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
     bool kicked;
 
+    /* relaxed: a hint.  Another worker handled I/O while we looked for
+     * work: it will wait in epoll when it runs out, and its jobs' readiness
+     * is best left to it (each event we took would move a conversation
+     * between workers and wake us for nothing) */
+    if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != activity)
+        return -EAGAIN;
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
         if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
@@ -706,7 +729,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     /* release: orders our handling so far before the next taker */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
     awake(arg);
-    handle(io, evs, n > 0 ? n : 0, &kicked, true);
+    handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
     return 0;
 }
 
@@ -719,7 +742,11 @@ int coro__io_poll_now(struct coro__io *io)
     if (!coro__io_pending(io))
         return 0;
     int n = epoll_wait(io->epfd, evs, 64, 0);
-    return handle(io, evs, n > 0 ? n : 0, &kicked, false);
+    if (n <= 0)
+        return 0;
+    /* relaxed: a hint to the I/O thread that workers are handling I/O */
+    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    return handle(io, evs, n, &kicked, false, 0);
 }
 
 bool coro__io_wake_poller(struct coro__io *io, int idx)
@@ -878,6 +905,11 @@ bool coro__io_pending(struct coro__io *io)
 uint64_t coro__io_ctl_count(struct coro__io *io)
 {
     return __atomic_load_n(&io->n_ctl, __ATOMIC_RELAXED);
+}
+
+uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
+{
+    return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
 }
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)

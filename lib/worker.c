@@ -448,7 +448,8 @@ static void clear_idle(void *arg)
     __atomic_fetch_and(ib->word, ~ib->bit, __ATOMIC_RELAXED);
 }
 
-coro_t *coro__park(struct coro__worker *w)
+/* activity: coro__io_activity at the start of the idle phase */
+static coro_t *park(struct coro__worker *w, uint32_t activity)
 {
     coro_sched_t *s = w->s;
     uint64_t bit = 1ull << (w->idx % 64);
@@ -472,13 +473,19 @@ coro_t *coro__park(struct coro__worker *w)
             coro__io_poll(s->io, -1);       /* single-threaded: wait in epoll */
         else
             coro__futex_wait(&w->futex, epoch, -1);
-    } else if (!s->io || coro__io_park(s->io, w->idx, &w->futex, epoch, clear_idle, &ib) < 0) {
+    } else if (!s->io || coro__io_park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+                                           &ib) < 0) {
         coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
     }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:
     return j;
+}
+
+coro_t *coro__park(struct coro__worker *w)
+{
+    return park(w, w->s->io ? coro__io_activity(w->s->io) : 0);
 }
 
 /* ---- running a job ------------------------------------------------------------- */
@@ -575,6 +582,7 @@ void *coro__worker_main(void *arg)
     coro_sched_t *s = w->s;
     char name[16];
     unsigned idle = 0;
+    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
     snprintf(name, sizeof name, "coro-w%d", w->cpu);
@@ -595,9 +603,17 @@ void *coro__worker_main(void *arg)
              * is often there already, and taking it here saves the
              * wake-up of the thread blocked in epoll_wait (and the
              * hand-off from it) */
-            if (idle < 16 && s->io && coro__io_poll_now(s->io) > 0) {
-                idle = 0;
-                continue;
+            if (idle == 0 && s->io) {
+                if (coro__io_poll_now(s->io) > 0) {
+                    /* what we woke is in our own queues, and we run it
+                     * next: wake another worker only for the rest (the
+                     * last searcher's wake below would wake one for
+                     * nothing at every event of a conversation) */
+                    if (stop_searching(w) && s->nworkers > 1 && coro__worker_depth(w) > 1)
+                        notify(s, s->all_wmask, true);
+                    continue;
+                }
+                activity = coro__io_activity(s->io);
             }
             if (!s->oversubscribed && idle < 4) {
                 idle++;
@@ -611,7 +627,7 @@ void *coro__worker_main(void *arg)
                 sched_yield();
                 continue;
             }
-            j = coro__park(w);
+            j = park(w, activity);
             idle = 0;
             if (!j)
                 continue;
