@@ -835,11 +835,13 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
+        io->threaded = true;    /* before the thread reads it */
         rc = -pthread_create(&io->thread, NULL, io_main, io);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc < 0)
+        if (rc < 0) {
+            io->threaded = false;
             goto fail;
-        io->threaded = true;
+        }
     }
     *out = io;
     return 0;
