@@ -6,6 +6,7 @@
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
 #   make stress     the long opt-in runs of tests/stress
 #   make bench      benchmarks against the peers (tools/bench)
+#   make bench-http samples/httpd against nginx-light under wrk
 #   make install    PREFIX=/usr/local DESTDIR=
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -71,7 +72,7 @@ SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
 TOOL_BIN := $(B)/tools/spawn_cost
 
-.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench install clean deps
+.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench bench-http install clean deps
 all: lib samples corokit.pc
 
 lib: $(STATIC) $(SHARED)
@@ -164,6 +165,10 @@ demo: deps
 
 bench: deps all
 	$(Q)tools/bench/run.sh
+
+# samples/httpd against nginx-light under wrk (installs both if missing)
+bench-http: all
+	$(Q)tools/bench/http.sh
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit
