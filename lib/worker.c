@@ -54,7 +54,34 @@
  *   looks everywhere, steals included, so it finds the job wherever S put
  *   it.  Spurious wakes only cost a look.
  *
- * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park.
+ * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
+ * scheduler may wait in epoll_wait on the I/O context instead of its futex
+ * (coro__io_park, lib/io_epoll.c), when it can take the poll token.  The
+ * protocol above holds unchanged with one more way to deliver step c's
+ * wake: the submitter's epoch increment is a seq_cst RMW, after which it
+ * reads the token (coro__io_wake_poller); the worker takes the token with
+ * a seq_cst CAS, then reads its epoch, and waits in epoll only if the
+ * epoch is still e.  Store-then-load on both sides again (Dekker): either
+ * the worker sees the new epoch and does not wait, or the submitter sees
+ * the worker holding the token and writes the eventfd, which ends its
+ * epoll_wait (the eventfd is read only by the token holder, so a look at
+ * epoll without the token cannot swallow that wake).  A submitter that
+ * sees no token calls futex_wake as before; the worker then is, or will
+ * be, on its futex (it failed to take the token) or saw the epoch.  Once
+ * epoll_wait returns the worker clears its idle bit before it handles the
+ * events, so the jobs it wakes into its own queues wake no one: it runs
+ * them when it returns from park.
+ *
+ * IDLE.  A worker that finds nothing first looks at the epoll set without
+ * blocking (coro__io_poll_now, once per idle phase): readiness its jobs
+ * wait for is usually there, and taking it here runs the woken job on
+ * this worker with no thread wake-up at all.  What it woke is in its own
+ * queues and it runs it next, so it stops searching without waking a
+ * successor unless more than that job is queued.  Then: < 4 empty looks
+ * spin, 4..15 sched_yield, then park - in epoll only if no other worker
+ * handled I/O since the idle phase began (coro__io_activity: that worker
+ * will wait in epoll itself when it runs out, and a second thread blocked
+ * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
  * to the sched_yield phase, which hands the CPU to whoever needs it.
  */

@@ -536,6 +536,7 @@ static void echo_10000(int workers)
               (int)WEXITSTATUS(r.status));
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
     cr_assert_eq(coro_join(&sv.co), NCONN, "accepted %ld", (long)sv.co.result);
+    cr_assert_eq(sv.loopback, NCONN, "coro_accept_addr gave every client's address");
     coro_sched_destroy(s);
     close(lfd);
 }
