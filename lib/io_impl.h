@@ -24,10 +24,12 @@ struct coro__io_ops {
     uint8_t dir;
     /* CORO__IOF_*: what the fd layer must know about the operation */
     uint8_t flags;
-    /* I/O context, fd ready in dir: perform the operation.  true = done
-     * with *res; false = it would block, keep waiting. */
+    /* fd ready in dir (or a kept edge, lib/io_epoll.c): perform the
+     * operation, on whichever thread took the readiness (a worker, the I/O
+     * thread, the single-threaded driver).  true = done with *res; false =
+     * it would block, keep waiting. */
     bool (*attempt)(coro_await_t *aw, intptr_t *res);
-    /* I/O context, when the registration arrives: acquire what the wait
+    /* In arm, on the worker, before the job parks: acquire what the wait
      * needs (the signalfd, the pidfd) and put its fd into arg[0].  0, or
      * -errno to complete at once.  May be NULL.  Constructors never own
      * resources, so an await the worker completes without arming (on
@@ -43,8 +45,8 @@ static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
     return (const struct coro__io_ops *)(const void *)aw->ops;
 }
 
-/* The arm shared by every I/O awaitable: push the job to the I/O context
- * (lib/io_epoll.c). */
+/* The arm shared by every I/O awaitable: park the job in its fd's slot or
+ * the timer heap, or complete it at once (lib/io_epoll.c). */
 CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 
 /* An awaitable of ops whose deadline is absolute (-1 = none). */

@@ -1,6 +1,6 @@
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
- * (run by the I/O context once the fd is ready).
+ * (run by the thread that takes the fd's readiness: lib/io_epoll.c).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from
@@ -8,8 +8,9 @@
  *
  * Blocking fds: sockets go through recv/send with MSG_DONTWAIT and keep
  * their flags; any other fd gets O_NONBLOCK set before the first read or
- * write (so the I/O context can never block on it either).  accept and
- * connect have no per-call flag: their sockets get O_NONBLOCK too.
+ * write (so the thread that performs the operation never blocks on it).
+ * accept and connect have no per-call flag: their sockets get O_NONBLOCK
+ * too.
  */
 #include <fcntl.h>
 #include <limits.h>
