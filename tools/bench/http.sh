@@ -108,5 +108,5 @@ for c in $CONNS; do
     n=$(median <"$TMP/n.$c")
     printf -- '-c%-5s httpd  median %10.0f req/s  runs: %s\n' "$c" "$h" "$(tr '\n' ' ' <"$TMP/h.$c")"
     printf -- '-c%-5s nginx  median %10.0f req/s  runs: %s\n' "$c" "$n" "$(tr '\n' ' ' <"$TMP/n.$c")"
-    awk -v h="$h" -v n="$n" -v c="$c" 'BEGIN { printf "-c%-5s httpd/nginx = %.2f\n", c, n > 0 ? h / n : 0 }'
+    awk -v h="$h" -v n="$n" -v c="$c" 'BEGIN { printf "-c%-5s httpd/nginx = %.2f\n", c, (n > 0 ? h / n : 0) }'
 done
