@@ -12,6 +12,7 @@
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current
+#   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
 VERSION_H := include/corokit/version.h
@@ -80,7 +81,7 @@ SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
 TOOL_BIN := $(B)/tools/spawn_cost
 
-.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench install clean deps
+.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench bench-http install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -171,6 +172,10 @@ demo: deps
 
 bench: deps all
 	$(Q)tools/bench/run.sh
+
+# samples/httpd against nginx-light under wrk (installs both if missing)
+bench-http: all
+	$(Q)tools/bench/http.sh
 
 # ---- install, uninstall, corokit.pc, man pages, packaging checks ----------------
 # corokit.pc is written at install time from PREFIX, with paths relative to

@@ -219,8 +219,8 @@ CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 /* ---- the I/O hook --------------------------------------------------------------
  * The I/O layer (lib/io_*.c) registers these when a scheduler is created.
  * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
- * 0 = just look) and wake what is ready; returns how many jobs it woke, or
- * -EAGAIN when nothing waits on I/O at all. */
+ * 0 = just look) and wake what is ready; returns how many events it
+ * handled, or -EAGAIN when nothing waits on I/O at all. */
 struct coro__io;
 CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
 CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
@@ -230,6 +230,48 @@ CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* coro__io_park - worker idx (multi-threaded), about to sleep with its
+ * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
+ * other thread waits in epoll and no worker handled I/O since `activity`
+ * was read, wait there instead of on the futex (unless
+ * *epoch_word already moved on), call awake(arg) as soon as epoll_wait
+ * returns, then handle the events (jobs woken go to this worker's queues
+ * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
+ * the epoch move), -EAGAIN when another thread holds the poll token: then
+ * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
+CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
+                               uint32_t epoch, uint32_t activity, void (*awake)(void *),
+                               void *arg);
+/* coro__io_activity - a number that changes whenever a worker handles I/O
+ * events or takes the poll token; coro__io_park(activity) declines (the
+ * caller parks on its futex) when it changed since the caller read it at
+ * the start of its idle phase: another worker is driving I/O. */
+CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
+/* coro__io_poll_now - look at the epoll set without blocking and handle
+ * what is ready (any thread, token or not: a worker about to go idle takes
+ * the readiness its own jobs are waiting for instead of waiting for
+ * another thread to wake up).  Returns how many events woke something. */
+CORO__HIDDEN int coro__io_poll_now(struct coro__io *io);
+/* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
+ * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
+ * false: it does not (wake its futex). */
+CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
+/* coro__io_handoff (lib/worker.c) - the I/O thread gave the poll token up
+ * for the workers: wake one idle worker to take it.  False when none is
+ * idle (the I/O thread keeps polling). */
+CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
+/* coro__io_add_source - one more fd in the I/O context's epoll set
+ * (level-triggered, EPOLLIN): cb(arg) runs on whichever thread handles
+ * the I/O events (a worker, the I/O thread, or the single-threaded driver)
+ * each time epoll reports fd readable; cb must read what made it readable.
+ * At most 4.  Returns 0, -ENOSPC, or -errno of epoll_ctl. */
+CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg),
+                                     void *arg);
+/* coro__io_ctl_count - epoll_ctl calls made on users' fds so far (tests) */
+CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
+/* coro__io_woken_by - fd waiters taken by a readiness event so far, by the
+ * I/O thread (io_thread) or by workers / the single-threaded driver (tests) */
+CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
 CORO__HIDDEN struct coro__io *coro__sched_io(coro_sched_t *s);
 
 /* ---- memory ----------------------------------------------------------------- */

@@ -1,54 +1,72 @@
 /* SPDX-License-Identifier: MIT */
-/* The I/O context: one epoll set per scheduler, the registration queue,
- * the fd table and the timers, run by a dedicated I/O thread (or, in
- * single-threaded mode, by the thread that drives the scheduler, inside
- * coro__io_poll).
+/* The I/O context: one epoll set per scheduler, the fd table, the timers.
+ * No thread owns it: whichever thread holds the POLL TOKEN waits in
+ * epoll_wait and handles what it reports - an idle worker (tokio's and
+ * Go's model: no hand-off), or the dedicated I/O thread when no worker
+ * waits there (the guarantee that readiness is seen while every worker
+ * runs long jobs: tokio #4730), or in single-threaded mode the thread
+ * driving the scheduler (coro__io_poll).
  *
- * REGISTRATION.  An I/O awaitable's constructor has already tried its
- * system call on the worker and got EAGAIN.  The worker then calls
- * coro__io_arm (the job is SUSPENDED), which pushes the job itself onto
- * io->head, an intrusive Treiber stack linked through coro_t.next: no
- * allocation.  The push that finds the stack empty writes the eventfd
- * once; later pushes of the same batch see a non-empty stack and do not
- * (the I/O context reads the eventfd BEFORE it takes the stack, so a push
- * that saw "not empty" is always taken by a drain that follows the read).
- * The I/O context takes the whole stack with one exchange, reverses it
- * into arrival order and handles each registration.  After its push, arm
- * never touches the job again: only the I/O context owns it, until it
- * calls coro__wake exactly once.
+ * REGISTERED ONCE.  An fd enters the epoll set at its first wait, edge-
+ * triggered for both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP |
+ * EPOLLET), and stays there until coro_close (EPOLL_CTL_DEL) or until
+ * corokit learns that its number names a new file (coro__io_forget: accept
+ * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
+ * The epoll tag is fd | gen << 32: an event of a forgotten registration
+ * (gen moved on) is ignored.
  *
- * Why not ck_stack: its entries are struct ck_stack_entry, and the job's
- * link is a coro_t *; and ck's inline-assembly atomics are invisible to
- * ThreadSanitizer.  The stack here is the same algorithm (ck_stack_push_upmc
- * + ck_stack_batch_pop_upmc) on GCC atomics.  Push-only plus take-all has
- * no ABA problem: a push's CAS only checks that the head is still the
- * value its link points to.
+ * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
+ * freed before the scheduler, so a pointer to an entry stays valid) holds,
+ * under its spinlock: the waiting reader and writer (w[dir]), and `ready`,
+ * the edges that arrived while nobody waited (tokio's ScheduledIo keeps a
+ * readiness word the same way).  The protocol, per direction:
+ *   waiter (a worker, in arm; its operation just got EAGAIN):
+ *     lock; if ready: clear it, unlock, try the operation again (loop);
+ *           else: w[dir] = job, unlock - parked, no system call
+ *   poller (an event for the fd, dir in its mask):
+ *     lock; if w[dir]: take the job (it consumes the edge); else ready = 1;
+ *     unlock; for a taken job: try its operation; done: wake it; EAGAIN
+ *     (a spurious edge): park it again by the waiter's protocol
+ * Invariant: an edge that comes after a waiter's EAGAIN is seen by it.
+ * The kernel queues an edge-triggered event for every state change after
+ * the EAGAIN; the poller handles it under the entry lock either before the
+ * waiter's locked check (the waiter sees `ready` and tries again) or after
+ * it parked (the poller takes it).  Clearing `ready` BEFORE the retry, not
+ * after its EAGAIN, is what makes a tick counter unnecessary: an edge
+ * during the retry sets it again.  `ready` may be stale (an edge whose
+ * data a later read already took): that costs one extra attempt, never a
+ * lost wake-up.  A fresh registration starts not ready: EPOLL_CTL_ADD
+ * queues an event at once if the fd is ready then.
  *
- * Who touches what: head and npending are shared (atomics).  Everything
- * else - the fd table, the heap, the epoll interest set's contents - is
- * touched by the I/O context only: the I/O thread, or in single-threaded
- * mode the one thread driving the scheduler (which holds its drive lock).
+ * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
+ * worker about to park takes it if free and waits in epoll_wait instead of
+ * its futex (coro__io_park; worker.c's essay has the no-lost-wake-up
+ * argument), releasing it as soon as epoll_wait returns, so that another
+ * idle worker can wait while it handles the events and runs the jobs.  A
+ * worker that finds the I/O thread holding it asks for it (io->want + an
+ * eventfd write) and parks on its futex; the I/O thread gives it up and
+ * wakes one idle worker, which takes it on its next park.  The I/O thread
+ * without the token waits on io->standby for STANDBY_NS (or until the
+ * next timer): it takes the token when it finds it free and no worker
+ * took it since its last look - every worker is busy - so readiness and
+ * timers are seen within about 2 * STANDBY_NS even then, and never taken
+ * from workers that keep polling.  The eventfd (io->evfd) wakes whoever
+ * holds the token: a waker that sees worker i holding it writes it instead
+ * of calling futex_wake (coro__io_wake_poller).
  *
- * READINESS.  Every waiting fd is armed EPOLLONESHOT with the directions
- * that have a waiter (EPOLL_CTL_MOD, or ADD when epoll does not know the
- * fd: it forgets fds on close).  MOD re-checks readiness, so data that
- * arrived between the worker's EAGAIN and the arming still reports.  One
- * readiness event disarms the fd: it resumes at most one reader and one
- * writer, once each.  The I/O context performs the operation itself
- * (read, write, accept ...), so the resumed job has its result; an
- * operation that still gets EAGAIN (spurious readiness) keeps waiting and
- * the fd is re-armed.
+ * TIMERS: one binary heap (lib/timer.c) under io->hlock, behind one
+ * timerfd in the epoll set, absolute, set to the earliest deadline when it
+ * changes.  Lock order: an entry lock, then the heap lock; the timer path
+ * pops under the heap lock alone and then locks the entry, where the slot's
+ * sequence number tells whether the wait it names is still there.  A wait
+ * that ends otherwise removes its timer (O(log n)).
  *
- * TIMERS: one binary heap (lib/timer.c) behind one timerfd set, absolute,
- * to the earliest deadline.  A completed fd wait removes its timer
- * (O(log n)); sleeps are only removed by firing or by cancel.
- *
- * CANCEL: coro_sched_shutdown(CORO_CANCEL) sets s->cancelling, then calls
- * coro__io_cancel_all, which kicks the context.  The context checks the
- * flag for every registration it takes (completing it at once with
- * -ECANCELED) and, once it sees the flag, sweeps every waiter and timer
- * with -ECANCELED.  A registration taken before the flag was visible is
- * in the table when the sweep runs, which is after it: none slips between.
+ * CANCEL: coro_sched_shutdown(CORO_CANCEL) sets s->cancelling and calls
+ * coro__io_cancel_all, which sweeps every waiter and timer at once, on
+ * its thread.  A waiter checks the flag under the entry (heap) lock before
+ * it parks: either it parks before the sweep locks that entry, and the
+ * sweep finds it, or it locks after, and the lock orders the flag before
+ * its check.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -66,13 +84,38 @@
 
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
-#define TAG_LOT (1ull << 60)    /* the lot's timerfd (lib/lot.c owns it) */
+#define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
 #define MAX_EVENTS 256
 #define NO_TIMER (-1)
 
+#define CHUNK_BITS 8
+#define CHUNK (1u << CHUNK_BITS)
+#define MAX_FDS (1u << 22)
+#define NCHUNKS (MAX_FDS / CHUNK)
+
+#define DRV_FREE 0u
+#define DRV_IOT 0xffffffffu
+#define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
+#define MAX_SOURCES 4
+
+#define RD_BIT 1u
+#define WR_BIT 2u
+
 struct fdent {
+    uint32_t lock;          /* spinlock: everything below but hidx */
+    uint32_t gen;           /* of the registration, in the epoll tag */
+    uint8_t reg;            /* in the epoll set under gen */
+    uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
+    uint8_t timed[2];       /* the waiter has a timer */
+    uint32_t wseq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
-    int32_t hidx[2];        /* their timers' heap indexes, NO_TIMER = none */
+    int32_t hidx[2];        /* their timers' heap indexes: under hlock */
+};
+
+struct source {
+    int fd;
+    void (*cb)(void *arg);
+    void *arg;
 };
 
 struct coro__io {
@@ -81,222 +124,114 @@ struct coro__io {
     bool threaded;
     pthread_t thread;
 
-    /* shared */
-    coro_t *head __attribute__((aligned(CORO__CACHELINE)));    /* registration stack */
-    uint32_t npending;      /* registrations not yet completed (+ stand-ins) */
+    /* shared, hot */
+    uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
+    uint32_t want;          /* a worker asks the I/O thread for the token */
+    uint32_t poll_gen;      /* bumped by each worker that takes the token */
+    uint32_t standby;       /* futex word of the I/O thread's standby */
     uint32_t stop;          /* the I/O thread exits */
+    uint32_t npending;      /* waiters + timers (coro__io_pending) */
+    uint32_t swept;
+    int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
+    uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
+    uint64_t n_woke[2];     /* fd waiters taken by an event: [0] a worker or the
+                               single-threaded driver, [1] the I/O thread */
 
-    /* the I/O context only */
-    struct fdent *fds __attribute__((aligned(CORO__CACHELINE)));
-    uint32_t nfds;
+    /* the fd table: chunks created once (CAS), freed by destroy */
+    struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
+
+    /* the timers */
+    pthread_mutex_t hlock;
     struct coro__heap heap;
     int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
-    bool swept;
+
+    struct source src[MAX_SOURCES];
+    uint32_t nsrc;          /* atomic: sources published with release */
 };
 
-static const struct coro__io_ops close_ops = {
-    { "close", coro__io_arm }, CORO__IOK_CLOSE, 0, NULL, NULL, NULL,
-};
-
-/* ---- the registration stack --------------------------------------------------- */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 static void kick(struct coro__io *io)
 {
     uint64_t one = 1;
     ssize_t r = write(io->evfd, &one, sizeof one);
-    (void)r;    /* EAGAIN: the counter is saturated, the context is awake anyway */
-}
-
-static void submit(struct coro__io *io, coro_t *node)
-{
-    /* relaxed: io_pending is a hint for the single-threaded driver, which
-     * is the only pusher there (or is kicked) */
-    __atomic_add_fetch(&io->npending, 1, __ATOMIC_RELAXED);
-    coro_t *old = __atomic_load_n(&io->head, __ATOMIC_RELAXED);
-    do {
-        node->next = old;
-        /* release: the job's frame (its awaitable) and link are visible to
-         * the context's acquire exchange in take_all */
-    } while (!__atomic_compare_exchange_n(&io->head, &old, node, true, __ATOMIC_RELEASE,
-                                          __ATOMIC_RELAXED));
-    if (!old)
-        kick(io);
-}
-
-/* the whole stack, oldest first */
-static coro_t *take_all(struct coro__io *io)
-{
-    /* acquire: pairs with submit's release CAS */
-    coro_t *list = __atomic_exchange_n(&io->head, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
-    while (list) {
-        coro_t *nx = list->next;
-        list->next = rev;
-        rev = list;
-        list = nx;
-    }
-    return rev;
-}
-
-int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
-{
-    (void)aw;
-    (void)res;
-    submit(coro__sched_io(s), job);
-    return CORO__ARM_PENDING;   /* the job is the context's now */
-}
-
-/* ---- completing ---------------------------------------------------------------------- */
-
-static void finish(struct coro__io *io, coro_t *job, intptr_t res)
-{
-    const struct coro__io_ops *ops = coro__io_ops_of(&job->top->aw);
-    if (ops->fini)
-        ops->fini(&job->top->aw);
-    __atomic_sub_fetch(&io->npending, 1, __ATOMIC_RELAXED);
-    job->flags |= CORO__FL_IOWAKE;  /* counted by the worker that runs it */
-    coro__wake(job, res);       /* from here the job is not ours */
-}
-
-static void node_free(struct coro__io *io, coro_t *node)
-{
-    coro__free(io->s, node, sizeof *node);
-    __atomic_sub_fetch(&io->npending, 1, __ATOMIC_RELAXED);
+    (void)r;    /* EAGAIN: the counter is saturated, the poller is awake anyway */
 }
 
 /* ---- the fd table ------------------------------------------------------------------------ */
 
+static void ent_lock(struct fdent *e)
+{
+    /* acquire: pairs with ent_unlock's release */
+    for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
+        while (__atomic_load_n(&e->lock, __ATOMIC_RELAXED)) {
+            if (++i > 64)
+                sched_yield();  /* the holder may be in a system call */
+            else
+                cpu_relax();
+        }
+    }
+}
+
+static void ent_unlock(struct fdent *e)
+{
+    /* release: what we wrote under the lock before the next holder's reads */
+    __atomic_store_n(&e->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
+ * is out of range */
+static struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+{
+    if (fd < 0 || (uint32_t)fd >= MAX_FDS)
+        return NULL;
+    struct fdent **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
+    /* acquire: the chunk's initialised entries, published by the CAS below */
+    struct fdent *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!c && create) {
+        struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
+        if (!n)
+            return NULL;
+        memset(n, 0, CHUNK * sizeof *n);
+        for (uint32_t i = 0; i < CHUNK; i++)
+            n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
+        /* acq_rel: publishes n's contents; on failure acquires the winner's */
+        if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            c = n;
+        else
+            coro__free(io->s, n, CHUNK * sizeof *n);
+    }
+    return c ? &c[(uint32_t)fd & (CHUNK - 1)] : NULL;
+}
+
 static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
 {
     struct coro__io *io = ctx;
-    io->fds[t->aux / 2].hidx[t->aux % 2] = (int32_t)idx;
+    /* the entry exists: its waiter created it */
+    ent_get(io, (int)(t->aux / 2), false)->hidx[t->aux % 2] = (int32_t)idx;
 }
 
-static int fd_grow(struct coro__io *io, int fd)
+static void pending_add(struct coro__io *io, int d)
 {
-    if ((uint32_t)fd < io->nfds)
-        return 0;
-    uint32_t n = io->nfds ? io->nfds : 1024;
-    while (n <= (uint32_t)fd)
-        n *= 2;
-    struct fdent *t = coro__alloc(io->s, n * sizeof *t);
-    if (!t)
-        return -ENOMEM;
-    if (io->nfds)
-        memcpy(t, io->fds, io->nfds * sizeof *t);
-    for (uint32_t i = io->nfds; i < n; i++)
-        t[i].hidx[0] = t[i].hidx[1] = NO_TIMER;
-    coro__free(io->s, io->fds, io->nfds * sizeof *t);
-    io->fds = t;
-    io->nfds = n;
-    return 0;
+    /* relaxed: a hint for the single-threaded driver (coro__io_pending) */
+    __atomic_add_fetch(&io->npending, (uint32_t)d, __ATOMIC_RELAXED);
 }
 
-/* take the waiter of fd in dir off the table (and its timer off the heap) */
-static coro_t *fd_take(struct coro__io *io, int fd, int dir)
-{
-    struct fdent *e = &io->fds[fd];
-    coro_t *job = e->w[dir];
-    struct coro__tnode t;
+/* ---- timers ---------------------------------------------------------------------------------- */
 
-    e->w[dir] = NULL;
-    if (e->hidx[dir] != NO_TIMER) {
-        coro__heap_remove(&io->heap, (uint32_t)e->hidx[dir], &t);
-        e->hidx[dir] = NO_TIMER;
-    }
-    return job;
-}
-
-static void fd_complete(struct coro__io *io, int fd, int dir, intptr_t res)
-{
-    coro_t *job = fd_take(io, fd, dir);
-    if (job)
-        finish(io, job, res);
-}
-
-/* arm fd for the directions that have waiters; on failure resume them */
-static void fd_arm(struct coro__io *io, int fd)
-{
-    struct fdent *e = &io->fds[fd];
-    struct epoll_event ev = { .events = EPOLLONESHOT, .data.u64 = (uint64_t)fd };
-
-    if (!e->w[0] && !e->w[1])
-        return;
-    if (e->w[0])
-        ev.events |= EPOLLIN | EPOLLRDHUP;
-    if (e->w[1])
-        ev.events |= EPOLLOUT;
-    if (epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
-        return;
-    if (errno == ENOENT && epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
-        return;
-    int err = errno == ENOENT ? EBADF : errno;
-    fd_complete(io, fd, 0, -err);
-    fd_complete(io, fd, 1, -err);
-}
-
-static void fd_event(struct coro__io *io, int fd, uint32_t events)
-{
-    static const uint32_t want[2] = {
-        EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
-        EPOLLOUT | EPOLLHUP | EPOLLERR,
-    };
-    struct fdent *e;
-
-    if ((uint32_t)fd >= io->nfds)
-        return;
-    e = &io->fds[fd];
-    for (int dir = 0; dir < 2; dir++) {
-        coro_t *job = e->w[dir];
-        intptr_t res;
-        if (!job || !(events & want[dir]))
-            continue;
-        coro_await_t *aw = &job->top->aw;
-        if (coro__io_ops_of(aw)->attempt(aw, &res))
-            fd_complete(io, fd, dir, res);
-    }
-    fd_arm(io, fd);     /* ONESHOT disarmed it: re-arm for who still waits */
-}
-
-/* ---- timers --------------------------------------------------------------------------------- */
-
-static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
-{
-    switch (t->kind) {
-    case CORO__IOK_SLEEP:
-        finish(io, t->p, res);
-        break;
-    case CORO__IOK_FD: {
-        int fd = (int)(t->aux / 2), dir = (int)(t->aux % 2);
-        io->fds[fd].hidx[dir] = NO_TIMER;      /* already off the heap */
-        fd_complete(io, fd, dir, res == 0 ? -ETIMEDOUT : res);
-        break;
-    }
-    }
-}
-
-static int expire(struct coro__io *io)
-{
-    const struct coro__tnode *top = coro__heap_top(&io->heap);
-    struct coro__tnode t;
-    int n = 0;
-
-    if (!top)
-        return 0;
-    int64_t now = coro__now();
-    while ((top = coro__heap_top(&io->heap)) && top->deadline <= now) {
-        coro__heap_remove(&io->heap, 0, &t);
-        timer_fire(io, &t, 0);
-        n++;
-    }
-    return n;
-}
-
+/* under hlock: the timerfd at the heap's earliest deadline */
 static void tfd_update(struct coro__io *io)
 {
     const struct coro__tnode *top = coro__heap_top(&io->heap);
     int64_t d = top ? top->deadline : INT64_MAX;
     struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
+    __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
     if (d == io->tfd_deadline)
         return;
     io->tfd_deadline = d;
@@ -309,92 +244,267 @@ static void tfd_update(struct coro__io *io)
     timerfd_settime(io->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* ---- handling registrations -------------------------------------------------------------------- */
-
+/* add a timer; -ECANCELED once cancelling (checked under the lock: see
+ * CANCEL at the top), -ENOMEM */
 static int timer_add(struct coro__io *io, const struct coro__tnode *t)
 {
-    return coro__heap_push(&io->heap, t);
-}
-
-static void reg_close(struct coro__io *io, coro_t *node)
-{
-    int fd = (int)node->aw.arg[0].i;
-
-    if ((uint32_t)fd < io->nfds) {
-        fd_complete(io, fd, 0, -EBADF);
-        fd_complete(io, fd, 1, -EBADF);
-    }
-    epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);      /* may not be there */
-    close(fd);
-    node_free(io, node);
-}
-
-static void reg_fd(struct coro__io *io, coro_t *job, coro_await_t *aw, int dir)
-{
-    int fd = (int)aw->arg[0].i;
     int rc;
 
-    if ((rc = fd_grow(io, fd)) < 0) {
-        finish(io, job, rc);
-        return;
-    }
-    struct fdent *e = &io->fds[fd];
-    if (e->w[dir]) {
-        finish(io, job, -EBUSY);    /* one reader and one writer per fd */
-        return;
-    }
-    if (aw->timeout >= 0) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_FD, (uint32_t)fd * 2 + (uint32_t)dir, NULL };
-        if ((rc = timer_add(io, &t)) < 0) {
-            finish(io, job, rc);
-            return;
+    pthread_mutex_lock(&io->hlock);
+    if (coro__cancelling(io->s)) {
+        rc = -ECANCELED;
+    } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
+        pending_add(io, 1);
+        if (t->deadline < io->tfd_deadline) {
+            tfd_update(io);
+            /* nobody may hold the token: let the I/O thread see it */
+            if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
+                __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+                coro__futex_wake(&io->standby, 1);
+            }
         }
-        /* heap_moved has set e->hidx[dir] */
     }
-    e->w[dir] = job;
-    fd_arm(io, fd);
+    pthread_mutex_unlock(&io->hlock);
+    return rc;
 }
 
-static void reg_one(struct coro__io *io, coro_t *job)
+/* under hlock: take the heap's entry idx out; an fd waiter's index is reset */
+static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out)
+{
+    coro__heap_remove(&io->heap, idx, out);
+    if (out->kind == CORO__IOK_FD)
+        ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+    pending_add(io, -1);
+}
+
+/* ---- completing ---------------------------------------------------------------------- */
+
+/* every completion of an fd awaitable, whoever completes it: the
+ * awaitable's own fd is forgotten then released, a new fd forgotten */
+static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->flags & CORO__IOF_OWNFD)
+        coro__io_forget(io, (int)aw->arg[0].i);
+    if (ops->fini)
+        ops->fini(aw);
+    if ((ops->flags & CORO__IOF_NEWFD) && res >= 0)
+        coro__io_forget(io, (int)res);
+}
+
+static void finish(struct coro__io *io, coro_t *job, intptr_t res)
+{
+    fd_done(io, &job->top->aw, res);
+    job->flags |= CORO__FL_IOWAKE;  /* counted by the worker that runs it */
+    coro__wake(job, res);       /* from here the job is not ours */
+}
+
+/* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
+static coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+{
+    coro_t *job = e->w[dir];
+    struct coro__tnode t;
+
+    if (!job)
+        return NULL;
+    e->w[dir] = NULL;
+    pending_add(io, -1);
+    if (e->timed[dir]) {
+        e->timed[dir] = 0;
+        pthread_mutex_lock(&io->hlock);
+        if (e->hidx[dir] != NO_TIMER)
+            heap_take(io, (uint32_t)e->hidx[dir], &t);
+        pthread_mutex_unlock(&io->hlock);
+    }
+    return job;
+}
+
+/* ---- waiting on an fd ------------------------------------------------------------------- */
+
+static inline uint64_t tag_of(int fd, uint32_t gen)
+{
+    return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
+}
+
+/* The job is SUSPENDED; its operation got EAGAIN.  Park it in its fd's
+ * slot, or complete it (READY with *res) - the waiter's protocol at the top. */
+static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int fd = (int)aw->arg[0].i, dir = ops->dir;
+    uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    struct fdent *e = ent_get(io, fd, true);
+
+    if (!e) {
+        *res = fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
+        return CORO__ARM_READY;
+    }
+    for (;;) {
+        ent_lock(e);
+        if (coro__cancelling(io->s)) {
+            ent_unlock(e);
+            *res = -ECANCELED;
+            return CORO__ARM_READY;
+        }
+        if (!e->reg) {
+            uint32_t gen = e->gen + 1;
+            struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                                      .data.u64 = tag_of(fd, gen) };
+            int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+            if (rc < 0 && errno == EEXIST)      /* the old file lives on (a dup): retag it */
+                rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+            __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
+            if (rc < 0) {
+                int err = errno;
+                ent_unlock(e);
+                *res = -err;
+                return CORO__ARM_READY;
+            }
+            e->gen = gen;
+            e->reg = 1;
+            e->ready = 0;       /* ADD reports what is ready now */
+        }
+        if (e->ready & bit) {
+            e->ready &= (uint8_t)~bit;
+            ent_unlock(e);
+            if (ops->attempt(aw, res))
+                return CORO__ARM_READY;
+            continue;
+        }
+        if (e->w[dir]) {
+            ent_unlock(e);
+            *res = -EBUSY;      /* one reader and one writer per fd */
+            return CORO__ARM_READY;
+        }
+        uint32_t seq = ++e->wseq[dir];
+        if (aw->timeout >= 0) {
+            struct coro__tnode t = { aw->timeout, CORO__IOK_FD,
+                                     (uint32_t)fd * 2 + (uint32_t)dir, job, seq };
+            int rc = timer_add(io, &t);     /* entry, then heap: the lock order */
+            if (rc < 0) {
+                ent_unlock(e);
+                *res = rc;
+                return CORO__ARM_READY;
+            }
+            e->timed[dir] = 1;
+        }
+        e->w[dir] = job;
+        pending_add(io, 1);
+        ent_unlock(e);      /* from here the job is the poller's */
+        return CORO__ARM_PENDING;
+    }
+}
+
+/* a taken waiter, its fd ready: perform the operation; done: wake it;
+ * it would block: park it again */
+static void fd_resume(struct coro__io *io, coro_t *job)
 {
     coro_await_t *aw = &job->top->aw;
-    const struct coro__io_ops *ops = coro__io_ops_of(aw);
-    int rc;
+    intptr_t res;
 
-    if (ops->kind == CORO__IOK_CLOSE) {
-        reg_close(io, job);         /* even when cancelling: it frees an fd */
-        return;
-    }
-    /* the check where the context inserts: see CANCEL at the top */
-    if (coro__cancelling(io->s)) {
-        finish(io, job, -ECANCELED);
-        return;
-    }
-    if (ops->kind == CORO__IOK_SLEEP) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_SLEEP, 0, job };
-        if ((rc = timer_add(io, &t)) < 0)
-            finish(io, job, rc);
-        return;
-    }
-    if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
-        __atomic_sub_fetch(&io->npending, 1, __ATOMIC_RELAXED);
-        coro__wake(job, rc);        /* nothing acquired: no fini */
-        return;
-    }
-    reg_fd(io, job, aw, ops->dir);
+    if (coro__io_ops_of(aw)->attempt(aw, &res) ||
+        fd_wait(io, job, aw, &res) == CORO__ARM_READY)
+        finish(io, job, res);
 }
 
-static int drain(struct coro__io *io)
+/* returns how many waiters the event took */
+static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
 {
+    static const uint32_t want[2] = {
+        EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLOUT | EPOLLHUP | EPOLLERR,
+    };
+    struct fdent *e = ent_get(io, (int)(uint32_t)tag, false);
+    coro_t *job[2] = { NULL, NULL };
+
+    if (!e)
+        return 0;
+    ent_lock(e);
+    if (!e->reg || e->gen != (uint32_t)(tag >> 32)) {
+        ent_unlock(e);      /* a forgotten registration */
+        return 0;
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        if (!(events & want[dir]))
+            continue;
+        if (e->w[dir])
+            job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
+        else
+            e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    }
+    ent_unlock(e);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            fd_resume(io, job[dir]);
+    return (job[0] != NULL) + (job[1] != NULL);
+}
+
+void coro__io_forget(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    coro_t *job[2];
+
+    if (!e)
+        return;
+    ent_lock(e);
+    job[0] = slot_take(io, e, 0);
+    job[1] = slot_take(io, e, 1);
+    e->reg = 0;
+    e->ready = 0;
+    e->gen++;           /* events of the old registration are ignored */
+    ent_unlock(e);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            finish(io, job[dir], -EBADF);
+}
+
+/* ---- timers firing ----------------------------------------------------------------------- */
+
+static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
+{
+    switch (t->kind) {
+    case CORO__IOK_SLEEP:
+        finish(io, t->p, res);      /* the heap owned its wake-up */
+        break;
+    case CORO__IOK_FD: {
+        int dir = (int)(t->aux % 2);
+        struct fdent *e = ent_get(io, (int)(t->aux / 2), false);
+        coro_t *job = NULL;
+        ent_lock(e);
+        if (e->w[dir] == t->p && e->wseq[dir] == t->seq) {
+            e->timed[dir] = 0;      /* already off the heap */
+            job = slot_take(io, e, dir);
+        }
+        ent_unlock(e);
+        if (job)
+            finish(io, job, res == 0 ? -ETIMEDOUT : res);
+        break;
+    }
+    }
+}
+
+static int expire(struct coro__io *io)
+{
+    struct coro__tnode t;
     int n = 0;
 
-    for (coro_t *j = take_all(io), *nx; j; j = nx) {
-        nx = j->next;       /* read first: the wake reuses the link */
-        j->next = NULL;
-        reg_one(io, j);
+    /* relaxed: a stale value only delays the look to the next event */
+    if (__atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED) == INT64_MAX)
+        return 0;
+    int64_t now = coro__now();
+    for (;;) {
+        pthread_mutex_lock(&io->hlock);
+        const struct coro__tnode *top = coro__heap_top(&io->heap);
+        if (!top || top->deadline > now) {
+            tfd_update(io);
+            pthread_mutex_unlock(&io->hlock);
+            return n;
+        }
+        heap_take(io, 0, &t);
+        pthread_mutex_unlock(&io->hlock);
+        timer_fire(io, &t, 0);
         n++;
     }
-    return n;
 }
 
 /* resume every waiter and drop every timer: CORO_CANCEL */
@@ -403,102 +513,281 @@ static int sweep(struct coro__io *io)
     struct coro__tnode t;
     int n = 0;
 
-    while (io->heap.n) {
-        coro__heap_remove(&io->heap, io->heap.n - 1, &t);
+    for (;;) {
+        pthread_mutex_lock(&io->hlock);
+        if (!io->heap.n) {
+            tfd_update(io);
+            pthread_mutex_unlock(&io->hlock);
+            break;
+        }
+        heap_take(io, io->heap.n - 1, &t);
+        pthread_mutex_unlock(&io->hlock);
         timer_fire(io, &t, -ECANCELED);
         n++;
     }
-    for (uint32_t fd = 0; fd < io->nfds; fd++) {
-        for (int dir = 0; dir < 2; dir++) {
-            if (io->fds[fd].w[dir]) {
-                fd_complete(io, (int)fd, dir, -ECANCELED);
-                n++;
+    for (uint32_t c = 0; c < NCHUNKS; c++) {
+        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; ch && i < CHUNK; i++) {
+            struct fdent *e = &ch[i];
+            coro_t *job[2];
+            ent_lock(e);
+            job[0] = slot_take(io, e, 0);
+            job[1] = slot_take(io, e, 1);
+            ent_unlock(e);
+            for (int dir = 0; dir < 2; dir++) {
+                if (job[dir]) {
+                    finish(io, job[dir], -ECANCELED);
+                    n++;
+                }
             }
         }
     }
     return n;
 }
 
-/* ---- the loop -------------------------------------------------------------------------------------- */
+/* ---- waiting in epoll --------------------------------------------------------------------- */
 
-/* One round: registrations, cancel, timers, then wait in epoll up to
- * timeout_ns (0 when the round already did something) and handle what is
- * ready.  Returns registrations handled + jobs woken; *kicked tells
- * whether the eventfd fired. */
-static int io_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
+/* handle what epoll_wait returned; *kicked: the eventfd fired.  Only the
+ * token holder reads the eventfd (holder): a kick is meant for it, and a
+ * look without the token (coro__io_poll_now) that drained it could leave
+ * the holder asleep; the eventfd is level-triggered, so the holder still
+ * sees it. */
+static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
+                  bool holder, int who)
 {
-    struct epoll_event evs[MAX_EVENTS];
-    int done = 0, ms;
+    int done = 0, woke = 0;
 
-    *kicked = false;
-    done += drain(io);
-    if (!io->swept && coro__cancelling(io->s)) {
-        io->swept = true;
-        done += sweep(io);
-    }
-    done += expire(io);
-    tfd_update(io);
-    if (done || timeout_ns == 0)
-        ms = 0;
-    else if (timeout_ns < 0)
-        ms = -1;
-    else
-        ms = (int)((timeout_ns + 999999) / 1000000 > INT_MAX ? INT_MAX
-                                                             : (timeout_ns + 999999) / 1000000);
-    int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms);
-    bool timer = false;
     for (int i = 0; i < n; i++) {
         uint64_t tag = evs[i].data.u64;
+        uint64_t v;
         if (tag == TAG_EVFD) {
-            uint64_t v;
-            ssize_t r = read(io->evfd, &v, sizeof v);   /* before the next take_all */
-            (void)r;
+            if (holder) {
+                ssize_t r = read(io->evfd, &v, sizeof v);
+                (void)r;
+            }
             *kicked = true;
         } else if (tag == TAG_TFD) {
-            uint64_t v;
             ssize_t r = read(io->tfd, &v, sizeof v);
             (void)r;
-            timer = true;
-        } else if (tag == TAG_LOT) {
-            done += coro__lot_timers_fire(io->s);   /* reads its timerfd */
+        } else if (tag & TAG_SRC) {
+            struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
+            src->cb(src->arg);
+            done++;
         } else {
-            fd_event(io, (int)tag, evs[i].events);
+            woke += fd_event(io, tag, evs[i].events);
             done++;
         }
     }
-    if (timer || n > 0) {
-        done += expire(io);
-        tfd_update(io);
-    }
-    return done;
+    if (woke)
+        __atomic_add_fetch(&io->n_woke[who], (uint64_t)woke, __ATOMIC_RELAXED);
+    return done + expire(io);
 }
+
+static int ms_of(int64_t timeout_ns)
+{
+    if (timeout_ns < 0)
+        return -1;
+    int64_t ms = (timeout_ns + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* wait in epoll up to timeout_ns and handle what is ready; the caller
+ * holds the token */
+static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
+{
+    struct epoll_event evs[MAX_EVENTS];
+
+    *kicked = false;
+    int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
+    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
+}
+
+/* ---- the I/O thread ----------------------------------------------------------------------- */
 
 #define IO_SPIN 64
 
-static void *io_main(void *arg)
+/* the I/O thread holds the token: wait and handle until a worker asks
+ * for it (and an idle worker was woken to take it) or the thread stops */
+static void iot_drive(struct coro__io *io)
 {
-    struct coro__io *io = arg;
     bool kicked;
-
-    pthread_setname_np(pthread_self(), "coro-io");
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
     int idle = 0;
+    uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
+        /* workers handle I/O again (coro__io_poll_now found events): leave
+         * it to them rather than compete for each event */
+        if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != gen)
+            break;
+        if (__atomic_load_n(&io->want, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
+            /* release: what we handled before a worker's CAS takes the token */
+            __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+            if (coro__io_handoff(io->s))
+                return;         /* an idle worker wakes and takes it */
+            uint32_t free_ = DRV_FREE;
+            /* seq_cst: as a worker's CAS (the token is one word every taker RMWs) */
+            if (!__atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false,
+                                             __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+                return;         /* a worker took it meanwhile */
+        }
         /* after a round that did something, look again without sleeping
          * for up to IO_SPIN rounds (giving the CPU away in between): the
-         * next event of a conversation usually comes within microseconds,
-         * and waking a thread blocked in epoll_wait costs tens of them on
-         * a VM.  io_pingpong, 2 workers: 92 -> 10 us per round trip. */
-        int did = io_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
+         * next event usually comes within microseconds under load */
+        int did = poll_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
         if (did)
             idle = 0;
         else if (++idle < IO_SPIN)
             sched_yield();
     }
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+}
+
+static void *io_main(void *arg)
+{
+    struct coro__io *io = arg;
+    uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+
+    pthread_setname_np(pthread_self(), "coro-io");
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
+    while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
+        uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+        int64_t now = coro__now();
+        int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
+        uint32_t free_ = DRV_FREE;
+        /* the token is free and no worker took it since our last look (or a
+         * timer is due): every worker is busy, so we wait in epoll */
+        if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE &&
+            (gen == seen_gen || next <= now) &&
+            /* seq_cst: the token word is RMWed by every taker */
+            __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED)) {
+            iot_drive(io);
+            seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+            now = coro__now();
+        } else {
+            seen_gen = gen;
+        }
+        /* acquire: pairs with the release increments of timer_add / destroy */
+        uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
+        int64_t until = now + STANDBY_NS;
+        if (next > now && next < until)
+            until = next;   /* due ones: the token holder has the timerfd */
+        coro__futex_wait(&io->standby, sb, until);
+    }
     return NULL;
 }
 
 /* ---- the hooks ---------------------------------------------------------------------------------------- */
+
+uint32_t coro__io_activity(struct coro__io *io)
+{
+    return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+}
+
+int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
+                  uint32_t activity, void (*awake)(void *), void *arg)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    bool kicked;
+
+    /* relaxed: a hint.  Another worker handled I/O while we looked for
+     * work: it will wait in epoll when it runs out, and its jobs' readiness
+     * is best left to it (each event we took would move a conversation
+     * between workers and wake us for nothing) */
+    if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != activity)
+        return -EAGAIN;
+    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+    if (cur == DRV_IOT) {
+        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+            kick(io);
+        return -EAGAIN;
+    }
+    /* seq_cst: Dekker against coro__io_wake_poller - we store the token,
+     * then read the epoch; the waker bumps the epoch, then reads the token */
+    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return -EAGAIN;
+    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    int n = 0;
+    if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
+        n = epoll_wait(io->epfd, evs, MAX_EVENTS, -1);
+    /* release: orders our handling so far before the next taker */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+    awake(arg);
+    handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
+    return 0;
+}
+
+int coro__io_poll_now(struct coro__io *io)
+{
+    struct epoll_event evs[64];
+    bool kicked;
+
+    /* relaxed: a hint; nothing waits means nothing to find */
+    if (!coro__io_pending(io))
+        return 0;
+    int n = epoll_wait(io->epfd, evs, 64, 0);
+    if (n <= 0)
+        return 0;
+    /* relaxed: a hint to the I/O thread that workers are handling I/O */
+    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    return handle(io, evs, n, &kicked, false, 0);
+}
+
+bool coro__io_wake_poller(struct coro__io *io, int idx)
+{
+    /* seq_cst: the other half of coro__io_park's Dekker (the caller bumped
+     * the epoch with a seq_cst RMW first) */
+    if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) != (uint32_t)idx + 1)
+        return false;
+    kick(io);
+    return true;
+}
+
+int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void *arg)
+{
+    uint32_t i = __atomic_load_n(&io->nsrc, __ATOMIC_RELAXED);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_SRC | i };
+
+    if (i >= MAX_SOURCES)
+        return -ENOSPC;
+    io->src[i] = (struct source){ fd, cb, arg };
+    /* release: the entry before the registration that can report it */
+    __atomic_store_n(&io->nsrc, i + 1, __ATOMIC_RELEASE);
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -errno;
+    return 0;
+}
+
+int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    struct coro__io *io = coro__sched_io(s);
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int rc;
+
+    if (ops->kind == CORO__IOK_SLEEP) {
+        struct coro__tnode t = { aw->timeout, CORO__IOK_SLEEP, 0, job, 0 };
+        if ((rc = timer_add(io, &t)) < 0) {
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        return CORO__ARM_PENDING;
+    }
+    if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
+        *res = rc;      /* nothing acquired: no fini */
+        return CORO__ARM_READY;
+    }
+    if ((rc = fd_wait(io, job, aw, res)) == CORO__ARM_READY)
+        fd_done(io, aw, *res);
+    return rc;
+}
+
+static void lot_timers_cb(void *arg)
+{
+    coro__lot_timers_fire(arg);     /* reads the lot's timerfd */
+}
 
 int coro__io_create(coro_sched_t *s, struct coro__io **out)
 {
@@ -509,12 +798,14 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     *out = NULL;
     if (!io)
         return -ENOMEM;
+    memset(io, 0, sizeof *io);
     io->s = s;
     io->evfd = io->tfd = -1;
-    io->tfd_deadline = INT64_MAX;
+    io->tfd_deadline = io->next_deadline = INT64_MAX;
     io->heap.s = s;
     io->heap.moved = heap_moved;
     io->heap.ctx = io;
+    pthread_mutex_init(&io->hlock, NULL);
     io->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (io->epfd < 0)
         goto fail_errno;
@@ -530,20 +821,23 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     ev.data.u64 = TAG_TFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
         goto fail_errno;
-    ev.data.u64 = TAG_LOT;
-    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, coro__lot_timer_fd(s), &ev) < 0)
-        goto fail_errno;
+    /* the parking lot's timers (lib/lot_timer.c) have a timerfd of their
+     * own: whoever handles the I/O events fires them */
+    if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), lot_timers_cb, s)) < 0)
+        goto fail;
     if (coro_sched_workers(s) > 0) {
         /* the I/O thread takes no signals: they go to the threads that
          * want them, or stay pending for coro_signal's signalfd */
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
+        io->threaded = true;    /* before the thread reads it */
         rc = -pthread_create(&io->thread, NULL, io_main, io);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc < 0)
+        if (rc < 0) {
+            io->threaded = false;
             goto fail;
-        io->threaded = true;
+        }
     }
     *out = io;
     return 0;
@@ -556,24 +850,26 @@ fail:
 
 void coro__io_destroy(struct coro__io *io)
 {
+    struct coro__tnode t;
+
     if (!io)
         return;
     if (io->threaded) {
         __atomic_store_n(&io->stop, 1, __ATOMIC_RELEASE);
         kick(io);
+        __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+        coro__futex_wake(&io->standby, 1);
         pthread_join(io->thread, NULL);
         io->threaded = false;
     }
-    /* after a drain nothing but stand-ins can be left: close requests
-     * still to perform */
-    drain(io);
-    struct coro__tnode t;
-    while (io->heap.n) {
+    /* every job is done: nothing should remain; drop whatever does */
+    while (io->heap.n)
         coro__heap_remove(&io->heap, io->heap.n - 1, &t);
-        timer_fire(io, &t, -ECANCELED);     /* cannot happen after a drain */
-    }
     coro__heap_fini(&io->heap);
-    coro__free(io->s, io->fds, io->nfds * sizeof *io->fds);
+    for (uint32_t c = 0; c < NCHUNKS; c++)
+        if (io->chunks[c])
+            coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fdent));
+    pthread_mutex_destroy(&io->hlock);
     if (io->tfd >= 0)
         close(io->tfd);
     if (io->evfd >= 0)
@@ -585,7 +881,9 @@ void coro__io_destroy(struct coro__io *io)
 
 void coro__io_cancel_all(struct coro__io *io)
 {
-    /* s->cancelling is already set: the context sweeps once it sees it */
+    /* s->cancelling is already set (seq_cst, by this thread) */
+    if (!__atomic_exchange_n(&io->swept, 1, __ATOMIC_ACQ_REL))
+        sweep(io);
     kick(io);
 }
 
@@ -597,8 +895,17 @@ void coro__io_kick(struct coro__io *io)
 bool coro__io_pending(struct coro__io *io)
 {
     return __atomic_load_n(&io->npending, __ATOMIC_RELAXED) != 0 ||
-           __atomic_load_n(&io->head, __ATOMIC_RELAXED) != NULL ||
            coro__lot_timers_pending(io->s);
+}
+
+uint64_t coro__io_ctl_count(struct coro__io *io)
+{
+    return __atomic_load_n(&io->n_ctl, __ATOMIC_RELAXED);
+}
+
+uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
+{
+    return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
 }
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
@@ -607,35 +914,43 @@ int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
 
     if (io->threaded)
         return -EINVAL;
-    if (!coro__io_pending(io) && !(coro__cancelling(io->s) && !io->swept))
+    if (!coro__io_pending(io))
         return -EAGAIN;     /* nothing waits on I/O: never block */
-    return io_round(io, timeout_ns, &kicked);
+    /* the driving thread is the only poller: the token is free */
+    int n = poll_round(io, timeout_ns, &kicked);
+    return n;
 }
 
-static coro_t *node_new(struct coro__io *io, const struct coro__io_ops *ops)
-{
-    coro_t *node = coro__alloc(io->s, sizeof *node);
-    if (!node)
-        return NULL;
-    node->top = node;
-    node->aw.ops = &ops->base;
-    return node;
-}
 
 int coro_close(coro_sched_t *s, int fd)
 {
-    coro_t *node;
+    struct fdent *e;
+    coro_t *job[2] = { NULL, NULL };
+    int rc;
 
     if (fd < 0)
         return -EBADF;
     if (!s)
         s = coro_sched_current();
-    if (!s)
+    struct coro__io *io = s ? coro__sched_io(s) : NULL;
+    if (!io || !(e = ent_get(io, fd, false)))
         return close(fd) == 0 ? 0 : -errno;
-    struct coro__io *io = coro__sched_io(s);
-    if (!(node = node_new(io, &close_ops)))
-        return -ENOMEM;
-    node->aw.arg[0].i = fd;
-    submit(io, node);
-    return 0;
+    ent_lock(e);
+    job[0] = slot_take(io, e, 0);
+    job[1] = slot_take(io, e, 1);
+    if (e->reg) {
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
+        __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
+    }
+    e->reg = 0;
+    e->ready = 0;
+    e->gen++;
+    /* closed under the lock: a waiter that comes next registers anew and
+     * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */
+    rc = close(fd) == 0 ? 0 : -errno;
+    ent_unlock(e);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            finish(io, job[dir], -EBADF);
+    return rc;
 }

@@ -11,7 +11,6 @@
 enum {
     CORO__IOK_FD = 0,   /* wait until fd is ready in direction dir, then attempt() */
     CORO__IOK_SLEEP,    /* wake at aw->timeout */
-    CORO__IOK_CLOSE,    /* a coro_close request (an allocated stand-in node) */
 };
 
 #define CORO__DIR_RD 0
@@ -23,10 +22,14 @@ struct coro__io_ops {
     struct coro_await_ops base;
     uint8_t kind;
     uint8_t dir;
-    /* I/O context, fd ready in dir: perform the operation.  true = done
-     * with *res; false = it would block, keep waiting. */
+    /* CORO__IOF_*: what the fd layer must know about the operation */
+    uint8_t flags;
+    /* fd ready in dir (or a kept edge, lib/io_epoll.c): perform the
+     * operation, on whichever thread took the readiness (a worker, the I/O
+     * thread, the single-threaded driver).  true = done with *res; false =
+     * it would block, keep waiting. */
     bool (*attempt)(coro_await_t *aw, intptr_t *res);
-    /* I/O context, when the registration arrives: acquire what the wait
+    /* In arm, on the worker, before the job parks: acquire what the wait
      * needs (the signalfd, the pidfd) and put its fd into arg[0].  0, or
      * -errno to complete at once.  May be NULL.  Constructors never own
      * resources, so an await the worker completes without arming (on
@@ -42,8 +45,8 @@ static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
     return (const struct coro__io_ops *)(const void *)aw->ops;
 }
 
-/* The arm shared by every I/O awaitable: push the job to the I/O context
- * (lib/io_epoll.c). */
+/* The arm shared by every I/O awaitable: park the job in its fd's slot or
+ * the timer heap, or complete it at once (lib/io_epoll.c). */
 CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 
 /* An awaitable of ops whose deadline is absolute (-1 = none). */
@@ -58,16 +61,30 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
     return a;
 }
 
+/* a result >= 0 is a new fd (accept): whatever corokit knew of that number
+ * belongs to a closed file and is forgotten */
+#define CORO__IOF_NEWFD 1u
+/* the fd is the awaitable's own (signalfd, pidfd), closed by fini: it is
+ * forgotten before fini closes it */
+#define CORO__IOF_OWNFD 2u
+
+/* coro__io_forget - fd's number now names a new open file (or none):
+ * forget its registration and readiness; jobs still waiting on the old
+ * file resume with -EBADF.  Any thread. */
+CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
+
 /* ---- the timer heap (lib/timer.c) -------------------------------------------
- * A binary min-heap of deadlines, owned by the I/O context (one thread at
- * a time).  Entries of kind CORO__IOK_FD can be removed from the middle:
- * the heap reports every move of one through moved(), so their fd entry
- * always knows where its timer is. */
+ * A binary min-heap of deadlines, shared by the threads that wait on the
+ * I/O context (under its heap lock).  Entries of kind CORO__IOK_FD can be
+ * removed from the middle: the heap reports every move of one through
+ * moved(), so their fd entry always knows where its timer is. */
 struct coro__tnode {
     int64_t deadline;
     uint32_t kind;      /* CORO__IOK_* */
     uint32_t aux;       /* FD: fd * 2 + dir */
-    void *p;            /* SLEEP: the job */
+    void *p;            /* SLEEP, FD: the job */
+    uint32_t seq;       /* FD: which wait of the fd's slot (never dereference p
+                           unless the slot still holds p for this seq) */
 };
 
 struct coro__heap {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
- * (run by the I/O context once the fd is ready).
+ * (run by the thread that takes the fd's readiness: lib/io_epoll.c).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from
@@ -9,8 +9,9 @@
  *
  * Blocking fds: sockets go through recv/send with MSG_DONTWAIT and keep
  * their flags; any other fd gets O_NONBLOCK set before the first read or
- * write (so the I/O context can never block on it either).  accept and
- * connect have no per-call flag: their sockets get O_NONBLOCK too.
+ * write (so the thread that performs the operation never blocks on it).
+ * accept and connect have no per-call flag: their sockets get O_NONBLOCK
+ * too.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -107,10 +108,26 @@ static intptr_t do_write_all(int fd, const char **buf, size_t *len)
     return 0;
 }
 
-static intptr_t do_accept(int fd)
+/* fd's number names a new open file: forget what the calling job's
+ * scheduler knew of it (a registration of an fd closed with close(2)) */
+static void new_fd(int fd)
+{
+    coro_sched_t *s = coro_sched_current();
+    struct coro__io *io = s ? coro__sched_io(s) : NULL;
+
+    if (io)
+        coro__io_forget(io, fd);
+}
+
+/* addr/len: NULL, or where the peer's address goes (*len: its size in,
+ * the address's length out) */
+static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     for (;;) {
-        int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        socklen_t l = len ? *len : 0;
+        int c = accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c >= 0 && len)
+            *len = l;
         if (c >= 0)
             return c;
         /* a connection that died in the backlog: take the next one */
@@ -138,18 +155,23 @@ static int poll_now(int fd, short events)
 
 /* ---- readable / writable ------------------------------------------------------ */
 
+/* an edge may be stale (its data already read): look before reporting */
 static bool ready_attempt(coro_await_t *aw, intptr_t *res)
 {
-    (void)aw;
-    *res = 0;
+    bool rd = coro__io_ops_of(aw)->dir == CORO__DIR_RD;
+    int r = poll_now((int)aw->arg[0].i, rd ? POLLIN : POLLOUT);
+
+    if (r == 0)
+        return false;
+    *res = r > 0 ? 0 : r;
     return true;
 }
 
 static const struct coro__io_ops readable_ops = {
-    { "readable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, ready_attempt, NULL, NULL,
+    { "readable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, ready_attempt, NULL, NULL,
 };
 static const struct coro__io_ops writable_ops = {
-    { "writable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, ready_attempt, NULL, NULL,
+    { "writable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, ready_attempt, NULL, NULL,
 };
 
 static coro_await_t readiness(const struct coro__io_ops *ops, int fd, short events,
@@ -212,13 +234,13 @@ static bool write_all_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops read_ops = {
-    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, read_attempt, NULL, NULL,
+    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, read_attempt, NULL, NULL,
 };
 static const struct coro__io_ops write_ops = {
-    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, write_attempt, NULL, NULL,
+    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_attempt, NULL, NULL,
 };
 static const struct coro__io_ops write_all_ops = {
-    { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, write_all_attempt, NULL, NULL,
+    { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_all_attempt, NULL, NULL,
 };
 
 coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
@@ -269,7 +291,7 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
 
 static bool accept_attempt(coro_await_t *aw, intptr_t *res)
 {
-    intptr_t c = do_accept((int)aw->arg[0].i);
+    intptr_t c = do_accept((int)aw->arg[0].i, aw->arg[1].p, (socklen_t *)aw->arg[2].p);
     if (c == -EAGAIN)
         return false;
     *res = c;
@@ -290,27 +312,44 @@ static bool connect_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops accept_ops = {
-    { "accept", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, accept_attempt, NULL, NULL,
+    { "accept", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_NEWFD, accept_attempt,
+    NULL, NULL,
 };
 static const struct coro__io_ops connect_ops = {
-    { "connect", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, connect_attempt, NULL, NULL,
+    { "connect", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, connect_attempt, NULL, NULL,
 };
 
-coro_await_t coro_accept(int fd, int64_t timeout)
+static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64_t timeout)
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout))
+    if (!timeout_ok(timeout) || (addr && !len) || (!addr && len))
         return coro__complete(-EINVAL);
     int rc = set_nonblock(fd);
     if (rc < 0)
         return coro__complete(rc);
-    intptr_t c = do_accept(fd);
+    intptr_t c = do_accept(fd, addr, len);
+    if (c >= 0)
+        new_fd((int)c);
     if (c != -EAGAIN)
         return coro__complete(c);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&accept_ops, fd, NULL, 0, deadline_of(timeout));
+    coro_await_t a = coro__io_await(&accept_ops, fd, addr, 0, deadline_of(timeout));
+    a.arg[2].p = len;
+    return a;
+}
+
+coro_await_t coro_accept(int fd, int64_t timeout)
+{
+    return accept_(fd, NULL, NULL, timeout);
+}
+
+coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len, int64_t timeout)
+{
+    if (!addr || !len)
+        return coro__complete(-EINVAL);
+    return accept_(fd, addr, len, timeout);
 }
 
 coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, int64_t timeout)
@@ -322,6 +361,7 @@ coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, in
     int rc = set_nonblock(fd);
     if (rc < 0)
         return coro__complete(rc);
+    new_fd(fd);     /* a socket starting to connect is new to corokit */
     if (connect(fd, addr, len) == 0)
         return coro__complete(0);
     if (errno != EINPROGRESS && errno != EINTR)
@@ -334,7 +374,7 @@ coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, in
 /* ---- sleep ---------------------------------------------------------------------------- */
 
 static const struct coro__io_ops sleep_ops = {
-    { "sleep", coro__io_arm }, CORO__IOK_SLEEP, 0, NULL, NULL, NULL,
+    { "sleep", coro__io_arm }, CORO__IOK_SLEEP, 0, 0, NULL, NULL, NULL,
 };
 
 coro_await_t coro_sleep_until(int64_t deadline)
@@ -391,8 +431,8 @@ static void fd_fini(coro_await_t *aw)
 }
 
 static const struct coro__io_ops signal_ops = {
-    { "signal", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, signal_attempt, signal_prepare,
-    fd_fini,
+    { "signal", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_OWNFD, signal_attempt,
+    signal_prepare, fd_fini,
 };
 
 coro_await_t coro_signal(int signo, int64_t timeout)
@@ -461,8 +501,8 @@ static bool child_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops child_ops = {
-    { "child", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, child_attempt, child_prepare,
-    fd_fini,
+    { "child", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_OWNFD, child_attempt,
+    child_prepare, fd_fini,
 };
 
 coro_await_t coro_child(pid_t pid, int64_t timeout)

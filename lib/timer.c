@@ -5,9 +5,9 @@
  * Push, pop and removal from the middle cost O(log n); 100,000 pending
  * timers cost 17 levels each.  The array grows by doubling through the
  * scheduler's allocator and never shrinks below its high-water mark until
- * the scheduler is destroyed.  Only the I/O context touches it (the I/O
- * thread, or the thread inside coro__io_poll in single-threaded mode), so
- * it needs no lock.
+ * the scheduler is destroyed.  It has no lock of its own: every caller
+ * holds the I/O context's heap lock (lib/io_epoll.c), since workers add
+ * timers when they park and whichever thread waits in epoll fires them.
  */
 #include <string.h>
 

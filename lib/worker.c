@@ -63,7 +63,34 @@
  * operation (an item received, bytes read, an fd accepted) already
  * happened, and a completed operation keeps its result.
  *
- * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park.
+ * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
+ * scheduler may wait in epoll_wait on the I/O context instead of its futex
+ * (coro__io_park, lib/io_epoll.c), when it can take the poll token.  The
+ * protocol above holds unchanged with one more way to deliver step c's
+ * wake: the submitter's epoch increment is a seq_cst RMW, after which it
+ * reads the token (coro__io_wake_poller); the worker takes the token with
+ * a seq_cst CAS, then reads its epoch, and waits in epoll only if the
+ * epoch is still e.  Store-then-load on both sides again (Dekker): either
+ * the worker sees the new epoch and does not wait, or the submitter sees
+ * the worker holding the token and writes the eventfd, which ends its
+ * epoll_wait (the eventfd is read only by the token holder, so a look at
+ * epoll without the token cannot swallow that wake).  A submitter that
+ * sees no token calls futex_wake as before; the worker then is, or will
+ * be, on its futex (it failed to take the token) or saw the epoch.  Once
+ * epoll_wait returns the worker clears its idle bit before it handles the
+ * events, so the jobs it wakes into its own queues wake no one: it runs
+ * them when it returns from park.
+ *
+ * IDLE.  A worker that finds nothing first looks at the epoll set without
+ * blocking (coro__io_poll_now, once per idle phase): readiness its jobs
+ * wait for is usually there, and taking it here runs the woken job on
+ * this worker with no thread wake-up at all.  What it woke is in its own
+ * queues and it runs it next, so it stops searching without waking a
+ * successor unless more than that job is queued.  Then: < 4 empty looks
+ * spin, 4..15 sched_yield, then park - in epoll only if no other worker
+ * handled I/O since the idle phase began (coro__io_activity: that worker
+ * will wait in epoll itself when it runs out, and a second thread blocked
+ * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
  * to the sched_yield phase, which hands the CPU to whoever needs it.
  */
@@ -111,9 +138,13 @@ static void unpark(coro_sched_t *s, int idx)
 {
     struct coro__worker *w = s->w[idx];
 
-    /* release: the push that made this wake necessary happens before the
-     * epoch change the parked worker observes */
-    __atomic_add_fetch(&w->futex, 1, __ATOMIC_RELEASE);
+    /* seq_cst: the push that made this wake necessary happens before the
+     * epoch change the parked worker observes (release), and the change is
+     * ordered before our read of the poll token in coro__io_wake_poller
+     * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
+    __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
+    if (s->nworkers > 0 && s->io && coro__io_wake_poller(s->io, idx))
+        return;     /* it waits in epoll: the eventfd woke it */
     coro__futex_wake(&w->futex, 1);
     if (s->nworkers == 0 && s->io)
         coro__io_kick(s->io);
@@ -156,6 +187,15 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
     int idx = claim_idle(s, wmask);
     if (idx >= 0)
         unpark(s, idx);
+}
+
+bool coro__io_handoff(coro_sched_t *s)
+{
+    int idx = claim_idle(s, s->all_wmask);
+    if (idx < 0)
+        return false;
+    unpark(s, idx);
+    return true;
 }
 
 void coro__wake_all_workers(coro_sched_t *s)
@@ -456,7 +496,20 @@ unsigned coro__worker_depth(struct coro__worker *w)
 
 /* ---- parking ------------------------------------------------------------------ */
 
-coro_t *coro__park(struct coro__worker *w)
+struct idle_bit {
+    uint64_t *word, bit;
+};
+
+/* epoll_wait returned in coro__io_park: we are no longer idle, so that the
+ * jobs we wake do not send a wake-up back to us */
+static void clear_idle(void *arg)
+{
+    struct idle_bit *ib = arg;
+    __atomic_fetch_and(ib->word, ~ib->bit, __ATOMIC_RELAXED);
+}
+
+/* activity: coro__io_activity at the start of the idle phase */
+static coro_t *park(struct coro__worker *w, uint32_t activity)
 {
     coro_sched_t *s = w->s;
     uint64_t bit = 1ull << (w->idx % 64);
@@ -474,14 +527,25 @@ coro_t *coro__park(struct coro__worker *w)
         goto out;
     }
     stat_inc(&w->n_parks);
-    if (s->nworkers == 0 && s->io && coro__io_pending(s->io))
-        coro__io_poll(s->io, -1);           /* single-threaded: wait in epoll */
-    else
-        coro__futex_wait(&w->futex, epoch, -1);
+    struct idle_bit ib = { word, bit };
+    if (s->nworkers == 0) {
+        if (s->io && coro__io_pending(s->io))
+            coro__io_poll(s->io, -1);       /* single-threaded: wait in epoll */
+        else
+            coro__futex_wait(&w->futex, epoch, -1);
+    } else if (!s->io || coro__io_park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+                                           &ib) < 0) {
+        coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
+    }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:
     return j;
+}
+
+coro_t *coro__park(struct coro__worker *w)
+{
+    return park(w, w->s->io ? coro__io_activity(w->s->io) : 0);
 }
 
 /* ---- running a job ------------------------------------------------------------- */
@@ -597,6 +661,7 @@ void *coro__worker_main(void *arg)
     coro_sched_t *s = w->s;
     char name[16];
     unsigned idle = 0;
+    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
     snprintf(name, sizeof name, "coro-w%d", w->cpu);
@@ -613,6 +678,22 @@ void *coro__worker_main(void *arg)
             /* acquire: pairs with stop_workers' release */
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
+            /* look at the I/O first: the readiness our own jobs wait for
+             * is often there already, and taking it here saves the
+             * wake-up of the thread blocked in epoll_wait (and the
+             * hand-off from it) */
+            if (idle == 0 && s->io) {
+                if (coro__io_poll_now(s->io) > 0) {
+                    /* what we woke is in our own queues, and we run it
+                     * next: wake another worker only for the rest (the
+                     * last searcher's wake below would wake one for
+                     * nothing at every event of a conversation) */
+                    if (stop_searching(w) && s->nworkers > 1 && coro__worker_depth(w) > 1)
+                        notify(s, s->all_wmask, true);
+                    continue;
+                }
+                activity = coro__io_activity(s->io);
+            }
             if (!s->oversubscribed && idle < 4) {
                 idle++;
                 cpu_relax();
@@ -625,7 +706,7 @@ void *coro__worker_main(void *arg)
                 sched_yield();
                 continue;
             }
-            j = coro__park(w);
+            j = park(w, activity);
             idle = 0;
             if (!j)
                 continue;

@@ -58,6 +58,9 @@ struct echo_server {
     int lfd;
     int fd;
     long accepted;
+    long loopback;                          /* of them, from 127.0.0.0/8 */
+    struct sockaddr_storage peer;           /* the last client's address */
+    socklen_t peerlen;
 };
 
 static int echo_server_body(coro_t *co)
@@ -66,7 +69,9 @@ static int echo_server_body(coro_t *co)
     static const coro_spawn_opts_t opts = { .on_exit = echo_conn_free };
     CORO_BEGIN(co);
     for (;;) {
-        CORO_AWAIT(co, coro_accept(sv->lfd, CORO_FOREVER));
+        sv->peerlen = sizeof sv->peer;      /* in the frame: read when the await completes */
+        CORO_AWAIT(co, coro_accept_addr(sv->lfd, (struct sockaddr *)&sv->peer, &sv->peerlen,
+                                        CORO_FOREVER));
         sv->fd = (int)CORO_RESULT(co);
         if (sv->fd == -ECANCELED || sv->fd == -EBADF || sv->fd == -EINVAL)
             break;                          /* shutdown, or the listener is gone */
@@ -86,6 +91,9 @@ static int echo_server_body(coro_t *co)
             continue;
         }
         sv->accepted++;
+        if (sv->peer.ss_family == AF_INET &&
+            (ntohl(((struct sockaddr_in *)&sv->peer)->sin_addr.s_addr) >> 24) == 127)
+            sv->loopback++;
     }
     CORO_RETURN(co, sv->accepted);
     CORO_END(co);
@@ -184,7 +192,8 @@ static int self_test(void)
     coro_sched_shutdown(s, CORO_CANCEL);    /* ends the accept loop */
     coro_sched_destroy(s);
     close(lfd);
-    printf("echo_server self-test: %d clients, %ld accepted, %d bad\n", N, sv.accepted, bad);
+    printf("echo_server self-test: %d clients, %ld accepted (%ld from loopback), %d bad\n", N,
+           sv.accepted, sv.loopback, bad);
     return bad ? 1 : 0;
 }
 

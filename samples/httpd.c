@@ -2,7 +2,8 @@
 /* httpd - a minimal HTTP/1.1 server answering "hello" to every request,
  * with keep-alive and pipelining: enough for wrk or ab to load it.
  *
- *   httpd PORT          serve on 0.0.0.0:PORT until SIGINT/SIGTERM
+ *   httpd PORT [WORKERS] serve on 0.0.0.0:PORT until SIGINT/SIGTERM, with
+ *                       WORKERS worker threads (default: one per CPU)
  *   httpd --self-test   serve on a loopback port, send 50 keep-alive
  *                       clients x 20 requests at it, check, exit 0 */
 #define _GNU_SOURCE
@@ -75,6 +76,8 @@ static int http_conn_body(coro_t *co)
                 break;
         }
     }
+    /* close(2), not coro_close: this fd came from coro_accept, and corokit
+     * forgets its registration when accept returns the number again */
     close(c->fd);
     CORO_RETURN(co, 0);
     CORO_END(co);
@@ -222,8 +225,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--self-test") == 0)
         return self_test();
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PORT | --self-test\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s PORT [WORKERS] | --self-test\n", argv[0]);
         return 2;
     }
     sigset_t set;
@@ -241,7 +244,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "listen: %s\n", coro_strerror(lfd));
         return 1;
     }
-    if (coro_sched_create(&s, NULL) < 0)
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    if (argc == 3)
+        cfg.workers = atoi(argv[2]);
+    if (coro_sched_create(&s, &cfg) < 0)
         return 1;
     sv.s = s;
     sv.lfd = lfd;

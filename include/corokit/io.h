@@ -3,10 +3,12 @@
  *
  * Every awaitable here is built inside a job's body and consumed by
  * CORO_AWAIT.  The constructor tries the system call at once, on the
- * worker; only when it would block (EAGAIN) is the job suspended and its
- * fd handed to the scheduler's I/O thread (epoll), which performs the call
- * again once the fd is ready and resumes the job with its result.  So a
- * ready fd costs one system call and no suspension.
+ * worker; only when it would block (EAGAIN) is the job suspended, in its
+ * fd's own slot (the fd is registered with the scheduler's epoll set once,
+ * at its first wait).  The thread that sees the fd ready - an idle worker
+ * waiting in epoll, or the scheduler's I/O thread while every worker is
+ * busy - performs the call again and resumes the job with its result.  So
+ * a ready fd costs one system call and no suspension.
  *
  * Timeouts are relative int64_t nanoseconds: CORO_FOREVER (-1) waits
  * without limit, 0 tries once and completes with -ETIMEDOUT if the call
@@ -15,7 +17,7 @@
  * Results common to all of them: -ETIMEDOUT (the timeout passed),
  * -ECANCELED (coro_sched_shutdown(CORO_CANCEL), also for awaits begun
  * after it), -EBADF (fd < 0 or not open), -EINVAL (bad argument), -ENOMEM
- * (the I/O thread could not grow its tables), -EBUSY (another job already
+ * (the fd table could not grow), -EBUSY (another job already
  * waits on the same fd in the same direction: one reader and one writer
  * may wait on an fd at once), and any -errno of the system call.  Bad
  * input completes at once without suspending.
@@ -28,11 +30,14 @@
  * the change).  Regular files are always "ready": they are read and
  * written directly (and may block the worker, as in every epoll loop).
  *
- * Closing: epoll silently forgets an fd closed with close(2), so a job
- * still waiting on it would wait until its timeout.  Close fds that other
- * jobs may be waiting on with coro_close(), which resumes them with
- * -EBADF first.  A job closing its own fd after its last await can use
- * close(2).
+ * Closing: close an fd that jobs awaited with coro_close(), which takes it
+ * out of the epoll set and resumes its waiters with -EBADF.  close(2) is
+ * not seen by corokit: a job waiting on the fd then waits until its
+ * timeout, and if the fd's number is reused for a new pipe or socket made
+ * outside corokit, waits on the new fd are never woken (the old
+ * registration is kept).  Numbers that come back from coro_accept /
+ * coro_accept_addr or that coro_connect starts on are forgotten by
+ * corokit, so a connection fd from accept may be closed with close(2).
  *
  * Full guide: docs/io.md.
  */
@@ -76,9 +81,19 @@ CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t
 CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout);
 
 /* coro_accept - awaitable: accept a connection on listening socket fd
- * (switched to O_NONBLOCK).  Result: the new fd (non-blocking, close-on-
- * exec), or -errno (-EINVAL when fd does not listen, -EMFILE ...). */
+ * (switched to O_NONBLOCK) with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC).
+ * Result: the new fd (non-blocking, close-on-exec), or -errno (-EINVAL
+ * when fd does not listen, -EMFILE ...). */
 CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
+
+/* coro_accept_addr - awaitable: coro_accept that also gives the peer's
+ * address: *len is the size of *addr on entry (a struct sockaddr_storage
+ * fits every family) and the address's real length on success (longer than
+ * the size given: the address was truncated, as accept(2)).  addr and len
+ * must stay valid until the await completes (keep them in the frame).
+ * Result as coro_accept; -EINVAL when addr or len is NULL. */
+CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len,
+                                          int64_t timeout);
 
 /* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
  * addr.  addr is read during the call.  Result 0, or -errno
@@ -87,12 +102,10 @@ CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
 CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
                                       int64_t timeout);
 
-/* coro_close - close fd; every job of scheduler s awaiting fd first
- * resumes with -EBADF.  s NULL = the calling job's scheduler; outside any
- * job with s NULL it is close(2).  Returns 0 at once: the close itself is
- * done by s's I/O thread right after the waiters are resumed (in
- * single-threaded mode at the next I/O poll), so fd's number is not reused
- * before they are.  Errors: -EBADF (fd < 0), -ENOMEM (fd is left open).
+/* coro_close - take fd out of scheduler s's epoll set, resume every job
+ * of s awaiting fd with -EBADF, and close fd, before returning.  s NULL =
+ * the calling job's scheduler; outside any job with s NULL it is close(2).
+ * Returns 0, -EBADF (fd < 0 or not open), or another -errno of close(2).
  * Any thread; never blocks. */
 CORO_EXTERN int coro_close(coro_sched_t *s, int fd);
 

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Concurrency scenario: the I/O thread against the workers.
+/* Concurrency scenario: the threads that handle I/O (idle workers in
+ * epoll_wait or epoll_wait(0), the I/O thread) against the waiters.
  *
  * Many pairs of jobs bounce bytes over socketpairs while sleepers come and
  * go, with coro_close and shutdown(CORO_CANCEL) racing the waits: every
  * await must resume exactly once, every byte arrive, and nothing leak.
+ * Racers read with timeouts of a few microseconds while their partner
+ * writes: a timer firing races the readiness event for the same waiter
+ * (the fd slot's sequence number decides), and an edge that arrives
+ * between a read's EAGAIN and its park must never be lost.
  * Plain program (Criterion cannot run under ThreadSanitizer). */
 #define _GNU_SOURCE
 #include "scenario.h"
@@ -46,6 +51,43 @@ static int pinger_body(coro_t *co)
     CORO_END(co);
 }
 
+/* the reader waits with a tiny timeout and tries again; the writer sends
+ * bytes with short naps: every byte arrives once, in order */
+struct racer {
+    coro_t co;
+    int fd, rounds, i;
+    bool writes;
+    char b;
+    long timeouts;
+};
+
+static int racer_body(coro_t *co)
+{
+    struct racer *r = CORO_SELF(co, struct racer);
+    CORO_BEGIN(co);
+    for (r->i = 0; r->i < r->rounds; r->i++) {
+        if (r->writes) {
+            r->b = (char)r->i;
+            CORO_AWAIT(co, coro_write(r->fd, &r->b, 1, CORO_FOREVER));
+            if (CORO_RESULT(co) != 1)
+                CORO_RETURN(co, -1);
+            if (r->i % 4 == 0)
+                CORO_AWAIT(co, coro_sleep(20000));
+            continue;
+        }
+        for (;;) {
+            CORO_AWAIT(co, coro_read(r->fd, &r->b, 1, 5000 + (r->i % 7) * 3000));
+            if (CORO_RESULT(co) != -ETIMEDOUT)
+                break;
+            r->timeouts++;
+        }
+        if (CORO_RESULT(co) != 1 || r->b != (char)r->i)
+            CORO_RETURN(co, -2);
+    }
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
 struct waiter {
     coro_t co;
     int fd;
@@ -74,6 +116,8 @@ int main(int argc, char **argv)
         struct pinger *p = calloc((size_t)pairs * 2, sizeof *p);
         struct waiter *w = calloc((size_t)pairs, sizeof *w);
         int (*sv)[2] = calloc((size_t)pairs, sizeof *sv), (*wp)[2] = calloc((size_t)pairs, sizeof *wp);
+        int (*rp)[2] = calloc((size_t)pairs, sizeof *rp);
+        struct racer *rc = calloc((size_t)pairs * 2, sizeof *rc);
 
         for (int i = 0; i < pairs; i++) {
             SCEN_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]) == 0, "socketpair");
@@ -84,6 +128,11 @@ int main(int argc, char **argv)
             SCEN_CHECK(coro_spawn(s, &p[2 * i + 1].co, pinger_body, NULL) == 0, "spawn");
             SCEN_CHECK(coro_spawn(s, &p[2 * i].co, pinger_body, NULL) == 0, "spawn");
             SCEN_CHECK(coro_spawn(s, &w[i].co, waiter_body, NULL) == 0, "spawn");
+            SCEN_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rp[i]) == 0, "socketpair");
+            rc[2 * i] = (struct racer){ .fd = rp[i][0], .rounds = rounds / 4, .writes = true };
+            rc[2 * i + 1] = (struct racer){ .fd = rp[i][1], .rounds = rounds / 4 };
+            SCEN_CHECK(coro_spawn(s, &rc[2 * i + 1].co, racer_body, NULL) == 0, "spawn");
+            SCEN_CHECK(coro_spawn(s, &rc[2 * i].co, racer_body, NULL) == 0, "spawn");
         }
         /* half the waiters are released by close, the rest by cancel.
          * Close only a waiter that is suspended: its first read (tried in
@@ -99,6 +148,8 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < 2 * pairs; i++)
             SCEN_CHECK(coro_join(&p[i].co) == 0, "pinger %d failed: %ld", i, (long)p[i].co.result);
+        for (int i = 0; i < 2 * pairs; i++)
+            SCEN_CHECK(coro_join(&rc[i].co) == 0, "racer %d failed: %ld", i, (long)rc[i].co.result);
         SCEN_CHECK(coro_sched_shutdown(s, CORO_CANCEL) == 0, "shutdown");
         for (int i = 0; i < pairs; i++) {
             coro_join(&w[i].co);
@@ -113,7 +164,11 @@ int main(int argc, char **argv)
             if (i % 2)
                 close(wp[i][0]);
             close(wp[i][1]);
+            close(rp[i][0]);
+            close(rp[i][1]);
         }
+        free(rp);
+        free(rc);
         free(p);
         free(w);
         free(sv);

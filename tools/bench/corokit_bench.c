@@ -20,6 +20,7 @@
 #include <corokit.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 
@@ -51,7 +52,7 @@ static const char *const shapes[] = {
     "spawn_many_remote", "spawn_many_remote_busy",
 #endif
 #ifdef BENCH_IO
-    "io_pingpong",       "timers",
+    "io_pingpong",       "timers",                 "io_under_load",
 #endif
 };
 
@@ -448,6 +449,114 @@ static int64_t io_pingpong(long n)
     return bench_now_ns() - t0;
 }
 
+/* ---- io_under_load ---------------------------------------------------------
+ * Every worker runs back-to-back CPU-bound jobs of 5 ms that never await
+ * (each spawns the next of its chain before it ends); a HIGH job reads a
+ * socketpair that a plain thread writes every 1 ms (8 bytes: the write's
+ * CLOCK_MONOTONIC time).  Reported: p50 (ns=) and p99 (p99_late_ns=) of
+ * write -> the HIGH job running with the data. */
+#define UL_JOB_NS 5000000LL
+#define UL_CHAIN 8              /* frames per chain: a frame is spawned again 8 jobs later */
+struct ul_busy {
+    coro_t co;
+    int chain, k;
+};
+static struct ul_busy ul_busy[64][UL_CHAIN];
+static atomic_int ul_stop, ul_live;
+
+
+static int ul_busy_fn(coro_t *co)
+{
+    struct ul_busy *b = CORO_SELF(co, struct ul_busy);
+    CORO_BEGIN(co);
+    int64_t t0 = bench_now_ns();
+    while (bench_now_ns() - t0 < UL_JOB_NS)
+        ;
+    if (!atomic_load_explicit(&ul_stop, memory_order_relaxed)) {
+        struct ul_busy *nx = &ul_busy[b->chain][(b->k + 1) % UL_CHAIN];
+        nx->chain = b->chain;
+        nx->k = (b->k + 1) % UL_CHAIN;
+        spawn(&nx->co, ul_busy_fn, NULL);
+    } else {
+        atomic_fetch_sub(&ul_live, 1);
+    }
+    CORO_END(co);
+}
+
+struct ul_reader {
+    coro_t co;
+    int fd, n, i;
+    size_t got;
+    int64_t stamp, *lat;
+};
+static struct ul_reader ul_rd;
+
+static int ul_reader_fn(coro_t *co)
+{
+    struct ul_reader *r = CORO_SELF(co, struct ul_reader);
+    CORO_BEGIN(co);
+    for (r->i = 0; r->i < r->n; r->i++) {
+        for (r->got = 0; r->got < sizeof r->stamp;) {
+            CORO_AWAIT(co, coro_read(r->fd, (char *)&r->stamp + r->got, sizeof r->stamp - r->got,
+                                     CORO_FOREVER));
+            if (CORO_RESULT(co) <= 0)
+                die("coro_read", (long)CORO_RESULT(co));
+            r->got += (size_t)CORO_RESULT(co);
+        }
+        r->lat[r->i] = bench_now_ns() - r->stamp;
+    }
+    CORO_END(co);
+}
+
+struct ul_writer {
+    int fd, n;
+};
+
+static void *ul_writer_main(void *arg)
+{
+    struct ul_writer *w = arg;
+    for (int i = 0; i < w->n; i++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+        int64_t t = bench_now_ns();
+        if (write(w->fd, &t, sizeof t) != (ssize_t)sizeof t)
+            die("write", -1);
+    }
+    return NULL;
+}
+
+static int64_t io_under_load(long n, int64_t *p99)
+{
+    static int sv[2] = { -1, -1 };
+    static int64_t *lat;
+    if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        die("socketpair", -1);
+    if (!lat && !(lat = calloc((size_t)n, sizeof *lat)))
+        die("calloc", -1);
+    int chains = W > 0 ? W : 1;
+    atomic_store(&ul_stop, 0);
+    atomic_store(&ul_live, chains);
+    for (int c = 0; c < chains && c < 64; c++) {
+        ul_busy[c][0].chain = c;
+        ul_busy[c][0].k = 0;
+        spawn(&ul_busy[c][0].co, ul_busy_fn, NULL);
+    }
+    ul_rd = (struct ul_reader){ .fd = sv[0], .n = (int)n, .lat = lat };
+    static const coro_spawn_opts_t high = { .priority = CORO_PRIO_HIGH };
+    spawn(&ul_rd.co, ul_reader_fn, &high);
+    struct ul_writer wr = { sv[1], (int)n };
+    pthread_t t;
+    pthread_create(&t, NULL, ul_writer_main, &wr);
+    pthread_join(t, NULL);
+    join(&ul_rd.co);
+    atomic_store(&ul_stop, 1);
+    while (atomic_load(&ul_live) > 0)
+        usleep(1000);
+    usleep(20000);      /* the last jobs return from their bodies */
+    *p99 = bench_p99(lat, (int)n);  /* sorts lat */
+    return lat[n / 2];
+}
+
 /* ---- timers ----------------------------------------------------------------- */
 struct sleeper {
     coro_t co;
@@ -578,6 +687,8 @@ int main(int argc, char **argv)
         fn = io_pingpong, size = size > 0 ? size : BENCH_IO_TRIPS;
     else if (strcmp(sh, "timers") == 0)
         is_timers = 1, size = size > 0 ? size : BENCH_TIMERS;
+    else if (strcmp(sh, "io_under_load") == 0)
+        is_timers = 2, size = size > 0 ? size : 200;
 #endif
     else if (strcmp(sh, "yield_many") == 0)
         fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
@@ -602,6 +713,17 @@ int main(int argc, char **argv)
 #ifdef BENCH_SYNC
         for (int i = 0; i < a.iters; i++)
             memory(size);
+#endif
+    } else if (is_timers == 2) {
+#ifdef BENCH_IO
+        int64_t p99;
+        io_under_load(size, &p99); /* warm-up */
+        for (int i = 0; i < a.iters; i++) {
+            int64_t t = io_under_load(size, &p99);
+            printf("bench=io_under_load system=corokit workers=%d ns=%lld p99_late_ns=%lld\n", W,
+                   (long long)t, (long long)p99);
+            fflush(stdout);
+        }
 #endif
     } else if (is_timers) {
 #ifdef BENCH_IO

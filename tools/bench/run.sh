@@ -31,7 +31,7 @@ QUICK=${QUICK:-0}
 if [ -n "$QUICK" ]; then ROUNDS=${ROUNDS:-3}; else ROUNDS=${ROUNDS:-5}; fi
 WORKERS=${WORKERS:-$(nproc)}
 SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl"}
-ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong timers memory"
+ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load timers memory"
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
@@ -52,6 +52,7 @@ iters_for() {
         chained_spawn) n=50 ;;
         fib) n=3 ;;
         io_pingpong) n=8 ;;
+        io_under_load) n=5 ;;
         timers) n=8 ;;
         memory) n=1 ;;
         *) n=5 ;;
@@ -242,7 +243,7 @@ stats() {
         END { flush() }' >>"$OUT/results.csv"
 }
 
-ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong timers timers_p99_late memory memory_spawn"
+ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load io_under_load_p99_late timers timers_p99_late memory memory_spawn"
 
 # the table: per shape and system, median and p10-p90, and peer/corokit
 table() {
@@ -318,6 +319,8 @@ plots() {
         case $b in
             memory) unit="bytes of RSS per suspended job" ;;
             timers_p99_late) unit="p99 lateness ($u; median, p10-p90)" ;;
+            io_under_load) unit="p50 write -> job runs ($u; median, p10-p90)" ;;
+            io_under_load_p99_late) unit="p99 write -> job runs ($u; median, p10-p90)" ;;
             memory_spawn) unit="$u per job spawned and suspended" ;;
             *) unit="$u per iteration (median, p10-p90)" ;;
         esac
@@ -458,7 +461,7 @@ main() {
         sed 's/^/  /' "$OUT/failures.txt"
     fi
     echo
-    echo "ns columns: ns per iteration (memory: bytes per suspended job; memory_spawn: ns per job)."
+    echo "ns columns: ns per iteration (memory: bytes per suspended job; memory_spawn: ns per job; io_under_load: p50, io_under_load_p99_late: p99 of write -> job runs)."
     echo "CSV: $OUT/results.csv   plots: $PLOTS/   total time: $((SECONDS - t0)) s"
 }
 

@@ -6,7 +6,9 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -35,7 +37,8 @@ const (
 )
 
 var shapes = []string{"spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy",
-	"ping_pong", "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory"}
+	"ping_pong", "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory",
+	"io_under_load"}
 
 var workers int
 
@@ -202,6 +205,75 @@ func newPair() ioPair {
 	return ioPair{conn(fds[0]), conn(fds[1])}
 }
 
+// io_under_load: every P runs back-to-back CPU-bound goroutines of 5 ms
+// that never block (each starts the next of its chain); a goroutine reads a
+// socketpair that a writer writes every 1 ms (8 bytes: the write's time).
+// p50 and p99 of write -> the reader running with the data.  Go has no
+// thread outside its scheduler: the writer is a goroutine locked to its OS
+// thread, writing with a raw system call (it needs a P between writes).
+func ioUnderLoad(n int) (int64, int64) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		panic(err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "sock")
+	rd, err := net.FileConn(f)
+	if err != nil {
+		panic(err)
+	}
+	f.Close()
+	base := time.Now()
+	var stop, live int32
+	var chain func()
+	chain = func() {
+		t0 := time.Now()
+		for time.Since(t0) < 5*time.Millisecond {
+		}
+		if atomic.LoadInt32(&stop) == 0 {
+			go chain()
+		} else {
+			atomic.AddInt32(&live, -1)
+		}
+	}
+	live = int32(workers)
+	for i := 0; i < workers; i++ {
+		go chain()
+	}
+	lat := make([]int64, n)
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, 8)
+		for i := 0; i < n; i++ {
+			if _, err := io.ReadFull(rd, buf); err != nil {
+				panic(err)
+			}
+			lat[i] = int64(time.Since(base)) - int64(binary.LittleEndian.Uint64(buf))
+		}
+		close(done)
+	}()
+	go func() {
+		runtime.LockOSThread()
+		buf := make([]byte, 8)
+		for i := 0; i < n; i++ {
+			time.Sleep(time.Millisecond)
+			binary.LittleEndian.PutUint64(buf, uint64(time.Since(base)))
+			if _, err := syscall.Write(fds[1], buf); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	<-done
+	atomic.StoreInt32(&stop, 1)
+	for atomic.LoadInt32(&live) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	rd.Close()
+	syscall.Close(fds[1])
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	k := (99*n+99)/100 - 1
+	return lat[n/2], lat[k]
+}
+
 func ioPingPong(p ioPair, trips int) int64 {
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -363,6 +435,12 @@ func main() {
 		n := def(ioTrips)
 		p := newPair()
 		run = func() (int64, string) { return ioPingPong(p, n), "" }
+	case "io_under_load":
+		n := def(200)
+		run = func() (int64, string) {
+			t, p := ioUnderLoad(n)
+			return t, fmt.Sprintf(" p99_late_ns=%d", p)
+		}
 	case "timers":
 		n := def(numTimers)
 		run = func() (int64, string) {

@@ -29,10 +29,11 @@ const TIMER_MAX_NS: u64 = 10_000_000;
 const MEM_JOBS: usize = 1_000_000;
 const TIMER_SEED: u64 = 0x5eedc0c0;
 
-const SHAPES: [&str; 10] = [
+const SHAPES: [&str; 11] = [
     "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
-    "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory",
+    "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory", "io_under_load",
 ];
+const UL_WRITES: usize = 200;
 
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e3779b97f4a7c15);
@@ -220,6 +221,62 @@ fn io_pingpong(rt: &Runtime, trips: usize) -> u64 {
     ns(t0)
 }
 
+// io_under_load: every worker runs back-to-back CPU-bound tasks of 5 ms that
+// never await (each spawns the next of its chain); a task reads a socketpair
+// that a plain thread writes every 1 ms (8 bytes: the write's time). p50 and
+// p99 of write -> the reader running with the data. tokio has no priority.
+fn ul_chain(stop: Arc<AtomicBool>, live: Arc<AtomicUsize>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(5) {
+            std::hint::spin_loop();
+        }
+        if !stop.load(Relaxed) {
+            tokio::spawn(ul_chain(stop, live));
+        } else {
+            live.fetch_sub(1, SeqCst);
+        }
+    })
+}
+
+fn io_under_load(rt: &Runtime, workers: usize, n: usize) -> (u64, u64) {
+    use std::io::Write;
+    let (mut w, r) = std::os::unix::net::UnixStream::pair().unwrap();
+    r.set_nonblocking(true).unwrap();
+    let mut r = rt.block_on(async { tokio::net::UnixStream::from_std(r) }).unwrap();
+    let base = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let live = Arc::new(AtomicUsize::new(workers));
+    for _ in 0..workers {
+        rt.spawn(ul_chain(stop.clone(), live.clone()));
+    }
+    let reader = rt.spawn(async move {
+        let mut lat = Vec::with_capacity(n);
+        let mut buf = [0u8; 8];
+        for _ in 0..n {
+            r.read_exact(&mut buf).await.unwrap();
+            lat.push(base.elapsed().as_nanos() as u64 - u64::from_le_bytes(buf));
+        }
+        lat
+    });
+    let writer = std::thread::spawn(move || {
+        for _ in 0..n {
+            std::thread::sleep(Duration::from_millis(1));
+            let t = base.elapsed().as_nanos() as u64;
+            w.write_all(&t.to_le_bytes()).unwrap();
+        }
+    });
+    writer.join().unwrap();
+    let mut lat = rt.block_on(reader).unwrap();
+    stop.store(true, SeqCst);
+    while live.load(SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    lat.sort_unstable();
+    let k = ((99 * n + 99) / 100).max(1) - 1;
+    (lat[n / 2], lat[k])
+}
+
 fn timers(rt: &Runtime, n: usize) -> (u64, u64) {
     let t0 = Instant::now();
     let mut late: Vec<u64> = rt.block_on(async {
@@ -345,6 +402,10 @@ fn main() {
             "chained_spawn" => (chained_spawn(rt, def(CHAIN)), String::new()),
             "fib" => (fib_bench(rt, def(FIB_N)), String::new()),
             "io_pingpong" => (io_pingpong(rt, def(IO_TRIPS)), String::new()),
+            "io_under_load" => {
+                let (t, p) = io_under_load(rt, workers, def(UL_WRITES));
+                (t, format!(" p99_late_ns={}", p))
+            }
             "timers" => {
                 let (t, p) = timers(rt, def(NUM_TIMERS));
                 (t, format!(" p99_late_ns={}", p))

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tools/bench/http.sh - samples/httpd against nginx (Debian's nginx-light),
+# both answering "hello" with 2 workers, loaded by wrk on loopback; the
+# two alternate, ROUNDS times each, at each connection count.  Prints
+# requests/s per run, the medians and httpd/nginx.  `make bench-http`.
+#
+# Environment (all optional):
+#   ROUNDS=N        runs of each server at each connection count (default 5)
+#   DURATION=10s    wrk -d
+#   CONNS="64 1000" wrk -c values
+#   WORKERS=2       httpd's workers and nginx's worker_processes
+#   NO_INSTALL=1    do not apt-get nginx-light / wrk when missing
+# nginx runs from a temp dir with its own config (no root config touched),
+# on 127.0.0.1:18081; httpd on 18080.  Everything started here is stopped
+# on exit.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-"64 1000"}
+WORKERS=${WORKERS:-2}
+HTTPD_PORT=18080
+NGINX_PORT=18081
+
+say() { printf '== %s\n' "$*" >&2; }
+
+need=()
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v wrk >/dev/null || need+=(wrk)
+if [ ${#need[@]} -gt 0 ]; then
+    [ -n "${NO_INSTALL:-}" ] && { echo "missing: ${need[*]}" >&2; exit 1; }
+    sudo=
+    [ "$(id -u)" != 0 ] && sudo=sudo
+    say "installing ${need[*]}"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2 || exit 1
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+make -C "$ROOT" -s samples >&2 || exit 1
+HTTPD=$ROOT/build/samples/httpd
+[ -x "$HTTPD" ] || { echo "no $HTTPD" >&2; exit 1; }
+
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null
+    wait 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+user_line=
+[ "$(id -u)" = 0 ] && user_line="user root;"
+cat >"$TMP/nginx.conf" <<EOF
+$user_line
+worker_processes $WORKERS;
+pid $TMP/nginx.pid;
+error_log $TMP/error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/body;
+    proxy_temp_path $TMP/proxy;
+    fastcgi_temp_path $TMP/fastcgi;
+    uwsgi_temp_path $TMP/uwsgi;
+    scgi_temp_path $TMP/scgi;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$NGINX_PORT reuseport backlog=4096;
+        location / { return 200 "hello"; }
+    }
+}
+EOF
+"$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log" &
+PIDS+=($!)
+"$HTTPD" "$HTTPD_PORT" "$WORKERS" &
+PIDS+=($!)
+
+up() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; return 1; }
+up "$NGINX_PORT" || { echo "nginx did not start:" >&2; cat "$TMP/error.log" >&2; exit 1; }
+up "$HTTPD_PORT" || { echo "httpd did not start" >&2; exit 1; }
+
+rps() { wrk -t2 -c"$2" -d"$DURATION" "http://127.0.0.1:$1/" 2>/dev/null | awk '/^Requests\/sec:/ { print $2 }'; }
+median() { sort -n | awk '{ v[n++] = $1 } END { print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
+
+echo "httpd (corokit, $WORKERS workers) vs nginx-light ($WORKERS worker processes), wrk -t2 -d$DURATION, $(nproc) CPUs, $(uname -r)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for c in $CONNS; do
+    : >"$TMP/h.$c"
+    : >"$TMP/n.$c"
+    for r in $(seq "$ROUNDS"); do
+        # alternate which goes first
+        if [ $((r % 2)) = 1 ]; then
+            rps "$HTTPD_PORT" "$c" >>"$TMP/h.$c"
+            rps "$NGINX_PORT" "$c" >>"$TMP/n.$c"
+        else
+            rps "$NGINX_PORT" "$c" >>"$TMP/n.$c"
+            rps "$HTTPD_PORT" "$c" >>"$TMP/h.$c"
+        fi
+    done
+    h=$(median <"$TMP/h.$c")
+    n=$(median <"$TMP/n.$c")
+    printf -- '-c%-5s httpd  median %10.0f req/s  runs: %s\n' "$c" "$h" "$(tr '\n' ' ' <"$TMP/h.$c")"
+    printf -- '-c%-5s nginx  median %10.0f req/s  runs: %s\n' "$c" "$n" "$(tr '\n' ' ' <"$TMP/n.$c")"
+    awk -v h="$h" -v n="$n" -v c="$c" 'BEGIN { printf "-c%-5s httpd/nginx = %.2f\n", c, (n > 0 ? h / n : 0) }'
+done
