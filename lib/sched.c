@@ -248,6 +248,7 @@ static void stop_workers(coro_sched_t *s)
 
 static void sched_free(coro_sched_t *s)
 {
+    coro__blocking_destroy(s);
     coro__frames_fini(s);
     if (s->io)
         coro__io_destroy(s->io);
@@ -329,6 +330,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     if ((rc = coro__frames_init(s)) < 0)
         goto fail;
     if ((rc = coro__io_create(s, &s->io)) < 0)
+        goto fail;
+    if ((rc = coro__blocking_create(s, &c)) < 0)
         goto fail;
     for (int i = 0; i < s->nworkers; i++) {
         struct coro__worker *w = s->w[i];
@@ -695,6 +698,7 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
         coro__lot_cancel_sched(s);
         if (s->io)
             coro__io_cancel_all(s->io);
+        coro__blocking_cancel(s);
     }
     if (s->nworkers == 0) {
         drive_until(s, all_done, s);    /* another thread drives: wait our turn */

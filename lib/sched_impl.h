@@ -88,6 +88,7 @@ struct coro_sched {
     struct coro__io *io;
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
     struct coro__frames *frames;        /* pool frames (lib/frame.c) */
+    struct coro__bpool *blocking;       /* the blocking pool (lib/blocking.c) */
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u
@@ -140,6 +141,20 @@ CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
+
+/* blocking.c: the pool of coro_blocking (see its opening essay).  create:
+ * no thread started, 0 or -ENOMEM; cancel: wake every queued call with
+ * -ECANCELED (s->cancelling already set); destroy: after the drain, wait
+ * for the pool's threads to leave and free it; counts: for tests. */
+CORO__HIDDEN int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c);
+CORO__HIDDEN void coro__blocking_cancel(coro_sched_t *s);
+CORO__HIDDEN void coro__blocking_destroy(coro_sched_t *s);
+CORO__HIDDEN void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
+                                        uint64_t *retired);
+CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);
+/* test hook: the thread-creating call (pthread_create by default) */
+extern int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                        void *) CORO__HIDDEN;
 
 /* sched.c */
 CORO__HIDDEN void coro__finish(coro_t *job);

@@ -43,10 +43,15 @@ typedef struct coro_sched_config {
     const coro_cpuset_t *cpus;
     /* Where the scheduler's own memory comes from (NULL = malloc). */
     struct ck_malloc *alloc;
+    /* The blocking pool (coro_blocking): at most this many threads
+     * (0 = 512, as tokio), each retired after blocking_keepalive_ms
+     * without work (0 = 10,000 ms).  Threads start only when needed. */
+    uint32_t blocking_threads;
+    uint32_t blocking_keepalive_ms;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
      * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[8];
+    uint64_t reserved[7];
 } coro_sched_config_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -223,6 +228,21 @@ typedef struct coro_sched_stats {
     uint64_t global_depth;                      /* injection queue depth */
     coro_worker_stats_t worker[CORO_MAX_WORKERS];
 } coro_sched_stats_t;
+
+/* coro_blocking - awaitable: run fn(arg) on the scheduler's blocking pool
+ * (threads started on demand up to .blocking_threads, retired after
+ * .blocking_keepalive_ms idle; calls queue FIFO) so that a call that
+ * blocks - a library without a non-blocking API, getaddrinfo, a read of a
+ * regular file - does not stall a worker.  The job resumes on a worker its
+ * mask allows, at its priority.  Result: fn's return value; -ECANCELED
+ * when the scheduler was cancelled (CORO_CANCEL) before fn started - fn
+ * then never runs; once fn has started the job waits for it; -EAGAIN when
+ * no pool thread could be started and none exists (nothing queued);
+ * -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's body;
+ * fn runs on a plain thread (it may block, and may call the *_blocking sync
+ * calls).  In single-threaded mode coro_sched_run returns while calls are
+ * still out; coro_join / coro_block_on wait for them. */
+CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 
 /* coro_sched_stats - copy the counters of s (single-threaded mode reports
  * one entry for the running thread).  Counters are read without stopping
