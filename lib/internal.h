@@ -70,6 +70,21 @@ static inline void coro__fence_seq_cst(void)
 #define CORO__F_THREAD_JOIN 8u
 #define CORO__F_JOB_JOIN    16u
 #define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
+/* CANCEL: coro_cancel(job) was called: set once (seq_cst RMW) and kept
+ * until the frame is spawned again; every await of the job (its coro_call
+ * children's too) that has not completed returns -ECANCELED.  The parking
+ * lot, the joiner slots and the I/O context check it where they insert a
+ * waiter, after the registry bit / under the registry lock, so that a
+ * waiter either sees it or is found by the sweep coro_cancel runs after
+ * setting it (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL). */
+#define CORO__F_CANCEL      64u
+
+static inline bool coro__job_cancelled(const coro_t *job)
+{
+    /* seq_cst: against coro_cancel's seq_cst RMW of the flag and its
+     * later loads of the registry bits (lib/lot.c REGISTRY) */
+    return (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) & CORO__F_CANCEL) != 0;
+}
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
@@ -177,6 +192,9 @@ CORO__HIDDEN bool coro__lot_remove(void *key, coro_t *job);
  * a joiner slot with -ECANCELED (s->cancelling already set, seq_cst).
  * Visits only the buckets s's jobs have parked in.  Returns how many. */
 CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
+/* coro__lot_cancel_jobs - the same for the jobs of s that carry
+ * CORO__F_CANCEL (coro_cancel set it, seq_cst, before the call). */
+CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
 /* buckets the last coro__lot_cancel_sched(s) visited (tests) */
 CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
 
@@ -212,6 +230,10 @@ CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 struct coro__io;
 CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
 CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
+/* cancel_jobs: end with -ECANCELED every I/O wait and sleep of a job that
+ * carries CORO__F_CANCEL (set before the call); the context does it on its
+ * next round.  Any thread. */
+CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
 CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
 CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 /* kick: make a coro__io_poll that blocks return (any thread) */

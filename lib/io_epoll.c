@@ -49,6 +49,14 @@
  * -ECANCELED) and, once it sees the flag, sweeps every waiter and timer
  * with -ECANCELED.  A registration taken before the flag was visible is
  * in the table when the sweep runs, which is after it: none slips between.
+ *
+ * ONE JOB (coro_cancel): the canceller sets the job's CORO__F_CANCEL
+ * (seq_cst), then cancel_req (seq_cst) and kicks.  Each registration taken
+ * is checked for the flag; each round, after its drain, exchanges
+ * cancel_req and, if it was set, completes every waiter and sleep whose job
+ * carries the flag with -ECANCELED.  A registration drained without seeing
+ * the flag is in the table when the exchange that sees the request runs:
+ * in this round or a later one, since the request follows the flag.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -85,6 +93,7 @@ struct coro__io {
     coro_t *head __attribute__((aligned(CORO__CACHELINE)));    /* registration stack */
     uint32_t npending;      /* registrations not yet completed (+ stand-ins) */
     uint32_t stop;          /* the I/O thread exits */
+    uint32_t cancel_req;    /* coro_cancel: sweep the flagged jobs */
 
     /* the I/O context only */
     struct fdent *fds __attribute__((aligned(CORO__CACHELINE)));
@@ -366,7 +375,7 @@ static void reg_one(struct coro__io *io, coro_t *job)
         return;
     }
     /* the check where the context inserts: see CANCEL at the top */
-    if (coro__cancelling(io->s)) {
+    if (coro__cancelling(io->s) || coro__job_cancelled(job)) {
         finish(io, job, -ECANCELED);
         return;
     }
@@ -419,6 +428,35 @@ static int sweep(struct coro__io *io)
     return n;
 }
 
+/* resume the waiters and sleeps of jobs that carry CORO__F_CANCEL */
+static int sweep_flagged(struct coro__io *io)
+{
+    struct coro__tnode t;
+    int n = 0;
+
+    for (uint32_t i = 0; i < io->heap.n;) {
+        const struct coro__tnode *e = &io->heap.a[i];
+        if (e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
+            coro__heap_remove(&io->heap, i, &t);
+            timer_fire(io, &t, -ECANCELED);
+            n++;
+            i = 0;      /* the heap moved entries: look again from the top */
+        } else {
+            i++;
+        }
+    }
+    for (uint32_t fd = 0; fd < io->nfds; fd++) {
+        for (int dir = 0; dir < 2; dir++) {
+            coro_t *w = io->fds[fd].w[dir];
+            if (w && coro__job_cancelled(w)) {
+                fd_complete(io, (int)fd, dir, -ECANCELED);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
 /* ---- the loop -------------------------------------------------------------------------------------- */
 
 /* One round: registrations, cancel, timers, then wait in epoll up to
@@ -436,6 +474,11 @@ static int io_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
         io->swept = true;
         done += sweep(io);
     }
+    /* seq_cst: after the drain; pairs with coro__io_cancel_jobs' store,
+     * made after the job's flag */
+    if (__atomic_load_n(&io->cancel_req, __ATOMIC_RELAXED) &&
+        __atomic_exchange_n(&io->cancel_req, 0, __ATOMIC_SEQ_CST))
+        done += sweep_flagged(io);
     done += expire(io);
     tfd_update(io);
     if (done || timeout_ns == 0)
@@ -589,6 +632,13 @@ void coro__io_cancel_all(struct coro__io *io)
     kick(io);
 }
 
+void coro__io_cancel_jobs(struct coro__io *io)
+{
+    /* seq_cst: after the caller's flag, before the kick (CANCEL, top) */
+    __atomic_store_n(&io->cancel_req, 1, __ATOMIC_SEQ_CST);
+    kick(io);
+}
+
 void coro__io_kick(struct coro__io *io)
 {
     kick(io);
@@ -607,7 +657,8 @@ int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
 
     if (io->threaded)
         return -EINVAL;
-    if (!coro__io_pending(io) && !(coro__cancelling(io->s) && !io->swept))
+    if (!coro__io_pending(io) && !(coro__cancelling(io->s) && !io->swept) &&
+        !__atomic_load_n(&io->cancel_req, __ATOMIC_RELAXED))
         return -EAGAIN;     /* nothing waits on I/O: never block */
     return io_round(io, timeout_ns, &kicked);
 }

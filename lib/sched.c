@@ -587,6 +587,32 @@ intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
     return coro_join(co);
 }
 
+/* ---- cancelling one job -------------------------------------------------------- */
+
+int coro_cancel(coro_t *job)
+{
+    if (!job)
+        return -EINVAL;
+    /* acquire: a frame spawned by another thread has its sched set */
+    uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
+    uint32_t ls = st & CORO__S_MASK;
+    if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
+        return -EINVAL;
+    if (ls == CORO__S_DONE || (st & CORO__F_CANCEL))
+        return 0;
+    coro_sched_t *s = job->sched;
+    /* seq_cst: the flag before the sweeps' loads of the registry bits and
+     * the I/O request (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL); a
+     * parker that misses it is found by them */
+    uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
+    if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
+        return 0;
+    coro__lot_cancel_jobs(s);
+    if (s->io)
+        coro__io_cancel_jobs(s->io);
+    return 0;
+}
+
 /* ---- shutdown ------------------------------------------------------------------- */
 
 static bool all_done(void *arg)

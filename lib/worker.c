@@ -61,7 +61,8 @@
  * others run.  Under CORO_CANCEL an await that has not completed returns
  * -ECANCELED before it is armed, but that yield is never rewritten: its
  * operation (an item received, bytes read, an fd accepted) already
- * happened, and a completed operation keeps its result.
+ * happened, and a completed operation keeps its result.  coro_cancel(job)
+ * (flag CORO__F_CANCEL in the state word) does the same for one job.
  *
  * IDLE.  Before parking: < 4 empty looks spin, 4..15 sched_yield, then park.
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
@@ -541,7 +542,10 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
          * once.  Never the budget yield: it carries the result of an
          * operation that already completed (an item received, bytes read,
          * an fd accepted), which must reach the body */
-        if (aw->ops != &coro__yield_ops && __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)) {
+        if (aw->ops != &coro__yield_ops &&
+            (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
+             /* relaxed: a hint; the wait structures check it again */
+             (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
             cur->result = -ECANCELED;
             continue;
         }

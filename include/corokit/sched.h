@@ -131,6 +131,17 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * before the job's on_exit has run (docs/api.md, "Frame lifetime"). */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
 
+/* coro_cancel - cancel job: its pending await (unless that operation has
+ * already completed: it keeps its result) and every later await return
+ * -ECANCELED until the job finishes, its coro_call children's included; a
+ * wait in the parking lot, a coro_done, an fd wait or a sleep ends at once.
+ * The job still runs: it can clean up and return its own result.  Returns
+ * 0 (also for a finished job: nothing happens, and when cancelled twice),
+ * -EINVAL (NULL, a never-spawned frame or a coro_call child frame).  Any
+ * thread, jobs included; never blocks.  The frame must stay valid for the
+ * call (as for coro_join). */
+CORO_EXTERN int coro_cancel(coro_t *job);
+
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
                                    const coro_spawn_opts_t *opts);

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/* coro_cancel(job) (issue 12, item 1): a cancelled job's pending wait ends
+ * with -ECANCELED wherever it waits (the parking lot with and without a
+ * timer, a joiner slot, an fd, a sleep), every later await of it and of its
+ * coro_call children returns -ECANCELED, it still returns its own result,
+ * and an operation that completed keeps its result: a cancelled reader
+ * loses no bytes, a cancelled receiver no items.  At 0 (a helper thread
+ * drives through coro_join), 1, 2 and 4 workers. */
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sched_impl.h"     /* the state word: wait until a job is suspended */
+
+static const int worker_counts[] = { 0, 1, 2, 4 };
+#define NW (sizeof worker_counts / sizeof worker_counts[0])
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static coro_sched_t *mk(int workers)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s = NULL;
+    c.workers = workers;
+    c.pin = false;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    return s;
+}
+
+/* bounded (20 s): until co is suspended in an await */
+static void wait_suspended(coro_t *co)
+{
+    int64_t end = now_ns() + 20000000000LL;
+    while ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) != CORO__S_SUSPENDED) {
+        cr_assert_lt(now_ns(), end, "the job never suspended");
+        sched_yield();
+    }
+}
+
+struct joiner { pthread_t t; coro_t *co; intptr_t res; };
+
+static void *join_main(void *arg)
+{
+    struct joiner *j = arg;
+    j->res = coro_join(j->co);
+    return NULL;
+}
+
+static void join_start(struct joiner *j, coro_t *co)
+{
+    j->co = co;
+    cr_assert_eq(pthread_create(&j->t, NULL, join_main, j), 0);
+}
+
+static intptr_t join_end(struct joiner *j)
+{
+    pthread_join(j->t, NULL);
+    return j->res;
+}
+
+/* ---- a reader and a receiver keep what they got ------------------------------ */
+
+struct reader {
+    coro_t co;
+    int fd;
+    char buf[37];
+    long got;
+    intptr_t err;
+    intptr_t after;         /* a later await's result */
+};
+
+static int reader_body(coro_t *co)
+{
+    struct reader *r = CORO_SELF(co, struct reader);
+    CORO_BEGIN(co);
+    for (;;) {
+        CORO_AWAIT(co, coro_read(r->fd, r->buf, sizeof r->buf, CORO_FOREVER));
+        if (CORO_RESULT(co) <= 0)
+            break;
+        r->got += CORO_RESULT(co);
+    }
+    r->err = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_sleep(1000000));
+    r->after = CORO_RESULT(co);
+    CORO_RETURN(co, 77);
+    CORO_END(co);
+}
+
+Test(cancel_job, a_cancelled_reader_loses_no_bytes, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        for (int cut = 0; cut < 8; cut++) {
+            coro_sched_t *s = mk(worker_counts[k]);
+            struct reader r = { .fd = -1 };
+            struct joiner j;
+            int p[2];
+            char chunk[53];
+            long written = 0, left = 0;
+            cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
+            memset(chunk, 'x', sizeof chunk);
+            r.fd = p[0];
+            cr_assert_eq(coro_spawn(s, &r.co, reader_body, NULL), 0);
+            join_start(&j, &r.co);
+            for (int i = 0; i < 8; i++) {
+                if (i == cut) {
+                    if (cut % 2 == 0)
+                        wait_suspended(&r.co);  /* even: withdraw a waiting reader */
+                    cr_assert_eq(coro_cancel(&r.co), 0);
+                }
+                cr_assert_eq(write(p[1], chunk, sizeof chunk), (ssize_t)sizeof chunk);
+                written += (long)sizeof chunk;
+            }
+            cr_assert_eq(join_end(&j), 77);
+            ssize_t n;
+            char buf[4096];
+            while ((n = read(p[0], buf, sizeof buf)) > 0)
+                left += n;
+            cr_assert_eq(r.err, -ECANCELED, "workers %d cut %d: %ld", worker_counts[k], cut,
+                         (long)r.err);
+            cr_assert_eq(r.after, -ECANCELED);
+            cr_assert_eq(r.got + left, written, "workers %d cut %d: read %ld + left %ld != %ld",
+                         worker_counts[k], cut, r.got, left, written);
+            close(p[0]);
+            close(p[1]);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+        }
+    }
+}
+
+struct receiver {
+    coro_t co;
+    coro_chan_t *ch;
+    void *item;
+    long got;
+    intptr_t err;
+};
+
+static int receiver_body(coro_t *co)
+{
+    struct receiver *r = CORO_SELF(co, struct receiver);
+    CORO_BEGIN(co);
+    for (;;) {
+        CORO_AWAIT(co, coro_chan_recv(r->ch, &r->item, CORO_FOREVER));
+        if (CORO_RESULT(co) < 0)
+            break;
+        r->got++;
+    }
+    r->err = CORO_RESULT(co);
+    CORO_RETURN(co, 5);
+    CORO_END(co);
+}
+
+Test(cancel_job, a_cancelled_receiver_loses_no_items, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        for (int cut = 0; cut < 8; cut++) {
+            coro_sched_t *s = mk(worker_counts[k]);
+            void *buf[64];
+            coro_chan_t ch;
+            struct receiver r = { .ch = &ch };
+            struct joiner j;
+            long sent = 0, left = 0;
+            void *it;
+            cr_assert_eq(coro_chan_init(&ch, buf, 64), 0);
+            cr_assert_eq(coro_spawn(s, &r.co, receiver_body, NULL), 0);
+            join_start(&j, &r.co);
+            for (int i = 0; i < 40; i++) {
+                if (i == cut * 5) {
+                    if (cut % 2 == 0)
+                        wait_suspended(&r.co);
+                    cr_assert_eq(coro_cancel(&r.co), 0);
+                }
+                cr_assert_eq(coro_chan_try_send(&ch, (void *)(intptr_t)(i + 1)), 0);
+                sent++;
+            }
+            cr_assert_eq(join_end(&j), 5);
+            while (coro_chan_try_recv(&ch, &it) == 0)
+                left++;
+            cr_assert_eq(r.err, -ECANCELED);
+            cr_assert_eq(r.got + left, sent, "workers %d cut %d: got %ld + left %ld != %ld",
+                         worker_counts[k], cut, r.got, left, sent);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+        }
+    }
+}
+
+/* ---- every kind of wait ends ---------------------------------------------------- */
+
+enum kind { K_EVENT, K_EVENT_TIMED, K_SLEEP, K_DONE, K_DONE_SECOND, K_SELECT, K_CALL, NKIND };
+
+struct waiter {
+    coro_t co;
+    coro_t child;
+    enum kind kind;
+    coro_event_t *ev;
+    coro_t *target;
+    coro_select_t sel;
+    intptr_t first, later;
+    int64_t t0, t1;
+};
+
+
+/* a coro_call child: its awaits return -ECANCELED too */
+struct kid { coro_t co; coro_event_t *ev; intptr_t r1, r2; };
+
+static int kid_body(coro_t *co)
+{
+    struct kid *k = CORO_SELF(co, struct kid);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(k->ev, CORO_FOREVER));
+    k->r1 = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_event_wait(k->ev, CORO_FOREVER));
+    k->r2 = CORO_RESULT(co);
+    CORO_RETURN(co, 9);
+    CORO_END(co);
+}
+
+static struct kid kids[NKIND];
+
+static int waiter_body(coro_t *co)
+{
+    struct waiter *w = CORO_SELF(co, struct waiter);
+    CORO_BEGIN(co);
+    w->t0 = now_ns();
+    switch (w->kind) {
+    case K_EVENT: CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER)); break;
+    case K_EVENT_TIMED: CORO_AWAIT(co, coro_event_wait(w->ev, 10000000000LL)); break;
+    case K_SLEEP: CORO_AWAIT(co, coro_sleep(10000000000LL)); break;
+    case K_DONE:
+    case K_DONE_SECOND: CORO_AWAIT(co, coro_done(w->target)); break;
+    case K_SELECT:
+        coro_select_init(&w->sel);
+        coro_select_event(&w->sel, w->ev);
+        CORO_AWAIT(co, coro_select(&w->sel, CORO_FOREVER));
+        coro_select_end(&w->sel, CORO_RESULT(co));
+        break;
+    case K_CALL:
+        kids[w->kind].ev = w->ev;
+        CORO_AWAIT(co, coro_call(&kids[w->kind].co, kid_body));
+        break;
+    default: break;
+    }
+    w->first = CORO_RESULT(co);
+    w->t1 = now_ns();
+    CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    w->later = CORO_RESULT(co);
+    CORO_RETURN(co, 31);
+    CORO_END(co);
+}
+
+struct blocker { coro_t co; coro_event_t *ev; };
+
+static int blocker_body(coro_t *co)
+{
+    struct blocker *b = CORO_SELF(co, struct blocker);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(b->ev, CORO_FOREVER));
+    CORO_RETURN(co, 3);
+    CORO_END(co);
+}
+
+Test(cancel_job, every_kind_of_wait_ends_with_ecanceled_and_later_awaits_too, .timeout = 60)
+{
+
+    for (unsigned k = 0; k < NW; k++) {
+        for (int kind = 0; kind < NKIND; kind++) {
+            coro_sched_t *s = mk(worker_counts[k]);
+            coro_event_t ev, stop;
+            struct waiter w = { .kind = (enum kind)kind, .ev = &ev };
+            struct waiter first = { .kind = K_DONE, .ev = &ev };
+            struct blocker b = { .ev = &stop };
+            struct joiner j, jb, jf;
+            memset(&kids, 0, sizeof kids);
+            cr_assert_eq(coro_event_init(&ev), 0);
+            cr_assert_eq(coro_event_init(&stop), 0);
+            cr_assert_eq(coro_spawn(s, &b.co, blocker_body, NULL), 0);
+            join_start(&jb, &b.co);
+            w.target = first.target = &b.co;
+            if (kind == K_DONE_SECOND) {
+                /* the joiner slot is taken: the second awaiter uses the lot */
+                cr_assert_eq(coro_spawn(s, &first.co, waiter_body, NULL), 0);
+                join_start(&jf, &first.co);
+                wait_suspended(&first.co);
+            }
+            cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
+            join_start(&j, &w.co);
+            wait_suspended(&w.co);
+            int64_t t = now_ns();
+            cr_assert_eq(coro_cancel(&w.co), 0);
+            cr_assert_eq(join_end(&j), 31, "workers %d kind %d", worker_counts[k], kind);
+            cr_assert_eq(w.first, kind == K_CALL ? 9 : -ECANCELED, "workers %d kind %d: %ld",
+                         worker_counts[k], kind, (long)w.first);
+            if (kind == K_CALL) {
+                cr_assert_eq(kids[K_CALL].r1, -ECANCELED);
+                cr_assert_eq(kids[K_CALL].r2, -ECANCELED);
+            }
+            cr_assert_eq(w.later, -ECANCELED);
+            cr_assert_lt(w.t1 - t, 5000000000LL, "generous bound");
+            cr_assert_eq(coro_cancel(&w.co), 0, "a finished job: nothing happens");
+            /* the waited-on job is untouched: it finishes normally */
+            coro_event_set(&stop);
+            cr_assert_eq(join_end(&jb), 3);
+            if (kind == K_DONE_SECOND) {
+                coro_event_set(&ev);
+                cr_assert_eq(join_end(&jf), 31);
+                cr_assert_eq(first.first, 3);
+            }
+            cr_assert_eq(coro__lot_timers_count(s), 0, "the cancelled wait's timer went");
+            cr_assert_eq(coro_sched_destroy(s), 0);
+            coro_event_destroy(&ev);
+            coro_event_destroy(&stop);
+        }
+    }
+}
+
+/* ---- from a job --------------------------------------------------------------- */
+
+struct canceller { coro_t co; coro_t *victim; intptr_t rc; };
+
+static int canceller_body(coro_t *co)
+{
+    struct canceller *c = CORO_SELF(co, struct canceller);
+    CORO_BEGIN(co);
+    c->rc = coro_cancel(c->victim);
+    CORO_END(co);
+}
+
+Test(cancel_job, a_job_can_cancel_another, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct waiter w = { .kind = K_EVENT, .ev = &ev };
+        struct canceller c = { .victim = &w.co, .rc = 1 };
+        struct joiner j;
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
+        join_start(&j, &w.co);
+        wait_suspended(&w.co);
+        cr_assert_eq(coro_block_on(s, &c.co, canceller_body, NULL), 0);
+        cr_assert_eq(c.rc, 0);
+        cr_assert_eq(join_end(&j), 31);
+        cr_assert_eq(w.first, -ECANCELED);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+Test(cancel_job, a_cancel_before_the_first_run_ends_every_await, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct waiter w = { .kind = K_EVENT, .ev = &ev };
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
+        cr_assert_eq(coro_cancel(&w.co), 0);
+        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(w.first, -ECANCELED);
+        cr_assert_eq(w.later, -ECANCELED);
+        /* spawned again, the frame is not cancelled any more */
+        w.first = w.later = 0;
+        cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
+        cr_assert_eq(coro_event_set(&ev), 0);
+        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(w.first, 0);
+        cr_assert_eq(w.later, 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+/* an await whose operation completes at once (here: a set event) has
+ * completed: it keeps its result, as under CORO_CANCEL */
+Test(cancel_job, an_await_that_completes_at_once_keeps_its_result, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct waiter w = { .kind = K_EVENT, .ev = &ev };
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_event_set(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
+        cr_assert_eq(coro_cancel(&w.co), 0);
+        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(w.first, 0);
+        cr_assert_eq(w.later, 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+Test(cancel_job, bad_frames_give_einval, .timeout = 10)
+{
+    coro_t idle;
+    memset(&idle, 0, sizeof idle);
+    cr_assert_eq(coro_cancel(NULL), -EINVAL);
+    cr_assert_eq(coro_cancel(&idle), -EINVAL);
+}
