@@ -98,8 +98,10 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
         return CORO__ARM_READY;
     }
     /* fast path: the first awaiter of a job of the same scheduler sits in
-     * its joiner slot, registered with the scheduler for CORO_CANCEL */
-    if (target->sched == s && (r = coro__lot_joiner_arm(s, target, job, res)) >= 0)
+     * its joiner slot, registered with the scheduler for CORO_CANCEL; a
+     * job with a deadline waits in the lot, whose timer bounds the wait */
+    if (target->sched == s && !coro__job_deadline(job) &&
+        (r = coro__lot_joiner_arm(s, target, job, res)) >= 0)
         return r;
     return coro__lot_park_job(target, job, done_validate, NULL, res, -1);
 }

@@ -91,6 +91,32 @@ static inline bool coro__job_cancelled(const coro_t *job)
 /* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
 #define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/lot.c) */
+#define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
+
+/* What a job spawned with .deadline (or .group) carries, allocated at
+ * spawn through the scheduler's allocator and freed when it finishes;
+ * immutable while it runs (read by its worker, the lot and the I/O
+ * context). */
+struct coro__ext {
+    void (*on_exit)(coro_t *);
+    int64_t deadline;       /* absolute ns, 0 = none */
+    void *group;
+};
+
+/* the job's deadline (0 = none).  job: a job (not a child frame) */
+static inline int64_t coro__job_deadline(const coro_t *job)
+{
+    return (job->flags & CORO__FL_EXT) ? job->ext->deadline : 0;
+}
+
+/* bound an absolute wait deadline d (-1 = none) by the job's */
+static inline int64_t coro__bound_deadline(const coro_t *job, int64_t d)
+{
+    int64_t jd = coro__job_deadline(job);
+    if (jd > 0 && (d < 0 || jd < d))
+        return jd;
+    return d;
+}
 
 /* ---- awaitables ---------------------------------------------------------- */
 

@@ -271,9 +271,14 @@ static void fd_event(struct coro__io *io, int fd, uint32_t events)
 static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
 {
     switch (t->kind) {
-    case CORO__IOK_SLEEP:
-        finish(io, t->p, res);
+    case CORO__IOK_SLEEP: {
+        coro_t *job = t->p;
+        /* a sleep cut short by the job's deadline times out */
+        if (res == 0 && t->deadline < job->top->aw.timeout)
+            res = -ETIMEDOUT;
+        finish(io, job, res);
         break;
+    }
     case CORO__IOK_FD: {
         int fd = (int)(t->aux / 2), dir = (int)(t->aux % 2);
         io->fds[fd].hidx[dir] = NO_TIMER;      /* already off the heap */
@@ -352,8 +357,9 @@ static void reg_fd(struct coro__io *io, coro_t *job, coro_await_t *aw, int dir)
         finish(io, job, -EBUSY);    /* one reader and one writer per fd */
         return;
     }
-    if (aw->timeout >= 0) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_FD, (uint32_t)fd * 2 + (uint32_t)dir, NULL };
+    int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
+    if (deadline >= 0) {
+        struct coro__tnode t = { deadline, CORO__IOK_FD, (uint32_t)fd * 2 + (uint32_t)dir, NULL };
         if ((rc = timer_add(io, &t)) < 0) {
             finish(io, job, rc);
             return;
@@ -380,7 +386,8 @@ static void reg_one(struct coro__io *io, coro_t *job)
         return;
     }
     if (ops->kind == CORO__IOK_SLEEP) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_SLEEP, 0, job };
+        /* bounded by the job's deadline: timer_fire tells the two apart */
+        struct coro__tnode t = { coro__bound_deadline(job, aw->timeout), CORO__IOK_SLEEP, 0, job };
         if ((rc = timer_add(io, &t)) < 0)
             finish(io, job, rc);
         return;

@@ -269,6 +269,7 @@ int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadli
 
     if (!admit(b, job))
         return -ECANCELED;
+    deadline = coro__bound_deadline(job, deadline);     /* .deadline */
     if (deadline >= 0) {
         if (!coro__sched_io(s))
             return -ENOSYS;     /* built without an I/O layer: no timers */

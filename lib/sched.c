@@ -124,6 +124,13 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
+    if (job->flags & CORO__FL_EXT) {
+        struct coro__ext *x = job->ext;
+        on_exit = x->on_exit;
+        job->on_exit = on_exit;     /* the frame as it was spawned */
+        job->flags &= (uint8_t)~CORO__FL_EXT;
+        coro__free(s, x, sizeof *x);
+    }
     /* one exchange: DONE, all flags cleared, and the flags set until now
      * returned (joiners set theirs with a CAS that fails once DONE is in).
      * release: the result and the frame's last writes happen before any
@@ -335,14 +342,29 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return -EINVAL;
     if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
         return cls;
+    if (opts && opts->deadline < 0)
+        return -EINVAL;
+    if (opts && opts->group)
+        return -EINVAL;     /* groups: not in this version yet */
+    struct coro__ext *x = NULL;
+    if (opts && opts->deadline > 0) {
+        if (!(x = coro__alloc(s, sizeof *x)))
+            return -ENOMEM;
+        x->on_exit = opts->on_exit;
+        x->deadline = opts->deadline;
+        x->group = NULL;
+    }
     /* claim the frame: only an idle or finished frame may start.  acquire:
      * the frame's previous life (its finisher's release) is over; the CAS
      * makes one of two racing spawns win */
     old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
     do {
         uint32_t st = old & CORO__S_MASK;
-        if (st != CORO__S_IDLE && st != CORO__S_DONE)
+        if (st != CORO__S_IDLE && st != CORO__S_DONE) {
+            if (x)
+                coro__free(s, x, sizeof *x);
             return -EBUSY;
+        }
     } while (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY, false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     /* acq_rel on the live word: ordered against shutdown's RMW (top of file) */
@@ -354,6 +376,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
         if (prev & CORO__F_THREAD_JOIN)
             coro__futex_wake(&co->state, INT_MAX);
+        if (x)
+            coro__free(s, x, sizeof *x);
         return -ESHUTDOWN;
     }
     co->fn = fn;
@@ -366,6 +390,10 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->cls = (uint16_t)cls;
     co->prio = (int8_t)prio;
     co->flags = 0;
+    if (x) {
+        co->ext = x;
+        co->flags = CORO__FL_EXT;
+    }
     co->wait_obj = NULL;
     coro__submit(s, co, false);
     return 0;

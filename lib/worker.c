@@ -549,6 +549,12 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ECANCELED;
             continue;
         }
+        /* the job's deadline (.deadline): past it, the same with -ETIMEDOUT */
+        if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
+            job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
+            cur->result = -ETIMEDOUT;
+            continue;
+        }
         set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {

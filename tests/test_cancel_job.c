@@ -9,7 +9,9 @@
  * drives through coro_join), 1, 2 and 4 workers. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include <ck_malloc.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -406,4 +408,188 @@ Test(cancel_job, bad_frames_give_einval, .timeout = 10)
     memset(&idle, 0, sizeof idle);
     cr_assert_eq(coro_cancel(NULL), -EINVAL);
     cr_assert_eq(coro_cancel(&idle), -EINVAL);
+}
+
+/* ---- .deadline (issue 12, item 2) ------------------------------------------------ */
+
+enum dkind { D_EVENT, D_EVENT_TIMED, D_SLEEP, D_DONE, D_READ, D_CHAN, D_CALL, NDKIND };
+
+struct dl {
+    coro_t co;
+    coro_t child;
+    enum dkind kind;
+    coro_event_t *ev;
+    coro_t *target;
+    coro_chan_t *ch;
+    int fd;
+    char buf[8];
+    void *item;
+    intptr_t first, later;
+    int64_t t1;
+};
+
+static struct kid dkids[NDKIND];
+
+static int dl_body(coro_t *co)
+{
+    struct dl *w = CORO_SELF(co, struct dl);
+    CORO_BEGIN(co);
+    switch (w->kind) {
+    case D_EVENT: CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER)); break;
+    case D_EVENT_TIMED: CORO_AWAIT(co, coro_event_wait(w->ev, 10000000000LL)); break;
+    case D_SLEEP: CORO_AWAIT(co, coro_sleep(10000000000LL)); break;
+    case D_DONE: CORO_AWAIT(co, coro_done(w->target)); break;
+    case D_READ: CORO_AWAIT(co, coro_read(w->fd, w->buf, sizeof w->buf, CORO_FOREVER)); break;
+    case D_CHAN: CORO_AWAIT(co, coro_chan_recv(w->ch, &w->item, CORO_FOREVER)); break;
+    case D_CALL:
+        dkids[D_CALL].ev = w->ev;
+        CORO_AWAIT(co, coro_call(&dkids[D_CALL].co, kid_body));
+        break;
+    default: break;
+    }
+    w->first = CORO_RESULT(co);
+    w->t1 = now_ns();
+    CORO_AWAIT(co, coro_sleep(1000));
+    w->later = CORO_RESULT(co);
+    CORO_RETURN(co, 44);
+    CORO_END(co);
+}
+
+Test(deadline, a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        for (int kind = 0; kind < NDKIND; kind++) {
+            coro_sched_t *s = mk(worker_counts[k]);
+            coro_event_t ev, stop;
+            void *cbuf[4];
+            coro_chan_t ch;
+            struct blocker b = { .ev = &stop };
+            int p[2];
+            cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
+            cr_assert_eq(coro_event_init(&ev), 0);
+            cr_assert_eq(coro_event_init(&stop), 0);
+            cr_assert_eq(coro_chan_init(&ch, cbuf, 4), 0);
+            memset(&dkids, 0, sizeof dkids);
+            struct dl w = { .kind = (enum dkind)kind, .ev = &ev, .target = &b.co, .ch = &ch,
+                            .fd = p[0] };
+            struct joiner jb;
+            cr_assert_eq(coro_spawn(s, &b.co, blocker_body, NULL), 0);
+            join_start(&jb, &b.co);
+            int64_t t0 = coro_now();
+            coro_spawn_opts_t o = { .deadline = t0 + 50000000 };
+            cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
+            cr_assert_eq(coro_join(&w.co), 44);
+            if (kind == D_CALL) {
+                cr_assert_eq(w.first, 9);
+                cr_assert_eq(dkids[D_CALL].r1, -ETIMEDOUT);
+                cr_assert_eq(dkids[D_CALL].r2, -ETIMEDOUT);
+            } else {
+                cr_assert_eq(w.first, -ETIMEDOUT, "workers %d kind %d: %ld", worker_counts[k],
+                             kind, (long)w.first);
+            }
+            cr_assert_geq(w.t1, t0 + 50000000, "not before the deadline");
+            cr_assert_lt(w.t1, t0 + 5000000000LL, "generous bound");
+            cr_assert_eq(w.later, -ETIMEDOUT, "every await after it");
+            cr_assert_eq(coro__lot_timers_count(s), 0);
+            coro_event_set(&stop);
+            cr_assert_eq(join_end(&jb), 3);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+            coro_event_destroy(&ev);
+            coro_event_destroy(&stop);
+            close(p[0]);
+            close(p[1]);
+        }
+    }
+}
+
+/* a wait's own shorter timeout still wins; a completed await keeps its
+ * result after the deadline; a frame spawned again without a deadline has
+ * none */
+Test(deadline, an_earlier_own_timeout_wins_and_completed_awaits_keep_their_result, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct dl w = { .kind = D_EVENT_TIMED, .ev = &ev };
+        cr_assert_eq(coro_event_init(&ev), 0);
+        /* own timeout 10 s > deadline: the deadline ends it */
+        coro_spawn_opts_t o = { .deadline = coro_now() + 20000000 };
+        cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
+        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(w.first, -ETIMEDOUT);
+        /* a deadline already past, the event set: the wait completes at once */
+        cr_assert_eq(coro_event_set(&ev), 0);
+        w.kind = D_EVENT;
+        o.deadline = 1;
+        cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
+        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(w.first, 0);
+        cr_assert_eq(w.later, -ETIMEDOUT);
+        /* no deadline any more */
+        cr_assert_eq(coro_spawn(s, &w.co, dl_body, NULL), 0);
+        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(w.first, 0);
+        cr_assert_eq(w.later, 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+Test(deadline, bad_spawn_options_give_einval, .timeout = 10)
+{
+    coro_sched_t *s = mk(1);
+    struct dl w = { .kind = D_EVENT };
+    coro_spawn_opts_t neg = { .deadline = -5 };
+    coro_spawn_opts_t grp = { .group = &w };
+    cr_assert_eq(coro_spawn(s, &w.co, dl_body, &neg), -EINVAL);
+    cr_assert_eq(coro_spawn(s, &w.co, dl_body, &grp), -EINVAL);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+static int gate_fail;
+static long gate_live;
+
+static void *gate_malloc(size_t n)
+{
+    if (__atomic_load_n(&gate_fail, __ATOMIC_ACQUIRE))
+        return NULL;
+    __atomic_add_fetch(&gate_live, 1, __ATOMIC_RELAXED);
+    return malloc(n);
+}
+
+static void gate_free(void *p, size_t n, bool defer)
+{
+    (void)n;
+    (void)defer;
+    __atomic_sub_fetch(&gate_live, 1, __ATOMIC_RELAXED);
+    free(p);
+}
+
+Test(deadline, a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothing, .timeout = 30)
+{
+    struct ck_malloc gate = { .malloc = gate_malloc, .free = gate_free };
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+        coro_sched_t *s;
+        coro_event_t ev;
+        struct dl w = { .kind = D_EVENT, .ev = &ev };
+        c.workers = worker_counts[k];
+        c.pin = false;
+        c.alloc = &gate;
+        gate_live = 0;
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_event_set(&ev), 0);
+        cr_assert_eq(coro_sched_create(&s, &c), 0);
+        coro_spawn_opts_t o = { .deadline = coro_now() + 10000000000LL };
+        __atomic_store_n(&gate_fail, 1, __ATOMIC_RELEASE);
+        cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), -ENOMEM);
+        __atomic_store_n(&gate_fail, 0, __ATOMIC_RELEASE);
+        cr_assert_eq(coro_cancel(&w.co), -EINVAL, "the frame never started");
+        cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
+        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(w.first, 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        cr_assert_eq(gate_live, 0, "%ld blocks leaked", gate_live);
+        coro_event_destroy(&ev);
+    }
 }

@@ -79,7 +79,10 @@ struct coro {
     coro_t *joiner;             /* private: the first job awaiting this one */
     struct coro_sched *sched;   /* private: owning scheduler */
     coro_t *next;               /* private: intrusive link (queues, waits) */
-    void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
+    union {
+        void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
+        struct coro__ext *ext;      /* private: with flag CORO__FL_EXT */
+    };
     coro_await_t aw;            /* private: pending awaitable */
     uint32_t state;             /* private: atomic state word */
     uint16_t cls;               /* private: affinity class index */

@@ -88,10 +88,18 @@ typedef struct coro_spawn_opts {
      * coro_join / coro_done returned: free or reuse a frame that has an
      * on_exit only here (docs/api.md, "Frame lifetime"). */
     void (*on_exit)(coro_t *co);
-    /* Room for fields added by later versions (a job group, a deadline)
-     * without an ABI break: keep it zero (`= { .priority = ... }` does).
-     * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[6];
+    /* A job group this job joins (NULL = none); reserved for groups. */
+    void *group;
+    /* The job's deadline: absolute nanoseconds on coro_now()'s clock, 0 =
+     * none.  Every await of the job (and of its coro_call children) that
+     * has not completed by then returns -ETIMEDOUT; a wait pending at the
+     * deadline ends then (lot waits and I/O waits: their timers are bounded
+     * by it).  An await that completes at once keeps its result. */
+    int64_t deadline;
+    /* Room for fields added by later versions without an ABI break: keep
+     * it zero (`= { .priority = ... }` does).  A new field takes the place
+     * of reserved words; the size stays. */
+    uint64_t reserved[4];
 } coro_spawn_opts_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
