@@ -159,6 +159,11 @@ CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);
  * job whose I/O is always ready cannot keep its worker forever. */
 CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
 
+/* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
+ * awaiting coro_done / coro_done_timeout of job key) with its result res;
+ * returns how many (lib/coro.c) */
+CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
+
 /* ---- the parking lot (lib/lot.c) -----------------------------------------
  *
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the

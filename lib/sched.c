@@ -144,7 +144,7 @@ void coro__finish(coro_t *job)
             coro__lot_joiner_wake(w, res);  /* off the cancel registry, then wake */
     }
     if (old & CORO__F_JOB_JOIN)
-        coro__lot_unpark_all(job, res);
+        coro__done_wake_all(job, res);
     if (old & CORO__F_THREAD_JOIN)
         coro__futex_wake(&job->state, INT_MAX);
     if (on_exit)
@@ -529,7 +529,16 @@ static bool job_over(void *arg)
 /* Single-threaded: drive s until done(arg), or, while another thread
  * drives, sleep until done(arg) or the drive is free (then take it over).
  * The protocol is at "single-threaded driving". */
+static void drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline);
+
 static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
+{
+    drive_until_dl(s, done, arg, -1);
+}
+
+/* the same, giving up at the absolute deadline (-1 = none): done(arg) must
+ * then be true too (see job_over_or_late) */
+static void drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline)
 {
     uint32_t *word = &s->w[0]->started_st;
     bool registered = false;
@@ -547,7 +556,10 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
                 registered = false;
             }
             if (drive_begin(s)) {
+                int64_t saved = coro__tls_drive_deadline;
+                coro__tls_drive_deadline = deadline < 0 ? 0 : deadline;
                 drive(s, done, arg, true);
+                coro__tls_drive_deadline = saved;
                 drive_end(s);
                 break;
             }
@@ -559,7 +571,7 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
             registered = true;
             continue;   /* look again before sleeping */
         }
-        coro__futex_wait(word, v, -1);
+        coro__futex_wait(word, v, deadline);
     }
     if (registered)     /* relaxed: as above */
         __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
@@ -603,6 +615,63 @@ intptr_t coro_join(coro_t *co)
         coro__futex_wait(&co->state, st, -1);
     }
     return co->result;
+}
+
+struct late { coro_t *co; int64_t deadline; };
+
+static bool job_over_or_late(void *arg)
+{
+    struct late *l = arg;
+    return job_over(l->co) || (l->deadline >= 0 && coro__now() >= l->deadline);
+}
+
+int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
+{
+    uint32_t st;
+
+    if (!co || !result || timeout < CORO_FOREVER)
+        return -EINVAL;
+    /* acquire (here and below): a DONE frame's result is complete */
+    st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    if ((st & CORO__S_MASK) == CORO__S_IDLE || (st & CORO__S_MASK) == CORO__S_CHILD)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    if ((st & CORO__S_MASK) == CORO__S_DONE) {
+        *result = co->result;
+        return 0;
+    }
+    int64_t deadline = -1;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
+    }
+    coro_sched_t *s = co->sched;
+    if (s && s->nworkers == 0) {
+        struct late l = { co, deadline };
+        drive_until_dl(s, job_over_or_late, &l, deadline);
+    } else {
+        for (;;) {
+            st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+            if ((st & CORO__S_MASK) == CORO__S_DONE || (st & CORO__S_MASK) == CORO__S_IDLE)
+                break;
+            if (!(st & CORO__F_THREAD_JOIN)) {
+                if (!__atomic_compare_exchange_n(&co->state, &st, st | CORO__F_THREAD_JOIN,
+                                                 false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                    continue;
+                st |= CORO__F_THREAD_JOIN;
+            }
+            if (coro__futex_wait(&co->state, st, deadline) == -ETIMEDOUT)
+                break;
+        }
+    }
+    st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    if (st == CORO__S_IDLE)
+        return -EINVAL;         /* its spawn failed meanwhile */
+    if (st != CORO__S_DONE)
+        return -ETIMEDOUT;
+    *result = co->result;
+    return 0;
 }
 
 intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)

@@ -78,6 +78,7 @@
 __thread struct coro__worker *coro__tls_worker;
 __thread int coro__tls_budget;
 __thread int coro__tls_in_job;
+__thread int64_t coro__tls_drive_deadline;
 
 static inline void cpu_relax(void)
 {
@@ -451,10 +452,13 @@ coro_t *coro__park(struct coro__worker *w)
         goto out;
     }
     stat_inc(&w->n_parks);
-    if (s->nworkers == 0 && s->io && coro__io_pending(s->io))
-        coro__io_poll(s->io, -1);           /* single-threaded: wait in epoll */
-    else
-        coro__futex_wait(&w->futex, epoch, -1);
+    int64_t dl = s->nworkers == 0 ? coro__tls_drive_deadline : 0;   /* coro_join_timeout */
+    if (s->nworkers == 0 && s->io && coro__io_pending(s->io)) {
+        int64_t left = dl ? dl - coro__now() : -1;
+        coro__io_poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
+    } else {
+        coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
+    }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     stat_inc(&w->n_wakeups);
 out:

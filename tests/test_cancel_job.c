@@ -593,3 +593,187 @@ Test(deadline, a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothi
         coro_event_destroy(&ev);
     }
 }
+
+/* ---- coro_join_timeout / coro_done_timeout (issue 12, item 3) ------------------- */
+
+struct neg { coro_t co; coro_event_t *ev; };
+
+static int neg_body(coro_t *co)
+{
+    struct neg *n = CORO_SELF(co, struct neg);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(n->ev, CORO_FOREVER));
+    CORO_RETURN(co, -ETIMEDOUT);    /* its own result: looks like an error */
+    CORO_END(co);
+}
+
+Test(join_timeout, returns_a_jobs_own_negative_result_as_a_result, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct neg n = { .ev = &ev };
+        intptr_t r = 12345;
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
+        int64_t t0 = coro_now();
+        cr_assert_eq(coro_join_timeout(&n.co, 30000000, &r), -ETIMEDOUT);
+        cr_assert_geq(coro_now() - t0, 30000000);
+        cr_assert_eq(r, 12345, "untouched on timeout");
+        cr_assert_eq(coro_join_timeout(&n.co, 0, &r), -ETIMEDOUT);
+        cr_assert_geq(coro_event_set(&ev), 0);
+        cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+        cr_assert_eq(r, -ETIMEDOUT, "the job's own result");
+        r = 0;
+        cr_assert_eq(coro_join_timeout(&n.co, 0, &r), 0, "a finished job at once");
+        cr_assert_eq(r, -ETIMEDOUT);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+struct jt_in_job { coro_t co; coro_t *other; int rc; };
+
+static int jt_in_job_body(coro_t *co)
+{
+    struct jt_in_job *j = CORO_SELF(co, struct jt_in_job);
+    intptr_t r;
+    CORO_BEGIN(co);
+    j->rc = coro_join_timeout(j->other, 1000, &r);
+    CORO_END(co);
+}
+
+Test(join_timeout, error_paths, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    coro_t idle;
+    intptr_t r;
+    struct jt_in_job j = { .other = NULL, .rc = 1 };
+    coro_event_t ev;
+    struct neg n = { .ev = &ev };
+    memset(&idle, 0, sizeof idle);
+    cr_assert_eq(coro_event_init(&ev), 0);
+    cr_assert_eq(coro_join_timeout(NULL, 0, &r), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&idle, 0, &r), -EINVAL);
+    cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
+    cr_assert_eq(coro_join_timeout(&n.co, 0, NULL), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&n.co, -2, &r), -EINVAL);
+    j.other = &n.co;
+    cr_assert_eq(coro_block_on(s, &j.co, jt_in_job_body, NULL), 0);
+    cr_assert_eq(j.rc, -EDEADLK);
+    coro_event_set(&ev);
+    cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    coro_event_destroy(&ev);
+}
+
+struct dto {
+    coro_t co;
+    coro_t *target;
+    int64_t timeout;
+    intptr_t r1, res1, r2, res2;
+};
+
+static int dto_body(coro_t *co)
+{
+    struct dto *d = CORO_SELF(co, struct dto);
+    CORO_BEGIN(co);
+    d->res1 = 777;
+    CORO_AWAIT(co, coro_done_timeout(d->target, d->timeout, &d->res1));
+    d->r1 = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_done_timeout(d->target, CORO_FOREVER, &d->res2));
+    d->r2 = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(done_timeout, times_out_then_returns_the_jobs_own_result_apart, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct neg n = { .ev = &ev };
+        struct dto d = { .target = &n.co, .timeout = 20000000 };
+        struct joiner jd;
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &d.co, dto_body, NULL), 0);
+        join_start(&jd, &d.co);
+        /* bounded: until the second await waits (after the timeout) */
+        int64_t end = now_ns() + 20000000000LL;
+        while (__atomic_load_n(&d.r1, __ATOMIC_ACQUIRE) != -ETIMEDOUT)
+            cr_assert_lt(now_ns(), end);
+        wait_suspended(&d.co);
+        cr_assert_geq(coro_event_set(&ev), 0);
+        cr_assert_eq(join_end(&jd), 0);
+        cr_assert_eq(d.r1, -ETIMEDOUT);
+        cr_assert_eq(d.res1, 777, "untouched on timeout");
+        cr_assert_eq(d.r2, 0);
+        cr_assert_eq(d.res2, -ETIMEDOUT, "the job's own result, apart");
+        /* a finished job: at once */
+        d.timeout = 0;
+        cr_assert_eq(coro_block_on(s, &d.co, dto_body, NULL), 0);
+        cr_assert_eq(d.r1, 0);
+        cr_assert_eq(d.res1, -ETIMEDOUT);
+        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+Test(done_timeout, a_cancelled_awaiter_gets_ecanceled, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct neg n = { .ev = &ev };
+        struct dto d = { .target = &n.co, .timeout = 10000000000LL };
+        struct joiner jd;
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &d.co, dto_body, NULL), 0);
+        join_start(&jd, &d.co);
+        wait_suspended(&d.co);
+        cr_assert_eq(coro_cancel(&d.co), 0);
+        cr_assert_eq(join_end(&jd), 0);
+        cr_assert_eq(d.r1, -ECANCELED);
+        cr_assert_eq(d.r2, -ECANCELED);
+        cr_assert_eq(d.res1, 777);
+        coro_event_set(&ev);
+        intptr_t r;
+        cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+        cr_assert_eq(r, -ETIMEDOUT);
+        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+struct dto_err { coro_t co; coro_t idle; intptr_t r[4]; intptr_t res; };
+
+static int dto_err_body(coro_t *co)
+{
+    struct dto_err *e = CORO_SELF(co, struct dto_err);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_done_timeout(NULL, 0, &e->res));
+    e->r[0] = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_done_timeout(&e->idle, 0, &e->res));
+    e->r[1] = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_done_timeout(co, CORO_FOREVER, &e->res));
+    e->r[2] = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_done_timeout(co, -7, &e->res));
+    e->r[3] = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(done_timeout, error_paths, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    struct dto_err e;
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(coro_block_on(s, &e.co, dto_err_body, NULL), 0);
+    cr_assert_eq(e.r[0], -EINVAL);
+    cr_assert_eq(e.r[1], -EINVAL);
+    cr_assert_eq(e.r[2], -EDEADLK);
+    cr_assert_eq(e.r[3], -EINVAL);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}

@@ -139,6 +139,15 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * before the job's on_exit has run (docs/api.md, "Frame lifetime"). */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
 
+/* coro_join_timeout - coro_join for at most timeout ns (CORO_FOREVER =
+ * no limit, 0 = just look), keeping the job's result apart from errors:
+ * 0 and *result = the job's result (negative or not), -ETIMEDOUT (the job
+ * goes on), -EINVAL (co or result NULL, timeout < CORO_FOREVER, a
+ * never-spawned or coro_call child frame), -EDEADLK (from inside a job or
+ * an on_exit hook).  Plain threads; blocks up to timeout (single-threaded
+ * mode: drives the scheduler meanwhile, as coro_join). */
+CORO_EXTERN int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result);
+
 /* coro_cancel - cancel job: its pending await (unless that operation has
  * already completed: it keeps its result) and every later await return
  * -ECANCELED until the job finishes, its coro_call children's included; a
