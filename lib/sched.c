@@ -719,10 +719,64 @@ static bool all_done(void *arg)
     return __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == CORO__LIVE_CLOSED;
 }
 
+struct all_late { coro_sched_t *s; int64_t deadline; };
+
+static bool all_done_or_late(void *arg)
+{
+    struct all_late *a = arg;
+    return all_done(a->s) || (a->deadline >= 0 && coro__now() >= a->deadline);
+}
+
+/* wait until every job finished or the absolute deadline (-1 = none)
+ * passed; true when they all finished */
+static bool wait_all(coro_sched_t *s, int64_t deadline)
+{
+    if (s->nworkers == 0) {
+        struct all_late a = { s, deadline };
+        drive_until_dl(s, all_done_or_late, &a, deadline);
+        return all_done(s);
+    }
+    for (;;) {
+        /* acquire: pairs with the finishers' acq_rel decrements */
+        uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
+        if (l == CORO__LIVE_CLOSED)
+            return true;
+        if (coro__futex_wait(&s->live, l, deadline) == -ETIMEDOUT)
+            return all_done(s);
+    }
+}
+
+static void cancel_all(coro_sched_t *s)
+{
+    /* order: the flag first, so that a job arming now either sees it or
+     * is already in a structure the walks below find */
+    __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
+    coro__lot_cancel_sched(s);
+    if (s->io)
+        coro__io_cancel_all(s->io);
+}
+
+static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
+
+int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout)
+{
+    if (!s || timeout < CORO_FOREVER)
+        return -EINVAL;
+    return shutdown_(s, CORO_DRAIN, timeout);
+}
+
 int coro_sched_shutdown(coro_sched_t *s, int mode)
 {
     if (!s || (mode != CORO_DRAIN && mode != CORO_CANCEL))
         return -EINVAL;
+    return shutdown_(s, mode, CORO_FOREVER);
+}
+
+/* mode CORO_DRAIN with a timeout >= 0: drain until it passes, then cancel */
+static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
+{
+    int rc = 0;
+
     if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
         return -EDEADLK;
     pthread_mutex_lock(&s->shut_lock);
@@ -735,28 +789,22 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
     __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
     /* seq_cst: workers that batch finished jobs see it and flush at once */
     __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
-    if (mode == CORO_CANCEL) {
-        /* order: the flag first, so that a job arming now either sees it or
-         * is already in a structure the walks below find */
-        __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
-        coro__lot_cancel_sched(s);
-        if (s->io)
-            coro__io_cancel_all(s->io);
+    if (mode == CORO_CANCEL)
+        cancel_all(s);
+    int64_t deadline = -1;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
     }
-    if (s->nworkers == 0) {
-        drive_until(s, all_done, s);    /* another thread drives: wait our turn */
-    } else {
-        for (;;) {
-            /* acquire: pairs with the finishers' acq_rel decrements */
-            uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
-            if (l == CORO__LIVE_CLOSED)
-                break;
-            coro__futex_wait(&s->live, l, -1);
-        }
+    /* single-threaded: another thread may drive: wait our turn */
+    if (!wait_all(s, deadline)) {
+        cancel_all(s);      /* the drain's time is up */
+        wait_all(s, -1);
+        rc = -ETIMEDOUT;
     }
     __atomic_store_n(&s->shut_done, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&s->shut_lock);
-    return 0;
+    return rc;
 }
 
 /* ---- stats ------------------------------------------------------------------------ */

@@ -777,3 +777,70 @@ Test(done_timeout, error_paths, .timeout = 30)
     cr_assert_eq(e.r[3], -EINVAL);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* ---- coro_sched_shutdown_timeout (issue 12, item 4) ------------------------------ */
+
+Test(shutdown_timeout, drains_in_time_or_cancels_the_rest_after_the_timeout, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        /* drains: every job finishes by itself */
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_event_t ev;
+        struct waiter w[8];
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_geq(coro_event_set(&ev), 0);
+        memset(w, 0, sizeof w);
+        for (int i = 0; i < 8; i++) {
+            w[i].kind = K_EVENT;
+            w[i].ev = &ev;
+            cr_assert_eq(coro_spawn(s, &w[i].co, waiter_body, NULL), 0);
+        }
+        cr_assert_eq(coro_sched_shutdown_timeout(s, 10000000000LL), 0);
+        for (int i = 0; i < 8; i++)
+            cr_assert_eq(w[i].first, 0);
+        cr_assert_eq(coro_sched_shutdown_timeout(s, 0), 0, "a second call");
+        cr_assert_eq(coro_sched_destroy(s), 0);
+
+        /* does not drain: cancelled after the timeout */
+        s = mk(worker_counts[k]);
+        coro_event_reset(&ev);
+        memset(w, 0, sizeof w);
+        for (int i = 0; i < 8; i++) {
+            w[i].kind = i % 2 ? K_EVENT : K_SLEEP;
+            w[i].ev = &ev;
+            cr_assert_eq(coro_spawn(s, &w[i].co, waiter_body, NULL), 0);
+        }
+        int64_t t0 = coro_now();
+        cr_assert_eq(coro_sched_shutdown_timeout(s, 50000000), -ETIMEDOUT);
+        int64_t t = coro_now() - t0;
+        cr_assert_geq(t, 50000000);
+        cr_assert_lt(t, 5000000000LL, "generous bound");
+        for (int i = 0; i < 8; i++) {
+            cr_assert_eq(w[i].first, -ECANCELED, "workers %d job %d", worker_counts[k], i);
+            cr_assert_eq(w[i].later, -ECANCELED);
+        }
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+struct sd_in_job { coro_t co; coro_sched_t *s; int rc; };
+
+static int sd_in_job_body(coro_t *co)
+{
+    struct sd_in_job *j = CORO_SELF(co, struct sd_in_job);
+    CORO_BEGIN(co);
+    j->rc = coro_sched_shutdown_timeout(j->s, 0);
+    CORO_END(co);
+}
+
+Test(shutdown_timeout, error_paths, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    struct sd_in_job j = { .s = s, .rc = 1 };
+    cr_assert_eq(coro_sched_shutdown_timeout(NULL, 0), -EINVAL);
+    cr_assert_eq(coro_sched_shutdown_timeout(s, -2), -EINVAL);
+    cr_assert_eq(coro_block_on(s, &j.co, sd_in_job_body, NULL), 0);
+    cr_assert_eq(j.rc, -EDEADLK);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}

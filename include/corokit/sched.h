@@ -189,6 +189,14 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * mode), -EDEADLK.  A second call returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
+/* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
+ * (CORO_FOREVER = no limit, 0 = cancel at once what has not finished),
+ * then CORO_CANCEL for the jobs left; returns once every job finished.
+ * 0 (everything drained in time, or already shut down), -ETIMEDOUT (it had
+ * to cancel), -EINVAL (s NULL, timeout < CORO_FOREVER), -EDEADLK (from a
+ * job or a worker of s).  Plain threads; blocks. */
+CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout);
+
 /* coro_sched_destroy - stop the workers and free s.  Shuts down with
  * CORO_DRAIN first if that has not been done.  Returns 0, -EINVAL for
  * NULL, -EDEADLK from a job of s. */
