@@ -82,12 +82,53 @@ static inline void coro__fence_seq_cst(void)
 #define CORO__F_EXITING     128u
 #define CORO__JOINER_ONE    (1u << 24)
 #define CORO__JOINERS_MASK  (0xffu << 24)
+/* CANCEL: coro_cancel(job) was called: set once (seq_cst RMW) and kept
+ * until the frame is spawned again; every await of the job (its coro_call
+ * children's too) that has not completed returns -ECANCELED.  The parking
+ * lot, the joiner slots and the I/O context check it where they insert a
+ * waiter, after the registry bit / under the registry lock, so that a
+ * waiter either sees it or is found by the sweep coro_cancel runs after
+ * setting it (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL). */
+#define CORO__F_CANCEL      256u
+
+static inline bool coro__job_cancelled(const coro_t *job)
+{
+    /* seq_cst: against coro_cancel's seq_cst RMW of the flag and its
+     * later loads of the registry bits (lib/lot.c REGISTRY) */
+    return (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) & CORO__F_CANCEL) != 0;
+}
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
 /* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
 #define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/lot.c) */
+#define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
+
+/* What a job spawned with .deadline (or .group) carries, allocated at
+ * spawn through the scheduler's allocator and freed when it finishes;
+ * immutable while it runs (read by its worker, the lot and the I/O
+ * context). */
+struct coro__ext {
+    void (*on_exit)(coro_t *);
+    int64_t deadline;       /* absolute ns, 0 = none */
+    void *group;
+};
+
+/* the job's deadline (0 = none).  job: a job (not a child frame) */
+static inline int64_t coro__job_deadline(const coro_t *job)
+{
+    return (job->flags & CORO__FL_EXT) ? job->ext->deadline : 0;
+}
+
+/* bound an absolute wait deadline d (-1 = none) by the job's */
+static inline int64_t coro__bound_deadline(const coro_t *job, int64_t d)
+{
+    int64_t jd = coro__job_deadline(job);
+    if (jd > 0 && (d < 0 || jd < d))
+        return jd;
+    return d;
+}
 
 /* ---- awaitables ---------------------------------------------------------- */
 
@@ -129,6 +170,11 @@ CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);
  * suspending in one run, it yields instead (result r all the same), so a
  * job whose I/O is always ready cannot keep its worker forever. */
 CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
+
+/* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
+ * awaiting coro_done / coro_done_timeout of job key) with its result res;
+ * returns how many (lib/coro.c) */
+CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
 
 /* ---- the parking lot (lib/lot.c) -----------------------------------------
  *
@@ -189,6 +235,9 @@ CORO__HIDDEN bool coro__lot_remove(void *key, coro_t *job);
  * a joiner slot with -ECANCELED (s->cancelling already set, seq_cst).
  * Visits only the buckets s's jobs have parked in.  Returns how many. */
 CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
+/* coro__lot_cancel_jobs - the same for the jobs of s that carry
+ * CORO__F_CANCEL (coro_cancel set it, seq_cst, before the call). */
+CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
 /* buckets the last coro__lot_cancel_sched(s) visited (tests) */
 CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
 
@@ -224,6 +273,10 @@ CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 struct coro__io;
 CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
 CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
+/* cancel_jobs: end with -ECANCELED every I/O wait and sleep of a job that
+ * carries CORO__F_CANCEL (set before the call); the context does it on its
+ * next round.  Any thread. */
+CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
 CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
 CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 /* kick: make a coro__io_poll that blocks return (any thread) */

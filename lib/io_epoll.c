@@ -251,7 +251,10 @@ static int timer_add(struct coro__io *io, const struct coro__tnode *t)
     int rc;
 
     pthread_mutex_lock(&io->hlock);
-    if (coro__cancelling(io->s)) {
+    /* a sleep checks its job's cancel flag here, under the lock that
+     * coro__io_cancel_jobs walks the heap under */
+    if (coro__cancelling(io->s) ||
+        (t->kind == CORO__IOK_SLEEP && coro__job_cancelled(t->p))) {
         rc = -ECANCELED;
     } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
         pending_add(io, 1);
@@ -341,7 +344,9 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
     }
     for (;;) {
         ent_lock(e);
-        if (coro__cancelling(io->s)) {
+        /* the per-job flag too (coro_cancel): checked under the entry lock
+         * that coro__io_cancel_jobs takes, so the park sees it or is found */
+        if (coro__cancelling(io->s) || coro__job_cancelled(job)) {
             ent_unlock(e);
             *res = -ECANCELED;
             return CORO__ARM_READY;
@@ -377,8 +382,9 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             return CORO__ARM_READY;
         }
         uint32_t seq = ++e->wseq[dir];
-        if (aw->timeout >= 0) {
-            struct coro__tnode t = { aw->timeout, CORO__IOK_FD,
+        int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
+        if (deadline >= 0) {
+            struct coro__tnode t = { deadline, CORO__IOK_FD,
                                      (uint32_t)fd * 2 + (uint32_t)dir, job, seq };
             int rc = timer_add(io, &t);     /* entry, then heap: the lock order */
             if (rc < 0) {
@@ -463,9 +469,14 @@ void coro__io_forget(struct coro__io *io, int fd)
 static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
 {
     switch (t->kind) {
-    case CORO__IOK_SLEEP:
-        finish(io, t->p, res);      /* the heap owned its wake-up */
+    case CORO__IOK_SLEEP: {
+        coro_t *job = t->p;
+        /* a sleep cut short by the job's deadline times out */
+        if (res == 0 && t->deadline < job->top->aw.timeout)
+            res = -ETIMEDOUT;
+        finish(io, job, res);       /* the heap owned its wake-up */
         break;
+    }
     case CORO__IOK_FD: {
         int dir = (int)(t->aux % 2);
         struct fdent *e = ent_get(io, (int)(t->aux / 2), false);
@@ -768,7 +779,9 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
     int rc;
 
     if (ops->kind == CORO__IOK_SLEEP) {
-        struct coro__tnode t = { aw->timeout, CORO__IOK_SLEEP, 0, job, 0 };
+        /* bounded by the job's deadline: timer_fire tells the two apart */
+        struct coro__tnode t = { coro__bound_deadline(job, aw->timeout), CORO__IOK_SLEEP, 0, job,
+                                 0 };
         if ((rc = timer_add(io, &t)) < 0) {
             *res = rc;
             return CORO__ARM_READY;
@@ -885,6 +898,48 @@ void coro__io_cancel_all(struct coro__io *io)
     if (!__atomic_exchange_n(&io->swept, 1, __ATOMIC_ACQ_REL))
         sweep(io);
     kick(io);
+}
+
+/* coro_cancel: end every fd wait and sleep of a job that carries
+ * CORO__F_CANCEL (set, seq_cst, before the call), on the calling thread.
+ * A wait parking concurrently checks the flag under the lock this walk
+ * takes (the entry's, or hlock for sleeps): it sees the flag or is found. */
+void coro__io_cancel_jobs(struct coro__io *io)
+{
+    struct coro__tnode t;
+
+    for (bool again = true; again;) {
+        again = false;
+        pthread_mutex_lock(&io->hlock);
+        for (uint32_t i = 0; i < io->heap.n; i++) {
+            const struct coro__tnode *e = &io->heap.a[i];
+            if (e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
+                heap_take(io, i, &t);
+                again = true;       /* the heap moved: look again from the top */
+                break;
+            }
+        }
+        if (again)
+            tfd_update(io);
+        pthread_mutex_unlock(&io->hlock);
+        if (again)
+            timer_fire(io, &t, -ECANCELED);
+    }
+    for (uint32_t c = 0; c < NCHUNKS; c++) {
+        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; ch && i < CHUNK; i++) {
+            struct fdent *e = &ch[i];
+            coro_t *job[2] = { NULL, NULL };
+            ent_lock(e);
+            for (int dir = 0; dir < 2; dir++)
+                if (e->w[dir] && coro__job_cancelled(e->w[dir]))
+                    job[dir] = slot_take(io, e, dir);
+            ent_unlock(e);
+            for (int dir = 0; dir < 2; dir++)
+                if (job[dir])
+                    finish(io, job[dir], -ECANCELED);
+        }
+    }
 }
 
 void coro__io_kick(struct coro__io *io)

@@ -11,6 +11,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
 }
 
 void coro__io_cancel_all(struct coro__io *io) { (void)io; }
+void coro__io_cancel_jobs(struct coro__io *io) { (void)io; }
 void coro__io_destroy(struct coro__io *io) { (void)io; }
 void coro__io_kick(struct coro__io *io) { (void)io; }
 bool coro__io_pending(struct coro__io *io) { (void)io; return false; }

@@ -245,9 +245,11 @@ void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w)
     append(b, w);
 }
 
-/* under b: note that a job of s parks in b; then is s cancelling? */
-static bool admit(struct bucket *b, coro_sched_t *s)
+/* under b: note that a job of s parks in b; then is s cancelling, or the
+ * job (coro_cancel)? */
+static bool admit(struct bucket *b, coro_t *job)
 {
+    coro_sched_t *s = job->sched;
     struct coro__lotsched *ls = s->lot;
     unsigned i = bucket_index(b);
     uint64_t bit = 1ull << (i % 64);
@@ -256,7 +258,8 @@ static bool admit(struct bucket *b, coro_sched_t *s)
      * store of s->cancelling and its load of the bits (top of file) */
     if (!(__atomic_load_n(&ls->parked[i / 64], __ATOMIC_RELAXED) & bit))
         __atomic_fetch_or(&ls->parked[i / 64], bit, __ATOMIC_SEQ_CST);
-    return __atomic_load_n(&s->cancelling, __ATOMIC_SEQ_CST) == 0;
+    return __atomic_load_n(&s->cancelling, __ATOMIC_SEQ_CST) == 0 &&
+           !coro__job_cancelled(job);
 }
 
 int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline)
@@ -264,8 +267,9 @@ int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadli
     coro_sched_t *s = job->sched;
     int rc;
 
-    if (!admit(b, s))
+    if (!admit(b, job))
         return -ECANCELED;
+    deadline = coro__bound_deadline(job, deadline);     /* .deadline */
     if (deadline >= 0) {
         if (!coro__sched_io(s))
             return -ENOSYS;     /* built without an I/O layer: no timers */
@@ -473,7 +477,7 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
     jreg_lock(r);
     /* after the lock: cancel locks every list after it set the flag.
      * acquire: as coro__cancelling, inlined on this hot path */
-    if (__atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE) || coro__job_cancelled(job)) {
         jreg_unlock(r);
         *res = -ECANCELED;
         return CORO__ARM_READY;
@@ -541,11 +545,16 @@ void coro__lot_joiner_wake(coro_t *w, intptr_t res)
 
 /* unlink every job of s (never a thread or a select branch: a select's
  * owner waits on the select's key and is cancelled there) */
-static void cancel_bucket(struct bucket *b, coro_sched_t *s, coro__wl_t *wl)
+static bool cancel_match(coro_t *w, coro_sched_t *s, bool flagged)
+{
+    return w->sched == s && (!flagged || coro__job_cancelled(w));
+}
+
+static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro__wl_t *wl)
 {
     for (coro_t *p = NULL, *w = b->head; w;) {
         coro_t *nx = w->next;
-        if (!(w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) && w->sched == s) {
+        if (!(w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) && cancel_match(w, s, flagged)) {
             unlink_after(b, p, w);
             coro__wl_add(wl, w, -ECANCELED);
         } else {
@@ -555,7 +564,8 @@ static void cancel_bucket(struct bucket *b, coro_sched_t *s, coro__wl_t *wl)
     }
 }
 
-int coro__lot_cancel_sched(coro_sched_t *s)
+/* flagged: only the jobs that carry CORO__F_CANCEL (coro_cancel) */
+static int cancel_sweep(coro_sched_t *s, bool flagged)
 {
     struct coro__lotsched *ls = s->lot;
     uint64_t visits = 0;
@@ -573,7 +583,7 @@ int coro__lot_cancel_sched(coro_sched_t *s)
             coro__wl_init(&wl);
             visits++;
             pthread_mutex_lock(&b->lock);
-            cancel_bucket(b, s, &wl);
+            cancel_bucket(b, s, flagged, &wl);
             pthread_mutex_unlock(&b->lock);
             for (coro_t *w = wl.head; w; w = w->next)
                 n++;
@@ -587,6 +597,8 @@ int coro__lot_cancel_sched(coro_sched_t *s)
         for (coro_t *w = r->head, *nx; w; w = nx) {
             nx = w->next;
             coro_t *target = w->top->aw.arg[0].p, *me = w;
+            if (flagged && !coro__job_cancelled(w))
+                continue;
             /* acq_rel: against the finisher's exchange of the slot; the
              * one that empties it owns w's wake-up */
             if (__atomic_compare_exchange_n(&target->joiner, &me, NULL, false,
@@ -605,8 +617,24 @@ int coro__lot_cancel_sched(coro_sched_t *s)
             n++;
         }
     }
-    ls->visits = visits;
+    if (!flagged)
+        ls->visits = visits;
     return n;
+}
+
+int coro__lot_cancel_sched(coro_sched_t *s)
+{
+    return cancel_sweep(s, false);
+}
+
+/* coro_cancel: the same registry protocol, with the job's flag in the place
+ * of s->cancelling: the canceller's seq_cst RMW of the flag, then its
+ * seq_cst loads of the bits; the parker's seq_cst bit, then its seq_cst
+ * load of the flag (admit).  A joiner checks the flag under its registry
+ * lock, which the sweep takes after setting it. */
+int coro__lot_cancel_jobs(coro_sched_t *s)
+{
+    return cancel_sweep(s, true);
 }
 
 uint64_t coro__lot_cancel_visits(coro_sched_t *s)

@@ -141,6 +141,13 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
+    if (job->flags & CORO__FL_EXT) {
+        struct coro__ext *x = job->ext;
+        on_exit = x->on_exit;
+        job->on_exit = on_exit;     /* the frame as it was spawned */
+        job->flags &= (uint8_t)~CORO__FL_EXT;
+        coro__free(s, x, sizeof *x);
+    }
     uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
     /* one CAS: DONE, the waiter flags cleared and returned (waiters set
      * theirs with a CAS that fails once DONE is in); EXITING when there are
@@ -162,7 +169,7 @@ void coro__finish(coro_t *job)
             coro__lot_joiner_wake(w, res);  /* off the cancel registry, then wake */
     }
     if (old & CORO__F_JOB_JOIN)
-        coro__lot_unpark_all(job, res);
+        coro__done_wake_all(job, res);  /* coro_done, coro_done_timeout */
     if (on_exit && exit_first)
         run_on_exit(on_exit, job);
     uint32_t last = nw;
@@ -382,6 +389,18 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return pool;
     if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
         return cls;
+    if (opts && opts->deadline < 0)
+        return -EINVAL;
+    if (opts && opts->group)
+        return -EINVAL;     /* groups: not in this version yet */
+    struct coro__ext *x = NULL;
+    if (opts && opts->deadline > 0) {
+        if (!(x = coro__alloc(s, sizeof *x)))
+            return -ENOMEM;
+        x->on_exit = opts->on_exit;
+        x->deadline = opts->deadline;
+        x->group = NULL;
+    }
     /* claim the frame: only an idle or finished frame may start, and a
      * finished one only once its finisher let go (EXITING).  acquire: the
      * frame's previous life (its finisher's release) is over; the CAS
@@ -390,8 +409,11 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     do {
         uint32_t st = old & CORO__S_MASK;
         if ((st != CORO__S_IDLE && st != CORO__S_DONE) ||
-            (old & (CORO__F_EXITING | CORO__JOINERS_MASK)))
+            (old & (CORO__F_EXITING | CORO__JOINERS_MASK))) {
+            if (x)
+                coro__free(s, x, sizeof *x);
             return -EBUSY;
+        }
     } while (!__atomic_compare_exchange_n(&co->state, &old,
                                           CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
@@ -404,6 +426,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
         if (prev & CORO__F_THREAD_JOIN)
             coro__futex_wake(&co->state, INT_MAX);
+        if (x)
+            coro__free(s, x, sizeof *x);
         return -ESHUTDOWN;      /* a pool frame stays the caller's: coro_frame_free */
     }
     if (pool)
@@ -418,6 +442,10 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->cls = (uint16_t)cls;
     co->prio = (int8_t)prio;
     co->flags = 0;
+    if (x) {
+        co->ext = x;
+        co->flags = CORO__FL_EXT;
+    }
     co->wait_obj = NULL;
     coro__submit(s, co, false);
     return 0;
@@ -562,7 +590,16 @@ static bool job_over(void *arg)
 /* Single-threaded: drive s until done(arg), or, while another thread
  * drives, sleep until done(arg) or the drive is free (then take it over).
  * The protocol is at "single-threaded driving". */
+static void drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline);
+
 static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
+{
+    drive_until_dl(s, done, arg, -1);
+}
+
+/* the same, giving up at the absolute deadline (-1 = none): done(arg) must
+ * then be true too (see job_over_or_late) */
+static void drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline)
 {
     uint32_t *word = &s->w[0]->started_st;
     bool registered = false;
@@ -580,7 +617,10 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
                 registered = false;
             }
             if (drive_begin(s)) {
+                int64_t saved = coro__tls_drive_deadline;
+                coro__tls_drive_deadline = deadline < 0 ? 0 : deadline;
                 drive(s, done, arg, true);
+                coro__tls_drive_deadline = saved;
                 drive_end(s);
                 break;
             }
@@ -592,19 +632,32 @@ static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
             registered = true;
             continue;   /* look again before sleeping */
         }
-        coro__futex_wait(word, v, -1);
+        coro__futex_wait(word, v, deadline);
     }
     if (registered)     /* relaxed: as above */
         __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
 }
 
-intptr_t coro_join(coro_t *co)
+struct late { coro_t *co; int64_t deadline; };
+
+static bool job_over_or_late(void *arg)
+{
+    struct late *l = arg;
+    return job_over(l->co) || (l->deadline >= 0 && coro__now() >= l->deadline);
+}
+
+/* coro_join and coro_join_timeout: wait until co is done (and, when this
+ * call was blocked, its finisher let go: EXITING clear) or the absolute
+ * deadline (-1 none) passes.  0 with *result, -ETIMEDOUT, -EINVAL,
+ * -EDEADLK.  A pool frame counts its blocked joiners (JOINERS): the last
+ * one out gives the frame back, even one that timed out just as the job
+ * finished. */
+static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
 {
     uint32_t st;
     bool reg = false, pool = false;
+    int rc = 0;
 
-    if (!co)
-        return -EINVAL;
     /* acquire (here and in the loop below): pairs with coro__finish's
      * release, so a DONE frame's result is complete */
     st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
@@ -612,8 +665,10 @@ intptr_t coro_join(coro_t *co)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
-    if (job_done(co))
-        return co->result;      /* its scheduler may be gone: do not touch it */
+    if (job_done(co)) {
+        *result = co->result;   /* its scheduler may be gone: do not touch it */
+        return 0;
+    }
     coro_sched_t *s = co->sched;
     for (;;) {
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
@@ -621,7 +676,7 @@ intptr_t coro_join(coro_t *co)
             if (!(st & CORO__F_EXITING))
                 break;
         } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
-            return -EINVAL;         /* its spawn failed meanwhile */
+            return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
         } else if (!reg) {
             /* register: THREAD_JOIN, and for a pool frame one more joiner,
              * so that the frame stays until we have read the result */
@@ -637,23 +692,57 @@ intptr_t coro_join(coro_t *co)
             reg = true;
             st = nw;
         }
+        if (deadline >= 0 && coro__now() >= deadline) {
+            rc = -ETIMEDOUT;
+            break;
+        }
         if (s && s->nworkers == 0) {
             /* single-threaded: drive until co is done, or sleep while
              * another thread drives and take the drive over when it stops */
-            drive_until(s, job_over, co);
+            if (deadline < 0) {
+                drive_until(s, job_over, co);
+            } else {
+                struct late l = { co, deadline };
+                drive_until_dl(s, job_over_or_late, &l, deadline);
+            }
             continue;
         }
-        coro__futex_wait(&co->state, st, -1);
+        coro__futex_wait(&co->state, st, deadline);
     }
-    intptr_t r = co->result;
+    if (rc == 0)
+        *result = co->result;
     if (reg && pool) {
         /* acq_rel: our read of the result happens before the frame is
-         * given back, by us or by the last other joiner */
+         * given back, by us or by the last other joiner (or its finisher,
+         * when it finished after we left) */
         uint32_t left = __atomic_sub_fetch(&co->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
-        if (!(left & CORO__JOINERS_MASK))
+        if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
+            !(left & CORO__F_EXITING))
             coro__frame_release(co);
     }
-    return r;
+    return rc;
+}
+
+intptr_t coro_join(coro_t *co)
+{
+    intptr_t r;
+
+    if (!co)
+        return -EINVAL;
+    int rc = join_dl(co, -1, &r);
+    return rc < 0 ? rc : r;
+}
+
+int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
+{
+    if (!co || !result || timeout < CORO_FOREVER)
+        return -EINVAL;
+    int64_t deadline = -1;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
+    }
+    return join_dl(co, deadline, result);
 }
 
 intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
@@ -666,6 +755,32 @@ intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
     return coro_join(co);
 }
 
+/* ---- cancelling one job -------------------------------------------------------- */
+
+int coro_cancel(coro_t *job)
+{
+    if (!job)
+        return -EINVAL;
+    /* acquire: a frame spawned by another thread has its sched set */
+    uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
+    uint32_t ls = st & CORO__S_MASK;
+    if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
+        return -EINVAL;
+    if (ls == CORO__S_DONE || (st & CORO__F_CANCEL))
+        return 0;
+    coro_sched_t *s = job->sched;
+    /* seq_cst: the flag before the sweeps' loads of the registry bits and
+     * the I/O request (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL); a
+     * parker that misses it is found by them */
+    uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
+    if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
+        return 0;
+    coro__lot_cancel_jobs(s);
+    if (s->io)
+        coro__io_cancel_jobs(s->io);
+    return 0;
+}
+
 /* ---- shutdown ------------------------------------------------------------------- */
 
 static bool all_done(void *arg)
@@ -675,10 +790,65 @@ static bool all_done(void *arg)
     return __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == CORO__LIVE_CLOSED;
 }
 
+struct all_late { coro_sched_t *s; int64_t deadline; };
+
+static bool all_done_or_late(void *arg)
+{
+    struct all_late *a = arg;
+    return all_done(a->s) || (a->deadline >= 0 && coro__now() >= a->deadline);
+}
+
+/* wait until every job finished or the absolute deadline (-1 = none)
+ * passed; true when they all finished */
+static bool wait_all(coro_sched_t *s, int64_t deadline)
+{
+    if (s->nworkers == 0) {
+        struct all_late a = { s, deadline };
+        drive_until_dl(s, all_done_or_late, &a, deadline);
+        return all_done(s);
+    }
+    for (;;) {
+        /* acquire: pairs with the finishers' acq_rel decrements */
+        uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
+        if (l == CORO__LIVE_CLOSED)
+            return true;
+        if (coro__futex_wait(&s->live, l, deadline) == -ETIMEDOUT)
+            return all_done(s);
+    }
+}
+
+static void cancel_all(coro_sched_t *s)
+{
+    /* order: the flag first, so that a job arming now either sees it or
+     * is already in a structure the walks below find */
+    __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
+    coro__lot_cancel_sched(s);
+    if (s->io)
+        coro__io_cancel_all(s->io);
+    coro__blocking_cancel(s);
+}
+
+static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
+
+int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout)
+{
+    if (!s || timeout < CORO_FOREVER)
+        return -EINVAL;
+    return shutdown_(s, CORO_DRAIN, timeout);
+}
+
 int coro_sched_shutdown(coro_sched_t *s, int mode)
 {
     if (!s || (mode != CORO_DRAIN && mode != CORO_CANCEL))
         return -EINVAL;
+    return shutdown_(s, mode, CORO_FOREVER);
+}
+
+/* mode CORO_DRAIN with a timeout >= 0: drain until it passes, then cancel */
+static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
+{
+    int rc = 0;
+
     if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
         return -EDEADLK;
     pthread_mutex_lock(&s->shut_lock);
@@ -691,29 +861,22 @@ int coro_sched_shutdown(coro_sched_t *s, int mode)
     __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
     /* seq_cst: workers that batch finished jobs see it and flush at once */
     __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
-    if (mode == CORO_CANCEL) {
-        /* order: the flag first, so that a job arming now either sees it or
-         * is already in a structure the walks below find */
-        __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
-        coro__lot_cancel_sched(s);
-        if (s->io)
-            coro__io_cancel_all(s->io);
-        coro__blocking_cancel(s);
+    if (mode == CORO_CANCEL)
+        cancel_all(s);
+    int64_t deadline = -1;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
     }
-    if (s->nworkers == 0) {
-        drive_until(s, all_done, s);    /* another thread drives: wait our turn */
-    } else {
-        for (;;) {
-            /* acquire: pairs with the finishers' acq_rel decrements */
-            uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
-            if (l == CORO__LIVE_CLOSED)
-                break;
-            coro__futex_wait(&s->live, l, -1);
-        }
+    /* single-threaded: another thread may drive: wait our turn */
+    if (!wait_all(s, deadline)) {
+        cancel_all(s);      /* the drain's time is up */
+        wait_all(s, -1);
+        rc = -ETIMEDOUT;
     }
     __atomic_store_n(&s->shut_done, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&s->shut_lock);
-    return 0;
+    return rc;
 }
 
 /* ---- stats ------------------------------------------------------------------------ */

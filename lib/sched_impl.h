@@ -113,6 +113,9 @@ extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
 extern __thread struct coro__worker *coro__tls_worker CORO__HIDDEN;
 extern __thread int coro__tls_budget CORO__HIDDEN;
 extern __thread int coro__tls_in_job CORO__HIDDEN;
+/* single-threaded driving with a deadline (coro_join_timeout): coro__park
+ * sleeps at most until it (absolute ns, 0 = none) */
+extern __thread int64_t coro__tls_drive_deadline CORO__HIDDEN;
 
 /* cls.c */
 CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);

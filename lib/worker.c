@@ -61,7 +61,8 @@
  * others run.  Under CORO_CANCEL an await that has not completed returns
  * -ECANCELED before it is armed, but that yield is never rewritten: its
  * operation (an item received, bytes read, an fd accepted) already
- * happened, and a completed operation keeps its result.
+ * happened, and a completed operation keeps its result.  coro_cancel(job)
+ * (flag CORO__F_CANCEL in the state word) does the same for one job.
  *
  * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
  * scheduler may wait in epoll_wait on the I/O context instead of its futex
@@ -107,6 +108,7 @@ __thread int coro__tls_in_job;
 /* round-robin position of a plain thread's submissions (its own: a shared
  * counter is one more contended RMW per spawn) */
 static __thread uint32_t tls_rr;
+__thread int64_t coro__tls_drive_deadline;
 
 static inline void cpu_relax(void)
 {
@@ -529,10 +531,13 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     stat_inc(&w->n_parks);
     struct idle_bit ib = { word, bit };
     if (s->nworkers == 0) {
-        if (s->io && coro__io_pending(s->io))
-            coro__io_poll(s->io, -1);       /* single-threaded: wait in epoll */
-        else
-            coro__futex_wait(&w->futex, epoch, -1);
+        int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
+        if (s->io && coro__io_pending(s->io)) {
+            int64_t left = dl ? dl - coro__now() : -1;
+            coro__io_poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
+        } else {
+            coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
+        }
     } else if (!s->io || coro__io_park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
                                            &ib) < 0) {
         coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
@@ -629,8 +634,17 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
          * once.  Never the budget yield: it carries the result of an
          * operation that already completed (an item received, bytes read,
          * an fd accepted), which must reach the body */
-        if (aw->ops != &coro__yield_ops && __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)) {
+        if (aw->ops != &coro__yield_ops &&
+            (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
+             /* relaxed: a hint; the wait structures check it again */
+             (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
             cur->result = -ECANCELED;
+            continue;
+        }
+        /* the job's deadline (.deadline): past it, the same with -ETIMEDOUT */
+        if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
+            job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
+            cur->result = -ETIMEDOUT;
             continue;
         }
         set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);

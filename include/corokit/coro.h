@@ -79,7 +79,10 @@ struct coro {
     coro_t *joiner;             /* private: the first job awaiting this one */
     struct coro_sched *sched;   /* private: owning scheduler */
     coro_t *next;               /* private: intrusive link (queues, waits) */
-    void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
+    union {
+        void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
+        struct coro__ext *ext;      /* private: with flag CORO__FL_EXT */
+    };
     coro_await_t aw;            /* private: pending awaitable */
     uint32_t state;             /* private: atomic state word */
     uint16_t cls;               /* private: affinity class index */
@@ -225,6 +228,15 @@ CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
  * each other).  The job's frame must stay valid until its awaiters resume
  * (do not free it in on_exit while others wait for it). */
 CORO_EXTERN coro_await_t coro_done(coro_t *job);
+
+/* coro_done_timeout - awaitable: coro_done for at most timeout ns
+ * (CORO_FOREVER = no limit, 0 = just look), keeping the job's result apart
+ * from the await's: 0 and *result = job's result; -ETIMEDOUT (the job goes
+ * on); -ECANCELED (the awaiter was cancelled: coro_cancel, CORO_CANCEL);
+ * -EINVAL (job or result NULL, timeout < CORO_FOREVER, a never-spawned
+ * frame); -EDEADLK (a job awaits itself).  *result is written only with 0.
+ * The job's frame must stay valid until the awaiter resumed. */
+CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_t *result);
 
 /* coro_reschedule - awaitable: continue on a worker whose CPU is in aff
  * (NULL = any CPU) at priority prio (CORO_PRIO_LOW/NORMAL/HIGH), as Coop's

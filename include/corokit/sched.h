@@ -93,10 +93,18 @@ typedef struct coro_spawn_opts {
      * coro_join / coro_done returned: free or reuse a frame that has an
      * on_exit only here (docs/api.md, "Frame lifetime"). */
     void (*on_exit)(coro_t *co);
-    /* Room for fields added by later versions (a job group, a deadline)
-     * without an ABI break: keep it zero (`= { .priority = ... }` does).
-     * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[6];
+    /* A job group this job joins (NULL = none); reserved for groups. */
+    void *group;
+    /* The job's deadline: absolute nanoseconds on coro_now()'s clock, 0 =
+     * none.  Every await of the job (and of its coro_call children) that
+     * has not completed by then returns -ETIMEDOUT; a wait pending at the
+     * deadline ends then (lot waits and I/O waits: their timers are bounded
+     * by it).  An await that completes at once keeps its result. */
+    int64_t deadline;
+    /* Room for fields added by later versions without an ABI break: keep
+     * it zero (`= { .priority = ... }` does).  A new field takes the place
+     * of reserved words; the size stays. */
+    uint64_t reserved[4];
 } coro_spawn_opts_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -140,6 +148,26 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * (coro_frame_alloc) may be joined only while its job cannot have
  * finished; it is given back after the last such call returned. */
 CORO_EXTERN intptr_t coro_join(coro_t *co);
+
+/* coro_join_timeout - coro_join for at most timeout ns (CORO_FOREVER =
+ * no limit, 0 = just look), keeping the job's result apart from errors:
+ * 0 and *result = the job's result (negative or not), -ETIMEDOUT (the job
+ * goes on), -EINVAL (co or result NULL, timeout < CORO_FOREVER, a
+ * never-spawned or coro_call child frame), -EDEADLK (from inside a job or
+ * an on_exit hook).  Plain threads; blocks up to timeout (single-threaded
+ * mode: drives the scheduler meanwhile, as coro_join). */
+CORO_EXTERN int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result);
+
+/* coro_cancel - cancel job: its pending await (unless that operation has
+ * already completed: it keeps its result) and every later await return
+ * -ECANCELED until the job finishes, its coro_call children's included; a
+ * wait in the parking lot, a coro_done, an fd wait or a sleep ends at once.
+ * The job still runs: it can clean up and return its own result.  Returns
+ * 0 (also for a finished job: nothing happens, and when cancelled twice),
+ * -EINVAL (NULL, a never-spawned frame or a coro_call child frame).  Any
+ * thread, jobs included; never blocks.  The frame must stay valid for the
+ * call (as for coro_join). */
+CORO_EXTERN int coro_cancel(coro_t *job);
 
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
@@ -202,6 +230,14 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
  * mode), -EDEADLK.  A second call returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
+
+/* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
+ * (CORO_FOREVER = no limit, 0 = cancel at once what has not finished),
+ * then CORO_CANCEL for the jobs left; returns once every job finished.
+ * 0 (everything drained in time, or already shut down), -ETIMEDOUT (it had
+ * to cancel), -EINVAL (s NULL, timeout < CORO_FOREVER), -EDEADLK (from a
+ * job or a worker of s).  Plain threads; blocks. */
+CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout);
 
 /* coro_sched_destroy - stop the workers and free s.  Shuts down with
  * CORO_DRAIN first if that has not been done.  Returns 0, -EINVAL for
