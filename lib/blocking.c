@@ -24,6 +24,9 @@
  * them.  An arm checks s->cancelling under the same mutex before it
  * queues, so a call is either refused or found by that sweep.  A call
  * whose fn has started is waited for: its job resumes with fn's result.
+ * coro_cancel(job) does the same for one job: it sets CORO__F_CANCEL
+ * (seq_cst), then coro__blocking_cancel_jobs takes the flagged jobs off
+ * the FIFO under the mutex; an arm checks the flag under the mutex too.
  *
  * DESTROY.  coro__blocking_destroy runs after the scheduler drained (no
  * job is left, so nothing is queued or running): it tells idle threads to
@@ -142,6 +145,39 @@ void coro__blocking_cancel(coro_sched_t *s)
     }
 }
 
+void coro__blocking_cancel_jobs(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+    coro_t *list = NULL, **tail = &list;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (coro_t *prev = NULL, *j = p->head, *nx; j; j = nx) {
+        nx = j->next;
+        if (!coro__job_cancelled(j)) {
+            prev = j;
+            continue;
+        }
+        if (prev)
+            prev->next = nx;
+        else
+            p->head = nx;
+        if (p->tail == j)
+            p->tail = prev;
+        j->next = NULL;
+        *tail = j;
+        tail = &j->next;
+    }
+    pthread_mutex_unlock(&p->lock);
+    while (list) {
+        coro_t *nx = list->next;
+        list->next = NULL;
+        coro__wake(list, -ECANCELED);
+        list = nx;
+    }
+}
+
 void coro__blocking_destroy(coro_sched_t *s)
 {
     struct coro__bpool *p = s->blocking;
@@ -190,7 +226,7 @@ static int blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t
 
     (void)aw;
     pthread_mutex_lock(&p->lock);
-    if (coro__cancelling(s) || p->stopping) {
+    if (coro__cancelling(s) || p->stopping || coro__job_cancelled(job)) {
         *res = -ECANCELED;
         r = CORO__ARM_READY;
         goto out;

@@ -778,6 +778,7 @@ int coro_cancel(coro_t *job)
     coro__lot_cancel_jobs(s);
     if (s->io)
         coro__io_cancel_jobs(s->io);
+    coro__blocking_cancel_jobs(s);
     return 0;
 }
 

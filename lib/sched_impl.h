@@ -151,6 +151,8 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
  * for the pool's threads to leave and free it; counts: for tests. */
 CORO__HIDDEN int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c);
 CORO__HIDDEN void coro__blocking_cancel(coro_sched_t *s);
+/* the same for the queued calls of jobs that carry CORO__F_CANCEL */
+CORO__HIDDEN void coro__blocking_cancel_jobs(coro_sched_t *s);
 CORO__HIDDEN void coro__blocking_destroy(coro_sched_t *s);
 CORO__HIDDEN void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
                                         uint64_t *retired);

@@ -324,3 +324,34 @@ Test(blocking, sixty_four_blocking_sleeps_run_side_by_side_and_the_workers_keep_
     cr_assert_gt(tk.ticks, 0, "the ticker ran while the calls blocked");
     coro_sched_destroy(s);
 }
+
+/* ---- coro_cancel(job): a queued call is withdrawn, fn never runs ------------------------- */
+
+Test(blocking, coro_cancel_withdraws_a_queued_call_and_fn_never_runs, .timeout = 30)
+{
+    int workers[] = { 1, 2, 4 };
+    for (int k = 0; k < 3; k++) {
+        coro_sched_t *s = mk(workers[k], 1, 0);     /* one thread: the second call queues */
+        struct gjob first = { .r = 0 }, second = { .r = 0 };
+        gate_open = gate_in = 0;
+        cr_assert_eq(coro_spawn(s, &first.co, gated_body, NULL), 0);
+        pthread_mutex_lock(&gate_lock);
+        while (gate_in < 1)             /* the only pool thread is inside fn */
+            pthread_cond_wait(&gate_cond, &gate_lock);
+        pthread_mutex_unlock(&gate_lock);
+        cr_assert_eq(coro_spawn(s, &second.co, gated_body, NULL), 0);
+        while (!coro__blocking_queued(s))   /* its call is queued behind */
+            sched_yield();
+        cr_assert_eq(coro_cancel(&second.co), 0);
+        cr_assert_eq(coro_join(&second.co), 0);
+        cr_assert_eq(second.r, -ECANCELED);
+        pthread_mutex_lock(&gate_lock);
+        gate_open = 1;
+        pthread_cond_broadcast(&gate_cond);
+        pthread_mutex_unlock(&gate_lock);
+        cr_assert_eq(coro_join(&first.co), 0);
+        cr_assert_eq(first.r, 5);
+        cr_assert_eq(gate_in, 1, "fn never ran for the cancelled call");
+        coro_sched_destroy(s);
+    }
+}
