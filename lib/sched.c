@@ -124,18 +124,21 @@ void coro__finish(coro_t *job)
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
     intptr_t res = job->result;
+    struct coro__ext *x = NULL;
     if (job->flags & CORO__FL_EXT) {
-        struct coro__ext *x = job->ext;
+        x = job->ext;
         on_exit = x->on_exit;
         job->on_exit = on_exit;     /* the frame as it was spawned */
         job->flags &= (uint8_t)~CORO__FL_EXT;
-        coro__free(s, x, sizeof *x);
     }
     /* one exchange: DONE, all flags cleared, and the flags set until now
      * returned (joiners set theirs with a CAS that fails once DONE is in).
      * release: the result and the frame's last writes happen before any
      * joiner's acquire load of DONE */
-    uint32_t old = __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
+    uint32_t old = x && x->group ? coro__group_finish(job, x)
+                                 : __atomic_exchange_n(&job->state, CORO__S_DONE, __ATOMIC_ACQ_REL);
+    if (x)
+        coro__free(s, x, sizeof *x);
     /* from here the frame may be reused or freed by a joiner: only its
      * address is used below */
     if (old & CORO__F_JOINER) {
@@ -344,15 +347,15 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return cls;
     if (opts && opts->deadline < 0)
         return -EINVAL;
-    if (opts && opts->group)
-        return -EINVAL;     /* groups: not in this version yet */
     struct coro__ext *x = NULL;
-    if (opts && opts->deadline > 0) {
+    if (opts && (opts->deadline > 0 || opts->group)) {
         if (!(x = coro__alloc(s, sizeof *x)))
             return -ENOMEM;
+        memset(x, 0, sizeof *x);
         x->on_exit = opts->on_exit;
         x->deadline = opts->deadline;
-        x->group = NULL;
+        x->group = opts->group;
+        x->job = co;
     }
     /* claim the frame: only an idle or finished frame may start.  acquire:
      * the frame's previous life (its finisher's release) is over; the CAS
@@ -393,6 +396,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     if (x) {
         co->ext = x;
         co->flags = CORO__FL_EXT;
+        if (x->group)
+            coro__group_join(x->group, x);
     }
     co->wait_obj = NULL;
     coro__submit(s, co, false);
