@@ -112,8 +112,20 @@ static inline bool coro__job_cancelled(const coro_t *job)
 struct coro__ext {
     void (*on_exit)(coro_t *);
     int64_t deadline;       /* absolute ns, 0 = none */
-    void *group;
+    coro_group_t *group;    /* NULL = none */
+    coro_t *job;            /* the member (lib/group.c) */
+    struct coro__ext *gprev, *gnext;    /* the group's list, under its lock */
 };
+
+/* lib/group.c: join g (at spawn, before the job is queued) / the finish of
+ * a member: under g's lock, store DONE (the exchange coro__finish does,
+ * returned), leave, wake g's waiters when it was the last */
+CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
+CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw);
+/* coro__finish_cas - the finisher's CAS to DONE (lib/sched.c): returns the
+ * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
+ * the job had waiters) */
+CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
 
 /* the job's deadline (0 = none).  job: a job (not a child frame) */
 static inline int64_t coro__job_deadline(const coro_t *job)

@@ -136,18 +136,8 @@ static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
  *     caller-owned frame) runs after the scheduler's last touch;
  *   - a pool frame is given back after all of that: by the finisher, or
  *     by the last thread joiner to leave. */
-void coro__finish(coro_t *job)
+uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
 {
-    coro_sched_t *s = job->sched;
-    void (*on_exit)(coro_t *) = job->on_exit;
-    intptr_t res = job->result;
-    if (job->flags & CORO__FL_EXT) {
-        struct coro__ext *x = job->ext;
-        on_exit = x->on_exit;
-        job->on_exit = on_exit;     /* the frame as it was spawned */
-        job->flags &= (uint8_t)~CORO__FL_EXT;
-        coro__free(s, x, sizeof *x);
-    }
     uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
     /* one CAS: DONE, the waiter flags cleared and returned (waiters set
      * theirs with a CAS that fails once DONE is in); EXITING when there are
@@ -159,6 +149,27 @@ void coro__finish(coro_t *job)
             nw |= CORO__F_EXITING;
     } while (!__atomic_compare_exchange_n(&job->state, &old, nw, true, __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
+    *nwp = nw;
+    return old;
+}
+
+void coro__finish(coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    void (*on_exit)(coro_t *) = job->on_exit;
+    intptr_t res = job->result;
+    struct coro__ext *x = NULL;
+    if (job->flags & CORO__FL_EXT) {
+        x = job->ext;
+        on_exit = x->on_exit;
+        job->on_exit = on_exit;     /* the frame as it was spawned */
+        job->flags &= (uint8_t)~CORO__FL_EXT;
+    }
+    /* one CAS (coro__finish_cas), under the group's lock for a member */
+    uint32_t nw;
+    uint32_t old = x && x->group ? coro__group_finish(job, x, &nw) : coro__finish_cas(job, &nw);
+    if (x)
+        coro__free(s, x, sizeof *x);
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
@@ -391,15 +402,15 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         return cls;
     if (opts && opts->deadline < 0)
         return -EINVAL;
-    if (opts && opts->group)
-        return -EINVAL;     /* groups: not in this version yet */
     struct coro__ext *x = NULL;
-    if (opts && opts->deadline > 0) {
+    if (opts && (opts->deadline > 0 || opts->group)) {
         if (!(x = coro__alloc(s, sizeof *x)))
             return -ENOMEM;
+        memset(x, 0, sizeof *x);
         x->on_exit = opts->on_exit;
         x->deadline = opts->deadline;
-        x->group = NULL;
+        x->group = opts->group;
+        x->job = co;
     }
     /* claim the frame: only an idle or finished frame may start, and a
      * finished one only once its finisher let go (EXITING).  acquire: the
@@ -445,6 +456,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     if (x) {
         co->ext = x;
         co->flags = CORO__FL_EXT;
+        if (x->group)
+            coro__group_join(x->group, x);
     }
     co->wait_obj = NULL;
     coro__submit(s, co, false);

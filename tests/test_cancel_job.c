@@ -540,9 +540,7 @@ Test(deadline, bad_spawn_options_give_einval, .timeout = 10)
     coro_sched_t *s = mk(1);
     struct dl w = { .kind = D_EVENT };
     coro_spawn_opts_t neg = { .deadline = -5 };
-    coro_spawn_opts_t grp = { .group = &w };
     cr_assert_eq(coro_spawn(s, &w.co, dl_body, &neg), -EINVAL);
-    cr_assert_eq(coro_spawn(s, &w.co, dl_body, &grp), -EINVAL);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
@@ -842,5 +840,152 @@ Test(shutdown_timeout, error_paths, .timeout = 30)
     cr_assert_eq(coro_sched_shutdown_timeout(s, -2), -EINVAL);
     cr_assert_eq(coro_block_on(s, &j.co, sd_in_job_body, NULL), 0);
     cr_assert_eq(j.rc, -EDEADLK);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+/* ---- groups (issue 12, item 5) ------------------------------------------------------ */
+
+#define NMEMB 100
+
+struct member { coro_t co; intptr_t r; int64_t t1; };
+
+static int member_body(coro_t *co)
+{
+    struct member *m = CORO_SELF(co, struct member);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_sleep(10000000000LL));
+    m->r = CORO_RESULT(co);
+    m->t1 = now_ns();
+    CORO_RETURN(co, 2);
+    CORO_END(co);
+}
+
+struct drv { pthread_t t; struct member *m; int n; };
+
+static void *drv_main(void *arg)
+{
+    struct drv *d = arg;
+    for (int i = 0; i < d->n; i++)
+        (void)coro_join(&d->m[i].co);
+    return NULL;
+}
+
+Test(group, members_sleeping_10s_all_see_ecanceled_soon_after_coro_group_cancel, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_group_t g;
+        struct member *m = calloc(NMEMB, sizeof *m);
+        struct drv d = { .m = m, .n = NMEMB };
+        cr_assert_eq(coro_group_init(&g), 0);
+        coro_spawn_opts_t o = { .group = &g };
+        for (int i = 0; i < NMEMB; i++)
+            cr_assert_eq(coro_spawn(s, &m[i].co, member_body, &o), 0);
+        cr_assert_eq(pthread_create(&d.t, NULL, drv_main, &d), 0);
+        for (int i = 0; i < NMEMB; i++)
+            wait_suspended(&m[i].co);
+        cr_assert_eq(coro_group_wait_blocking(&g, 0), -ETIMEDOUT);
+        cr_assert_eq(coro_group_destroy(&g), -EBUSY);
+        int64_t t0 = now_ns();
+        cr_assert_eq(coro_group_cancel(&g), NMEMB);
+        cr_assert_eq(coro_group_wait_blocking(&g, CORO_FOREVER), 0);
+        int64_t worst = 0;
+        for (int i = 0; i < NMEMB; i++) {
+            cr_assert_eq(m[i].r, -ECANCELED, "workers %d member %d: %ld", worker_counts[k], i,
+                         (long)m[i].r);
+            if (m[i].t1 - t0 > worst)
+                worst = m[i].t1 - t0;
+        }
+        cr_assert_lt(worst, 2000000000LL, "generous bound: %lld ns", (long long)worst);
+        pthread_join(d.t, NULL);
+        for (int i = 0; i < NMEMB; i++) {
+            intptr_t r;
+            cr_assert_eq(coro_join_timeout(&m[i].co, 0, &r), 0, "finished once the wait returned");
+            cr_assert_eq(r, 2);
+        }
+        cr_assert_eq(coro_group_cancel(&g), 0, "no member left");
+        cr_assert_eq(coro_group_destroy(&g), 0);
+        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        free(m);
+    }
+}
+
+struct gw { coro_t co; coro_group_t *g; intptr_t r1, r2; };
+
+static int gw_body(coro_t *co)
+{
+    struct gw *w = CORO_SELF(co, struct gw);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_group_wait(w->g, 20000000));
+    w->r1 = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_group_wait(w->g, CORO_FOREVER));
+    w->r2 = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(group, a_job_waits_for_the_group_with_a_timeout, .timeout = 60)
+{
+    for (unsigned k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(worker_counts[k]);
+        coro_group_t g;
+        coro_event_t ev;
+        struct neg n[3];
+        memset(n, 0, sizeof n);
+        struct gw w = { .g = &g };
+        struct joiner jw;
+        cr_assert_eq(coro_group_init(&g), 0);
+        cr_assert_eq(coro_event_init(&ev), 0);
+        coro_spawn_opts_t o = { .group = &g };
+        for (int i = 0; i < 3; i++) {
+            n[i].ev = &ev;
+            cr_assert_eq(coro_spawn(s, &n[i].co, neg_body, &o), 0);
+        }
+        cr_assert_eq(coro_spawn(s, &w.co, gw_body, NULL), 0);
+        join_start(&jw, &w.co);
+        int64_t end = now_ns() + 20000000000LL;
+        while (__atomic_load_n(&w.r1, __ATOMIC_ACQUIRE) != -ETIMEDOUT)
+            cr_assert_lt(now_ns(), end);
+        cr_assert_geq(coro_event_set(&ev), 0);
+        cr_assert_eq(join_end(&jw), 0);
+        cr_assert_eq(w.r2, 0);
+        cr_assert_eq(coro_group_wait_blocking(&g, 0), 0);
+        cr_assert_eq(coro_group_destroy(&g), 0);
+        /* a group is reusable after its members finished */
+        cr_assert_eq(coro_spawn(s, &n[0].co, neg_body, &o), 0);
+        cr_assert_eq(coro_join(&n[0].co), -ETIMEDOUT);  /* drives at 0 workers */
+        cr_assert_eq(coro_group_wait_blocking(&g, CORO_FOREVER), 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}
+
+struct gb_in_job { coro_t co; coro_group_t *g; int rc; intptr_t r; };
+
+static int gb_in_job_body(coro_t *co)
+{
+    struct gb_in_job *j = CORO_SELF(co, struct gb_in_job);
+    CORO_BEGIN(co);
+    j->rc = coro_group_wait_blocking(j->g, 0);
+    CORO_AWAIT(co, coro_group_wait(j->g, -2));
+    j->r = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(group, error_paths, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    coro_group_t g;
+    struct gb_in_job j = { .g = &g };
+    cr_assert_eq(coro_group_init(NULL), -EINVAL);
+    cr_assert_eq(coro_group_cancel(NULL), -EINVAL);
+    cr_assert_eq(coro_group_destroy(NULL), -EINVAL);
+    cr_assert_eq(coro_group_wait_blocking(NULL, 0), -EINVAL);
+    cr_assert_eq(coro_group_init(&g), 0);
+    cr_assert_eq(coro_group_wait_blocking(&g, -2), -EINVAL);
+    cr_assert_eq(coro_block_on(s, &j.co, gb_in_job_body, NULL), 0);
+    cr_assert_eq(j.rc, -EDEADLK);
+    cr_assert_eq(j.r, -EINVAL);
+    cr_assert_eq(coro_group_destroy(&g), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }

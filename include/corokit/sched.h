@@ -82,6 +82,16 @@ static inline coro_sched_config_t coro_sched_config_default(void)
     ((coro_sched_config_t){ .workers = CORO_WORKERS_AUTO, .pin = true })
 #endif
 
+/* A job group, owned by the caller (lib/group.c): jobs join it at spawn
+ * (coro_spawn_opts_t.group) and leave it when they finish; it can be
+ * waited for and cancelled as a whole.  Every field is private. */
+typedef struct coro_group {
+    void *head;             /* private: the members' records */
+    uint32_t lock;          /* private: a spinlock */
+    uint32_t count;         /* private: members not finished */
+    uint64_t reserved[2];   /* private */
+} coro_group_t;
+
 /* Per-spawn options; a zero-initialised struct (or NULL) means any CPU,
  * NORMAL priority, no exit hook. */
 typedef struct coro_spawn_opts {
@@ -93,8 +103,9 @@ typedef struct coro_spawn_opts {
      * coro_join / coro_done returned: free or reuse a frame that has an
      * on_exit only here (docs/api.md, "Frame lifetime"). */
     void (*on_exit)(coro_t *co);
-    /* A job group this job joins (NULL = none); reserved for groups. */
-    void *group;
+    /* The group the job joins (NULL = none): it is a member until it
+     * finishes; the group must outlive it (coro_group_destroy: -EBUSY). */
+    coro_group_t *group;
     /* The job's deadline: absolute nanoseconds on coro_now()'s clock, 0 =
      * none.  Every await of the job (and of its coro_call children) that
      * has not completed by then returns -ETIMEDOUT; a wait pending at the
@@ -157,6 +168,29 @@ CORO_EXTERN intptr_t coro_join(coro_t *co);
  * an on_exit hook).  Plain threads; blocks up to timeout (single-threaded
  * mode: drives the scheduler meanwhile, as coro_join). */
 CORO_EXTERN int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result);
+
+/* coro_group_init - an empty group.  0, -EINVAL (NULL).  Any thread. */
+CORO_EXTERN int coro_group_init(coro_group_t *g);
+
+/* coro_group_wait - awaitable: wait until every member of g has finished
+ * (0; at once when none is live), for at most timeout ns (CORO_FOREVER = no
+ * limit, 0 = just look): -ETIMEDOUT; -ECANCELED (the waiter was
+ * cancelled); -EINVAL (NULL g, timeout < CORO_FOREVER).  Members are
+ * finished (coro_join returns at once) when it returns 0. */
+CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout);
+
+/* coro_group_wait_blocking - the same from a plain thread; -EDEADLK from a
+ * job.  Blocks up to timeout. */
+CORO_EXTERN int coro_group_wait_blocking(coro_group_t *g, int64_t timeout);
+
+/* coro_group_cancel - coro_cancel every live member of g.  Returns the
+ * number of members cancelled (>= 0), -EINVAL (NULL).  Any thread, jobs
+ * included; never blocks.  Members spawned later are not cancelled. */
+CORO_EXTERN int coro_group_cancel(coro_group_t *g);
+
+/* coro_group_destroy - 0, -EBUSY (members are live: wait for them first),
+ * -EINVAL (NULL).  Any thread. */
+CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 
 /* coro_cancel - cancel job: its pending await (unless that operation has
  * already completed: it keeps its result) and every later await return

@@ -7,7 +7,9 @@
  * double wake would corrupt a queue or trip TSan), no item and no byte is
  * lost (taken + left == put), no lot timer is left.  Under TSan: the
  * cancel sweep's bucket and registry locks against parkers, the I/O
- * context's per-job sweep against its registrations. */
+ * context's per-job sweep against its registrations; the group lock (the
+ * members join with .group and a far .deadline, half are cancelled one by
+ * one, the rest by coro_group_cancel) against members finishing. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <sched.h>
@@ -91,11 +93,16 @@ static void round_(int workers, int r)
 
     SCEN_CHECK(coro_event_init(&x.ev) == 0, "init");
     SCEN_CHECK(coro_chan_init(&x.ch, x.buf, 8) == 0, "init");
+    coro_group_t g;
+    SCEN_CHECK(coro_group_init(&g) == 0, "group");
     for (int i = 0; i < JOBS; i++) {
         SCEN_CHECK(pipe2(j[i].fd, O_NONBLOCK) == 0, "pipe");
         j[i].x = &x;
         j[i].i = i + r;
-        SCEN_CHECK(coro_spawn(s, &j[i].co, job_body, NULL) == 0, "spawn");
+        /* every job in the group; odd ones with a far deadline (the
+         * record, deadline-bounded timers) */
+        coro_spawn_opts_t o = { .group = &g, .deadline = i % 2 ? coro_now() + 60000000000LL : 0 };
+        SCEN_CHECK(coro_spawn(s, &j[i].co, job_body, &o) == 0, "spawn");
     }
     for (int i = 0; i < JOBS; i++) {
         for (int k = 0; k < (i + r) % 6; k++) {
@@ -110,6 +117,11 @@ static void round_(int workers, int r)
                 sched_yield();
         }
         c[i].victim = &j[i].co;
+        if (i >= JOBS / 2 + (r % 4)) {
+            /* the rest at once: the group cancel races the last wakes */
+            SCEN_CHECK(coro_group_cancel(&g) >= 0, "group cancel");
+            break;
+        }
         if ((i + r) % 2)
             SCEN_CHECK(coro_cancel(&j[i].co) == 0, "cancel");
         else
@@ -117,6 +129,8 @@ static void round_(int workers, int r)
                                      &(coro_spawn_opts_t){ .priority = CORO_PRIO_HIGH }) == 0,
                        "canceller");
     }
+    SCEN_CHECK(coro_group_wait_blocking(&g, CORO_FOREVER) == 0, "group wait");
+    SCEN_CHECK(coro_group_destroy(&g) == 0, "group destroy");
     for (int i = 0; i < JOBS; i++) {
         SCEN_CHECK(coro_join(&j[i].co) == 1, "job");
         SCEN_CHECK(j[i].end == -ECANCELED, "job %d ended %ld", i, (long)j[i].end);
