@@ -126,6 +126,17 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
     return 0;
 }
 
+/* wake every job of a list taken off the FIFO with -ECANCELED */
+static void wake_cancelled(coro_t *list)
+{
+    while (list) {
+        coro_t *nx = list->next;
+        list->next = NULL;
+        coro__wake(list, -ECANCELED);
+        list = nx;
+    }
+}
+
 void coro__blocking_cancel(coro_sched_t *s)
 {
     struct coro__bpool *p = s->blocking;
@@ -137,12 +148,7 @@ void coro__blocking_cancel(coro_sched_t *s)
     list = p->head;
     p->head = p->tail = NULL;
     pthread_mutex_unlock(&p->lock);
-    while (list) {
-        coro_t *nx = list->next;
-        list->next = NULL;
-        coro__wake(list, -ECANCELED);
-        list = nx;
-    }
+    wake_cancelled(list);
 }
 
 void coro__blocking_cancel_jobs(coro_sched_t *s)
@@ -170,12 +176,7 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
         tail = &j->next;
     }
     pthread_mutex_unlock(&p->lock);
-    while (list) {
-        coro_t *nx = list->next;
-        list->next = NULL;
-        coro__wake(list, -ECANCELED);
-        list = nx;
-    }
+    wake_cancelled(list);
 }
 
 void coro__blocking_destroy(coro_sched_t *s)

@@ -36,23 +36,12 @@
 
 static void glock(coro_group_t *g)
 {
-    /* acquire: pairs with gunlock's release; the list is read after */
-    for (unsigned i = 0; __atomic_exchange_n(&g->lock, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(&g->lock, __ATOMIC_RELAXED)) {
-            if (++i >= 64)
-                sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-            else
-                __builtin_ia32_pause();
-#endif
-        }
-    }
+    coro__spin_lock(&g->lock);
 }
 
 static void gunlock(coro_group_t *g)
 {
-    /* release: the list's updates before the next holder's acquire */
-    __atomic_store_n(&g->lock, 0, __ATOMIC_RELEASE);
+    coro__spin_unlock(&g->lock);
 }
 
 int coro_group_init(coro_group_t *g)

@@ -4,6 +4,7 @@
 #define COROKIT_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,32 @@ static inline void coro__fence_seq_cst(void)
 #else
 # define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
+
+/* ---- a small spinlock ---------------------------------------------------
+ * For short critical sections taken on hot paths (the joiner-slot registry,
+ * a group's member list), where a pthread mutex cost fib 10 % of its
+ * instructions.  It gives the CPU away after a few tries, so a pre-empted
+ * holder (more workers than CPUs) is not spun against. */
+static inline void coro__spin_lock(uint32_t *l)
+{
+    /* acquire: pairs with coro__spin_unlock's release; the data is read after */
+    for (unsigned i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++i >= 64)
+                sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+            else
+                __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static inline void coro__spin_unlock(uint32_t *l)
+{
+    /* release: the data's updates before the next holder's acquire */
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
 
 /* ---- the job state word (coro_t.state) ---------------------------------
  *

@@ -107,23 +107,12 @@ static struct bucket sel_lot[SEL_SIZE];
  * (more workers than CPUs) is not spun against. */
 static void jreg_lock(struct jreg *r)
 {
-    /* acquire: pairs with jreg_unlock's release; the list is read after */
-    for (unsigned i = 0; __atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(&r->lock, __ATOMIC_RELAXED)) {
-            if (++i >= 64)
-                sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-            else
-                __builtin_ia32_pause();
-#endif
-        }
-    }
+    coro__spin_lock(&r->lock);
 }
 
 static void jreg_unlock(struct jreg *r)
 {
-    /* release: the list's updates before the next holder's acquire */
-    __atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
+    coro__spin_unlock(&r->lock);
 }
 
 #define PARKED_WORDS ((NBUCKETS + 63) / 64)
