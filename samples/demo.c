@@ -4,9 +4,13 @@
  *   2. jobs with CPU masks run only where their mask allows;
  *   3. priorities: HIGH jobs overtake queued NORMAL ones;
  *   4. fork-join: fib(22), each call spawning two children and awaiting both;
- *   5. I/O through the I/O thread: a timer, and two jobs bouncing a byte
+ *   5. I/O (idle workers wait in epoll, the I/O thread when all are busy):
+ *      a timer, and two jobs bouncing a byte
  *      over a socketpair;
- *   6. the per-worker counters.
+ *   6. fire-and-forget jobs in pool frames (coro_frame_alloc), a job
+ *      cancelled in the middle of a 10 s sleep (coro_cancel), a blocking
+ *      call on the blocking pool (coro_blocking);
+ *   7. the per-worker counters.
  * Run it with `make demo`. */
 #define _GNU_SOURCE
 #include <corokit.h>
@@ -145,6 +149,38 @@ static int bouncer(coro_t *co)
     CORO_END(co);
 }
 
+/* 6: a fire-and-forget job in a pool frame, a job to cancel, a blocking call */
+static int ff_count;
+
+static int ff_job(coro_t *co)
+{
+    CORO_BEGIN(co);
+    __atomic_add_fetch(&ff_count, 1, __ATOMIC_RELEASE);
+    CORO_END(co);
+}
+
+static int long_sleep(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_sleep(10LL * 1000 * 1000 * 1000));     /* 10 s */
+    CORO_RETURN(co, CORO_RESULT(co));
+    CORO_END(co);
+}
+
+static intptr_t blocking_fn(void *arg)
+{
+    usleep(20 * 1000);                  /* blocks a pool thread, not a worker */
+    return (intptr_t)arg;
+}
+
+static int blocking_job(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_blocking(blocking_fn, (void *)(intptr_t)42));
+    CORO_RETURN(co, CORO_RESULT(co));
+    CORO_END(co);
+}
+
 int main(void)
 {
     coro_sched_t *s;
@@ -241,13 +277,40 @@ int main(void)
     coro_join(&nap.co);
     close(sv[0]);
     close(sv[1]);
-    printf("5. I/O thread: a 20 ms coro_sleep took %.2f ms; 1,000 socketpair round trips "
+    printf("5. I/O: a 20 ms coro_sleep took %.2f ms; 1,000 socketpair round trips "
            "between two jobs took %.1f ms\n", nap.slept / 1e6, bounce);
     ok &= r1 == 0 && r2 == 0 && nap.slept >= nap.asked;
 
-    /* ---- 6. counters ---- */
+    /* ---- 6. pool frames, cancel, blocking calls ---- */
+    t0 = now_ms();
+    int ff_spawned = 0;
+    for (int i = 0; i < 1000; i++) {
+        coro_t *f = coro_frame_alloc(s, sizeof(coro_t));   /* the library frees it */
+        if (f && coro_spawn(s, f, ff_job, NULL) == 0)
+            ff_spawned++;
+        else
+            coro_frame_free(f);
+    }
+    while (__atomic_load_n(&ff_count, __ATOMIC_ACQUIRE) < ff_spawned)
+        sched_yield();
+    double ff_ms = now_ms() - t0;
+    coro_t sleeper = { 0 }, blocker = { 0 };
+    coro_spawn(s, &sleeper, long_sleep, NULL);
+    t0 = now_ms();
+    coro_cancel(&sleeper);
+    intptr_t rc_cancel = coro_join(&sleeper);
+    double cancel_ms = now_ms() - t0;
+    t0 = now_ms();
+    intptr_t rc_block = coro_block_on(s, &blocker, blocking_job, NULL);
+    printf("6. %d fire-and-forget jobs in pool frames: %.1f ms; a 10 s sleep cancelled: %s "
+           "after %.2f ms; a 20 ms blocking call on the pool: %ld after %.1f ms\n",
+           ff_spawned, ff_ms, coro_err_name((int)rc_cancel), cancel_ms, (long)rc_block,
+           now_ms() - t0);
+    ok &= ff_spawned == 1000 && rc_cancel == -ECANCELED && rc_block == 42;
+
+    /* ---- 7. counters ---- */
     coro_sched_stats(s, st);
-    printf("6. worker  cpu  pinned  jobs-run  steals  stolen  parks  io-wakeups\n");
+    printf("7. worker  cpu  pinned  jobs-run  steals  stolen  parks  io-wakeups\n");
     for (int i = 0; i < st->workers; i++)
         printf("   %6d  %3d  %6s  %8lu  %6lu  %6lu  %5lu  %10lu\n", i, st->worker[i].cpu,
                st->worker[i].pinned ? "yes" : "no", (unsigned long)st->worker[i].jobs_run,
