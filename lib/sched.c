@@ -274,6 +274,7 @@ static void sched_free(coro_sched_t *s)
     coro__cls_fini(s);
     free_workers(s);
     pthread_mutex_destroy(&s->shut_lock);
+    pthread_mutex_destroy(&s->cancel_lock);
     struct ck_malloc *a = s->alloc;
     coro_sched_t tmp = { .alloc = a };
     coro__free_aligned(&tmp, s, sizeof *s);
@@ -312,6 +313,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->pin = c.pin;
     s->oversubscribed = s->nworkers > ncpus;
     pthread_mutex_init(&s->shut_lock, NULL);
+    pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
         s->all_wmask[i / 64] |= 1ull << (i % 64);
 
@@ -831,8 +833,12 @@ static bool wait_all(coro_sched_t *s, int64_t deadline)
     }
 }
 
+/* Any thread, any number of times: one walk at a time (cancel_lock), since a
+ * CORO_CANCEL from one thread may meet another thread's timed drain that
+ * expires. */
 static void cancel_all(coro_sched_t *s)
 {
+    pthread_mutex_lock(&s->cancel_lock);
     /* order: the flag first, so that a job arming now either sees it or
      * is already in a structure the walks below find */
     __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
@@ -840,6 +846,16 @@ static void cancel_all(coro_sched_t *s)
     if (s->io)
         coro__io_cancel_all(s->io);
     coro__blocking_cancel(s);
+    pthread_mutex_unlock(&s->cancel_lock);
+}
+
+/* no spawn succeeds from now on */
+static void close_sched(coro_sched_t *s)
+{
+    /* acq_rel: the RMW that orders every racing spawn (top of file) */
+    __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
+    /* seq_cst: workers that batch finished jobs see it and flush at once */
+    __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
 }
 
 static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
@@ -865,18 +881,21 @@ static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
 
     if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
         return -EDEADLK;
+    /* A CORO_CANCEL does not queue behind another thread's drain, which may
+     * wait forever for the very jobs it is meant to end: it closes and
+     * cancels first, then waits like any second call.  acquire: pairs with
+     * the release of shut_done below. */
+    if (mode == CORO_CANCEL && !__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
+        close_sched(s);
+        cancel_all(s);
+    }
     pthread_mutex_lock(&s->shut_lock);
     /* acquire/release (below): a second shutdown sees the first's work */
     if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
         pthread_mutex_unlock(&s->shut_lock);
         return 0;
     }
-    /* acq_rel: the RMW that orders every racing spawn (top of file) */
-    __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
-    /* seq_cst: workers that batch finished jobs see it and flush at once */
-    __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
-    if (mode == CORO_CANCEL)
-        cancel_all(s);
+    close_sched(s);
     int64_t deadline = -1;
     if (timeout >= 0) {
         int64_t now = coro__now();

@@ -84,6 +84,7 @@ struct coro_sched {
     uint32_t stopping;                  /* atomic bool: workers exit when idle */
     uint32_t shut_done;                 /* atomic bool: shutdown completed */
     pthread_mutex_t shut_lock;
+    pthread_mutex_t cancel_lock;        /* one cancel_all at a time */
 
     struct coro__io *io;
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */

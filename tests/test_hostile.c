@@ -410,3 +410,52 @@ Test(hostile, blocking_waits_with_a_huge_timeout_wait_and_then_succeed, .timeout
         }
     }
 }
+
+/* ---- two threads where one was assumed: CORO_CANCEL cuts another thread's drain -- */
+
+struct stuck { coro_t co; coro_event_t *ev; intptr_t rc; };
+
+static int stuck_body(coro_t *co)
+{
+    struct stuck *k = CORO_SELF(co, struct stuck);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(k->ev, CORO_FOREVER));
+    k->rc = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+struct shutter { pthread_t t; coro_sched_t *s; int mode; int rc; };
+
+static void *shut_main(void *arg)
+{
+    struct shutter *h = arg;
+    h->rc = coro_sched_shutdown(h->s, h->mode);
+    return NULL;
+}
+
+Test(hostile, a_cancel_from_another_thread_ends_a_drain_that_waits_forever, .timeout = 60)
+{
+    for (size_t wi = 0; wi < 4; wi++) {
+        coro_sched_t *s = mk(wcounts[wi]);
+        coro_event_t ev;
+        struct stuck k = { .ev = &ev, .rc = 99 };
+        struct shutter drain = { .s = s, .mode = CORO_DRAIN, .rc = 99 };
+        struct shutter cancel = { .s = s, .mode = CORO_CANCEL, .rc = 99 };
+        cr_assert_eq(coro_event_init(&ev), 0);
+        cr_assert_eq(coro_spawn(s, &k.co, stuck_body, NULL), 0);
+        if (wcounts[wi] > 0)
+            wait_suspended(&k.co);
+        cr_assert_eq(pthread_create(&drain.t, NULL, shut_main, &drain), 0);
+        /* the drain has begun once the scheduler is closed */
+        while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE))
+            sched_yield();
+        cr_assert_eq(pthread_create(&cancel.t, NULL, shut_main, &cancel), 0);
+        pthread_join(cancel.t, NULL);
+        pthread_join(drain.t, NULL);
+        cr_assert_eq(cancel.rc, 0);
+        cr_assert_eq(drain.rc, 0);
+        cr_assert_eq(k.rc, -ECANCELED, "%d workers: %ld", wcounts[wi], (long)k.rc);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        coro_event_destroy(&ev);
+    }
+}

@@ -262,7 +262,10 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * waits for them.  Nothing is left in any queue.  Blocks; call it from a
  * plain thread (-EDEADLK from a job).  In single-threaded mode it runs the
  * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
- * mode), -EDEADLK.  A second call returns 0 at once. */
+ * mode), -EDEADLK.  Several threads may call it at once: each returns once
+ * the first shutdown has finished; a CORO_CANCEL made while another
+ * thread's CORO_DRAIN waits cancels the jobs that drain waits for.  A call
+ * after shutdown has finished returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
 /* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
