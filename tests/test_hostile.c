@@ -459,3 +459,110 @@ Test(hostile, a_cancel_from_another_thread_ends_a_drain_that_waits_forever, .tim
         coro_event_destroy(&ev);
     }
 }
+
+/* ---- two plain threads join one job; two threads spawn one frame --------------- */
+
+Test(hostile, two_threads_joining_one_job_both_get_its_result, .timeout = 60)
+{
+    for (size_t wi = 1; wi < 4; wi++) {     /* single-threaded: covered by sched tests */
+        for (int round = 0; round < 20; round++) {
+            coro_sched_t *s = mk(wcounts[wi]);
+            coro_event_t ev;
+            struct target t = { .ev = &ev };
+            struct joiner a, b;
+            cr_assert_eq(coro_event_init(&ev), 0);
+            cr_assert_eq(coro_spawn(s, &t.co, target_body, NULL), 0);
+            join_start(&a, &t.co);
+            join_start(&b, &t.co);
+            if (round & 1)
+                wait_suspended(&t.co);
+            cr_assert_geq(coro_event_set(&ev), 0);
+            cr_assert_eq(join_end(&a), 77, "%d workers, round %d", wcounts[wi], round);
+            cr_assert_eq(join_end(&b), 77, "%d workers, round %d", wcounts[wi], round);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+            coro_event_destroy(&ev);
+        }
+    }
+}
+
+struct spawner { pthread_t t; coro_sched_t *s; coro_t *co; int rc; int *go; };
+
+static int count_runs;
+
+static int count_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    __atomic_add_fetch(&count_runs, 1, __ATOMIC_RELAXED);
+    CORO_RETURN(co, 5);
+    CORO_END(co);
+}
+
+static void *spawn_main(void *arg)
+{
+    struct spawner *p = arg;
+    while (!__atomic_load_n(p->go, __ATOMIC_ACQUIRE))
+        ;
+    p->rc = coro_spawn(p->s, p->co, count_body, NULL);
+    return NULL;
+}
+
+Test(hostile, two_threads_spawning_one_frame_start_it_once, .timeout = 60)
+{
+    for (size_t wi = 1; wi < 4; wi++) {
+        coro_sched_t *s = mk(wcounts[wi]);
+        for (int round = 0; round < 200; round++) {
+            coro_t co;
+            int go = 0;
+            memset(&co, 0, sizeof co);
+            __atomic_store_n(&count_runs, 0, __ATOMIC_RELAXED);
+            struct spawner a = { .s = s, .co = &co, .go = &go }, b = a;
+            cr_assert_eq(pthread_create(&a.t, NULL, spawn_main, &a), 0);
+            cr_assert_eq(pthread_create(&b.t, NULL, spawn_main, &b), 0);
+            __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+            pthread_join(a.t, NULL);
+            pthread_join(b.t, NULL);
+            cr_assert(a.rc == 0 || b.rc == 0, "round %d: neither spawn took (%d, %d)", round,
+                      a.rc, b.rc);
+            /* the loser finds the frame live, or already finished and free again */
+            cr_assert(a.rc == -EBUSY || b.rc == -EBUSY || (a.rc == 0 && b.rc == 0),
+                      "round %d: %d, %d", round, a.rc, b.rc);
+            cr_assert_eq(coro_join(&co), 5);
+            int want = (a.rc == 0) + (b.rc == 0);
+            cr_assert_eq(__atomic_load_n(&count_runs, __ATOMIC_RELAXED), want,
+                         "round %d: ran %d times for %d spawns", round, count_runs, want);
+        }
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
+
+/* ---- coro_close of an fd a job waits on, from another thread ---------------------- */
+
+struct fdwait { coro_t co; int fd; char byte; intptr_t rc; };
+
+static int fdwait_body(coro_t *co)
+{
+    struct fdwait *f = CORO_SELF(co, struct fdwait);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_read(f->fd, &f->byte, 1, CORO_FOREVER));
+    f->rc = CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(hostile, closing_an_fd_a_job_waits_on_ends_the_wait, .timeout = 60)
+{
+    for (size_t wi = 1; wi < 4; wi++) {
+        coro_sched_t *s = mk(wcounts[wi]);
+        int sv[2];
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+        struct fdwait f = { .fd = sv[0], .rc = 99 };
+        struct joiner j;
+        cr_assert_eq(coro_spawn(s, &f.co, fdwait_body, NULL), 0);
+        join_start(&j, &f.co);
+        wait_suspended(&f.co);
+        cr_assert_eq(coro_close(s, sv[0]), 0);
+        join_end(&j);
+        cr_assert_eq(f.rc, -EBADF, "%d workers: %ld", wcounts[wi], (long)f.rc);
+        cr_assert_eq(coro_close(s, sv[1]), 0);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
