@@ -109,6 +109,26 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
 
 static const struct coro_await_ops done_ops = { "done", done_arm };
 
+/* a select's branch on a job's end (lib/sync_select.c): the same wait in
+ * the lot, on the job's key; coro__done_wake_all gives the record the
+ * job's result */
+static const void *done_key(const coro_await_t *a)
+{
+    return a->arg[0].p;
+}
+
+static int done_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+{
+    (void)wl;
+    if (done_validate(a->arg[0].p, NULL, res))
+        return 0;
+    if (proxy && coro__sel_claim_self(proxy) < 0)
+        return -1;
+    return 1;
+}
+
+const struct coro__sync_ops coro__done_sel_ops = { { "select_done", NULL }, done_key, done_try };
+
 coro_await_t coro_done(coro_t *job)
 {
     coro_await_t a = { .ops = &done_ops };

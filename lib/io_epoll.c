@@ -81,6 +81,7 @@
 #include <unistd.h>
 
 #include "io_impl.h"
+#include "sync_impl.h"     /* select branches in fd slots: coro__wl_t */
 
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
@@ -329,6 +330,102 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
     return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
 }
 
+/* under e's lock: put fd in the epoll set (0 or -errno) */
+static int ent_register(struct coro__io *io, struct fdent *e, int fd)
+{
+    uint32_t gen = e->gen + 1;
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                              .data.u64 = tag_of(fd, gen) };
+    int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && errno == EEXIST)      /* the old file lives on (a dup): retag it */
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+    __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
+    if (rc < 0)
+        return -errno;
+    e->gen = gen;
+    e->reg = 1;
+    e->ready = 0;       /* ADD reports what is ready now */
+    return 0;
+}
+
+/* ---- select branches in fd slots ------------------------------------------------------
+ * A select's readable/writable branch parks its record (CORO__FL_PROXY) in
+ * the fd's slot like a job, without a timer (the select's own wait has
+ * it).  Whoever takes a record off a slot claims its select under the
+ * entry lock (the record's hook takes the select's lot bucket next: entry
+ * lock, then that bucket; nothing takes them the other way round), and
+ * the owner's coro_select_end unlinks the record under the same entry
+ * lock: once it has, no claim runs or starts, so the record may go.  A
+ * claim that fails (another branch won) gives the edge back (the ready bit
+ * is set again).  Strictly the next waiter would not need it - every wait
+ * tries its operation before it parks - but an edge taken by nobody stays
+ * as if the record had never been there. */
+
+static inline bool is_proxy(const coro_t *w)
+{
+    return (w->flags & CORO__FL_PROXY) != 0;
+}
+
+/* under e's lock: the record p, just taken off slot dir, claims its select
+ * for res (queued on wl: the owner is woken after the unlock) */
+static void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__wl_t *wl)
+{
+    if (p->fn(p) == 0)
+        coro__wl_add(wl, p, res);
+    else if (res == 0)
+        e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+}
+
+int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
+{
+    struct fdent *e = ent_get(io, fd, true);
+    int rc = 0;
+
+    if (!e)
+        return fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
+    ent_lock(e);
+    if (!e->reg)
+        rc = ent_register(io, e, fd);
+    if (rc == 0 && e->w[dir])
+        rc = -EBUSY;        /* one reader and one writer per fd */
+    if (rc == 0) {
+        e->w[dir] = p;
+        pending_add(io, 1);
+    }
+    ent_unlock(e);
+    return rc;
+}
+
+void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir)
+{
+    struct fdent *e = ent_get(io, fd, false);
+
+    if (!e)
+        return;
+    ent_lock(e);
+    if (e->w[dir] == p) {
+        e->w[dir] = NULL;
+        pending_add(io, -1);
+    }
+    ent_unlock(e);
+}
+
+/* under e's lock: slot_take for the paths that end a wait with res (close,
+ * forget, cancel): a select branch's record claims its select for res
+ * (woken from wl after the unlock) and NULL is returned; a job is
+ * returned for finish() */
+static coro_t *slot_take_jobs(struct coro__io *io, struct fdent *e, int dir, intptr_t res,
+                              coro__wl_t *wl)
+{
+    coro_t *w = slot_take(io, e, dir);
+
+    if (w && is_proxy(w)) {
+        proxy_fire(e, dir, w, res, wl);
+        return NULL;
+    }
+    return w;
+}
+
 /* The job is SUSPENDED; its operation got EAGAIN.  Park it in its fd's
  * slot, or complete it (READY with *res) - the waiter's protocol at the top. */
 static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t *res)
@@ -337,6 +434,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
     int fd = (int)aw->arg[0].i, dir = ops->dir;
     uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
     struct fdent *e = ent_get(io, fd, true);
+    int rc;
 
     if (!e) {
         *res = fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
@@ -351,23 +449,10 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = -ECANCELED;
             return CORO__ARM_READY;
         }
-        if (!e->reg) {
-            uint32_t gen = e->gen + 1;
-            struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                                      .data.u64 = tag_of(fd, gen) };
-            int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
-            if (rc < 0 && errno == EEXIST)      /* the old file lives on (a dup): retag it */
-                rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
-            __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
-            if (rc < 0) {
-                int err = errno;
-                ent_unlock(e);
-                *res = -err;
-                return CORO__ARM_READY;
-            }
-            e->gen = gen;
-            e->reg = 1;
-            e->ready = 0;       /* ADD reports what is ready now */
+        if (!e->reg && (rc = ent_register(io, e, fd)) < 0) {
+            ent_unlock(e);
+            *res = rc;
+            return CORO__ARM_READY;
         }
         if (e->ready & bit) {
             e->ready &= (uint8_t)~bit;
@@ -386,7 +471,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
         if (deadline >= 0) {
             struct coro__tnode t = { deadline, CORO__IOK_FD,
                                      (uint32_t)fd * 2 + (uint32_t)dir, job, seq };
-            int rc = timer_add(io, &t);     /* entry, then heap: the lock order */
+            rc = timer_add(io, &t);     /* entry, then heap: the lock order */
             if (rc < 0) {
                 ent_unlock(e);
                 *res = rc;
@@ -430,6 +515,9 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         ent_unlock(e);      /* a forgotten registration */
         return 0;
     }
+    coro__wl_t wl;
+    int n = 0;
+    coro__wl_init(&wl);
     for (int dir = 0; dir < 2; dir++) {
         if (!(events & want[dir]))
             continue;
@@ -437,12 +525,18 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
             job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
         else
             e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+        if (job[dir] && is_proxy(job[dir])) {
+            proxy_fire(e, dir, job[dir], 0, &wl);
+            job[dir] = NULL;
+            n++;
+        }
     }
     ent_unlock(e);
+    coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             fd_resume(io, job[dir]);
-    return (job[0] != NULL) + (job[1] != NULL);
+    return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
 void coro__io_forget(struct coro__io *io, int fd)
@@ -452,13 +546,16 @@ void coro__io_forget(struct coro__io *io, int fd)
 
     if (!e)
         return;
+    coro__wl_t wl;
+    coro__wl_init(&wl);
     ent_lock(e);
-    job[0] = slot_take(io, e, 0);
-    job[1] = slot_take(io, e, 1);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
     e->reg = 0;
     e->ready = 0;
     e->gen++;           /* events of the old registration are ignored */
     ent_unlock(e);
+    coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             finish(io, job[dir], -EBADF);
@@ -546,7 +643,9 @@ static int sweep(struct coro__io *io)
             job[1] = slot_take(io, e, 1);
             ent_unlock(e);
             for (int dir = 0; dir < 2; dir++) {
-                if (job[dir]) {
+                /* a select's record: its owner waits on the select's own
+                 * key, where the lot's sweep cancels it */
+                if (job[dir] && !is_proxy(job[dir])) {
                     finish(io, job[dir], -ECANCELED);
                     n++;
                 }
@@ -932,7 +1031,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
             coro_t *job[2] = { NULL, NULL };
             ent_lock(e);
             for (int dir = 0; dir < 2; dir++)
-                if (e->w[dir] && coro__job_cancelled(e->w[dir]))
+                if (e->w[dir] && !is_proxy(e->w[dir]) && coro__job_cancelled(e->w[dir]))
                     job[dir] = slot_take(io, e, dir);
             ent_unlock(e);
             for (int dir = 0; dir < 2; dir++)
@@ -990,9 +1089,11 @@ int coro_close(coro_sched_t *s, int fd)
     struct coro__io *io = s ? coro__sched_io(s) : NULL;
     if (!io || !(e = ent_get(io, fd, false)))
         return close(fd) == 0 ? 0 : -errno;
+    coro__wl_t wl;
+    coro__wl_init(&wl);
     ent_lock(e);
-    job[0] = slot_take(io, e, 0);
-    job[1] = slot_take(io, e, 1);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
     if (e->reg) {
         epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
         __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
@@ -1004,6 +1105,7 @@ int coro_close(coro_sched_t *s, int fd)
      * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */
     rc = close(fd) == 0 ? 0 : -errno;
     ent_unlock(e);
+    coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             finish(io, job[dir], -EBADF);

@@ -72,6 +72,14 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
  * forget its registration and readiness; jobs still waiting on the old
  * file resume with -EBADF.  Any thread. */
 CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
+/* a select's readable (dir CORO__DIR_RD) / writable branch record p in
+ * fd's slot: 0, -EBADF, -ENOMEM, -EBUSY (the slot is taken), -errno of
+ * epoll_ctl (-EPERM: fd cannot be polled).  Unlink: p off the slot if it
+ * is still there; after it returns no claim of p runs (io_epoll.c). */
+/* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF) */
+CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
+CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
+CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir);
 
 /* ---- the timer heap (lib/timer.c) -------------------------------------------
  * A binary min-heap of deadlines, shared by the threads that wait on the

@@ -153,6 +153,11 @@ static int poll_now(int fd, short events)
     return n > 0;
 }
 
+int coro__fd_ready(int fd, bool rd)
+{
+    return poll_now(fd, rd ? POLLIN : POLLOUT);
+}
+
 /* ---- readable / writable ------------------------------------------------------ */
 
 /* an edge may be stale (its data already read): look before reporting */

@@ -93,6 +93,7 @@ static inline const struct coro__sync_ops *coro__sync_ops_of(const coro_await_t 
 extern const struct coro__sync_ops coro__event_wait_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_recv_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
+extern const struct coro__sync_ops coro__done_sel_ops CORO__HIDDEN;   /* a job's end (coro.c) */
 
 /* the arm of every sync awaitable (timeouts, cancel, park) */
 CORO__HIDDEN int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* coro_select: wait for the first of several channel/event operations.
+/* coro_select: wait for the first of several operations: channel receive
+ * and send, events, a job's end (these wait in the lot), fd readiness (in
+ * the fd's slot of the I/O layer: lib/io_epoll.c) and timers (no node on
+ * any list: the select's own wait on K carries the earliest deadline).
  *
  * A job has one `next` link, so it cannot wait on several lists.  The
  * select struct holds one coro_t-sized stand-in per branch (flag
@@ -34,6 +37,7 @@
  */
 #include <string.h>
 
+#include "io_impl.h"
 #include "sync_impl.h"
 
 #define SEL_MAGIC 0x53454c54u   /* "SELT" */
@@ -55,6 +59,25 @@ static bool sel_ok(const coro_select_t *sel)
 static int index_of(const coro_t *proxy)
 {
     return (int)proxy->cls;     /* set by add() */
+}
+
+/* the branches that are not lot operations: their records' aw.ops */
+static const struct coro_await_ops fd_ops[2] = { { "select_readable", NULL },
+                                                 { "select_writable", NULL } };
+static const struct coro_await_ops timer_ops = { "select_timer", NULL };
+
+enum kind { B_LOT, B_FD, B_TIMER };
+
+static enum kind kind_of(const coro_t *nd)
+{
+    if (nd->aw.ops == &fd_ops[0] || nd->aw.ops == &fd_ops[1])
+        return B_FD;
+    return nd->aw.ops == &timer_ops ? B_TIMER : B_LOT;
+}
+
+static int fd_dir(const coro_t *nd)
+{
+    return nd->aw.ops == &fd_ops[0] ? CORO__DIR_RD : CORO__DIR_WR;
 }
 
 /* parked: the owner may already wait on the select's own key (take it) */
@@ -105,7 +128,7 @@ int coro_select_init(coro_select_t *sel)
     return 0;
 }
 
-static int add(coro_select_t *sel, const struct coro__sync_ops *op, void *obj, void *arg)
+static int add(coro_select_t *sel, const struct coro_await_ops *ops, void *obj, void *arg)
 {
     if (!sel_ok(sel))
         return -EINVAL;
@@ -116,7 +139,7 @@ static int add(coro_select_t *sel, const struct coro__sync_ops *op, void *obj, v
     nd->flags = CORO__FL_PROXY;
     nd->fn = claim_hook;
     nd->cls = (uint16_t)sel->n;
-    nd->aw.ops = &op->base;
+    nd->aw.ops = ops;
     nd->aw.arg[0].p = obj;
     nd->aw.arg[1].p = arg;
     nd->aw.arg[2].p = sel;
@@ -127,21 +150,79 @@ int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out)
 {
     if (!out || coro_chan_cap(ch) < 0)
         return -EINVAL;
-    return add(sel, &coro__chan_recv_ops, ch, out);
+    return add(sel, &coro__chan_recv_ops.base, ch, out);
 }
 
 int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item)
 {
     if (coro_chan_cap(ch) < 0)
         return -EINVAL;
-    return add(sel, &coro__chan_send_ops, ch, item);
+    return add(sel, &coro__chan_send_ops.base, ch, item);
 }
 
 int coro_select_event(coro_select_t *sel, coro_event_t *ev)
 {
     if (coro_event_is_set(ev) < 0)
         return -EINVAL;
-    return add(sel, &coro__event_wait_ops, ev, NULL);
+    return add(sel, &coro__event_wait_ops.base, ev, NULL);
+}
+
+int coro_select_done(coro_select_t *sel, coro_t *job)
+{
+    if (!job)
+        return -EINVAL;
+    /* acquire: pairs with coro__finish's release */
+    uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    if (st == CORO__S_IDLE || st == CORO__S_CHILD)
+        return -EINVAL;
+    return add(sel, &coro__done_sel_ops.base, job, NULL);
+}
+
+static int add_fd(coro_select_t *sel, coro_sched_t *s, int fd, int dir)
+{
+    struct coro__io *io;
+
+    if (!sel_ok(sel))
+        return -EINVAL;
+    if (fd < 0)
+        return -EBADF;
+    if (!s)
+        s = coro_sched_current();
+    if (!s || !(io = coro__sched_io(s)))
+        return -EINVAL;
+    int i = add(sel, &fd_ops[dir], NULL, io);
+    if (i >= 0)
+        sel->node[i].aw.arg[0].i = fd;
+    return i;
+}
+
+int coro_select_readable(coro_select_t *sel, coro_sched_t *s, int fd)
+{
+    return add_fd(sel, s, fd, CORO__DIR_RD);
+}
+
+int coro_select_writable(coro_select_t *sel, coro_sched_t *s, int fd)
+{
+    return add_fd(sel, s, fd, CORO__DIR_WR);
+}
+
+int coro_select_timer(coro_select_t *sel, int64_t deadline)
+{
+    if (deadline < 0)
+        return -EINVAL;
+    int i = add(sel, &timer_ops, NULL, NULL);
+    if (i >= 0)
+        sel->node[i].aw.arg[0].i = deadline;
+    return i;
+}
+
+int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline)
+{
+    if (!sel_ok(sel) || branch < 0 || (uint32_t)branch >= sel->n || deadline < 0 ||
+        kind_of(&sel->node[branch]) != B_TIMER)
+        return -EINVAL;
+    sel->node[branch].aw.arg[0].i = deadline;
+    return 0;
 }
 
 intptr_t coro_select_result(const coro_select_t *sel, int branch)
@@ -153,52 +234,126 @@ intptr_t coro_select_result(const coro_select_t *sel, int branch)
 
 /* ---- the two passes --------------------------------------------------------------- */
 
+/* a branch that is not a lot operation completes by itself (fd ready or
+ * in error, timer passed): claim the select for it.  -1: not ready;
+ * 1: it won; 0: another branch had won. */
+static int self_complete(coro_t *nd, int64_t now)
+{
+    intptr_t res;
+
+    if (kind_of(nd) == B_TIMER) {
+        if (now < nd->aw.arg[0].i)
+            return -1;
+        res = 0;
+    } else {
+        int r = coro__fd_ready((int)nd->aw.arg[0].i, fd_dir(nd) == CORO__DIR_RD);
+        if (r == 0)
+            return -1;
+        res = r > 0 ? 0 : r;
+    }
+    if (coro__sel_claim_self(nd) < 0)
+        return 0;
+    nd->result = res;
+    return 1;
+}
+
+/* a lot operation: try it under its bucket, linking the record when it
+ * must wait (link).  1 done (ours or another branch won), 0 waits. */
+static int lot_try(coro_t *nd, bool link)
+{
+    const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
+    const void *key = op->key(&nd->aw);
+    coro__wl_t wl;
+    intptr_t res;
+
+    coro__wl_init(&wl);
+    coro__lotb_t *b = coro__lot_lock(key);
+    int r = op->try(&nd->aw, &res, &wl, nd);
+    if (r == 1)
+        nd->result = res;
+    else if (r == 0 && link)
+        coro__lot_link(b, key, nd);
+    coro__lot_unlock(b);
+    coro__wl_wake(&wl);
+    return r != 0;
+}
+
 /* pass 1: try each branch once, nothing linked (so nobody can claim) */
 static int try_all(coro_select_t *sel)
 {
+    int64_t now = -1;
+
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
-        const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
-        coro__wl_t wl;
-        intptr_t res;
-
-        coro__wl_init(&wl);
-        coro__lotb_t *b = coro__lot_lock(op->key(&nd->aw));
-        int r = op->try(&nd->aw, &res, &wl, nd);
-        if (r == 1)
-            nd->result = res;
-        coro__lot_unlock(b);
-        coro__wl_wake(&wl);
-        if (r == 1)
-            return (int)i;
+        switch (kind_of(nd)) {
+        case B_LOT:
+            if (lot_try(nd, false))
+                return (int)i;
+            break;
+        case B_TIMER:
+            if (now < 0)
+                now = coro__now();
+            /* fall through */
+        case B_FD:
+            if (self_complete(nd, now) >= 0)
+                return (int)i;
+            break;
+        }
     }
     return -1;
 }
 
-/* pass 2: try again and link each stand-in; stops early when a branch
- * completed (ours or claimed by another thread).  true: one did. */
+/* pass 2: try again and link each record; stops early when a branch
+ * completed (ours or claimed by another thread).  true: one did.  An fd
+ * branch is linked first and looked at after, so that readiness arriving
+ * in between is seen by the poller (who takes the record) or by the look. */
 static bool link_all(coro_select_t *sel)
 {
+    int64_t now = -1;
+
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
-        const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
-        const void *key = op->key(&nd->aw);
-        coro__wl_t wl;
-        intptr_t res;
-
-        coro__wl_init(&wl);
-        coro__lotb_t *b = coro__lot_lock(key);
-        int r = op->try(&nd->aw, &res, &wl, nd);
-        if (r == 1)
-            nd->result = res;
-        else if (r == 0)
-            coro__lot_link(b, key, nd);
-        coro__lot_unlock(b);
-        coro__wl_wake(&wl);
-        if (r != 0)
-            return true;
+        switch (kind_of(nd)) {
+        case B_LOT:
+            if (lot_try(nd, true))
+                return true;
+            break;
+        case B_TIMER:
+            if (now < 0)
+                now = coro__now();
+            if (self_complete(nd, now) >= 0)
+                return true;
+            break;
+        case B_FD: {
+            int rc = coro__io_sel_link(nd->aw.arg[1].p, nd, (int)nd->aw.arg[0].i, fd_dir(nd));
+            if (rc < 0) {       /* -EBADF, -EBUSY, -EPERM...: the branch ends so */
+                if (coro__sel_claim_self(nd) == 0)
+                    nd->result = rc;
+                return true;
+            }
+            if (self_complete(nd, now) >= 0)
+                return true;
+            break;
+        }
+        }
     }
     return false;
+}
+
+/* the earliest timer branch's deadline, or -1 */
+static int64_t timers_deadline(const coro_select_t *sel)
+{
+    int64_t d = -1;
+
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (kind_of(&sel->node[i]) == B_TIMER && (d < 0 || sel->node[i].aw.arg[0].i < d))
+            d = sel->node[i].aw.arg[0].i;
+    return d;
+}
+
+static int64_t earliest(int64_t a, int64_t b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
 }
 
 static uint32_t read_state(coro_select_t *sel)
@@ -215,10 +370,20 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
         return rc;
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
-        const void *key = coro__sync_ops_of(&nd->aw)->key(&nd->aw);
-        coro__lotb_t *b = coro__lot_lock(key);
-        coro__lot_unlink(b, key, nd);
-        coro__lot_unlock(b);
+        switch (kind_of(nd)) {
+        case B_LOT: {
+            const void *key = coro__sync_ops_of(&nd->aw)->key(&nd->aw);
+            coro__lotb_t *b = coro__lot_lock(key);
+            coro__lot_unlink(b, key, nd);
+            coro__lot_unlock(b);
+            break;
+        }
+        case B_FD:
+            coro__io_sel_unlink(nd->aw.arg[1].p, nd, (int)nd->aw.arg[0].i, fd_dir(nd));
+            break;
+        case B_TIMER:
+            break;
+        }
     }
     coro__lotb_t *b = coro__lot_lock(sel_key(sel));
     uint32_t st = sel->state;
@@ -226,6 +391,19 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
     coro__lot_unlock(b);
     if (st >= ST_WON)
         return (intptr_t)(st - ST_WON);
+    if (rc == -ETIMEDOUT) {
+        /* the wait's timer carried the earliest timer branch: a branch
+         * whose time has come is the result (lowest index first); a
+         * timeout before any (the select's own, the job's deadline) stays */
+        int64_t now = coro__now();
+        for (uint32_t i = 0; i < sel->n; i++) {
+            coro_t *nd = &sel->node[i];
+            if (kind_of(nd) == B_TIMER && now >= nd->aw.arg[0].i) {
+                nd->result = 0;
+                return (intptr_t)i;
+            }
+        }
+    }
     return rc;
 }
 
@@ -235,7 +413,8 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
 {
     coro_select_t *sel = aw->arg[0].p;
     const void *key = sel_key(sel);
-    int64_t deadline = aw->timeout > 0 ? coro__deadline(aw->timeout) : -1;
+    int64_t deadline = earliest(aw->timeout > 0 ? coro__deadline(aw->timeout) : -1,
+                                timers_deadline(sel));
     int r = CORO__ARM_READY, rc;
 
     (void)s;
@@ -279,11 +458,11 @@ coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
 
 int coro_select_blocking(coro_select_t *sel, int64_t timeout)
 {
-    int64_t deadline = coro__deadline(timeout);
     intptr_t rc;
 
     if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return -EINVAL;
+    int64_t deadline = earliest(coro__deadline(timeout), timers_deadline(sel));
     if (coro__in_job())
         return -EDEADLK;
     int i = try_all(sel);

@@ -47,6 +47,8 @@
 #include "coro.h"
 #include "error.h"
 
+struct coro_sched;     /* coro_sched_t (sched.h) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -255,27 +257,33 @@ CORO_EXTERN intptr_t coro_chan_len(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_cap(coro_chan_t *ch);
 
 /* ---- select ---------------------------------------------------------------------
- * Wait for the first of up to CORO_SELECT_MAX branches (channel receive,
- * channel send, event); exactly one branch completes, the others are
- * withdrawn untouched (an unchosen receive takes no item, an unchosen send
- * puts none).  A coroutine cannot sit on several wait lists with its one
- * frame header, so the select struct carries one stand-in node per branch:
- * keep it in the frame (or anywhere that outlives the wait).
+ * Wait for the first of up to CORO_SELECT_MAX branches: channel receive,
+ * channel send, event, a job's end, fd readable, fd writable, a timer.
+ * Exactly one branch completes, the others are withdrawn untouched (an
+ * unchosen receive takes no item, an unchosen send puts none, an unchosen
+ * fd branch consumes no readiness: the next wait on that fd still sees
+ * it).  A coroutine cannot sit on several wait lists with its one frame
+ * header, so the select struct carries one stand-in node per branch:
+ * keep it in the frame (or anywhere that outlives the wait).  It is big
+ * (sizeof(coro_select_t): 16 nodes of 128 bytes + 16): a frame that holds
+ * one is a heap or pool frame rather than a stack variable.
  *
  *     coro_select_init(&f->sel);
  *     coro_select_recv(&f->sel, &f->jobs, &f->item);      branch 0
  *     coro_select_event(&f->sel, &f->quit);               branch 1
+ *     coro_select_readable(&f->sel, NULL, f->sock);       branch 2
  *     for (;;) {
  *         CORO_SELECT(co, &f->sel, CORO_FOREVER);
  *         if (CORO_RESULT(co) == 1) break;                quit was set
  *         if (coro_select_result(&f->sel, 0) < 0) break;  -EPIPE: closed
- *         ... use f->item ...
+ *         ... use f->item, or read f->sock ...
  *     }
  *
  * Branches stay in place between selects: build them once, select in a
  * loop.  Ties (several ready at once) go to the lowest index.  The
- * select's overall timeout plays the timer branch. */
-#define CORO_SELECT_MAX 4
+ * select's overall timeout ends it with -ETIMEDOUT; a timer branch
+ * (coro_select_timer) is chosen like any branch when its deadline comes. */
+#define CORO_SELECT_MAX 16
 
 typedef struct coro_select {
     coro_t node[CORO_SELECT_MAX];   /* private: per-branch stand-ins */
@@ -295,6 +303,34 @@ CORO_EXTERN int coro_select_init(coro_select_t *sel);
 CORO_EXTERN int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out);
 CORO_EXTERN int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item);
 CORO_EXTERN int coro_select_event(coro_select_t *sel, coro_event_t *ev);
+
+/* coro_select_done - add a branch on job's end: chosen when job finishes
+ * (at once if it has); coro_select_result gives the job's own result.
+ * Index, -EINVAL (NULL sel or job, a frame never spawned or a coro_call
+ * child), -ENOSPC.  A pool frame (coro_frame_alloc) may be given back when
+ * it finishes: select on its end only while it cannot have finished
+ * unseen, as for coro_done.  Not while a select waits. */
+CORO_EXTERN int coro_select_done(coro_select_t *sel, coro_t *job);
+
+/* coro_select_readable / coro_select_writable - add a branch chosen when
+ * fd is readable (data, end of file, a pending connection, an error or
+ * hang-up) / writable; like coro_readable, it never reads or writes.  s is
+ * the scheduler whose I/O layer watches fd (NULL = the calling job's).
+ * Index, -EBADF (fd < 0), -EINVAL (bad sel; s NULL outside a job),
+ * -ENOSPC.  When the select waits, an fd that cannot be polled, is closed
+ * (coro_close) or already has a waiter in that direction chooses the branch
+ * with coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select
+ * waits. */
+CORO_EXTERN int coro_select_readable(coro_select_t *sel, struct coro_sched *s, int fd);
+CORO_EXTERN int coro_select_writable(coro_select_t *sel, struct coro_sched *s, int fd);
+
+/* coro_select_timer - add a branch chosen when coro_now() reaches
+ * deadline (absolute ns; a past one is chosen at once, unless an earlier
+ * branch is ready).  coro_select_set_timer moves it (for a loop: the next
+ * tick).  Index / 0, -EINVAL (bad sel, negative deadline, branch not a
+ * timer), -ENOSPC.  Not while a select waits. */
+CORO_EXTERN int coro_select_timer(coro_select_t *sel, int64_t deadline);
+CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline);
 
 /* CORO_SELECT(co, sel, timeout) - in a coroutine: wait until one branch
  * completes.  CORO_RESULT(co) is its index, or -ETIMEDOUT, -ECANCELED,
@@ -316,8 +352,10 @@ CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
  * -EDEADLK (from a job). */
 CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout);
 
-/* coro_select_result - the chosen branch's own result (0, or -EPIPE for
- * a closed channel), valid after it was chosen; -EINVAL for a bad index. */
+/* coro_select_result - the chosen branch's own result (0; -EPIPE for a
+ * closed channel; the job's result for coro_select_done; -EBADF, -EBUSY,
+ * -EPERM for an fd branch), valid after it was chosen; -EINVAL for a bad
+ * index. */
 CORO_EXTERN intptr_t coro_select_result(const coro_select_t *sel, int branch);
 
 #ifdef __cplusplus
