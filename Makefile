@@ -12,6 +12,7 @@
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current
+#   make check-model the spin models of tools/model/ (in make test)
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -147,7 +148,11 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-build
+	$(Q)$(MAKE) --no-print-directory check-docs check-build check-model
+
+# the spin models of tools/model/: each verifies, each broken variant is rejected
+check-model: deps
+	$(Q)tools/check-model.sh $(B)
 
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
@@ -227,7 +232,7 @@ check-docs: lib
 check-build: lib
 	$(Q)CC=$(CC) tools/check-build.sh $(B)
 
-.PHONY: uninstall check-docs check-build FORCE
+.PHONY: uninstall check-docs check-build check-model FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:

@@ -29,6 +29,7 @@ else
     need libcriterion-dev
 fi
 command -v pkg-config >/dev/null 2>&1 || need pkgconf      # tools/check-build.sh
+command -v spin >/dev/null 2>&1 || need spin                # tools/check-model.sh
 command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || need g++
 
 # extra packages named by the caller (e.g. make bench): by name, so dpkg

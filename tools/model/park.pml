@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* The park/wake protocol of lib/worker.c (its opening comment, PARKING and
+ * WAITING IN EPOLL INSTEAD) with the poll token of lib/io_epoll.c.
+ *
+ * Abstracted: the queues are one count q (a worker that looks finds any
+ * queued job: a woken worker looks everywhere, steals included); a job's
+ * run is one step; epoll_wait is "until the eventfd is written" (I/O
+ * readiness itself is not modelled: only the wake-up path through it).
+ * Spin interleaves whole statements in one global order, so each seq_cst
+ * RMW / load of the C code is one statement here, in program order; the
+ * broken variants put back the reordering a missing fence would allow.
+ *
+ * Checked: no lost wake-up - when nothing can move any more (timeout),
+ * every submitted job has run (monitor) - and no job runs twice (a job is
+ * taken by one atomic decrement; ran counts them).
+ *
+ * Broken variants (make check-model expects spin to reject each):
+ *   -DBROKEN_FENCE    the submitter's read of the idle bits happens before
+ *                     its push is visible (the seq_cst fence of step a gone)
+ *   -DBROKEN_RECHECK  a worker that took the poll token waits in epoll
+ *                     without reading its epoch again
+ */
+#define NW 2            /* workers */
+#define NS 2            /* submitting threads */
+#define PER 1           /* jobs each */
+
+byte q;                 /* READY jobs queued */
+byte ran;               /* jobs run */
+bit idle[NW];           /* s->idle */
+byte epoch[NW];         /* w->futex */
+byte driver;            /* the poll token: 0 free, i + 1 = worker i */
+bit evfd;               /* the eventfd: written -> the holder's epoll_wait ends */
+
+inline notify(snap0, snap1)
+{
+    /* b/c: for an idle worker, clear its bit (one RMW picks one winner),
+     * bump its epoch (seq_cst RMW), then wake it where it sleeps */
+    if
+    :: atomic { snap0 && idle[0] -> idle[0] = 0; won = 1; k = 0 }
+    :: atomic { else -> won = 0 }
+    fi;
+    if
+    :: !won ->
+        if
+        :: atomic { snap1 && idle[1] -> idle[1] = 0; won = 1; k = 1 }
+        :: atomic { else -> skip }
+        fi
+    :: else -> skip
+    fi;
+    if
+    :: won ->
+        epoch[k]++;
+        if
+        :: driver == k + 1 -> evfd = 1     /* coro__io_wake_poller */
+        :: else -> skip                    /* futex_wake: the epoch already moved */
+        fi
+    :: else -> skip
+    fi
+}
+
+proctype submitter()
+{
+    byte n = 0, k;
+    bit won, s0, s1;
+    do
+    :: n < PER ->
+#ifdef BROKEN_FENCE
+        s0 = idle[0]; s1 = idle[1];   /* read before the push is visible */
+        q++;
+#else
+        q++;                          /* the push of a READY job */
+        s0 = 1; s1 = 1;               /* a: fence; b: read the bits now */
+#endif
+        notify(s0, s1);
+        n++
+    :: else -> break
+    od
+}
+
+proctype worker(byte me)
+{
+    byte e;
+    do
+    :: atomic { q > 0 -> q--; ran++ }          /* found work: run it */
+    :: q == 0 ->
+        e = epoch[me];                         /* 1. the park epoch */
+        idle[me] = 1;                          /* 2. seq_cst RMW */
+        if
+        :: atomic { q > 0 -> q--; ran++ }      /* 3. one more look: found */
+        :: q == 0 ->                           /* 3. nothing */
+            if
+            :: atomic { driver == 0 -> driver = me + 1 } ->  /* took the token */
+#ifndef BROKEN_RECHECK
+                if
+                :: epoch[me] != e -> skip      /* woken meanwhile: no wait */
+                :: else ->
+#endif
+end_epoll:          atomic { evfd == 1 -> evfd = 0 }        /* epoll_wait */
+#ifndef BROKEN_RECHECK
+                fi;
+#endif
+                driver = 0
+            :: else ->
+end_futex:      epoch[me] != e                 /* 4. futex_wait(&futex, e) */
+            fi
+        fi;
+        idle[me] = 0                           /* 5. clear the bit if set */
+    od
+}
+
+active proctype monitor()
+{
+    timeout -> assert(q == 0 && ran == NS * PER)
+}
+
+init
+{
+    atomic {
+        run worker(0); run worker(1);
+        run submitter(); run submitter()
+    }
+}
