@@ -187,8 +187,9 @@ static int add_fd(coro_select_t *sel, coro_sched_t *s, int fd, int dir)
     if (fd < 0)
         return -EBADF;
     if (!s)
-        s = coro_sched_current();
-    if (!s || !(io = coro__sched_io(s)))
+        s = coro_sched_current();   /* NULL outside a job: bound at the first select */
+    io = s ? coro__sched_io(s) : NULL;
+    if (s && !io)
         return -EINVAL;
     int i = add(sel, &fd_ops[dir], NULL, io);
     if (i >= 0)
@@ -307,7 +308,7 @@ static int try_all(coro_select_t *sel)
  * completed (ours or claimed by another thread).  true: one did.  An fd
  * branch is linked first and looked at after, so that readiness arriving
  * in between is seen by the poller (who takes the record) or by the look. */
-static bool link_all(coro_select_t *sel)
+static bool link_all(coro_select_t *sel, coro_sched_t *s)
 {
     int64_t now = -1;
 
@@ -325,7 +326,11 @@ static bool link_all(coro_select_t *sel)
                 return true;
             break;
         case B_FD: {
-            int rc = coro__io_sel_link(nd->aw.arg[1].p, nd, (int)nd->aw.arg[0].i, fd_dir(nd));
+            if (!nd->aw.arg[1].p)       /* added outside a job: the selecting job's */
+                nd->aw.arg[1].p = s ? coro__sched_io(s) : NULL;
+            int rc = nd->aw.arg[1].p ? coro__io_sel_link(nd->aw.arg[1].p, nd,
+                                                         (int)nd->aw.arg[0].i, fd_dir(nd))
+                                     : -EINVAL;
             if (rc < 0) {       /* -EBADF, -EBUSY, -EPERM...: the branch ends so */
                 if (coro__sel_claim_self(nd) == 0)
                     nd->result = rc;
@@ -379,7 +384,8 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
             break;
         }
         case B_FD:
-            coro__io_sel_unlink(nd->aw.arg[1].p, nd, (int)nd->aw.arg[0].i, fd_dir(nd));
+            if (nd->aw.arg[1].p)
+                coro__io_sel_unlink(nd->aw.arg[1].p, nd, (int)nd->aw.arg[0].i, fd_dir(nd));
             break;
         case B_TIMER:
             break;
@@ -417,8 +423,7 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
                                 timers_deadline(sel));
     int r = CORO__ARM_READY, rc;
 
-    (void)s;
-    if (link_all(sel)) {
+    if (link_all(sel, s)) {
         uint32_t st = read_state(sel);
         *res = st >= ST_WON ? (intptr_t)(st - ST_WON) : -EINVAL;
     } else {
@@ -462,6 +467,9 @@ int coro_select_blocking(coro_select_t *sel, int64_t timeout)
 
     if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return -EINVAL;
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (kind_of(&sel->node[i]) == B_FD && !sel->node[i].aw.arg[1].p)
+            return -EINVAL;     /* an fd branch without a scheduler to watch it */
     int64_t deadline = earliest(coro__deadline(timeout), timers_deadline(sel));
     if (coro__in_job())
         return -EDEADLK;
@@ -470,7 +478,7 @@ int coro_select_blocking(coro_select_t *sel, int64_t timeout)
         return (int)coro_select_end(sel, i);
     if (timeout == 0)
         return -ETIMEDOUT;
-    if (link_all(sel)) {
+    if (link_all(sel, NULL)) {
         rc = -EINVAL;   /* replaced by the winner below */
     } else {
         coro__lotb_t *b = coro__lot_lock(sel_key(sel));

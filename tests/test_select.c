@@ -500,7 +500,11 @@ Test(select, a_plain_thread_selects_on_an_fd_and_an_event, .timeout = 60)
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     cr_assert_eq(coro_event_init(&ev), 0);
     cr_assert_eq(coro_select_init(sel), 0);
-    cr_assert_eq(coro_select_readable(sel, NULL, sv[0]), -EINVAL, "no job: s is needed");
+    /* outside a job with s NULL the branch is bound at the first select: a
+     * plain thread's select has no scheduler to watch the fd: -EINVAL */
+    cr_assert_eq(coro_select_readable(sel, NULL, sv[0]), 0);
+    cr_assert_eq(coro_select_blocking(sel, 10 * MS), -EINVAL);
+    cr_assert_eq(coro_select_init(sel), 0);
     cr_assert_eq(coro_select_event(sel, &ev), 0);
     cr_assert_eq(coro_select_readable(sel, s, sv[0]), 1);
     cr_assert_eq(coro_select_blocking(sel, 10 * MS), -ETIMEDOUT);

@@ -315,12 +315,12 @@ CORO_EXTERN int coro_select_done(coro_select_t *sel, coro_t *job);
 /* coro_select_readable / coro_select_writable - add a branch chosen when
  * fd is readable (data, end of file, a pending connection, an error or
  * hang-up) / writable; like coro_readable, it never reads or writes.  s is
- * the scheduler whose I/O layer watches fd (NULL = the calling job's).
- * Index, -EBADF (fd < 0), -EINVAL (bad sel; s NULL outside a job),
- * -ENOSPC.  When the select waits, an fd that cannot be polled, is closed
- * (coro_close) or already has a waiter in that direction chooses the branch
- * with coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select
- * waits. */
+ * the scheduler whose I/O layer watches fd; NULL = the calling job's, or,
+ * outside a job, the scheduler of the job that first selects on it (a
+ * plain thread's coro_select_blocking has none: it returns -EINVAL).  Index, -EBADF (fd < 0), -EINVAL (bad sel), -ENOSPC.  When the
+ * select waits, an fd that cannot be polled, is closed (coro_close) or
+ * already has a waiter in that direction chooses the branch with
+ * coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select waits. */
 CORO_EXTERN int coro_select_readable(coro_select_t *sel, struct coro_sched *s, int fd);
 CORO_EXTERN int coro_select_writable(coro_select_t *sel, struct coro_sched *s, int fd);
 
@@ -348,8 +348,8 @@ CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
 CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
 
 /* coro_select_blocking - the same for a plain thread: blocks.  Returns the
- * branch index, or -ETIMEDOUT, -EINVAL (no branches, bad timeout),
- * -EDEADLK (from a job). */
+ * branch index, or -ETIMEDOUT, -EINVAL (no branches, bad timeout, an fd
+ * branch added with s NULL outside a job), -EDEADLK (from a job). */
 CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout);
 
 /* coro_select_result - the chosen branch's own result (0; -EPIPE for a
