@@ -13,6 +13,8 @@
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current
 #   make check-model the spin models of tools/model/ (in make test)
+#   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
+#                   (in make test)
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -148,11 +150,40 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-build check-model
+	$(Q)$(MAKE) --no-print-directory check-docs check-build check-model fuzz
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
 	$(Q)tools/check-model.sh $(B)
+
+# libFuzzer (Debian clang): tests/fuzz/fuzz_api.c drives random API sequences
+# on a single-threaded scheduler, fuzz_cpuset.c feeds coro_cpuset_parse raw
+# bytes.  FUZZ_SECONDS for the API harness (the cpuset one gets a sixth);
+# new inputs go to build-fuzz/corpus/, the committed seeds stay as they are.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_B := build-fuzz
+FUZZ_FLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Iinclude -Ilib -D_GNU_SOURCE -pthread \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJ := $(patsubst lib/%.c,$(FUZZ_B)/obj/%.o,$(LIB_SRC))
+.SECONDARY: $(FUZZ_LIB_OBJ)
+$(FUZZ_B)/obj/%.o: lib/%.c $(wildcard lib/*.h include/corokit/*.h)
+	@mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fvisibility=hidden -c $< -o $@
+$(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -lck -o $@
+fuzz: deps
+	$(Q)tools/deps.sh clang libclang-rt-14-dev
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
+	$(Q)mkdir -p $(FUZZ_B)/corpus/api $(FUZZ_B)/corpus/cpuset
+	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_cpuset -max_total_time=$$(( $(FUZZ_SECONDS) / 6 + 1 )) \
+		-print_final_stats=1 $(FUZZ_B)/corpus/cpuset tests/fuzz/corpus/cpuset 2>&1 | \
+		grep -E 'stat::number_of_executed_runs|ERROR|SUMMARY|Done' || true
+	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_api -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+		-print_final_stats=1 $(FUZZ_B)/corpus/api tests/fuzz/corpus/api >$(FUZZ_B)/fuzz_api.log 2>&1 || \
+		{ tail -40 $(FUZZ_B)/fuzz_api.log; exit 1; }
+	$(Q)grep -E 'stat::number_of_executed_runs|Done' $(FUZZ_B)/fuzz_api.log
+	$(Q)echo "fuzz: no crash, leak, hang or oracle failure in $(FUZZ_SECONDS) s"
 
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
@@ -232,7 +263,7 @@ check-docs: lib
 check-build: lib
 	$(Q)CC=$(CC) tools/check-build.sh $(B)
 
-.PHONY: uninstall check-docs check-build check-model FORCE
+.PHONY: uninstall check-docs check-build check-model fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:
