@@ -12,6 +12,7 @@
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current
+#   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -147,7 +148,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-build
+	$(Q)$(MAKE) --no-print-directory check-docs check-build check-compile-fail
 
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
@@ -227,7 +228,10 @@ check-docs: lib
 check-build: lib
 	$(Q)CC=$(CC) tools/check-build.sh $(B)
 
-.PHONY: uninstall check-docs check-build FORCE
+check-compile-fail:
+	$(Q)tools/check-compile-fail.sh $(CC)
+
+.PHONY: uninstall check-docs check-build check-compile-fail FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:
