@@ -579,7 +579,7 @@ static void scen_shutdown(int workers)
     memset(j, 0, sizeof j);
     for (int i = 0; i < 4 * NW + 1; i++) {
         j[i].kind = i < 4 * NW ? i % NW : -1;
-        j[i].fd = p[i / NW][0];
+        j[i].fd = p[i < 4 * NW ? i / NW : 0][0];     /* the marker reads nothing */
         j[i].ev = &ev;
         j[i].ch = &ch;
         j[i].m = &m;
