@@ -144,7 +144,8 @@ Test(io, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
         later_start(&l, p[1], 20, "hello", &o.co);
         cr_assert_eq(run_one(s, &o), 5, "workers %d: %ld", w, (long)o.res);
         cr_assert_str_eq(buf, "hello");
-        cr_assert_geq(o.elapsed, 10 * MS, "it did wait");
+        cr_assert_geq(o.elapsed, 10 * MS, "%d workers: it did wait (%lld ns)", w,
+                      (long long)o.elapsed);
         pthread_join(l.t, NULL);
         cr_assert(fcntl(p[0], F_GETFL) & O_NONBLOCK, "a pipe is switched to O_NONBLOCK");
         coro_sched_destroy(s);
