@@ -15,6 +15,7 @@
 #   make check-model the spin models of tools/model/ (in make test)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
+#   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -150,7 +151,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-build check-model fuzz
+	$(Q)$(MAKE) --no-print-directory check-docs check-build check-compile-fail check-model fuzz
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -263,7 +264,10 @@ check-docs: lib
 check-build: lib
 	$(Q)CC=$(CC) tools/check-build.sh $(B)
 
-.PHONY: uninstall check-docs check-build check-model fuzz FORCE
+check-compile-fail:
+	$(Q)tools/check-compile-fail.sh $(CC)
+
+.PHONY: uninstall check-docs check-build check-compile-fail check-model fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:

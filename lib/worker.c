@@ -95,6 +95,9 @@
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
  * to the sched_yield phase, which hands the CPU to whoever needs it.
  */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -555,6 +558,33 @@ coro_t *coro__park(struct coro__worker *w)
 
 /* ---- running a job ------------------------------------------------------------- */
 
+/* A body returned an int that no macro produces: a plain `return` in the
+ * body (coro.h's status words are distinctive for this).  Refuse it here,
+ * naming the body, rather than read a stale or NULL awaitable below.  The
+ * name comes from the dynamic symbol table when the body is exported;
+ * otherwise the object and offset, for addr2line. */
+__attribute__((noreturn, noinline, cold))
+static void bad_body(const coro_t *cur, int st)
+{
+    Dl_info di;
+    void *fn = (void *)(uintptr_t)cur->fn;
+    const char *obj = "?", *name = NULL;
+    uintptr_t off = (uintptr_t)fn;
+
+    if (dladdr(fn, &di)) {
+        if (di.dli_fname)
+            obj = di.dli_fname;
+        if (di.dli_sname && di.dli_saddr == fn)
+            name = di.dli_sname;
+        off = (uintptr_t)fn - (uintptr_t)di.dli_fbase;
+    }
+    fprintf(stderr,
+            "corokit: coroutine body %s (%p, %s+0x%jx: addr2line -f -e %s 0x%jx) returned %d: "
+            "a body ends with CORO_END or CORO_RETURN, never a plain return\n",
+            name ? name : "?", fn, obj, (uintmax_t)off, obj, (uintmax_t)off, st);
+    abort();
+}
+
 bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     coro_sched_t *s = w->s;
@@ -597,6 +627,8 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             coro__submit(s, job, true);
             return false;
         }
+        if (CORO__UNLIKELY(st != CORO__ST_AWAIT || !cur->aw.ops))
+            bad_body(cur, st);
         aw = &cur->aw;
         if (aw->ops == &coro__call_ops) {
             coro_t *child = aw->arg[0].p;

@@ -46,26 +46,35 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* a plain thread that writes len bytes to fd after ms */
+/* a plain thread that writes len bytes to fd ms after job `after` waits
+ * (it polls the job's state, bounded by 10 s: no sleep orders the wait
+ * before the write; the ms only make time pass) */
 struct later {
     int fd, ms;
     const char *data;
     size_t len;
+    coro_t *after;
     pthread_t t;
 };
 
 static void *later_main(void *arg)
 {
     struct later *l = arg;
+    for (int i = 0; l->after && i < 100000; i++) {
+        if ((__atomic_load_n(&l->after->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
+            CORO__S_SUSPENDED)
+            break;
+        usleep(100);
+    }
     sleep_ms(l->ms);
     if (write(l->fd, l->data, l->len) != (ssize_t)l->len)
         abort();
     return NULL;
 }
 
-static void later_start(struct later *l, int fd, int ms, const char *data)
+static void later_start(struct later *l, int fd, int ms, const char *data, coro_t *after)
 {
-    *l = (struct later){ .fd = fd, .ms = ms, .data = data, .len = strlen(data) };
+    *l = (struct later){ .fd = fd, .ms = ms, .data = data, .len = strlen(data), .after = after };
     pthread_create(&l->t, NULL, later_main, l);
 }
 
@@ -130,12 +139,13 @@ Test(io, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
         char buf[16] = { 0 };
         struct later l;
         cr_assert_eq(pipe(p), 0);
-        later_start(&l, p[1], 20, "hello");
         struct one o = { .op = OP_READ, .fd = p[0], .buf = buf, .len = sizeof buf,
                          .timeout = 5000 * MS };
+        later_start(&l, p[1], 20, "hello", &o.co);
         cr_assert_eq(run_one(s, &o), 5, "workers %d: %ld", w, (long)o.res);
         cr_assert_str_eq(buf, "hello");
-        cr_assert_geq(o.elapsed, 10 * MS, "it did wait");
+        cr_assert_geq(o.elapsed, 10 * MS, "%d workers: it did wait (%lld ns)", w,
+                      (long long)o.elapsed);
         pthread_join(l.t, NULL);
         cr_assert(fcntl(p[0], F_GETFL) & O_NONBLOCK, "a pipe is switched to O_NONBLOCK");
         coro_sched_destroy(s);
@@ -152,8 +162,8 @@ Test(io, readable_on_a_socketpair_completes_once_data_arrives, .timeout = 30)
         int sv[2];
         struct later l;
         cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);     /* blocking */
-        later_start(&l, sv[1], 20, "x");
         struct one o = { .op = OP_READABLE, .fd = sv[0], .timeout = CORO_FOREVER };
+        later_start(&l, sv[1], 20, "x", &o.co);
         cr_assert_eq(run_one(s, &o), 0);
         pthread_join(l.t, NULL);
         /* already readable: completes at once */
@@ -256,19 +266,36 @@ Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
     FOR_WORKERS(w) {
         coro_sched_t *s = mk(w);
         int p[2];
-        struct later l;
         cr_assert_eq(pipe(p), 0);
-        later_start(&l, p[1], 200, "1");
         struct rw a = { .fd = p[0] }, b = { .fd = p[0] };
         cr_assert_eq(coro_spawn(s, &a.co, rw_reader, NULL), 0);
-        if (w > 0)
-            sleep_ms(50);       /* a is registered (single-threaded: FIFO) */
         cr_assert_eq(coro_spawn(s, &b.co, rw_reader, NULL), 0);
-        coro_join(&b.co);
-        cr_assert_eq(b.res, -EBUSY);
-        coro_join(&a.co);
-        cr_assert_eq(a.res, 1);
-        pthread_join(l.t, NULL);
+        /* no sleep orders the two: whichever registers second gets -EBUSY
+         * and finishes; only then is the byte written, for the first one
+         * (single-threaded: joining b runs a, then b, in spawn order) */
+        struct rw *second = &b, *first = &a;
+        if (w == 0) {
+            coro_join(&b.co);
+        } else {
+            for (int i = 0; i < 100000; i++) {      /* 10 s */
+                if ((__atomic_load_n(&a.co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
+                    CORO__S_DONE) {
+                    second = &a;
+                    first = &b;
+                    break;
+                }
+                if ((__atomic_load_n(&b.co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
+                    CORO__S_DONE)
+                    break;
+                usleep(100);
+            }
+            coro_join(&second->co);
+        }
+        cr_assert_eq(second->res, -EBUSY, "%d workers: the second reader got %s", w,
+                     coro_err_name((int)second->res));
+        cr_assert_eq(write(p[1], "1", 1), 1);
+        coro_join(&first->co);
+        cr_assert_eq(first->res, 1);
         coro_sched_destroy(s);
         close(p[0]);
         close(p[1]);
@@ -822,13 +849,21 @@ Test(io, a_childs_exit_status_is_awaited, .timeout = 30)
 struct closer {
     coro_sched_t *s;
     int fd, rc, mode;
+    coro_t *after;          /* close once this job waits (state polled, 10 s bound) */
     pthread_t t;
 };
 
 static void *closer_main(void *arg)
 {
     struct closer *c = arg;
-    sleep_ms(50);
+    if (!c->after)
+        sleep_ms(50);       /* cancel: the assertions hold whether a job waits yet or not */
+    for (int i = 0; c->after && i < 100000; i++) {
+        if ((__atomic_load_n(&c->after->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
+            CORO__S_SUSPENDED)
+            break;
+        usleep(100);
+    }
     c->rc = c->fd >= 0 ? coro_close(c->s, c->fd) : coro_sched_shutdown(c->s, c->mode);
     return NULL;
 }
@@ -843,7 +878,7 @@ Test(io, coro_close_resumes_a_waiting_job_once_with_ebadf, .timeout = 30)
         cr_assert_eq(pipe(p), 0);
         struct one o = { .op = OP_READ, .fd = p[0], .buf = buf, .len = 4, .timeout = 10000 * MS };
         cr_assert_eq(coro_spawn(s, &o.co, one_body, NULL), 0);
-        struct closer cl = { .s = s, .fd = p[0] };
+        struct closer cl = { .s = s, .fd = p[0], .after = &o.co };
         pthread_create(&cl.t, NULL, closer_main, &cl);     /* while we drive or wait */
         coro_join(&o.co);
         pthread_join(cl.t, NULL);

@@ -470,8 +470,18 @@ Test(sched, submissions_to_parked_workers_always_complete, .timeout = 120)
         for (int round = 0; round < 25000; round++) {
             struct ordered o = { .seq = &seq };
             cr_assert_eq(coro_block_on(s, &o.co, ordered_body, NULL), 0);
-            if (round % 2500 == 0)
-                sleep_ms(2);        /* let every worker park */
+            if (round % 2500 == 0) {
+                /* until every worker is idle, going to park (its bit in
+                 * s->idle; 10 s bound) - was a sleep of 2 ms */
+                for (int t = 0, all = 0; !all && t < 100000; t++) {
+                    all = 1;
+                    for (int i = 0; i < s->nworkers; i++)
+                        all = all && (__atomic_load_n(&s->idle[i / 64], __ATOMIC_ACQUIRE) >>
+                                      (i % 64) & 1);
+                    if (!all)
+                        usleep(100);
+                }
+            }
         }
         cr_assert_eq(seq, 25000);
         coro_sched_stats_t *st = malloc(sizeof *st);
@@ -525,7 +535,9 @@ static void shutdown_race(int workers, int mode)
         th[i].frames = calloc(N, sizeof(struct ordered));
         pthread_create(&tid[i], NULL, spawn_loop, &th[i]);
     }
-    sleep_ms(5);
+    /* shut down while they spawn: once some spawned job ran (was: a 5 ms
+     * sleep) */
+    cr_assert(wait_for(&seq, 1, 10000), "no spawn ran");
     cr_assert_eq(coro_sched_shutdown(s, mode), 0);
     long at_shutdown = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
     long ok = 0;
@@ -595,7 +607,15 @@ Test(sched, cancel_resumes_10000_suspended_jobs_once_with_ecanceled, .timeout = 
             w[i].target = &gate;
             cr_assert_eq(coro_spawn(s, &w[i].co, cwait_body, NULL), 0);
         }
-        sleep_ms(20);
+        /* every waiter suspended in coro_done (was: a 20 ms sleep; one that
+         * had not would get -ECANCELED at its await all the same) */
+        for (int i = 0, t = 0; i < N && t < 100000; t++) {
+            if ((__atomic_load_n(&w[i].co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
+                CORO__S_SUSPENDED)
+                i++;
+            else
+                usleep(100);
+        }
         cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
         for (int i = 0; i < N; i++) {
             cr_assert_eq(w[i].got, -ECANCELED, "job %d got %ld", i, (long)w[i].got);

@@ -27,6 +27,27 @@ static coro_sched_t *mk(int workers)
     return s;
 }
 
+/* Wait (10 s bound) until job co is linked in the parking lot under key:
+ * it then waits, and a set, send or close on key finds it.  White-box (the
+ * frame's wait_obj, read under the key's bucket lock, where the lot writes
+ * it): no sleep orders a wait before its wake-up. */
+static bool parked_on(coro_t *co, const void *key)
+{
+    for (int i = 0; i < 100000; i++) {
+        coro__lotb_t *b = coro__lot_lock(key);
+        bool p = co->wait_obj == key;
+        coro__lot_unlock(b);
+        if (p)
+            return true;
+        usleep(100);
+    }
+    return false;
+}
+
+/* the keys the lot uses (lib/sync_select.c sel_key, lib/sync_chan.c send_key) */
+#define SEL_KEY(sel) ((const char *)(sel) + 1)
+#define SEND_KEY(ch) ((const char *)(ch) + 2)
+
 static void fin(coro_sched_t *s)
 {
     cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
@@ -159,7 +180,8 @@ Test(sync, mutex_hand_off_is_fifo, .timeout = 30)
         j[i].order = order;
         j[i].no = &no;
         cr_assert_eq(coro_spawn(s, &j[i].co, lock_body, NULL), 0);
-        usleep(5000);   /* let it queue before the next one */
+        /* queued before the next one (was: usleep(5000)) */
+        cr_assert(parked_on(&j[i].co, &m), "waiter %d never queued", i);
     }
     cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
     for (int i = 0; i < N; i++)
@@ -314,9 +336,10 @@ Test(sync, close_wakes_every_waiting_receiver_and_sender_with_epipe, .timeout = 
         cr_assert_eq(pthread_create(&t, NULL, thread_recv, &rx), 0);
         /* let them all reach their wait (one arriving after the close
          * gets -EPIPE at once, which the checks below accept as well) */
-        while (__atomic_load_n(&started, __ATOMIC_RELAXED) < 2 * N)
-            usleep(1000);
-        usleep(50000);
+        for (int i = 0; i < N; i++) {
+            cr_assert(parked_on(&r[i].co, &rx));
+            cr_assert(parked_on(&w[i].co, SEND_KEY(&tx)));
+        }
         cr_assert_eq(coro_chan_close(&rx), 0);
         cr_assert_eq(coro_chan_close(&tx), 0);
         for (int i = 0; i < N; i++) {
@@ -587,7 +610,7 @@ Test(sync, select_picks_the_ready_side_and_leaves_the_other_untouched, .timeout 
         coro_select_send(&j.sel, &full, (void *)9);
         j.t = CORO_FOREVER;
         cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-        usleep(10000);
+        cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
         cr_assert_eq(coro_chan_send_blocking(&a, (void *)5, CORO_FOREVER), 0);
         cr_assert_eq(coro_join(&j.co), 0);
         cr_assert_eq(j.which, 0);
@@ -620,14 +643,16 @@ Test(sync, select_on_an_event_and_a_closed_channel, .timeout = 30)
     coro_select_event(&j.sel, &ev);
     j.t = CORO_FOREVER;
     cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    usleep(5000);
+    /* the select waits, so the set wakes exactly its branch (a usleep(5000)
+     * here failed on a loaded machine: the set came first and woke 0) */
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_event_set(&ev), 1);
     cr_assert_eq(coro_join(&j.co), 0);
     cr_assert_eq(j.which, 1);
     coro_event_reset(&ev);
     /* the same select again: a close completes branch 0 with -EPIPE */
     cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    usleep(5000);
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_chan_close(&a), 0);
     cr_assert_eq(coro_join(&j.co), 0);
     cr_assert_eq(j.which, 0);
@@ -718,7 +743,8 @@ Test(sync, event_set_from_a_plain_thread_wakes_every_job, .timeout = 60)
             j[i].wg = &wg;
             cr_assert_eq(coro_spawn(s, &j[i].co, ev_wait_body, NULL), 0);
         }
-        usleep(10000);
+        for (int i = 0; i < N; i++)
+            cr_assert(parked_on(&j[i].co, &ev), "job %d never waited", i);
         cr_assert_eq(coro_event_is_set(&ev), 0);
         cr_assert_geq(coro_event_set(&ev), 0);
         cr_assert_eq(coro_waitgroup_wait_blocking(&wg, CORO_FOREVER), 0);
@@ -798,7 +824,8 @@ Test(sync, cancel_resumes_channel_and_select_waiters_with_ecanceled, .timeout = 
     j.t = CORO_FOREVER;
     cr_assert_eq(coro_spawn(s, &r.co, one_op_body, NULL), 0);
     cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    usleep(10000);
+    cr_assert(parked_on(&r.co, &a), "the receiver never waited");
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
     cr_assert_eq(coro_join(&r.co), -ECANCELED);
     cr_assert_eq(coro_join(&j.co), 0);

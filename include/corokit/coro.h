@@ -22,8 +22,8 @@
  * (define CORO_USE_SWITCH before including, or build with
  * -DCORO_USE_SWITCH; a body then must not place an await inside a switch of
  * its own).  Both are built and tested.  Strict ISO C++ (-std=c++17, not
- * gnu++17) always gets the switch back end; strict ISO C with -pedantic
- * should define CORO_USE_SWITCH.
+ * gnu++17) always gets the switch back end.  Both back ends are quiet
+ * under -Wpedantic (the labels one marks its GNU extensions).
  */
 #ifndef COROKIT_CORO_H
 #define COROKIT_CORO_H
@@ -39,8 +39,26 @@ extern "C" {
 
 typedef struct coro coro_t;
 
+/* CORO_NODISCARD: on every awaitable constructor.  An awaitable does
+ * nothing until CORO_AWAIT consumes it, and some (coro_read, coro_chan_recv)
+ * consume data when awaited: one discarded as a statement is a mistake the
+ * compiler reports.  C++17 [[nodiscard]]; GCC/Clang warn_unused_result in C;
+ * nothing elsewhere.  Define CORO_NODISCARD before the first include to
+ * override it. */
+#ifndef CORO_NODISCARD
+# if defined(__cplusplus) && __cplusplus >= 201703L
+#  define CORO_NODISCARD [[nodiscard]]
+# elif defined(__GNUC__) || defined(__clang__)
+#  define CORO_NODISCARD __attribute__((warn_unused_result))
+# else
+#  define CORO_NODISCARD
+# endif
+#endif
+
 /* A coroutine body.  Its int return value is the library's business: only
- * the macros below produce it. */
+ * the macros below produce it (distinctive status words, so that a plain
+ * `return 7;` or `return 0;` in a body is caught: the worker aborts with a
+ * message naming the body instead of crashing inside the library). */
 typedef int (*coro_fn)(coro_t *co);
 
 struct coro_await_ops;      /* private: lib/internal.h */
@@ -118,10 +136,24 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
  * on failure. */
 #define CORO_RESULT(co) ((co)->result)
 
-/* Status words a body returns to the scheduler (private). */
-#define CORO__ST_DONE  0
-#define CORO__ST_YIELD 1
-#define CORO__ST_AWAIT 2
+/* Status words a body returns to the scheduler (private).  Not 0, 1, 2:
+ * a stray plain `return` in a body returns some other int, which the worker
+ * refuses (it aborts naming the body) instead of crashing in the library. */
+#define CORO__ST_DONE  0x436b0d00   /* "Ck" + 0d00 */
+#define CORO__ST_YIELD 0x436b0d01
+#define CORO__ST_AWAIT 0x436b0d02
+
+/* Quiet -Wpedantic inside the macros of the labels back end (a GNU
+ * extension the user chose by not defining CORO_USE_SWITCH).  __extension__
+ * covers the label addresses; `goto *` is a statement, so the pragma. */
+#if defined(__GNUC__) || defined(__clang__)     /* clang reads GCC pragmas */
+# define CORO__PEDANTIC_OFF_ _Pragma("GCC diagnostic push") \
+    _Pragma("GCC diagnostic ignored \"-Wpedantic\"")
+# define CORO__PEDANTIC_ON_ _Pragma("GCC diagnostic pop")
+#else
+# define CORO__PEDANTIC_OFF_
+# define CORO__PEDANTIC_ON_
+#endif
 
 #define CORO__CAT_(a, b) a##b
 #define CORO__CAT(a, b) CORO__CAT_(a, b)
@@ -140,20 +172,36 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 # define CORO_USE_SWITCH 1
 #endif
 
+/* CORO_BEGIN jumps (never, at run time) to a label only CORO_END defines,
+ * so that a body without CORO_END names its mistake.  C only: in C++ that
+ * goto would cross the body's initialised declarations. */
+#ifdef __cplusplus
+# define CORO__END_CHECK_
+# define CORO__END_LABEL_
+#else
+# define CORO__END_CHECK_ goto coro__this_body_lacks_CORO_END__;
+# define CORO__END_LABEL_ coro__this_body_lacks_CORO_END__:
+#endif
+
 #if !defined(CORO_USE_SWITCH) && (defined(__GNUC__) || defined(__clang__))
 # define CORO_BACKEND_LABELS 1
 # define CORO_BACKEND_NAME "labels"
 /* Resume points are label addresses stored as uintptr_t (a void * draws a
  * false -Wdangling-pointer from gcc 12). */
 # define CORO_BEGIN(co)                                                     \
-    if ((co)->resume)                                                       \
+    if ((co)->resume) {                                                     \
+        CORO__PEDANTIC_OFF_                                                 \
         goto *(void *)(co)->resume;                                         \
+        CORO__PEDANTIC_ON_                                                  \
+    }                                                                       \
     if (0) {                                                                \
-        (co)->resume = (uintptr_t)&&coro__begin__;                          \
+        (co)->resume = (uintptr_t)(__extension__ &&coro__begin__);          \
+        CORO__END_CHECK_                                                    \
     }                                                                       \
     coro__begin__:;                                                         \
     {
-# define CORO__SAVE_(co, n) (co)->resume = (uintptr_t)&&CORO__CAT(coro__l_, n)
+# define CORO__SAVE_(co, n)                                                 \
+    (co)->resume = (uintptr_t)(__extension__ &&CORO__CAT(coro__l_, n))
 # define CORO__MARK_(co, n) CORO__CAT(coro__l_, n):;
 # define CORO__END_BLOCK_ }
 #else
@@ -161,7 +209,10 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 # define CORO_BACKEND_NAME "switch"
 # define CORO_BEGIN(co)                                                     \
     switch ((co)->resume) {                                                 \
-    case 0:;
+    case 0:                                                                 \
+        if (0) {                                                            \
+            CORO__END_CHECK_                                                \
+        }
 # define CORO__SAVE_(co, n) (co)->resume = (uintptr_t)(n) + 1
 # define CORO__MARK_(co, n) case (n) + 1:;
 # define CORO__END_BLOCK_ }
@@ -174,9 +225,12 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
         CORO__MARK_(co, n)                                                  \
     } while (0)
 
-/* Close the body.  Falling off CORO_END finishes the job with result 0. */
+/* Close the body.  Falling off CORO_END finishes the job with result 0.
+ * A body without CORO_END fails to compile: besides the unclosed brace,
+ * "label 'coro__this_body_lacks_CORO_END__' used but not defined". */
 #define CORO_END(co)                                                        \
     CORO__END_BLOCK_                                                        \
+    CORO__END_LABEL_                                                        \
     (co)->result = 0;                                                       \
     return CORO__ST_DONE
 
@@ -217,7 +271,7 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
  * -EINVAL for a NULL child or fn, -EBUSY when child is live (the frame is
  * claimed with one CAS: of two jobs calling one idle frame at once, one
  * runs it and the other gets -EBUSY). */
-CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
 
 /* coro_done - awaitable: wait until spawned job finishes; result = its
  * return value.  Any number of jobs may await the same job.  Completes at
@@ -227,7 +281,7 @@ CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
  * completes with -ECANCELED if job has not finished (also when jobs await
  * each other).  The job's frame must stay valid until its awaiters resume
  * (do not free it in on_exit while others wait for it). */
-CORO_EXTERN coro_await_t coro_done(coro_t *job);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_done(coro_t *job);
 
 /* coro_done_timeout - awaitable: coro_done for at most timeout ns
  * (CORO_FOREVER = no limit, 0 = just look), keeping the job's result apart
@@ -236,7 +290,7 @@ CORO_EXTERN coro_await_t coro_done(coro_t *job);
  * -EINVAL (job or result NULL, timeout < CORO_FOREVER, a never-spawned
  * frame); -EDEADLK (a job awaits itself).  *result is written only with 0.
  * The job's frame must stay valid until the awaiter resumed. */
-CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_t *result);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_t *result);
 
 /* coro_reschedule - awaitable: continue on a worker whose CPU is in aff
  * (NULL = any CPU) at priority prio (CORO_PRIO_LOW/NORMAL/HIGH), as Coop's
@@ -244,11 +298,11 @@ CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_
  * new mask and priority afterwards.  Result 0, or -EINVAL (empty mask, mask
  * with no worker's CPU, bad priority, not called from a job).  The mask is
  * read when the awaitable is built: aff may point to a local. */
-CORO_EXTERN coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio);
 
 /* coro_ready - awaitable that is already complete with result r (handy
  * in coro_select arrays and in tests). */
-CORO_EXTERN coro_await_t coro_ready(intptr_t r);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_ready(intptr_t r);
 
 #ifdef __cplusplus
 }

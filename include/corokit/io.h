@@ -60,31 +60,31 @@ extern "C" {
  * (data, EOF, a pending connection, an error or hang-up) / writable.
  * Result 0, or -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EPERM (fd cannot be
  * polled).  Never reads or writes. */
-CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout);
-CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout);
 
 /* coro_read - awaitable: read up to len bytes into buf (which must stay
  * valid until the await completes: keep it in the frame).  Result: bytes
  * read (> 0), 0 at end of file, or -errno (-ETIMEDOUT, -ECANCELED, -EBADF,
  * -ECONNRESET, ...).  Sockets use recv(MSG_DONTWAIT). */
-CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout);
 
 /* coro_write - awaitable: write up to len bytes of buf, once.  Result:
  * bytes written (> 0, may be fewer than len), or -errno (-EPIPE when the
  * peer is gone: sockets are written with MSG_NOSIGNAL; a pipe whose reader
  * is gone still raises SIGPIPE, ignore it if that matters). */
-CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout);
 
 /* coro_write_all - awaitable: write all len bytes of buf, waiting as often
  * as needed; the timeout covers the whole write.  Result 0 once every byte
  * is written, or -errno (then an unknown prefix may have been written). */
-CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout);
 
 /* coro_accept - awaitable: accept a connection on listening socket fd
  * (switched to O_NONBLOCK) with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC).
  * Result: the new fd (non-blocking, close-on-exec), or -errno (-EINVAL
  * when fd does not listen, -EMFILE ...). */
-CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
 
 /* coro_accept_addr - awaitable: coro_accept that also gives the peer's
  * address: *len is the size of *addr on entry (a struct sockaddr_storage
@@ -92,14 +92,14 @@ CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
  * the size given: the address was truncated, as accept(2)).  addr and len
  * must stay valid until the await completes (keep them in the frame).
  * Result as coro_accept; -EINVAL when addr or len is NULL. */
-CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len,
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len,
                                           int64_t timeout);
 
 /* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
  * addr.  addr is read during the call.  Result 0, or -errno
  * (-ECONNREFUSED, -ETIMEDOUT: the attempt then goes on in the kernel, close
  * the socket ...). */
-CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
                                       int64_t timeout);
 
 /* coro_close - take fd out of scheduler s's epoll set, resume every job
@@ -116,12 +116,12 @@ CORO_EXTERN int64_t coro_now(void);
  * Result 0, or -ECANCELED, -ENOMEM.  ns 0 completes at once (counting
  * toward the worker's fairness budget); ns CORO_FOREVER sleeps until
  * cancelled; other negative ns: -EINVAL. */
-CORO_EXTERN coro_await_t coro_sleep(int64_t ns);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep(int64_t ns);
 
 /* coro_sleep_until - awaitable: resume no sooner than the absolute
  * deadline (coro_now() clock).  A deadline already past completes at once
  * with 0; a negative one is -EINVAL. */
-CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
 
 /* coro_signal - awaitable: wait until signal signo is delivered to the
  * process (signalfd).  Result: signo, or -ETIMEDOUT, -ECANCELED, -EINVAL
@@ -129,14 +129,14 @@ CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
  * every thread - pthread_sigmask before coro_sched_create, whose threads
  * inherit the mask - or its default action runs instead).  One delivery
  * resumes one waiter. */
-CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout);
 
 /* coro_child - awaitable: wait until child process pid exits, and reap it
  * (pidfd + waitid).  Result: a wait status (WIFEXITED / WEXITSTATUS /
  * WIFSIGNALED / WTERMSIG apply), or -ETIMEDOUT, -ECANCELED, -EINVAL
  * (pid <= 0), -ESRCH (no such process: also a child already reaped),
  * -ECHILD (the process exists but is not a child of this one). */
-CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout);
 
 #ifdef __cplusplus
 }

@@ -177,7 +177,7 @@ CORO_EXTERN int coro_group_init(coro_group_t *g);
  * limit, 0 = just look): -ETIMEDOUT; -ECANCELED (the waiter was
  * cancelled); -EINVAL (NULL g, timeout < CORO_FOREVER).  Members are
  * finished (coro_join returns at once) when it returns 0. */
-CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout);
 
 /* coro_group_wait_blocking - the same from a plain thread; -EDEADLK from a
  * job.  Blocks up to timeout. */
@@ -315,7 +315,7 @@ typedef struct coro_sched_stats {
  * fn runs on a plain thread (it may block, and may call the *_blocking sync
  * calls).  In single-threaded mode coro_sched_run returns while calls are
  * still out; coro_join / coro_block_on wait for them. */
-CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 
 /* coro_sched_stats - copy the counters of s (single-threaded mode reports
  * one entry for the running thread).  Counters are read without stopping

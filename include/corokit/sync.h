@@ -84,7 +84,7 @@ CORO_EXTERN int coro_event_is_set(coro_event_t *ev);
 /* coro_event_wait - awaitable: until ev is set.  Result 0, -ETIMEDOUT,
  * -ECANCELED, -ENOMEM (no memory for its timer), -EINVAL (bad ev or
  * timeout).  Selectable. */
-CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout);
 
 /* coro_event_wait_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK (called from a job). */
@@ -116,7 +116,7 @@ CORO_EXTERN int64_t coro_waitgroup_done(coro_waitgroup_t *wg);
 
 /* coro_waitgroup_wait - awaitable: until the count is zero.  Result 0,
  * -ETIMEDOUT, -ECANCELED, -ENOMEM, -EINVAL (bad wg or timeout). */
-CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout);
 
 /* coro_waitgroup_wait_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK. */
@@ -146,7 +146,7 @@ CORO_EXTERN int coro_mutex_destroy(coro_mutex_t *m);
  * -ETIMEDOUT, -ECANCELED, -ENOMEM (the job does not own it then), -EDEADLK
  * (the job already owns m), -EINVAL (bad m or timeout).  Always suspends briefly (the owner is only
  * known once the job is suspended) but continues at once when m is free. */
-CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout);
 
 /* coro_mutex_lock_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EDEADLK (called from a job, or the thread owns m), -EINVAL. */
@@ -179,7 +179,7 @@ CORO_EXTERN int coro_sem_destroy(coro_sem_t *sem);
 
 /* coro_sem_acquire - awaitable: take one unit.  Result 0, -ETIMEDOUT,
  * -ECANCELED, -ENOMEM, -EINVAL (bad sem or timeout). */
-CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout);
 
 /* coro_sem_acquire_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK. */
@@ -231,12 +231,12 @@ CORO_EXTERN int coro_chan_destroy(coro_chan_t *ch);
  * -EPIPE (closed, before or while waiting: item not sent), -ETIMEDOUT,
  * -ECANCELED, -ENOMEM (item not sent), -EINVAL (bad ch or timeout).
  * Selectable. */
-CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout);
 
 /* coro_chan_recv - awaitable: take the oldest item into *out.  Result 0,
  * -EPIPE (closed and empty), -ETIMEDOUT, -ECANCELED, -ENOMEM (nothing
  * taken), -EINVAL (NULL ch or out, bad timeout).  out must stay valid until the await completes.  Selectable. */
-CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout);
 
 /* coro_chan_send_blocking / coro_chan_recv_blocking - the same for a plain
  * thread: block.  -EDEADLK from a job. */
@@ -344,7 +344,7 @@ CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t de
 
 /* coro_select - the awaitable under CORO_SELECT; use the macro: the
  * withdrawal of the other branches (coro_select_end) must follow it. */
-CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
 CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
 
 /* coro_select_blocking - the same for a plain thread: blocks.  Returns the
