@@ -120,9 +120,16 @@ void coro__wake(coro_t *job, intptr_t res)
 
 /* ---- finishing a job --------------------------------------------------------- */
 
+/* the job whose on_exit runs on this thread (coro_spawn of that frame
+ * from its own on_exit must not wait for the finisher: it is the caller) */
+static __thread coro_t *tls_exiting;
+
 static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
 {
+    coro_t *outer = tls_exiting;
+    tls_exiting = job;
     on_exit(job);
+    tls_exiting = outer;
 }
 
 /* The end of a job.  What holds afterwards (docs/guide.md, "Frame
@@ -419,17 +426,32 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
      * frame's previous life (its finisher's release) is over; the CAS
      * makes one of two racing spawns win */
     old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
-    do {
+    for (;;) {
         uint32_t st = old & CORO__S_MASK;
+        if (st == CORO__S_DONE && (old & CORO__F_EXITING) && !(old & CORO__JOINERS_MASK) &&
+            tls_exiting != co) {
+            /* finished, its finisher between the wake-up of its awaiters
+             * and its last touch: a coro_done awaiter that resumed at once
+             * may spawn it again.  Wait for the finisher to let go (a few
+             * instructions; a thread-joined frame's on_exit at most), then
+             * look again.  acquire: as the load above */
+            for (unsigned spin = 0; (old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE)) &
+                                    CORO__F_EXITING; spin++)
+                if (spin > 64)
+                    sched_yield();
+            continue;
+        }
         if ((st != CORO__S_IDLE && st != CORO__S_DONE) ||
             (old & (CORO__F_EXITING | CORO__JOINERS_MASK))) {
             if (x)
                 coro__free(s, x, sizeof *x);
             return -EBUSY;
         }
-    } while (!__atomic_compare_exchange_n(&co->state, &old,
-                                          CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
-                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+        if (__atomic_compare_exchange_n(&co->state, &old,
+                                        CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
     /* acq_rel on the live word: ordered against shutdown's RMW (top of file) */
     if (__atomic_fetch_add(&s->live, 1, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED) {
         if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)

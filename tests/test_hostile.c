@@ -566,3 +566,47 @@ Test(hostile, closing_an_fd_a_job_waits_on_ends_the_wait, .timeout = 60)
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
 }
+
+/* ---- a frame spawned again by the job that awaited its end ------------------------- */
+
+struct respawner { coro_t co; coro_t kid; coro_sched_t *s; long i, n, busy; };
+
+static int kid_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_RETURN(co, 1);
+    CORO_END(co);
+}
+
+static int respawner_body(coro_t *co)
+{
+    struct respawner *r = CORO_SELF(co, struct respawner);
+    CORO_BEGIN(co);
+    for (r->i = 0; r->i < r->n; r->i++) {
+        int rc = coro_spawn(r->s, &r->kid, kid_body, NULL);
+        if (rc == -EBUSY)
+            r->busy++;
+        else
+            cr_assert_eq(rc, 0);
+        CORO_AWAIT(co, coro_done(&r->kid));
+        cr_assert_eq(CORO_RESULT(co), 1);
+    }
+    CORO_END(co);
+}
+
+/* coro_done wakes its awaiter before the finisher's last touch of the
+ * frame: the awaiter, resumed at once on another worker, spawns the frame
+ * again - that spawn must succeed (it waits the few instructions until the
+ * finisher lets go), never -EBUSY */
+Test(hostile, a_frame_spawned_again_right_after_coro_done_is_never_busy, .timeout = 120)
+{
+    for (size_t wi = 1; wi < 4; wi++) {
+        coro_sched_t *s = mk(wcounts[wi]);
+        struct respawner r = { .s = s, .n = 20000 };
+        cr_assert_eq(coro_spawn(s, &r.co, respawner_body, NULL), 0);
+        cr_assert_eq(coro_join(&r.co), 0);
+        cr_assert_eq(r.busy, 0, "%d workers: %ld of %ld spawns after coro_done gave -EBUSY",
+                     wcounts[wi], r.busy, r.n);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}

@@ -186,7 +186,8 @@ static int spawner_body(coro_t *co)
     cr_assert_eq(coro_sched_current(), p->s);
     for (p->i = 0; p->i < p->n; p->i++) {
         p->kids[p->i].left = &p->left;
-        cr_assert_eq(coro_spawn(p->s, &p->kids[p->i].co, dec_body, NULL), 0);
+        int rc__ = coro_spawn(p->s, &p->kids[p->i].co, dec_body, NULL);
+        cr_assert_eq(rc__, 0, "kid %d: %d", p->i, rc__);
     }
     for (p->i = 0; p->i < p->n; p->i++)
         CORO_AWAIT(co, coro_done(&p->kids[p->i].co));
