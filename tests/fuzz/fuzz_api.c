@@ -171,8 +171,9 @@ static int job_body(coro_t *co)
         case 13:
             if (&jobs[f->arg % NJ] != f && jobs[f->arg % NJ].co.fn) {
                 CORO_AWAIT(co, coro_done(&jobs[f->arg % NJ].co));
-                /* a job's own result (0 here), or the await's error */
-                CHECK(CORO_RESULT(co) == 0 || CORO_RESULT(co) == -ECANCELED ||
+                /* a job's own result (0 here), or the await's error
+                 * (-ETIMEDOUT: this job's .deadline) */
+                CHECK(CORO_RESULT(co) == 0 || ok_wait(CORO_RESULT(co)) ||
                       CORO_RESULT(co) == -EINVAL);
             }
             break;
