@@ -96,6 +96,7 @@
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
 #define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
+#define DEEP_LOOKS 4            /* looks at one unbroken worker hold before it sleeps */
 #define MAX_SOURCES 4
 
 #define RD_BIT 1u
@@ -129,6 +130,7 @@ struct coro__io {
     uint32_t want;          /* a worker asks the I/O thread for the token */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
     uint32_t standby;       /* futex word of the I/O thread's standby */
+    uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
     uint32_t stop;          /* the I/O thread exits */
     uint32_t npending;      /* waiters + timers (coro__io_pending) */
     uint32_t swept;
@@ -654,33 +656,76 @@ static void iot_drive(struct coro__io *io)
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
 }
 
+/* a worker let go of the token: if the I/O thread sleeps in deep standby
+ * (io_main), it keeps watch again */
+static void wake_standby(struct coro__io *io)
+{
+    /* seq_cst: the other half of io_main's Dekker - the caller stored
+     * the token (seq_cst) before this load */
+    if (!__atomic_load_n(&io->iot_asleep, __ATOMIC_SEQ_CST))
+        return;
+    /* relaxed exchange: one waker makes the system call */
+    if (!__atomic_exchange_n(&io->iot_asleep, 0, __ATOMIC_RELAXED))
+        return;
+    /* release: pairs with io_main's acquire load of the word */
+    __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&io->standby, 1);
+}
+
 static void *io_main(void *arg)
 {
     struct coro__io *io = arg;
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
         uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+        uint32_t drv = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
         uint32_t free_ = DRV_FREE;
         /* the token is free and no worker took it since our last look (or a
          * timer is due): every worker is busy, so we wait in epoll */
-        if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE &&
-            (gen == seen_gen || next <= now) &&
+        if (drv == DRV_FREE && (gen == seen_gen || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             now = coro__now();
+            drv = DRV_IOT;
         } else {
             seen_gen = gen;
         }
-        /* acquire: pairs with the release increments of timer_add / destroy */
+        /* acquire: pairs with the release increments of timer_add / destroy
+         * / wake_standby */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
+        /* DEEP STANDBY.  A worker holds the token and has held it, the
+         * same hold (poll_gen moves at every take), for DEEP_LOOKS looks:
+         * it is blocked in epoll_wait, timerfd included, and sees every
+         * event itself.  Nothing is left for us to watch until it lets go,
+         * so we sleep without a timeout instead of looking 1000 times a
+         * second (an idle process stays idle).  Dekker with wake_standby:
+         * we store iot_asleep then read the token; the worker stores the
+         * token then reads iot_asleep (both seq_cst).  Either we see the
+         * token gone and keep watch, or the worker sees us asleep and
+         * wakes us (the standby bump makes our futex_wait return). */
+        if (drv != DRV_FREE && drv != DRV_IOT && gen == held_gen) {
+            if (++held_looks >= DEEP_LOOKS) {
+                __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
+                    __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
+                    coro__futex_wait(&io->standby, sb, -1);
+                __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
+                held_looks = 0;
+                continue;
+            }
+        } else {
+            held_gen = gen;
+            held_looks = 0;
+        }
         int64_t until = now + STANDBY_NS;
         if (next > now && next < until)
             until = next;   /* due ones: the token holder has the timerfd */
@@ -724,8 +769,10 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
         n = epoll_wait(io->epfd, evs, MAX_EVENTS, -1);
-    /* release: orders our handling so far before the next taker */
-    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+    /* seq_cst: orders our handling so far before the next taker
+     * (release), and is the store half of wake_standby's Dekker */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    wake_standby(io);
     awake(arg);
     handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
     return 0;

@@ -4,6 +4,7 @@
  * children, close and cancel, across worker counts 0, 1 and 4. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1382,4 +1383,45 @@ Test(io, coro_accept_addr_gives_the_peer_address_and_a_nonblocking_cloexec_fd, .
         close(lfd);
         coro_sched_destroy(s);
     }
+}
+
+/* voluntary context switches of the process's threads but the caller */
+static long other_threads_switches(void)
+{
+    long sum = 0;
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+
+    cr_assert_not_null(d);
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' || atoi(de->d_name) == me)
+            continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;   /* gone */
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+                sum += atol(line + 24);
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* issue 10: while a worker waits in epoll (it holds the poll token and
+ * sees every event and timer), the I/O thread used to look at the token
+ * every millisecond: 1000 wake-ups a second of an idle process */
+Test(io, an_idle_scheduler_with_two_workers_rarely_wakes_up, .timeout = 60)
+{
+    coro_sched_t *s = mk(2);
+    sleep_ms(50);       /* the workers park, one of them in epoll */
+    long before = other_threads_switches();
+    sleep_ms(500);
+    long woke = other_threads_switches() - before;
+    /* before the fix: about 500 (the I/O thread alone); generous bound */
+    cr_assert_lt(woke, 60, "%ld wake-ups of an idle scheduler in 500 ms", woke);
+    coro_sched_destroy(s);
 }
