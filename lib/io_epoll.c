@@ -106,6 +106,7 @@ struct fdent {
     uint32_t lock;          /* spinlock: everything below but hidx */
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
+    uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
     uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
@@ -353,12 +354,31 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = -ECANCELED;
             return CORO__ARM_READY;
         }
-        if (!e->reg) {
-            uint32_t gen = e->gen + 1;
-            struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                                      .data.u64 = tag_of(fd, gen) };
-            int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
-            if (rc < 0 && errno == EEXIST)      /* the old file lives on (a dup): retag it */
+        if (!(e->dirs & bit)) {
+            /* first wait in this direction: ADD, or MOD to add it to the
+             * other one (at most two epoll_ctl per fd).  A direction
+             * nobody waits in is left out: each read by the peer of a
+             * socket registered for EPOLLOUT too would queue an event
+             * (unix_write_space) that every epoll_wait then reports */
+            uint32_t gen = e->reg ? e->gen : e->gen + 1;
+            uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
+            struct epoll_event ev = {
+                .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
+                          ((dirs & WR_BIT) ? EPOLLOUT : 0),
+                .data.u64 = tag_of(fd, gen)
+            };
+            int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+            if (rc < 0 && e->reg && errno == ENOENT) {
+                /* closed with close(2) and the number reused: epoll forgot
+                 * the old file, so we do too */
+                e->reg = 0;
+                gen = e->gen + 1;
+                dirs = bit;
+                ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+                ev.data.u64 = tag_of(fd, gen);
+                rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+            }
+            if (rc < 0 && !e->reg && errno == EEXIST)  /* the old file lives on (a dup): retag it */
                 rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
             __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
             if (rc < 0) {
@@ -367,9 +387,13 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
                 *res = -err;
                 return CORO__ARM_READY;
             }
+            if (!e->reg)
+                e->ready = 0;
             e->gen = gen;
             e->reg = 1;
-            e->ready = 0;       /* ADD reports what is ready now */
+            e->dirs = dirs;
+            /* ADD / MOD report what is ready now (an event is queued) */
+            e->ready &= (uint8_t)~bit;
         }
         if (e->ready & bit) {
             e->ready &= (uint8_t)~bit;
@@ -458,6 +482,7 @@ void coro__io_forget(struct coro__io *io, int fd)
     job[0] = slot_take(io, e, 0);
     job[1] = slot_take(io, e, 1);
     e->reg = 0;
+    e->dirs = 0;
     e->ready = 0;
     e->gen++;           /* events of the old registration are ignored */
     ent_unlock(e);
@@ -1045,6 +1070,7 @@ int coro_close(coro_sched_t *s, int fd)
         __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     }
     e->reg = 0;
+    e->dirs = 0;
     e->ready = 0;
     e->gen++;
     /* closed under the lock: a waiter that comes next registers anew and
