@@ -642,14 +642,16 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
 /* ---- the I/O thread ----------------------------------------------------------------------- */
 
-#define IO_SPIN 64
-
 /* the I/O thread holds the token: wait and handle until a worker asks
- * for it (and an idle worker was woken to take it) or the thread stops */
+ * for it (and an idle worker was woken to take it) or the thread stops.
+ * It always blocks in epoll_wait, never polls between sched_yields: it
+ * holds the token when every worker is busy, and a thread that yields to
+ * busy workers comes back one time slice later (several ms: timers and
+ * readiness seen that late, issue 10's io_under_load), where a thread
+ * woken from epoll_wait preempts them at once (CFS credits sleepers). */
 static void iot_drive(struct coro__io *io)
 {
     bool kicked;
-    int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
@@ -669,14 +671,7 @@ static void iot_drive(struct coro__io *io)
                                              __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
                 return;         /* a worker took it meanwhile */
         }
-        /* after a round that did something, look again without sleeping
-         * for up to IO_SPIN rounds (giving the CPU away in between): the
-         * next event usually comes within microseconds under load */
-        int did = poll_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
-        if (did)
-            idle = 0;
-        else if (++idle < IO_SPIN)
-            sched_yield();
+        poll_round(io, -1, &kicked);
     }
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
 }
