@@ -642,16 +642,14 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
 /* ---- the I/O thread ----------------------------------------------------------------------- */
 
+#define IO_SPIN 64
+
 /* the I/O thread holds the token: wait and handle until a worker asks
- * for it (and an idle worker was woken to take it) or the thread stops.
- * It always blocks in epoll_wait, never polls between sched_yields: it
- * holds the token when every worker is busy, and a thread that yields to
- * busy workers comes back one time slice later (several ms: timers and
- * readiness seen that late, issue 10's io_under_load), where a thread
- * woken from epoll_wait preempts them at once (CFS credits sleepers). */
+ * for it (and an idle worker was woken to take it) or the thread stops */
 static void iot_drive(struct coro__io *io)
 {
     bool kicked;
+    int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
@@ -663,15 +661,25 @@ static void iot_drive(struct coro__io *io)
             __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
             __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
-            if (coro__io_handoff(io->s))
-                return;         /* an idle worker wakes and takes it */
-            uint32_t free_ = DRV_FREE;
-            /* seq_cst: as a worker's CAS (the token is one word every taker RMWs) */
-            if (!__atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false,
-                                             __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-                return;         /* a worker took it meanwhile */
+            /* an idle worker wakes and takes it; if none is idle, the one
+             * that asked was woken meanwhile (often by the event we just
+             * handled) and takes it at its next park.  Taking the token
+             * back here could keep it from the workers for good: we would
+             * take every event first, and a worker that finds the token
+             * with us asks again, and again is woken by our event before
+             * we see its ask.  Should the workers stay busy instead,
+             * io_main takes it again within two looks. */
+            coro__io_handoff(io->s);
+            return;
         }
-        poll_round(io, -1, &kicked);
+        /* after a round that did something, look again without sleeping
+         * for up to IO_SPIN rounds (giving the CPU away in between): the
+         * next event usually comes within microseconds under load */
+        int did = poll_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
+        if (did)
+            idle = 0;
+        else if (++idle < IO_SPIN)
+            sched_yield();
     }
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
 }
