@@ -814,6 +814,15 @@ int coro__io_poll_now(struct coro__io *io)
     /* relaxed: a hint; nothing waits means nothing to find */
     if (!coro__io_pending(io))
         return 0;
+    /* a worker goes idle while the I/O thread holds the token: ask for it
+     * (no kick: iot_drive sees the flag at its next round).  Else a busy
+     * I/O thread polling between sched_yields takes every event first, and
+     * a worker that always finds the woken job during its own idle spins
+     * never parks, so never asks: the I/O thread would relay a whole
+     * conversation (relaxed: a hint, as in coro__io_park) */
+    if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
+        !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
+        __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
     int n = epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
