@@ -7,9 +7,13 @@
  * runs long jobs: tokio #4730), or in single-threaded mode the thread
  * driving the scheduler (coro__io_poll).
  *
- * REGISTERED ONCE.  An fd enters the epoll set at its first wait, edge-
- * triggered for both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP |
- * EPOLLET), and stays there until coro_close (EPOLL_CTL_DEL) or until
+ * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
+ * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
+ * one attempt).  A direction nobody waits in stays out: the peer's every
+ * read would call into epoll for a writable edge no one needs.  The fd
+ * stays registered until coro_close (EPOLL_CTL_DEL) or until
  * corokit learns that its number names a new file (coro__io_forget: accept
  * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
  * The epoll tag is fd | gen << 32: an event of a forgotten registration
@@ -50,7 +54,12 @@
  * next timer): it takes the token when it finds it free and no worker
  * took it since its last look - every worker is busy - so readiness and
  * timers are seen within about 2 * STANDBY_NS even then, and never taken
- * from workers that keep polling.  The eventfd (io->evfd) wakes whoever
+ * from workers that keep polling.  When it finds one worker hold lasting
+ * DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
+ * go (io_main, wake_standby): an idle process does not wake up.  A worker
+ * that goes idle while the I/O thread holds the token asks for it
+ * (coro__io_poll_now), and the I/O thread, asked, lets it go rather than
+ * take it back.  The eventfd (io->evfd) wakes whoever
  * holds the token: a waker that sees worker i holding it writes it instead
  * of calling futex_wake (coro__io_wake_poller).
  *
