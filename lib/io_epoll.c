@@ -7,9 +7,13 @@
  * runs long jobs: tokio #4730), or in single-threaded mode the thread
  * driving the scheduler (coro__io_poll).
  *
- * REGISTERED ONCE.  An fd enters the epoll set at its first wait, edge-
- * triggered for both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP |
- * EPOLLET), and stays there until coro_close (EPOLL_CTL_DEL) or until
+ * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
+ * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
+ * one attempt).  A direction nobody waits in stays out: the peer's every
+ * read would call into epoll for a writable edge no one needs.  The fd
+ * stays registered until coro_close (EPOLL_CTL_DEL) or until
  * corokit learns that its number names a new file (coro__io_forget: accept
  * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
  * The epoll tag is fd | gen << 32: an event of a forgotten registration
@@ -50,7 +54,12 @@
  * next timer): it takes the token when it finds it free and no worker
  * took it since its last look - every worker is busy - so readiness and
  * timers are seen within about 2 * STANDBY_NS even then, and never taken
- * from workers that keep polling.  The eventfd (io->evfd) wakes whoever
+ * from workers that keep polling.  When it finds one worker hold lasting
+ * DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
+ * go (io_main, wake_standby): an idle process does not wake up.  A worker
+ * that goes idle while the I/O thread holds the token asks for it
+ * (coro__io_poll_now), and the I/O thread, asked, lets it go rather than
+ * take it back.  The eventfd (io->evfd) wakes whoever
  * holds the token: a waker that sees worker i holding it writes it instead
  * of calling futex_wake (coro__io_wake_poller).
  *
@@ -97,6 +106,7 @@
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
 #define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
+#define DEEP_LOOKS 4            /* looks at one unbroken worker hold before it sleeps */
 #define MAX_SOURCES 4
 
 #define RD_BIT 1u
@@ -106,6 +116,7 @@ struct fdent {
     uint32_t lock;          /* spinlock: everything below but hidx */
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
+    uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
     uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
@@ -130,6 +141,7 @@ struct coro__io {
     uint32_t want;          /* a worker asks the I/O thread for the token */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
     uint32_t standby;       /* futex word of the I/O thread's standby */
+    uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
     uint32_t stop;          /* the I/O thread exits */
     uint32_t npending;      /* waiters + timers (coro__io_pending) */
     uint32_t swept;
@@ -330,21 +342,43 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
     return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
 }
 
-/* under e's lock: put fd in the epoll set (0 or -errno) */
-static int ent_register(struct coro__io *io, struct fdent *e, int fd)
+/* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
+ * fd to the epoll set, or MOD it to add that direction (at most two
+ * epoll_ctl per fd).  A direction nobody waits in is left out: each read
+ * by the peer of a socket registered for EPOLLOUT too would queue an event
+ * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
+static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit)
 {
-    uint32_t gen = e->gen + 1;
-    struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                              .data.u64 = tag_of(fd, gen) };
-    int rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
-    if (rc < 0 && errno == EEXIST)      /* the old file lives on (a dup): retag it */
+    uint32_t gen = e->reg ? e->gen : e->gen + 1;
+    uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
+    struct epoll_event ev = {
+        .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
+                  ((dirs & WR_BIT) ? EPOLLOUT : 0),
+        .data.u64 = tag_of(fd, gen)
+    };
+    int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && e->reg && errno == ENOENT) {
+        /* closed with close(2) and the number reused: epoll forgot the old
+         * file, so we do too */
+        e->reg = 0;
+        gen = e->gen + 1;
+        dirs = bit;
+        ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+        ev.data.u64 = tag_of(fd, gen);
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rc < 0 && !e->reg && errno == EEXIST)  /* the old file lives on (a dup): retag it */
         rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
     __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     if (rc < 0)
         return -errno;
+    if (!e->reg)
+        e->ready = 0;
     e->gen = gen;
     e->reg = 1;
-    e->ready = 0;       /* ADD reports what is ready now */
+    e->dirs = dirs;
+    /* ADD / MOD report what is ready now (an event is queued) */
+    e->ready &= (uint8_t)~bit;
     return 0;
 }
 
@@ -384,8 +418,9 @@ int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
     if (!e)
         return fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
     ent_lock(e);
-    if (!e->reg)
-        rc = ent_register(io, e, fd);
+    uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    if (!(e->dirs & bit) || !e->reg)
+        rc = ent_register(io, e, fd, bit);
     if (rc == 0 && e->w[dir])
         rc = -EBUSY;        /* one reader and one writer per fd */
     if (rc == 0) {
@@ -449,7 +484,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = -ECANCELED;
             return CORO__ARM_READY;
         }
-        if (!e->reg && (rc = ent_register(io, e, fd)) < 0) {
+        if (!(e->dirs & bit) && (rc = ent_register(io, e, fd, bit)) < 0) {
             ent_unlock(e);
             *res = rc;
             return CORO__ARM_READY;
@@ -552,6 +587,7 @@ void coro__io_forget(struct coro__io *io, int fd)
     job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
     job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
     e->reg = 0;
+    e->dirs = 0;
     e->ready = 0;
     e->gen++;           /* events of the old registration are ignored */
     ent_unlock(e);
@@ -733,13 +769,16 @@ static void iot_drive(struct coro__io *io)
             __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
             __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
-            if (coro__io_handoff(io->s))
-                return;         /* an idle worker wakes and takes it */
-            uint32_t free_ = DRV_FREE;
-            /* seq_cst: as a worker's CAS (the token is one word every taker RMWs) */
-            if (!__atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false,
-                                             __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-                return;         /* a worker took it meanwhile */
+            /* an idle worker wakes and takes it; if none is idle, the one
+             * that asked was woken meanwhile (often by the event we just
+             * handled) and takes it at its next park.  Taking the token
+             * back here could keep it from the workers for good: we would
+             * take every event first, and a worker that finds the token
+             * with us asks again, and again is woken by our event before
+             * we see its ask.  Should the workers stay busy instead,
+             * io_main takes it again within two looks. */
+            coro__io_handoff(io->s);
+            return;
         }
         /* after a round that did something, look again without sleeping
          * for up to IO_SPIN rounds (giving the CPU away in between): the
@@ -753,33 +792,76 @@ static void iot_drive(struct coro__io *io)
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
 }
 
+/* a worker let go of the token: if the I/O thread sleeps in deep standby
+ * (io_main), it keeps watch again */
+static void wake_standby(struct coro__io *io)
+{
+    /* seq_cst: the other half of io_main's Dekker - the caller stored
+     * the token (seq_cst) before this load */
+    if (!__atomic_load_n(&io->iot_asleep, __ATOMIC_SEQ_CST))
+        return;
+    /* relaxed exchange: one waker makes the system call */
+    if (!__atomic_exchange_n(&io->iot_asleep, 0, __ATOMIC_RELAXED))
+        return;
+    /* release: pairs with io_main's acquire load of the word */
+    __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&io->standby, 1);
+}
+
 static void *io_main(void *arg)
 {
     struct coro__io *io = arg;
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
         uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+        uint32_t drv = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
         uint32_t free_ = DRV_FREE;
         /* the token is free and no worker took it since our last look (or a
          * timer is due): every worker is busy, so we wait in epoll */
-        if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE &&
-            (gen == seen_gen || next <= now) &&
+        if (drv == DRV_FREE && (gen == seen_gen || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             now = coro__now();
+            drv = DRV_IOT;
         } else {
             seen_gen = gen;
         }
-        /* acquire: pairs with the release increments of timer_add / destroy */
+        /* acquire: pairs with the release increments of timer_add / destroy
+         * / wake_standby */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
+        /* DEEP STANDBY.  A worker holds the token and has held it, the
+         * same hold (poll_gen moves at every take), for DEEP_LOOKS looks:
+         * it is blocked in epoll_wait, timerfd included, and sees every
+         * event itself.  Nothing is left for us to watch until it lets go,
+         * so we sleep without a timeout instead of looking 1000 times a
+         * second (an idle process stays idle).  Dekker with wake_standby:
+         * we store iot_asleep then read the token; the worker stores the
+         * token then reads iot_asleep (both seq_cst).  Either we see the
+         * token gone and keep watch, or the worker sees us asleep and
+         * wakes us (the standby bump makes our futex_wait return). */
+        if (drv != DRV_FREE && drv != DRV_IOT && gen == held_gen) {
+            if (++held_looks >= DEEP_LOOKS) {
+                __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
+                    __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
+                    coro__futex_wait(&io->standby, sb, -1);
+                __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
+                held_looks = 0;
+                continue;
+            }
+        } else {
+            held_gen = gen;
+            held_looks = 0;
+        }
         int64_t until = now + STANDBY_NS;
         if (next > now && next < until)
             until = next;   /* due ones: the token holder has the timerfd */
@@ -823,8 +905,10 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
         n = epoll_wait(io->epfd, evs, MAX_EVENTS, -1);
-    /* release: orders our handling so far before the next taker */
-    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+    /* seq_cst: orders our handling so far before the next taker
+     * (release), and is the store half of wake_standby's Dekker */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    wake_standby(io);
     awake(arg);
     handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
     return 0;
@@ -838,6 +922,15 @@ int coro__io_poll_now(struct coro__io *io)
     /* relaxed: a hint; nothing waits means nothing to find */
     if (!coro__io_pending(io))
         return 0;
+    /* a worker goes idle while the I/O thread holds the token: ask for it
+     * (no kick: iot_drive sees the flag at its next round).  Else a busy
+     * I/O thread polling between sched_yields takes every event first, and
+     * a worker that always finds the woken job during its own idle spins
+     * never parks, so never asks: the I/O thread would relay a whole
+     * conversation (relaxed: a hint, as in coro__io_park) */
+    if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
+        !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
+        __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
     int n = epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
@@ -1099,6 +1192,7 @@ int coro_close(coro_sched_t *s, int fd)
         __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     }
     e->reg = 0;
+    e->dirs = 0;
     e->ready = 0;
     e->gen++;
     /* closed under the lock: a waiter that comes next registers anew and
