@@ -771,7 +771,10 @@ void *coro__worker_main(void *arg)
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(w->cpu, &set);
-        w->pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+        /* relaxed: read racily by coro_sched_stats / coro_sched_dump */
+        __atomic_store_n(&w->pinned,
+                         pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0,
+                         __ATOMIC_RELAXED);
     }
     for (;;) {
         coro_t *j = coro__find_work(w);
