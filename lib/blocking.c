@@ -52,6 +52,8 @@ struct coro__bpool {
     pthread_cond_t work;        /* idle threads wait here */
     pthread_cond_t gone;        /* destroy waits here for nthreads == 0 */
     coro_t *head, *tail;        /* queued calls (their jobs), FIFO */
+    coro_t *busy;               /* calls in progress (linked through next), for
+                                   coro_sched_dump */
     uint32_t max;               /* thread limit */
     uint32_t nthreads, nidle;
     int64_t keepalive_ns;
@@ -74,11 +76,20 @@ static void *pool_main(void *arg)
             p->head = job->next;
             if (!p->head)
                 p->tail = NULL;
-            job->next = NULL;
+            job->next = p->busy;
+            p->busy = job;
             pthread_mutex_unlock(&p->lock);
             coro_await_t *aw = &job->top->aw;
             intptr_t (*fn)(void *) = (intptr_t (*)(void *))aw->arg[0].p;
             intptr_t r = fn(aw->arg[1].p);
+            pthread_mutex_lock(&p->lock);
+            for (coro_t **pp = &p->busy; *pp; pp = &(*pp)->next)
+                if (*pp == job) {
+                    *pp = job->next;
+                    break;
+                }
+            job->next = NULL;
+            pthread_mutex_unlock(&p->lock);
             coro__wake(job, r);         /* from here the job is not ours */
             pthread_mutex_lock(&p->lock);
             continue;
@@ -273,4 +284,26 @@ coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg)
     a.arg[0].p = (void *)fn;
     a.arg[1].p = arg;
     return a;
+}
+
+/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+
+/* the queued calls and the calls in progress, under the pool's lock (a
+ * job in either list is woken only after leaving it under that lock) */
+int coro__blocking_dump(coro_sched_t *s, struct coro__dump *d)
+{
+    struct coro__bpool *p = s->blocking;
+    int n = 0;
+
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    for (coro_t *j = p->busy; j; j = j->next, n++)
+        coro__dump_job(d, j, "blocking call %p(%p), running on a pool thread",
+                       j->top->aw.arg[0].p, j->top->aw.arg[1].p);
+    for (coro_t *j = p->head; j; j = j->next, n++)
+        coro__dump_job(d, j, "blocking call %p(%p), queued for a pool thread",
+                       j->top->aw.arg[0].p, j->top->aw.arg[1].p);
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }

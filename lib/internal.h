@@ -142,6 +142,7 @@ struct coro__ext {
     coro_group_t *group;    /* NULL = none */
     coro_t *job;            /* the member (lib/group.c) */
     struct coro__ext *gprev, *gnext;    /* the group's list, under its lock */
+    const char *name;       /* coro_spawn_opts_t.name, NULL = none */
 };
 
 /* lib/group.c: join g (at spawn, before the job is queued) / the finish of
@@ -158,6 +159,15 @@ CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
 static inline int64_t coro__job_deadline(const coro_t *job)
 {
     return (job->flags & CORO__FL_EXT) ? job->ext->deadline : 0;
+}
+
+/* coro__job_name - the job's coro_spawn_opts_t.name, NULL = none.  job: a
+ * live job (not a child frame), read by its worker or under a lock that
+ * keeps it suspended; the string is the caller's (kept alive while the job
+ * lives). */
+static inline const char *coro__job_name(const coro_t *job)
+{
+    return (job->flags & CORO__FL_EXT) ? job->ext->name : NULL;
 }
 
 /* bound an absolute wait deadline d (-1 = none) by the job's */
@@ -374,5 +384,17 @@ CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
  * coro__free_aligned and the same n */
 CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
 CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
+
+/* ---- diagnostics ---------------------------------------------------------- */
+/* coro_sched_dump (lib/diag.c): lot.c, io_epoll.c / io_stub.c, blocking.c: list the suspended jobs of s
+ * each of them holds (under its own locks) into the dump's stream; return
+ * how many */
+struct coro__dump;
+struct coro__io;
+CORO__HIDDEN void coro__dump_job(struct coro__dump *d, coro_t *job, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+CORO__HIDDEN int coro__lot_dump(coro_sched_t *s, struct coro__dump *d);
+CORO__HIDDEN int coro__io_dump(struct coro__io *io, struct coro__dump *d);
+CORO__HIDDEN int coro__blocking_dump(coro_sched_t *s, struct coro__dump *d);
 
 #endif

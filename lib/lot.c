@@ -670,3 +670,53 @@ void coro__lot_sched_fini(coro_sched_t *s)
     coro__free(s, ls, sizeof *ls);
     s->lot = NULL;
 }
+
+/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+
+/* the jobs of s in the lot's buckets it parked in and in its joiner
+ * registry, each under the lock that keeps them suspended */
+int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
+{
+    struct coro__lotsched *ls = s->lot;
+    int64_t now = coro__now();
+    int n = 0;
+
+    for (unsigned k = 0; k < PARKED_WORDS; k++) {
+        /* relaxed: a bit set after this load belongs to a later park */
+        uint64_t bits = __atomic_load_n(&ls->parked[k], __ATOMIC_RELAXED);
+        while (bits) {
+            unsigned i = k * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            struct bucket *b = bucket_at(i);
+            pthread_mutex_lock(&b->lock);
+            for (coro_t *w = b->head; w; w = w->next) {
+                if ((w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) || w->sched != s)
+                    continue;
+                const coro_await_t *aw = &w->top->aw;
+                const char *kind = aw->ops ? aw->ops->name : "?";
+                if (w->flags & CORO__FL_TIMED) {
+                    /* bucket lock, then hlock: the order of coro__lot_timer_add */
+                    pthread_mutex_lock(&ls->hlock);
+                    int64_t dl = w->wait_slot ? ls->a[w->wait_slot - 1].deadline : now;
+                    pthread_mutex_unlock(&ls->hlock);
+                    coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
+                                   w->wait_obj, (double)(dl - now) / 1e6);
+                } else {
+                    coro__dump_job(d, w, "%s %p (parking lot)", kind, w->wait_obj);
+                }
+                n++;
+            }
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    for (int i = 0; i < ls->nreg; i++) {
+        struct jreg *r = &ls->reg[i];
+        jreg_lock(r);
+        for (coro_t *w = r->head; w; w = w->next) {
+            coro__dump_job(d, w, "done of job %p (coro_done)", w->top->aw.arg[0].p);
+            n++;
+        }
+        jreg_unlock(r);
+    }
+    return n;
+}

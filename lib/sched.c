@@ -301,6 +301,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         return -EINVAL;
     if (c.alloc && (!c.alloc->malloc || !c.alloc->free))
         return -EINVAL;
+    if (c.stall_ns < 0)
+        return -EINVAL;
     CPU_ZERO(&os);
     if (sched_getaffinity(0, sizeof os, &os) != 0)
         return -errno;
@@ -319,6 +321,11 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->nslots = s->nworkers ? s->nworkers : 1;
     s->pin = c.pin;
     s->oversubscribed = s->nworkers > ncpus;
+    s->stall_ns = c.stall_ns;
+    s->stall_hook = c.stall_hook;
+    s->stall_arg = c.stall_arg;
+    s->hist = c.histograms;
+    s->diag = c.stall_ns > 0 || c.histograms;
     pthread_mutex_init(&s->shut_lock, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
@@ -412,7 +419,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     if (opts && opts->deadline < 0)
         return -EINVAL;
     struct coro__ext *x = NULL;
-    if (opts && (opts->deadline > 0 || opts->group)) {
+    if (opts && (opts->deadline > 0 || opts->group || opts->name)) {
         if (!(x = coro__alloc(s, sizeof *x)))
             return -ENOMEM;
         memset(x, 0, sizeof *x);
@@ -420,6 +427,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         x->deadline = opts->deadline;
         x->group = opts->group;
         x->job = co;
+        x->name = opts->name;
     }
     /* claim the frame: only an idle or finished frame may start, and a
      * finished one only once its finisher let go (EXITING).  acquire: the
@@ -936,6 +944,21 @@ static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
 
 /* ---- stats ------------------------------------------------------------------------ */
 
+static void worker_stats(struct coro__worker *w, coro_worker_stats_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->cpu = w->cpu;
+    o->pinned = __atomic_load_n(&w->pinned, __ATOMIC_RELAXED);
+    o->jobs_run = __atomic_load_n(&w->n_run, __ATOMIC_RELAXED);
+    o->steals = __atomic_load_n(&w->n_steals, __ATOMIC_RELAXED);
+    o->stolen = __atomic_load_n(&w->n_stolen, __ATOMIC_RELAXED);
+    o->parks = __atomic_load_n(&w->n_parks, __ATOMIC_RELAXED);
+    o->wakeups = __atomic_load_n(&w->n_wakeups, __ATOMIC_RELAXED);
+    o->io_wakeups = __atomic_load_n(&w->n_io, __ATOMIC_RELAXED);
+    o->queue_depth = coro__worker_depth(w);
+    o->stalls = __atomic_load_n(&w->n_stalls, __ATOMIC_RELAXED);
+}
+
 int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
 {
     coro_sched_t *s = (coro_sched_t *)cs;
@@ -944,6 +967,7 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
         return -EINVAL;
     memset(out, 0, sizeof *out);
     out->workers = s->nslots;
+    out->histograms = s->hist;
     out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
     for (int i = 0; i < s->nworkers; i++)       /* approximate while running */
         out->live_jobs -= __atomic_load_n(&s->w[i]->unflushed, __ATOMIC_RELAXED);
@@ -952,16 +976,35 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
         out->global_depth += coro__mq_size(&any->q[p]);
     for (int i = 0; i < s->nslots; i++) {
         struct coro__worker *w = s->w[i];
-        coro_worker_stats_t *o = &out->worker[i];
-        o->cpu = w->cpu;
-        o->pinned = __atomic_load_n(&w->pinned, __ATOMIC_RELAXED);
-        o->jobs_run = __atomic_load_n(&w->n_run, __ATOMIC_RELAXED);
-        o->steals = __atomic_load_n(&w->n_steals, __ATOMIC_RELAXED);
-        o->stolen = __atomic_load_n(&w->n_stolen, __ATOMIC_RELAXED);
-        o->parks = __atomic_load_n(&w->n_parks, __ATOMIC_RELAXED);
-        o->wakeups = __atomic_load_n(&w->n_wakeups, __ATOMIC_RELAXED);
-        o->io_wakeups = __atomic_load_n(&w->n_io, __ATOMIC_RELAXED);
-        o->queue_depth = coro__worker_depth(w);
+        coro_worker_stats_t o;
+        worker_stats(w, &o);
+        out->jobs_run += o.jobs_run;
+        out->steals += o.steals;
+        out->stolen += o.stolen;
+        out->parks += o.parks;
+        out->wakeups += o.wakeups;
+        out->io_wakeups += o.io_wakeups;
+        out->queue_depth += o.queue_depth;
+        out->stalls += o.stalls;
+        if (!s->hist)
+            continue;
+        /* owner-only counters, read racily (relaxed) */
+        for (int b = 0; b < CORO_HIST_BUCKETS; b++) {
+            for (int p = 0; p < CORO__NPRIO; p++)
+                out->hist_ready[p][b] += __atomic_load_n(&w->h_ready[p][b], __ATOMIC_RELAXED);
+            out->hist_step[b] += __atomic_load_n(&w->h_step[b], __ATOMIC_RELAXED);
+            out->hist_io[b] += __atomic_load_n(&w->h_io[b], __ATOMIC_RELAXED);
+        }
     }
+    return 0;
+}
+
+int coro_sched_worker_stats(const coro_sched_t *cs, int i, coro_worker_stats_t *out)
+{
+    if (!cs || !out)
+        return -EINVAL;
+    if (i < 0 || i >= cs->nslots)
+        return -ERANGE;
+    worker_stats(cs->w[i], out);
     return 0;
 }

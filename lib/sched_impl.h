@@ -51,6 +51,19 @@ struct coro__worker {
     uint32_t nserved;                   /* atomic: grows when classes appear */
     /* counters: written by the owner (relaxed), read by coro_sched_stats */
     uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
+    /* diagnostics (lib/diag.c): the job this worker runs (NULL = none) and
+     * its body, stored relaxed at each step's start and end and read racily
+     * by coro_sched_dump (never dereferenced there); with s->diag also the
+     * step's start (ns) and name */
+    coro_t *cur;
+    coro_fn cur_fn;
+    int64_t cur_t0;                     /* 0 = unknown (diagnostics off) */
+    const char *cur_name;
+    uint64_t n_stalls;
+    /* with s->hist: ready->running per priority, step, I/O->running */
+    uint64_t h_ready[CORO__NPRIO][CORO_HIST_BUCKETS];
+    uint64_t h_step[CORO_HIST_BUCKETS];
+    uint64_t h_io[CORO_HIST_BUCKETS];
     ck_ring_buffer_t bufs[] __attribute__((aligned(CORO__CACHELINE)));
 };
 
@@ -90,6 +103,13 @@ struct coro_sched {
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
     struct coro__frames *frames;        /* pool frames (lib/frame.c) */
     struct coro__bpool *blocking;       /* the blocking pool (lib/blocking.c) */
+
+    /* diagnostics (lib/diag.c), fixed at create: diag = stall_ns > 0 ||
+     * hist, the one branch a step pays when both are off */
+    bool diag, hist;
+    int64_t stall_ns;
+    void (*stall_hook)(const coro_stall_t *, void *);
+    void *stall_arg;
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u
@@ -161,6 +181,20 @@ CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);
 /* test hook: the thread-creating call (pthread_create by default) */
 extern int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
                                         void *) CORO__HIDDEN;
+
+/* diag.c: the stall report (hook or stderr) of a step of job on w that has
+ * run dur ns so far, body fn; the histogram bucket of a value in ns; the
+ * ready stamp (coro_t.reserved, 64 ns units) and its age */
+CORO__HIDDEN void coro__stall_report(struct coro__worker *w, coro_t *job, coro_fn fn,
+                                     int64_t dur);
+static inline unsigned coro__hist_bucket(int64_t ns)
+{
+    if (ns < 2)
+        return 0;
+    unsigned b = 63u - (unsigned)__builtin_clzll((uint64_t)ns);
+    return b < CORO_HIST_BUCKETS ? b : CORO_HIST_BUCKETS - 1;
+}
+#define CORO__READY_SHIFT 6
 
 /* sched.c */
 CORO__HIDDEN void coro__finish(coro_t *job);

@@ -234,6 +234,10 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     struct coro__worker *w = coro__tls_worker;
     int pi = CORO__PRIO_IDX(job->prio);
 
+    if (CORO__UNLIKELY(s->hist))
+        /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
+         * the job is ours until the push below publishes it */
+        job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
     if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
         /* before the push; relaxed: the push's own release and the notify
          * fence below order it for the workers (see find_work_) */
@@ -585,26 +589,97 @@ static void bad_body(const coro_t *cur, int st)
     abort();
 }
 
-bool coro__run_job(struct coro__worker *w, coro_t *job)
+/* ---- diagnostics of a step (config .stall_ns, .histograms) ----------------- */
+
+static inline void hist_inc(uint64_t *h, int64_t ns)
+{
+    stat_inc(&h[coro__hist_bucket(ns)]);
+}
+
+/* the step of job begins on w: returns its start (ns) */
+static int64_t diag_begin(struct coro__worker *w, coro_t *job)
+{
+    coro_sched_t *s = w->s;
+    int64_t t0 = coro__now();
+
+    if (s->hist) {
+        /* the ready stamp coro__submit left (64 ns units, wraps after
+         * 274 s: an older stamp reads as a shorter wait) */
+        uint32_t now_u = (uint32_t)((uint64_t)t0 >> CORO__READY_SHIFT);
+        int64_t age = (int64_t)(uint32_t)(now_u - job->reserved) << CORO__READY_SHIFT;
+        hist_inc(w->h_ready[CORO__PRIO_IDX(job->prio)], age);
+        if (job->flags & CORO__FL_IOWAKE)
+            hist_inc(w->h_io, age);
+    }
+    /* relaxed: read racily by coro_sched_dump, for display only */
+    __atomic_store_n(&w->cur_name, coro__job_name(job), __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
+    return t0;
+}
+
+/* the body returned, the job is still ours: report a stall once per step */
+static inline void diag_check(struct coro__worker *w, coro_t *job, coro_fn fn, int64_t t0,
+                              bool *stalled)
+{
+    coro_sched_t *s = w->s;
+    if (s->stall_ns > 0 && !*stalled) {
+        int64_t d = coro__now() - t0;
+        if (d > s->stall_ns) {
+            *stalled = true;
+            stat_inc(&w->n_stalls);
+            coro__stall_report(w, job, fn, d);
+        }
+    }
+}
+
+/* the step ended (the job may no longer be ours: not touched) */
+static void diag_end(struct coro__worker *w, int64_t t0)
+{
+    if (w->s->hist)
+        hist_inc(w->h_step, coro__now() - t0);
+    __atomic_store_n(&w->cur_t0, 0, __ATOMIC_RELAXED);
+}
+
+/* coro__run_job's body; diag is a constant: the compiler makes one copy
+ * without the diagnostics (the common case) and one with them */
+static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
+                                                           const bool diag)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
     coro_await_t *aw;
     intptr_t res;
+    int64_t t0 = 0;
+    bool stalled = false;
 
     set_state(job, CORO__S_READY, CORO__S_RUNNING);
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
+    /* relaxed: what this worker runs, for coro_sched_dump (never
+     * dereferenced there: the job's identity and body only) */
+    __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
+    if (diag)
+        t0 = diag_begin(w, job);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
     }
+#define STEP_END()                                                                 \
+    do {                                                                           \
+        if (diag)                                                                  \
+            diag_end(w, t0);                                                       \
+        __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
+    } while (0)
     for (;;) {
         int st = cur->fn(cur);
 
+        if (diag)
+            diag_check(w, job, cur->fn, t0, &stalled);
         if (st == CORO__ST_DONE) {
             if (cur == job) {
+                STEP_END();
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
@@ -622,6 +697,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
+            STEP_END();
             set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
@@ -683,6 +759,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
+            STEP_END();
             coro__tls_in_job = 0;
             return false;
         }
@@ -692,11 +769,21 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
+        STEP_END();
         set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
         return false;
     }
+#undef STEP_END
+}
+
+bool coro__run_job(struct coro__worker *w, coro_t *job)
+{
+    /* the one branch the diagnostics cost when off (fixed at create) */
+    if (CORO__UNLIKELY(w->s->diag))
+        return run_job_(w, job, true);
+    return run_job_(w, job, false);
 }
 
 /* ---- the worker thread ------------------------------------------------------ */
@@ -716,7 +803,10 @@ void *coro__worker_main(void *arg)
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(w->cpu, &set);
-        w->pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+        /* relaxed: read racily by coro_sched_stats / coro_sched_dump */
+        __atomic_store_n(&w->pinned,
+                         pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0,
+                         __ATOMIC_RELAXED);
     }
     for (;;) {
         coro_t *j = coro__find_work(w);

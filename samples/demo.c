@@ -199,7 +199,10 @@ int main(void)
     enum { N = 20000 };
     struct where *ws = calloc(N, sizeof *ws);
     coro_cpuset_t masks[2];
-    int cpus[2] = { st->worker[0].cpu, st->worker[st->workers > 1].cpu };
+    coro_worker_stats_t w0, w1;
+    coro_sched_worker_stats(s, 0, &w0);
+    coro_sched_worker_stats(s, st->workers > 1, &w1);
+    int cpus[2] = { w0.cpu, w1.cpu };
     for (int m = 0; m < 2; m++) {
         coro_cpuset_zero(&masks[m]);
         coro_cpuset_add(&masks[m], cpus[m]);
@@ -311,11 +314,13 @@ int main(void)
     /* ---- 7. counters ---- */
     coro_sched_stats(s, st);
     printf("7. worker  cpu  pinned  jobs-run  steals  stolen  parks  io-wakeups\n");
-    for (int i = 0; i < st->workers; i++)
-        printf("   %6d  %3d  %6s  %8lu  %6lu  %6lu  %5lu  %10lu\n", i, st->worker[i].cpu,
-               st->worker[i].pinned ? "yes" : "no", (unsigned long)st->worker[i].jobs_run,
-               (unsigned long)st->worker[i].steals, (unsigned long)st->worker[i].stolen,
-               (unsigned long)st->worker[i].parks, (unsigned long)st->worker[i].io_wakeups);
+    for (int i = 0; i < st->workers; i++) {
+        coro_worker_stats_t w;
+        coro_sched_worker_stats(s, i, &w);
+        printf("   %6d  %3d  %6s  %8lu  %6lu  %6lu  %5lu  %10lu\n", i, w.cpu,
+               w.pinned ? "yes" : "no", (unsigned long)w.jobs_run, (unsigned long)w.steals,
+               (unsigned long)w.stolen, (unsigned long)w.parks, (unsigned long)w.io_wakeups);
+    }
     coro_sched_destroy(s);
     free(st);
     printf(ok ? "demo: ok\n" : "demo: FAILED\n");

@@ -370,9 +370,7 @@ Test(io, a_second_coro_child_waiter_of_one_pid_gets_esrch, .timeout = 60)
             coro_sched_stats_t *st = malloc(sizeof *st);
             for (int i = 0; i < 20000; i++) {
                 coro_sched_stats(s, st);
-                long q = 0;
-                for (int w = 0; w < st->workers; w++)
-                    q += (long)st->worker[w].queue_depth;
+                long q = (long)st->queue_depth;
                 if (q == 0 && st->global_depth == 0)
                     break;
                 usleep(100);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "sched_impl.h"     /* the job state word */
+#include "io_impl.h"        /* coro__io_pending: a wait parked in an fd slot */
 
 #define MS 1000000LL
 static const int wcounts[] = { 0, 1, 2, 4 };
@@ -581,6 +582,10 @@ Test(select, error_paths, .timeout = 60)
     cr_assert_eq(coro_spawn(s, &b.co, busy_body, NULL), 0);
     join_start(&j, &b.co);
     wait_suspended(&b.co);
+    /* SUSPENDED comes before the job's wait is armed in the fd's slot:
+     * wait until it is there (the only fd wait of s, no timers) */
+    for (int64_t end = coro_now() + 20000 * MS; !coro__io_pending(coro__sched_io(s));)
+        cr_assert_lt(coro_now(), end, "the read never parked in the fd's slot");
     cr_assert_eq(coro_select_init(sel), 0);
     cr_assert_eq(coro_select_event(sel, &ev), 0);
     cr_assert_eq(coro_select_readable(sel, s, sv[0]), 1);

@@ -40,6 +40,7 @@ extern "C" {
     X(ESRCH,     "no such process")                                         \
     X(ENOSPC,    "no space left (no room for another entry)")               \
     X(EIO,       "input/output error")                                      \
+    X(ERANGE,    "index out of range")                                      \
     X(EINTR,     "interrupted system call")                                 \
     X(EMFILE,    "too many open files in this process")                     \
     X(ENFILE,    "too many open files in the system")                       \

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "coro.h"
 #include "cpuset.h"
 #include "error.h"
@@ -28,6 +29,21 @@ struct ck_malloc;
 /* The most workers a scheduler runs. */
 #define CORO_MAX_WORKERS 256
 
+/* What the stall detector reports (coro_sched_config_t.stall_ns).  The
+ * pointers are valid during the hook call only. */
+typedef struct coro_stall {
+    coro_t *job;                /* the job (identity only: do not touch it) */
+    const char *name;           /* its coro_spawn_opts_t.name, or NULL */
+    void *fn;                   /* the body that runs (the innermost frame's) */
+    const char *symbol;         /* fn's symbol (dladdr), or NULL when unknown */
+    int64_t duration_ns;        /* how long the step has run so far */
+    int worker;                 /* worker index (0 when single-threaded) */
+    int cpu;                    /* the worker's CPU (-1 when single-threaded) */
+    int priority;               /* CORO_PRIO_* */
+    uint32_t reserved_u;
+    uint64_t reserved[2];
+} coro_stall_t;
+
 typedef struct coro_sched_config {
     /* CORO_WORKERS_AUTO: one pinned worker per usable CPU
      * (sched_getaffinity: cgroups and taskset are honoured).
@@ -48,10 +64,26 @@ typedef struct coro_sched_config {
      * without work (0 = 10,000 ms).  Threads start only when needed. */
     uint32_t blocking_threads;
     uint32_t blocking_keepalive_ms;
+    /* trace field goes here */
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
      * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[7];
+    uint64_t reserved[3];
+    /* The stall detector (docs/diagnostics.md): a job step (from the
+     * moment a worker resumes the job until it suspends, yields or
+     * finishes) that runs longer than stall_ns is reported once, while the
+     * step still runs (at its next await), to stall_hook(info, stall_arg)
+     * on the worker's thread; stall_hook NULL = one line on stderr.
+     * 0 = off (the default): one predictable branch per step. */
+    int64_t stall_ns;
+    void (*stall_hook)(const struct coro_stall *info, void *arg);
+    void *stall_arg;
+    /* Latency histograms in coro_sched_stats (ready to running per
+     * priority, step time, I/O readiness to running): two clock reads per
+     * step, so off by default (false), as tokio's
+     * enable_metrics_poll_count_histogram. */
+    bool histograms;
+    uint8_t reserved_b[7];      /* keep zero */
 } coro_sched_config_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -112,10 +144,15 @@ typedef struct coro_spawn_opts {
      * deadline ends then (lot waits and I/O waits: their timers are bounded
      * by it).  An await that completes at once keeps its result. */
     int64_t deadline;
+    /* The job's name, shown by coro_sched_dump and the stall detector
+     * (NULL = none).  Not copied: the caller keeps the string alive while
+     * the job lives (a string literal is best: a dump may print it while
+     * the job finishes).  A named job costs one allocation at spawn. */
+    const char *name;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (`= { .priority = ... }` does).  A new field takes the place
      * of reserved words; the size stays. */
-    uint64_t reserved[4];
+    uint64_t reserved[3];
 } coro_spawn_opts_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -283,8 +320,9 @@ CORO_EXTERN int coro_sched_destroy(coro_sched_t *s);
 
 /* ---- statistics ---------------------------------------------------------- */
 
+/* One worker's counters (coro_sched_worker_stats). */
 typedef struct coro_worker_stats {
-    int cpu;                /* the CPU the worker is meant for */
+    int cpu;                /* the CPU the worker is meant for (-1: single-threaded) */
     bool pinned;            /* pinning succeeded */
     uint64_t jobs_run;      /* job steps run (a step ends at an await) */
     uint64_t steals;        /* steal operations that took jobs */
@@ -293,13 +331,33 @@ typedef struct coro_worker_stats {
     uint64_t wakeups;       /* times it was woken from a park */
     uint64_t io_wakeups;    /* jobs made ready by the I/O thread that it ran */
     uint64_t queue_depth;   /* jobs queued for it at the time of the call */
+    uint64_t stalls;        /* steps reported by the stall detector */
+    uint64_t reserved[6];   /* zero; room for later counters */
 } coro_worker_stats_t;
 
+/* Latency histograms: bucket 0 counts values below 2 ns, bucket i (1 ..
+ * CORO_HIST_BUCKETS - 2) values in [2^i, 2^(i+1)) ns, the last bucket
+ * everything from 2^(CORO_HIST_BUCKETS - 1) ns (about 2.1 s) up. */
+#define CORO_HIST_BUCKETS 32
+
+/* The scheduler's summary (coro_sched_stats): about 1.4 KiB, fit for the
+ * stack.  Per-worker counters: coro_sched_worker_stats. */
 typedef struct coro_sched_stats {
-    int workers;                                /* entries used in worker[] */
-    uint64_t live_jobs;                         /* spawned, not finished */
-    uint64_t global_depth;                      /* injection queue depth */
-    coro_worker_stats_t worker[CORO_MAX_WORKERS];
+    int workers;            /* worker slots (1 when single-threaded) */
+    bool histograms;        /* the hist_* arrays are filled (config .histograms) */
+    uint64_t live_jobs;     /* spawned, not finished */
+    uint64_t global_depth;  /* injection queue depth */
+    /* the workers' counters, summed */
+    uint64_t jobs_run, steals, stolen, parks, wakeups, io_wakeups, queue_depth, stalls;
+    /* with .histograms: ready (spawned, woken, yielded) to running, by
+     * priority (index CORO_PRIO_* + 1; the ready time is kept in 64 ns
+     * units, so values below 64 ns land in bucket 0..6 as 0); */
+    uint64_t hist_ready[3][CORO_HIST_BUCKETS];
+    /* step time (resume to suspend / yield / finish); */
+    uint64_t hist_step[CORO_HIST_BUCKETS];
+    /* made ready by an fd's readiness (or an I/O timer) to running */
+    uint64_t hist_io[CORO_HIST_BUCKETS];
+    uint64_t reserved[8];   /* zero; room for later fields */
 } coro_sched_stats_t;
 
 /* coro_blocking - awaitable: run fn(arg) on the scheduler's blocking pool
@@ -317,11 +375,35 @@ typedef struct coro_sched_stats {
  * still out; coro_join / coro_block_on wait for them. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 
-/* coro_sched_stats - copy the counters of s (single-threaded mode reports
- * one entry for the running thread).  Counters are read without stopping
- * the workers: each is exact, their sum is a snapshot.  Returns 0 or
- * -EINVAL.  Any thread. */
+/* coro_sched_stats - s's summary: totals over the workers, live jobs,
+ * queue depths and (config .histograms) the latency histograms.  Counters
+ * are read without stopping the workers: each is exact, their sum is a
+ * snapshot.  Returns 0 or -EINVAL (NULL s or out).  Any thread. */
 CORO_EXTERN int coro_sched_stats(const coro_sched_t *s, coro_sched_stats_t *out);
+
+/* coro_sched_worker_stats - the counters of worker i (0 ..
+ * coro_sched_stats().workers - 1; single-threaded mode has one, the
+ * driving thread's).  Returns 0, -EINVAL (NULL s or out), -ERANGE (i < 0
+ * or i >= the number of worker slots).  Any thread; racy as
+ * coro_sched_stats. */
+CORO_EXTERN int coro_sched_worker_stats(const coro_sched_t *s, int i, coro_worker_stats_t *out);
+
+/* coro_sched_dump - write to out, in plain text, every live job that s can
+ * reach (docs/diagnostics.md): each worker and what it runs (and for how
+ * long, with .stall_ns or .histograms on), the jobs queued per worker,
+ * class and priority with why they are not running, and every suspended
+ * job with what it waits on: an fd and direction, a parking-lot object
+ * (event, mutex, channel, coro_done, select ...) with its address, a
+ * timer with the time left, a blocking call; with its mask, priority,
+ * body symbol and name.  Safe from any thread, jobs included, while the
+ * workers run: it takes each wait structure's lock in turn (never two
+ * at once but in their usual order), so it is a sequence of snapshots,
+ * not one: a job may move between them, and the running / queued part is
+ * read without locks (queued jobs are shown by address only).  Text is
+ * built in memory and written once at the end.  Returns the number of
+ * jobs listed (>= 0), -EINVAL (NULL s or out), -ENOMEM, -EIO (writing out
+ * failed). */
+CORO_EXTERN int coro_sched_dump(coro_sched_t *s, FILE *out);
 
 /* coro_version - CORO_VERSION_HEX of the library actually linked. */
 CORO_EXTERN unsigned coro_version(void);

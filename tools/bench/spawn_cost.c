@@ -14,6 +14,14 @@
 #include <string.h>
 #include <time.h>
 
+/* one worker's counters (coro_sched_worker_stats) */
+static coro_worker_stats_t wstat(const coro_sched_t *s, int i)
+{
+    coro_worker_stats_t w;
+    coro_sched_worker_stats(s, i, &w);
+    return w;
+}
+
 enum { N = 10000 };
 
 static double now_ns(void)
@@ -120,11 +128,11 @@ int main(int argc, char **argv)
         coro_sched_stats(s, st);
         printf("worker cpu pinned jobs_run steals stolen parks wakeups depth\n");
         for (int i = 0; i < st->workers; i++)
-            printf("%6d %3d %6d %8lu %6lu %6lu %5lu %7lu %5lu\n", i, st->worker[i].cpu,
-                   st->worker[i].pinned, (unsigned long)st->worker[i].jobs_run,
-                   (unsigned long)st->worker[i].steals, (unsigned long)st->worker[i].stolen,
-                   (unsigned long)st->worker[i].parks, (unsigned long)st->worker[i].wakeups,
-                   (unsigned long)st->worker[i].queue_depth);
+            printf("%6d %3d %6d %8lu %6lu %6lu %5lu %7lu %5lu\n", i, wstat(s, i).cpu,
+                   wstat(s, i).pinned, (unsigned long)wstat(s, i).jobs_run,
+                   (unsigned long)wstat(s, i).steals, (unsigned long)wstat(s, i).stolen,
+                   (unsigned long)wstat(s, i).parks, (unsigned long)wstat(s, i).wakeups,
+                   (unsigned long)wstat(s, i).queue_depth);
         free(st);
     }
     coro_sched_destroy(s);
