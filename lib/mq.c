@@ -136,10 +136,10 @@ coro_t *coro__mq_pop(struct coro__mq *q)
         unsigned moved = 1;
 
         job->next = NULL;
-        TSAN_RELEASE(q);
         while (n && moved <= CORO__MQ_REFILL) {
             coro_t *nx = n->next;
             n->next = NULL;     /* before the enqueue publishes it */
+            TSAN_RELEASE(q);    /* after that write (TSan's view of ck's release) */
             if (!ck_ring_enqueue_spmc(&q->ring, q->buf, n)) {
                 n->next = nx;   /* ring full (popped meanwhile is fine) */
                 break;
