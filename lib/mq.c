@@ -32,6 +32,9 @@
 #include "mq.h"
 #include "internal.h"
 
+/* jobs coro__mq_pop moves from the overflow list to the ring per lock */
+#define CORO__MQ_REFILL 128u
+
 #ifdef CORO__TSAN
 # include <sanitizer/tsan_interface.h>
 # define TSAN_RELEASE(p) __tsan_release(p)
@@ -111,13 +114,44 @@ coro_t *coro__mq_pop(struct coro__mq *q)
     if (__atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED) == 0)
         return NULL;
     pthread_mutex_lock(&q->lock);
+    /* another consumer may have refilled the ring while we waited for the
+     * lock: its jobs are older than the list's, take one of them first.
+     * Under the lock nothing else enqueues, so a ring empty here stays
+     * empty until our own refill below */
+    if (ck_ring_dequeue_spmc(&q->ring, q->buf, &job)) {
+        pthread_mutex_unlock(&q->lock);
+        TSAN_ACQUIRE(q);
+        return job;
+    }
     job = q->head;
     if (job) {
-        q->head = job->next;
-        if (!q->head)
-            q->tail = NULL;
-        __atomic_store_n(&q->overflow_n, q->overflow_n - 1, __ATOMIC_RELAXED);
+        /* take the head, then move up to CORO__MQ_REFILL more from the
+         * list into the ring under the same lock (one lock per batch, not
+         * per job).  Order holds: the ring is empty (above), a push goes
+         * to the list while overflow_n != 0, so the ring keeps older jobs
+         * than the list.  A job is in exactly one of the two: it leaves
+         * the list before the (mutex-serialised) producer enqueue
+         * publishes it in the ring. */
+        coro_t *n = job->next;
+        unsigned moved = 1;
+
         job->next = NULL;
+        while (n && moved <= CORO__MQ_REFILL) {
+            coro_t *nx = n->next;
+            n->next = NULL;     /* before the enqueue publishes it */
+            TSAN_RELEASE(q);    /* after that write (TSan's view of ck's release) */
+            if (!ck_ring_enqueue_spmc(&q->ring, q->buf, n)) {
+                n->next = nx;   /* ring full (popped meanwhile is fine) */
+                break;
+            }
+            n = nx;
+            moved++;
+        }
+        q->head = n;
+        if (!n)
+            q->tail = NULL;
+        /* relaxed: see coro__mq_push */
+        __atomic_store_n(&q->overflow_n, q->overflow_n - moved, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&q->lock);
     return job;
