@@ -101,6 +101,7 @@
 #include <string.h>
 
 #include "sched_impl.h"
+#include "trace.h"
 
 __thread struct coro__worker *coro__tls_worker;
 __thread int coro__tls_budget;
@@ -145,6 +146,7 @@ static void unpark(coro_sched_t *s, int idx)
      * ordered before our read of the poll token in coro__io_wake_poller
      * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
     __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
+    coro__trace_nudge(s, idx);
     if (s->nworkers > 0 && s->io && coro__io_wake_poller(s->io, idx))
         return;     /* it waits in epoll: the eventfd woke it */
     coro__futex_wake(&w->futex, 1);
@@ -371,6 +373,7 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
         first = take_half(w, &v->yielded[pi], pop_lq, coro__lq_size(&v->yielded[pi]),
                           &w->yielded[pi], &got);
     if (got) {
+        coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
         __atomic_store_n(&w->n_stolen, w->n_stolen + got, __ATOMIC_RELAXED);
     }
@@ -432,6 +435,7 @@ static coro_t *steal(struct coro__worker *w)
             /* acq_rel: pairs with the victim's exchange into its slot */
             j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
             if (j) {
+                coro__trace_steal(w, v->idx, 1);
                 stat_inc(&w->n_steals);
                 stat_inc(&w->n_stolen);
             }
@@ -529,6 +533,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
         goto out;
     }
     stat_inc(&w->n_parks);
+    coro__trace_park(w, false);
     struct idle_bit ib = { word, bit };
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
@@ -543,6 +548,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
         coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
     }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
 out:
     return j;
@@ -566,6 +572,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
+    coro__trace_run(w, job);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
@@ -578,6 +585,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
+                coro__trace_end(w, job, CORO__TR_END_DONE);
                 coro__finish(job);
                 coro__tls_in_job = 0;
                 return true;
@@ -592,6 +600,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
+            coro__trace_end(w, job, CORO__TR_END_YIELD);
             set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
@@ -647,10 +656,13 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ETIMEDOUT;
             continue;
         }
+        coro__trace_await(w, job, aw);
         set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
-            /* the job may already run elsewhere: do not touch it */
+            /* the job may already run elsewhere: do not touch it (the
+             * trace only records its address) */
+            coro__trace_end(w, job, CORO__TR_END_SUSPEND);
             coro__tls_in_job = 0;
             return false;
         }
@@ -660,6 +672,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
+        coro__trace_end(w, job, CORO__TR_END_REQUEUE);
         set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);

@@ -48,10 +48,16 @@ typedef struct coro_sched_config {
      * without work (0 = 10,000 ms).  Threads start only when needed. */
     uint32_t blocking_threads;
     uint32_t blocking_keepalive_ms;
+    /* The built-in tracer (include/corokit/trace.h): 0 = off, unless
+     * COROKIT_TRACE=FILE is in the environment (then 32,768); N > 0 = on,
+     * each worker, the I/O thread and the plain threads keeping their last
+     * N events (rounded up to a power of two, at most 16,777,216; 32 bytes
+     * each).  Off costs one predictable branch per hook. */
+    uint64_t trace_events;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
      * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[7];
+    uint64_t reserved[6];
 } coro_sched_config_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
