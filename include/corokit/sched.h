@@ -136,7 +136,7 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
 /* coro_sched_create - make a scheduler and start its workers.
  * cfg NULL = CORO_SCHED_CONFIG_DEFAULT.  Returns 0 and sets *out, or
  * -EINVAL (NULL out, workers < -1 or > CORO_MAX_WORKERS, cpus empty or
- * holding no usable CPU), -ENOMEM, or the error of a failed thread start.
+ * holding no usable CPU, trace_events > 16,777,216), -ENOMEM, or the error of a failed thread start.
  * On failure nothing is left behind.  Any thread may call it. */
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 
