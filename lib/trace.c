@@ -40,7 +40,7 @@
 
 #include "trace.h"
 
-#define TRACE_DEFAULT_EVENTS 32768u      /* per ring with COROKIT_TRACE */
+#define TRACE_DEFAULT_EVENTS 8192u       /* per ring with COROKIT_TRACE */
 #define TRACE_MAX_EVENTS (1u << 24)
 
 struct coro__tev {
@@ -177,6 +177,37 @@ void coro__trace_put(struct coro__tring *r, unsigned type, const void *a, const 
     __atomic_store_n(&e->meta, meta, __ATOMIC_RELAXED);
     /* release: the event's words before the count a reader acquires */
     __atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+}
+
+uint64_t coro__trace_clock(void)
+{
+    return clock_raw();
+}
+
+void coro__trace_step_(struct coro__worker *w, coro_t *job, uint64_t *t0, unsigned why,
+                       const coro_await_t *aw)
+{
+    uint64_t now = clock_raw(), d = now - *t0;
+    unsigned x = d > UINT32_MAX ? UINT32_MAX : (unsigned)d;
+    struct coro__tring *r = w->tring;
+    uint64_t h = r->head;      /* we are its only writer */
+    struct coro__tev *e = &r->ev[h & r->mask];
+
+    /* the step, written in place (coro__trace_put with ts = *t0) */
+    __atomic_store_n(&e->ts, *t0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->a, (uint64_t)(uintptr_t)job, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->b, (uint64_t)(uintptr_t)job->fn, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->meta,
+                     (CORO__TR_STEP | why << 4) | (uint64_t)(uint8_t)(job->prio + 1) << 8 |
+                         (uint64_t)job->cls << 16 | (uint64_t)x << 32,
+                     __ATOMIC_RELAXED);
+    /* release: the event's words before the count a reader acquires */
+    __atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+    if (CORO__UNLIKELY(x == UINT32_MAX))
+        coro__trace_put(r, CORO__TR_LONG, job, NULL, 0, 0, 0);
+    if (aw)
+        coro__trace_put(r, CORO__TR_AWAIT, job, aw->ops->name, 0, 0, 0);
+    *t0 = now;
 }
 
 void coro__trace_io_thread_(coro_sched_t *s)
@@ -343,8 +374,7 @@ static const char *end_name(unsigned why)
     switch (why) {
     case CORO__TR_END_DONE: return "done";
     case CORO__TR_END_YIELD: return "yield";
-    case CORO__TR_END_REQUEUE: return "requeue";
-    default: return "suspend";
+    default: return "await";
     }
 }
 
@@ -352,45 +382,33 @@ static const char *end_name(unsigned why)
 static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
 {
     char from[32];
-    bool open = false, parked = false, polling = false;
-    uint64_t job = 0, fn = 0, t0 = 0, park0 = 0, poll0 = 0;
-    const char *await = NULL;
-    int prio = 0;
-    unsigned cls = 0;
+    bool parked = false, polling = false;
+    uint64_t park0 = 0, poll0 = 0;
 
     from_name(tid, c->s->nslots, from, sizeof from);
     for (size_t i = 0; i < sn->n; i++) {
         const struct coro__tev *e = &sn->ev[i];
-        unsigned type = (unsigned)(e->meta & 0xff);
+        unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
         int eprio = (int)((e->meta >> 8) & 0xff) - 1;
         unsigned ecls = (unsigned)((e->meta >> 16) & 0xffff);
         unsigned x = (unsigned)(e->meta >> 32);
 
         switch (type) {
-        case CORO__TR_RUN:
-            open = true;
-            job = e->a;
-            fn = e->b;
-            t0 = e->ts;
-            prio = eprio;
-            cls = ecls;
-            await = NULL;
+        case CORO__TR_STEP: {
+            const char *await = NULL;
+            double dur = to_us(c, e->ts + x) - to_us(c, e->ts);
+            size_t k = i + 1;
+            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_LONG && sn->ev[k].a == e->a)
+                dur = to_us(c, sn->ev[k++].ts) - to_us(c, e->ts);
+            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_AWAIT && sn->ev[k].a == e->a)
+                await = (const char *)(uintptr_t)sn->ev[k].b;
+            ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
+            fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
+            job_args(c, e->a, eprio, ecls);
+            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"}}", e->b,
+                    end_name(why), await ? " " : "", await ? await : "");
             break;
-        case CORO__TR_AWAIT:
-            if (open && e->a == job)
-                await = (const char *)(uintptr_t)e->b;
-            break;
-        case CORO__TR_END:
-            if (!open || e->a != job)
-                break;
-            open = false;
-            ev_head(c, fn_name(c, (const void *)(uintptr_t)fn), "job", 'X', tid, t0);
-            fprintf(c->f, ",\"dur\":%.3f,\"args\":{", to_us(c, e->ts) - to_us(c, t0));
-            job_args(c, job, prio, cls);
-            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"}}", fn, end_name(x),
-                    x == CORO__TR_END_SUSPEND && await ? " " : "",
-                    x == CORO__TR_END_SUSPEND && await ? await : "");
-            break;
+        }
         case CORO__TR_SPAWN:
         case CORO__TR_WAKE:
             ev_head(c, type == CORO__TR_SPAWN ? "spawn" : "wake", type == CORO__TR_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);

@@ -14,9 +14,11 @@
 /* event types */
 enum {
     CORO__TR_SPAWN = 1,     /* a = job, b = body, prio, cls */
-    CORO__TR_RUN,           /* a step begins: a = job, b = body, prio, cls */
-    CORO__TR_END,           /* the step ends: a = job, x = CORO__TR_END_* */
-    CORO__TR_AWAIT,         /* the step awaits: a = job, b = the await's name */
+    CORO__TR_STEP,          /* a job step: ts = its start, a = job, b = body, prio,
+                               cls, x = its length in clock ticks, y = CORO__TR_END_* */
+    CORO__TR_AWAIT,         /* follows a step that ended at an await: a = job,
+                               b = the await's name */
+    CORO__TR_LONG,          /* follows a step too long for x: ts = its end */
     CORO__TR_WAKE,          /* a = job made READY, prio, cls */
     CORO__TR_STEAL,         /* a = victim worker, x = jobs taken */
     CORO__TR_PARK,          /* a worker goes to sleep */
@@ -26,7 +28,7 @@ enum {
     CORO__TR_POLL1,         /* epoll_wait returned x events */
     CORO__TR_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
 };
-enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_SUSPEND, CORO__TR_END_REQUEUE };
+enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
 
 struct coro__tring;
 struct coro__trace;
@@ -42,6 +44,11 @@ CORO__HIDDEN void coro__trace_put(struct coro__tring *r, unsigned type, const vo
 CORO__HIDDEN void coro__trace_any(coro_sched_t *s, unsigned type, const void *a, const void *b,
                                   int prio, unsigned cls, unsigned x);
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
+/* a job step that began at *t0 ends now: record it (and the await's name);
+ * *t0 = now (the next step, when the await completes at once) */
+CORO__HIDDEN void coro__trace_step_(struct coro__worker *w, coro_t *job, uint64_t *t0,
+                                    unsigned why, const coro_await_t *aw);
+CORO__HIDDEN uint64_t coro__trace_clock(void);
 
 /* ---- the hooks ---------------------------------------------------------------- */
 
@@ -73,23 +80,20 @@ static inline void coro__trace_thread_wake(const coro_t *rec)
         coro__trace_put(w->tring, CORO__TR_THREAD_WAKE, rec, NULL, 0, 0, 0);
 }
 
-static inline void coro__trace_run(struct coro__worker *w, coro_t *job)
+/* a step of a job begins: its start time (0 when tracing is off) */
+static inline uint64_t coro__trace_begin(struct coro__worker *w)
 {
-    if (CORO__UNLIKELY(w->tring))
-        coro__trace_put(w->tring, CORO__TR_RUN, job, (const void *)job->fn, job->prio, job->cls, 0);
+    return CORO__UNLIKELY(w->tring) ? coro__trace_clock() : 0;
 }
 
-static inline void coro__trace_end(struct coro__worker *w, coro_t *job, unsigned why)
+/* the step that began at *t0 ends (why: CORO__TR_END_*; aw: the await, for
+ * AWAIT, recorded before arm: the job may be gone once arm returned
+ * PENDING).  One event per step (two when it ends at an await). */
+static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_t *t0,
+                                    unsigned why, const coro_await_t *aw)
 {
     if (CORO__UNLIKELY(w->tring))
-        coro__trace_put(w->tring, CORO__TR_END, job, NULL, 0, 0, why);
-}
-
-/* before arm: the job may be gone once arm returned PENDING */
-static inline void coro__trace_await(struct coro__worker *w, coro_t *job, const coro_await_t *aw)
-{
-    if (CORO__UNLIKELY(w->tring))
-        coro__trace_put(w->tring, CORO__TR_AWAIT, job, aw->ops->name, 0, 0, 0);
+        coro__trace_step_(w, job, t0, why, aw);
 }
 
 static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigned n)

@@ -572,7 +572,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
-    coro__trace_run(w, job);
+    uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
@@ -585,7 +585,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
-                coro__trace_end(w, job, CORO__TR_END_DONE);
+                coro__trace_step(w, job, &tr0, CORO__TR_END_DONE, NULL);
                 coro__finish(job);
                 coro__tls_in_job = 0;
                 return true;
@@ -600,7 +600,7 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         if (st == CORO__ST_YIELD) {
-            coro__trace_end(w, job, CORO__TR_END_YIELD);
+            coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
@@ -656,13 +656,11 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             cur->result = -ETIMEDOUT;
             continue;
         }
-        coro__trace_await(w, job, aw);
+        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
         set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
-            /* the job may already run elsewhere: do not touch it (the
-             * trace only records its address) */
-            coro__trace_end(w, job, CORO__TR_END_SUSPEND);
+            /* the job may already run elsewhere: do not touch it */
             coro__tls_in_job = 0;
             return false;
         }
@@ -672,7 +670,6 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
-        coro__trace_end(w, job, CORO__TR_END_REQUEUE);
         set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);

@@ -147,7 +147,7 @@ Test(trace, a_jobs_steps_and_its_wake_from_a_plain_thread_appear, .timeout = 60)
     cr_assert_eq(coro_join(&w.co), 5);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
-             "[e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p']==['suspend','done']"
+             "[e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p']==['await','done']"
              " and all(e['args']['prio']=='HIGH' and lane(e).startswith('coro-w')"
              "         for e in jobs if e['args']['job']=='%p')"
              " and any(e['name']=='wake' and e['args']['job']=='%p' and e['args']['from']=='thread'"
@@ -196,11 +196,11 @@ Test(trace, the_flight_recorder_keeps_only_the_last_n_events, .timeout = 60)
         cr_assert_eq(coro_block_on(s, &j[i].co, empty_body, NULL), 7);
     tmpname(f, sizeof f, "ring");
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
-    /* a ring of 64 holds at most 64 events: 32 steps at most on the worker
-     * lane (RUN + END each), 64 spawns on the threads lane; the last job is
+    /* a ring of 64 holds at most 64 events: 64 steps at most on the worker
+     * lane (one event each), 64 spawns on the threads lane; the last job is
      * there, the first is gone */
     snprintf(expr, sizeof expr,
-             "0<len(jobs)<=32 and len([e for e in t if e['name']=='spawn'])<=64"
+             "0<len(jobs)<=64 and len([e for e in t if e['name']=='spawn'])<=64"
              " and any(e['args']['job']=='%p' for e in jobs)"
              " and not any(e.get('args',{}).get('job')=='%p' for e in t)",
              (void *)&j[N - 1].co, (void *)&j[0].co);

@@ -49,7 +49,7 @@ typedef struct coro_sched_config {
     uint32_t blocking_threads;
     uint32_t blocking_keepalive_ms;
     /* The built-in tracer (include/corokit/trace.h): 0 = off, unless
-     * COROKIT_TRACE=FILE is in the environment (then 32,768); N > 0 = on,
+     * COROKIT_TRACE=FILE is in the environment (then 8,192); N > 0 = on,
      * each worker, the I/O thread and the plain threads keeping their last
      * N events (rounded up to a power of two, at most 16,777,216; 32 bytes
      * each).  Off costs one predictable branch per hook. */
