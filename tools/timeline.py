@@ -11,8 +11,12 @@ steals are marks on the thief's lane, parks thin grey bars, the I/O
 thread's epoll_wait thin orange bars.  TIMELINE_MS=FROM:TO (milliseconds
 from the trace's start) draws only that window.
 """
+import bisect
+import glob
 import json
 import os
+import re
+import subprocess
 import sys
 
 import matplotlib
@@ -24,6 +28,47 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 PRIO_COLOR = {"HIGH": "#d62728", "NORMAL": "#1f77b4", "LOW": "#2ca02c"}
 HATCHES = ["////", "\\\\\\\\", "xxxx", "....", "++++", "oo", "--", "||"]
+
+
+def resolver(src):
+    """names "module+0xOFF" (static bodies) by the module's symbol table:
+    the module is looked for beside the trace and below it (nm, binutils)"""
+    cache = {}
+
+    def syms(mod):
+        if mod in cache:
+            return cache[mod]
+        cache[mod] = None
+        base = os.path.dirname(os.path.abspath(src))
+        for pat in (mod, "*/" + mod, "*/*/" + mod, "../*/" + mod, "../*/*/" + mod):
+            for path in glob.glob(os.path.join(base, pat)):
+                try:
+                    txt = subprocess.run(["nm", "--defined-only", path], capture_output=True,
+                                         text=True, check=True).stdout
+                except (OSError, subprocess.CalledProcessError):
+                    continue
+                tab = []
+                for line in txt.splitlines():
+                    f = line.split()
+                    if len(f) == 3 and f[1] in "tT":
+                        tab.append((int(f[0], 16), f[2]))
+                tab.sort()
+                cache[mod] = tab
+                return tab
+        return None
+
+    def name(n):
+        m = re.fullmatch(r"(.+)\+0x([0-9a-f]+)", n)
+        if not m:
+            return n
+        tab = syms(m.group(1))
+        if not tab:
+            return n
+        off = int(m.group(2), 16)
+        i = bisect.bisect_right(tab, (off, "\uffff")) - 1
+        return tab[i][1] if i >= 0 and tab[i][0] == off else n
+
+    return name
 
 
 def main(src, out):
@@ -69,6 +114,7 @@ def main(src, out):
         span = hi - lo
     bars = {}      # (tid, prio, class) -> [(x, w)]
     labels = []
+    symname = resolver(src)
     for e in timed:
         if e["tid"] not in ypos or not visible(e):
             continue
@@ -81,7 +127,7 @@ def main(src, out):
                 classes.setdefault(cls, a.get("cpus", "?"))
             bars.setdefault((e["tid"], a["prio"], cls), []).append((x, w))
             if w > span * 0.04:
-                labels.append((x + w / 2, y, e["name"]))
+                labels.append((x + w / 2, y, symname(e["name"])))
         elif e["ph"] == "X" and e["name"] == "parked":
             ax.broken_barh([(ms(e["ts"]), e["dur"] / 1000.0)], (y - 0.08, 0.16),
                            facecolors="#cccccc", linewidth=0)
@@ -96,9 +142,10 @@ def main(src, out):
                     color="k")
     cls_hatch = {c: HATCHES[i % len(HATCHES)] for i, c in enumerate(sorted(classes))}
     for (tid, prio, cls), xs in bars.items():
+        # a hatched bar (a class) gets dark edges: the hatch takes the edge colour
         ax.broken_barh(xs, (ypos[tid] - 0.3, 0.6), facecolors=PRIO_COLOR.get(prio, "k"),
-                       edgecolors=PRIO_COLOR.get(prio, "k"), linewidth=0.3,
-                       hatch=cls_hatch.get(cls) if cls else None)
+                       edgecolors="#222222" if cls else PRIO_COLOR.get(prio, "k"),
+                       linewidth=0.3, hatch=cls_hatch.get(cls) if cls else None)
     for x, y, name in labels:
         ax.text(x, y, name, ha="center", va="center", fontsize=7, color="white", clip_on=True)
     ax.set_yticks([ypos[t] for t in tids])
