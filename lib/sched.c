@@ -269,11 +269,11 @@ static void stop_workers(coro_sched_t *s)
 static void sched_free(coro_sched_t *s)
 {
     coro__blocking_destroy(s);
-    if (s->trace && s->w)
-        coro__trace_fini(s, false);
     coro__frames_fini(s);
     if (s->io)
         coro__io_destroy(s->io);
+    if (s->trace && s->w)
+        coro__trace_fini(s);    /* after every thread that records is gone */
     coro__lot_sched_fini(s);
     coro__cls_fini(s);
     free_workers(s);
@@ -383,7 +383,7 @@ int coro_sched_destroy(coro_sched_t *s)
     if (rc < 0)
         return rc;
     stop_workers(s);
-    coro__trace_fini(s, true);  /* writes COROKIT_TRACE's file */
+    coro__trace_write_env(s);   /* COROKIT_TRACE's file */
     sched_free(s);
     return 0;
 }

@@ -126,23 +126,29 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     return 0;
 fail:
     s->trace = t;
-    coro__trace_fini(s, false);
+    coro__trace_fini(s);
     return -ENOMEM;
 }
 
 static int write_file(coro_sched_t *s, const char *path);
 
-void coro__trace_fini(coro_sched_t *s, bool write)
+void coro__trace_write_env(coro_sched_t *s)
+{
+    struct coro__trace *t = s->trace;
+
+    if (t && t->path) {
+        int rc = write_file(s, t->path);
+        if (rc < 0)
+            fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", t->path, coro_strerror(rc));
+    }
+}
+
+void coro__trace_fini(coro_sched_t *s)
 {
     struct coro__trace *t = s->trace;
 
     if (!t)
         return;
-    if (write && t->path && t->io && t->ext) {
-        int rc = write_file(s, t->path);
-        if (rc < 0)
-            fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", t->path, coro_strerror(rc));
-    }
     for (int i = 0; i < s->nslots; i++) {
         if (s->w[i] && s->w[i]->tring)
             coro__free_aligned(s, s->w[i]->tring, ring_size(t->cap));
@@ -538,6 +544,6 @@ int coro_sched_trace_write(coro_sched_t *s, const char *path)
     if (!s || !path || !*path)
         return -EINVAL;
     if (!s->trace)
-        return -ENOTSUP;
+        return -EOPNOTSUPP;     /* ENOTSUP: the same code on Linux */
     return write_file(s, path);
 }

@@ -35,8 +35,10 @@ struct coro__trace;
 
 /* trace.c */
 CORO__HIDDEN int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c);
-/* after the workers stopped: write COROKIT_TRACE's file, free everything */
-CORO__HIDDEN void coro__trace_fini(coro_sched_t *s, bool write);
+/* at destroy, once the workers stopped: write COROKIT_TRACE's file, if set */
+CORO__HIDDEN void coro__trace_write_env(coro_sched_t *s);
+/* free the rings: after every thread that records into them is gone */
+CORO__HIDDEN void coro__trace_fini(coro_sched_t *s);
 /* record into ring r (the caller's own: a worker's or the I/O thread's) */
 CORO__HIDDEN void coro__trace_put(struct coro__tring *r, unsigned type, const void *a,
                                   const void *b, int prio, unsigned cls, unsigned x);
