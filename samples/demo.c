@@ -401,7 +401,7 @@ int main(int argc, char **argv)
     free(st);
 
     /* ---- 8. a trace ---- */
-    const char *tpath = argc > 1 ? argv[1] : NULL;
+    const char *tpath = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;    /* not --self-test */
     rc = trace_demo(tpath, cpu1);
     if (tpath)
         printf("8. a traced run (NORMAL jobs that sleep, HIGH jobs pinned to CPU %d, LOW ones "
