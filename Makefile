@@ -2,7 +2,7 @@
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends)
-#   make demo       build and run samples/demo
+#   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
 #   make stress     the long opt-in runs of tests/stress
@@ -205,7 +205,9 @@ stress: deps all $(SCEN_BIN)
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(B)/samples/demo
+	$(Q)$(B)/samples/demo $(B)/demo-trace.json
+	$(Q)tools/timeline $(B)/demo-trace.json $(B)/demo-timeline.png
+	@echo "demo: the trace's picture is $(B)/demo-timeline.png (docs/observability.md)"
 
 bench: deps all
 	$(Q)tools/bench/run.sh

@@ -10,6 +10,7 @@
 #include "corokit/cpuset.h"
 #include "corokit/coro.h"
 #include "corokit/sched.h"
+#include "corokit/trace.h"
 #include "corokit/io.h"
 #include "corokit/sync.h"
 

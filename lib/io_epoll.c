@@ -91,6 +91,7 @@
 
 #include "io_impl.h"
 #include "sync_impl.h"     /* select branches in fd slots: coro__wl_t */
+#include "trace.h"
 
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
@@ -744,7 +745,9 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
     struct epoll_event evs[MAX_EVENTS];
 
     *kicked = false;
+    coro__trace_poll(io->s, -1);
     int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
+    coro__trace_poll(io->s, n);
     return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
 
@@ -815,6 +818,7 @@ static void *io_main(void *arg)
     uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
+    coro__trace_io_thread(io->s);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
         uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);

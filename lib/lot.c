@@ -81,6 +81,7 @@
 #include <string.h>
 
 #include "lot_impl.h"
+#include "trace.h"
 
 #define LOT_BITS 16
 #define LOT_SIZE (1u << LOT_BITS)
@@ -171,6 +172,7 @@ static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
 static void wake_waiter(coro_t *w, intptr_t res)
 {
     if (w->flags & CORO__FL_THREAD) {
+        coro__trace_thread_wake(w);
         w->result = res;
         /* release: the result before the flag the thread acquires; after
          * the store the record may be gone: only its address is used */

@@ -24,6 +24,7 @@
 
 #include "frame.h"
 #include "sched_impl.h"
+#include "trace.h"
 
 /* ---- memory ---------------------------------------------------------------- */
 
@@ -112,6 +113,7 @@ unsigned coro_version(void)
 void coro__wake(coro_t *job, intptr_t res)
 {
     job->top->result = res;
+    coro__trace_wake(job);
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
      * release: the result is visible to the worker that acquires RUNNING */
     __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
@@ -277,6 +279,8 @@ static void sched_free(coro_sched_t *s)
     coro__frames_fini(s);
     if (s->io)
         coro__io_destroy(s->io);
+    if (s->trace && s->w)
+        coro__trace_fini(s);    /* after every thread that records is gone */
     coro__lot_sched_fini(s);
     coro__cls_fini(s);
     free_workers(s);
@@ -357,6 +361,8 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
             b += CORO__INBOX_SIZE;
         }
     }
+    if ((rc = coro__trace_init(s, &c)) < 0)
+        goto fail;
     if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)
         goto fail;
     if ((rc = coro__lot_sched_init(s)) < 0)
@@ -393,6 +399,7 @@ int coro_sched_destroy(coro_sched_t *s)
     if (rc < 0)
         return rc;
     stop_workers(s);
+    coro__trace_write_env(s);   /* COROKIT_TRACE's file */
     sched_free(s);
     return 0;
 }
@@ -492,6 +499,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
             coro__group_join(x->group, x);
     }
     co->wait_obj = NULL;
+    coro__trace_spawn(s, co);
     coro__submit(s, co, false);
     return 0;
 }

@@ -47,6 +47,7 @@ struct coro__worker {
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
     unsigned since_normal, since_low;   /* starvation bound, see worker.c */
     uint32_t rng;
+    struct coro__tring *tring;          /* trace ring, NULL = off (lib/trace.c) */
     uint16_t *served;                   /* classes > 0 this worker serves */
     uint32_t nserved;                   /* atomic: grows when classes appear */
     /* counters: written by the owner (relaxed), read by coro_sched_stats */
@@ -72,6 +73,7 @@ struct coro_sched {
     int nslots;                         /* worker structs (max(1, nworkers)) */
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
+    struct coro__trace *trace;          /* NULL = tracing off (lib/trace.c) */
     struct ck_malloc *alloc;
     struct coro__worker **w;
     uint64_t all_wmask[CORO__WMASK_WORDS];

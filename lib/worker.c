@@ -104,6 +104,7 @@
 #include <string.h>
 
 #include "sched_impl.h"
+#include "trace.h"
 
 __thread struct coro__worker *coro__tls_worker;
 __thread int coro__tls_budget;
@@ -148,6 +149,7 @@ static void unpark(coro_sched_t *s, int idx)
      * ordered before our read of the poll token in coro__io_wake_poller
      * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
     __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
+    coro__trace_nudge(s, idx);
     if (s->nworkers > 0 && s->io && coro__io_wake_poller(s->io, idx))
         return;     /* it waits in epoll: the eventfd woke it */
     coro__futex_wake(&w->futex, 1);
@@ -378,6 +380,7 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
         first = take_half(w, &v->yielded[pi], pop_lq, coro__lq_size(&v->yielded[pi]),
                           &w->yielded[pi], &got);
     if (got) {
+        coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
         __atomic_store_n(&w->n_stolen, w->n_stolen + got, __ATOMIC_RELAXED);
     }
@@ -439,6 +442,7 @@ static coro_t *steal(struct coro__worker *w)
             /* acq_rel: pairs with the victim's exchange into its slot */
             j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
             if (j) {
+                coro__trace_steal(w, v->idx, 1);
                 stat_inc(&w->n_steals);
                 stat_inc(&w->n_stolen);
             }
@@ -536,6 +540,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
         goto out;
     }
     stat_inc(&w->n_parks);
+    coro__trace_park(w, false);
     struct idle_bit ib = { word, bit };
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
@@ -550,6 +555,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
         coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
     }
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
 out:
     return j;
@@ -662,6 +668,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     if (diag)
         t0 = diag_begin(w, job);
+    uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
@@ -683,6 +690,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
+                coro__trace_step(w, job, &tr0, CORO__TR_END_DONE, NULL);
                 coro__finish(job);
                 coro__tls_in_job = 0;
                 return true;
@@ -698,6 +706,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         if (st == CORO__ST_YIELD) {
             STEP_END();
+            coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             set_state(job, CORO__S_RUNNING, CORO__S_READY);
             coro__tls_in_job = 0;
             coro__submit(s, job, true);
@@ -755,6 +764,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur->result = -ETIMEDOUT;
             continue;
         }
+        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
         set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {

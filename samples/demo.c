@@ -10,8 +10,13 @@
  *   6. fire-and-forget jobs in pool frames (coro_frame_alloc), a job
  *      cancelled in the middle of a 10 s sleep (coro_cancel), a blocking
  *      call on the blocking pool (coro_blocking);
- *   7. the per-worker counters.
- * Run it with `make demo`. */
+ *   7. the per-worker counters;
+ *   8. a traced scheduler (coro_sched_config_t.trace_events): a small mix
+ *      of priorities, a pinned class, sleeps and a wake from this thread,
+ *      written as a Chrome trace to the file named on the command line
+ *      (coro_sched_trace_write), which tools/timeline draws.
+ * Run it with `make demo` (it writes build/demo-trace.json and
+ * build/demo-timeline.png). */
 #define _GNU_SOURCE
 #include <corokit.h>
 #include <sched.h>
@@ -181,7 +186,82 @@ static int blocking_job(coro_t *co)
     CORO_END(co);
 }
 
-int main(void)
+/* ---- 8. a trace ------------------------------------------------------------ */
+struct worky {
+    coro_t co;
+    double spin_ms;         /* busy time per step */
+    int steps;
+    int64_t nap_ns;         /* sleep between steps; 0 = yield */
+    coro_event_t *ev;       /* await it first, if set */
+    int i;
+};
+
+static void spin_for(double ms)
+{
+    double end = now_ms() + ms;
+    while (now_ms() < end)
+        ;
+}
+
+static int worky(coro_t *co)
+{
+    struct worky *w = CORO_SELF(co, struct worky);
+    CORO_BEGIN(co);
+    if (w->ev)
+        CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    for (w->i = 0; w->i < w->steps; w->i++) {
+        spin_for(w->spin_ms);
+        if (w->nap_ns)
+            CORO_AWAIT(co, coro_sleep(w->nap_ns));
+        else
+            CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+static int trace_demo(const char *path, int cpu)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    coro_event_t ev;
+    coro_cpuset_t pin;
+    enum { NJ = 14 };
+    struct worky w[NJ] = { 0 };
+    int rc;
+
+    c.trace_events = 1 << 14;       /* the last 16,384 events of each thread */
+    if ((rc = coro_sched_create(&s, &c)) < 0)
+        return rc;
+    coro_event_init(&ev);
+    coro_cpuset_zero(&pin);
+    coro_cpuset_add(&pin, cpu);
+    for (int i = 0; i < NJ; i++) {
+        coro_spawn_opts_t o = { 0 };
+        if (i < 6) {            /* NORMAL, any CPU: work, then a 1 ms sleep */
+            w[i] = (struct worky){ .spin_ms = 0.4, .steps = 6, .nap_ns = 1000000 };
+        } else if (i < 9) {     /* HIGH, pinned to one CPU: short steps that yield */
+            w[i] = (struct worky){ .spin_ms = 0.15, .steps = 8 };
+            o.priority = CORO_PRIO_HIGH;
+            o.affinity = &pin;
+        } else if (i < 13) {    /* LOW, any CPU: long steps that yield */
+            w[i] = (struct worky){ .spin_ms = 0.8, .steps = 4 };
+            o.priority = CORO_PRIO_LOW;
+        } else {                /* waits for this thread's coro_event_set */
+            w[i] = (struct worky){ .spin_ms = 0.5, .steps = 2, .ev = &ev };
+        }
+        coro_spawn(s, &w[i].co, worky, &o);
+    }
+    for (int i = 0; i < NJ - 1; i++)
+        coro_join(&w[i].co);
+    coro_event_set(&ev);
+    coro_join(&w[NJ - 1].co);
+    rc = path ? coro_sched_trace_write(s, path) : 0;
+    coro_sched_destroy(s);
+    coro_event_destroy(&ev);
+    return rc;
+}
+
+int main(int argc, char **argv)
 {
     coro_sched_t *s;
     coro_sched_stats_t *st = malloc(sizeof *st);
@@ -321,8 +401,23 @@ int main(void)
                w.pinned ? "yes" : "no", (unsigned long)w.jobs_run, (unsigned long)w.steals,
                (unsigned long)w.stolen, (unsigned long)w.parks, (unsigned long)w.io_wakeups);
     }
+    coro_worker_stats_t ws1;
+    coro_sched_worker_stats(s, st->workers > 1, &ws1);
+    int cpu1 = ws1.cpu;
     coro_sched_destroy(s);
     free(st);
+
+    /* ---- 8. a trace ---- */
+    const char *tpath = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;    /* not --self-test */
+    rc = trace_demo(tpath, cpu1);
+    if (tpath)
+        printf("8. a traced run (NORMAL jobs that sleep, HIGH jobs pinned to CPU %d, LOW ones "
+               "that yield): %s%s%s\n", cpu1, rc == 0 ? "trace written to " : "trace failed: ",
+               rc == 0 ? tpath : coro_strerror(rc),
+               rc == 0 ? " (tools/timeline draws it)" : "");
+    else
+        printf("8. a traced run: give a file name (demo TRACE.json) to write its trace\n");
+    ok &= rc == 0;
     printf(ok ? "demo: ok\n" : "demo: FAILED\n");
     return ok ? 0 : 1;
 }

@@ -64,11 +64,16 @@ typedef struct coro_sched_config {
      * without work (0 = 10,000 ms).  Threads start only when needed. */
     uint32_t blocking_threads;
     uint32_t blocking_keepalive_ms;
-    /* trace field goes here */
+    /* The built-in tracer (include/corokit/trace.h): 0 = off, unless
+     * COROKIT_TRACE=FILE is in the environment (then 8,192); N > 0 = on,
+     * each worker, the I/O thread and the plain threads keeping their last
+     * N events (rounded up to a power of two, at most 16,777,216; 32 bytes
+     * each).  Off costs one predictable branch per hook. */
+    uint64_t trace_events;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
      * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[3];
+    uint64_t reserved[2];
     /* The stall detector (docs/diagnostics.md): a job step (from the
      * moment a worker resumes the job until it suspends, yields or
      * finishes) that runs longer than stall_ns is reported once, while the
@@ -167,7 +172,7 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
 /* coro_sched_create - make a scheduler and start its workers.
  * cfg NULL = CORO_SCHED_CONFIG_DEFAULT.  Returns 0 and sets *out, or
  * -EINVAL (NULL out, workers < -1 or > CORO_MAX_WORKERS, cpus empty or
- * holding no usable CPU), -ENOMEM, or the error of a failed thread start.
+ * holding no usable CPU, trace_events > 16,777,216), -ENOMEM, or the error of a failed thread start.
  * On failure nothing is left behind.  Any thread may call it. */
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/* The built-in tracer (issue 14): the Chrome trace it writes is valid JSON
+ * with a lane per worker and one for the I/O thread, holds the events of a
+ * known workload, keeps only the last N events; COROKIT_TRACE; every error
+ * of coro_sched_trace_write.  The JSON is checked by python3's json module
+ * (tools/timeline needs python3 too). */
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"       /* white-box: the job state word, wait_obj */
+
+/* python3: load the trace, then exit 0 when EXPR (argv[2]) holds, with
+ * t = the events, lanes = {tid: thread name}, jobs = the job steps */
+/* the CPU of worker i (coro_sched_worker_stats) */
+static int wcpu(coro_sched_t *s, int i)
+{
+    coro_worker_stats_t w;
+    cr_assert_eq(coro_sched_worker_stats(s, i, &w), 0);
+    return w.cpu;
+}
+
+static const char *PY =
+    "import json,sys\n"
+    "t=json.load(open(sys.argv[1]))['traceEvents']\n"
+    "lanes={e['tid']:e['args']['name'] for e in t if e.get('name')=='thread_name'}\n"
+    "jobs=[e for e in t if e.get('cat')=='job']\n"
+    "def lane(e): return lanes.get(e['tid'])\n"
+    "ok=eval(sys.argv[2])\n"
+    "print('check failed:', sys.argv[2], file=sys.stderr) if not ok else None\n"
+    "sys.exit(0 if ok else 1)\n";
+
+static bool pycheck(const char *file, const char *expr)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execlp("python3", "python3", "-c", PY, file, expr, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 127, "python3 is needed to check the JSON");
+    return WEXITSTATUS(st) == 0;
+}
+
+static void tmpname(char *buf, size_t len, const char *tag)
+{
+    snprintf(buf, len, "/tmp/corokit-test-trace-%d-%s.json", (int)getpid(), tag);
+}
+
+static coro_sched_t *traced(int workers, uint64_t events)
+{
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = workers;
+    c.trace_events = events;
+    int rc = coro_sched_create(&s, &c);
+    cr_assert_eq(rc, 0, "create: %s", coro_strerror(rc));
+    return s;
+}
+
+struct job {
+    coro_t co;
+    int n;
+};
+
+static int empty_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_RETURN(co, 7);
+    CORO_END(co);
+}
+
+static void run_some(coro_sched_t *s, int n)
+{
+    struct job *j = calloc((size_t)n, sizeof *j);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(coro_spawn(s, &j[i].co, empty_body, NULL), 0);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(coro_join(&j[i].co), 7);
+    free(j);
+}
+
+Test(trace, the_trace_is_valid_json_with_every_workers_lane_and_the_io_lane, .timeout = 60)
+{
+    char f[128], expr[512];
+    coro_sched_t *s = traced(2, 1024);
+    coro_sched_stats_t *st = malloc(sizeof *st);
+
+    tmpname(f, sizeof f, "lanes");
+    run_some(s, 100);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    coro_sched_stats(s, st);
+    snprintf(expr, sizeof expr,
+             "sorted(lanes.values())==sorted(['coro-w%d','coro-w%d','coro-io','threads'])"
+             " and len(jobs)>=100 and all(e['ph'] in 'XiM' for e in t)",
+             wcpu(s, 0), wcpu(s, 1));
+    cr_assert(pycheck(f, expr));
+    free(st);
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+Test(trace, a_single_threaded_scheduler_has_one_run_lane_and_the_io_lane, .timeout = 60)
+{
+    char f[128];
+    coro_sched_t *s = traced(0, 1024);
+
+    tmpname(f, sizeof f, "st");
+    run_some(s, 10);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    cr_assert(pycheck(f, "sorted(lanes.values())==['coro-io','coro-run','threads']"
+                         " and len([e for e in jobs if lane(e)=='coro-run'])==10"));
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+struct waiter {
+    coro_t co;
+    coro_event_t *ev;
+};
+
+static int wait_body(coro_t *co)
+{
+    struct waiter *w = CORO_SELF(co, struct waiter);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    CORO_RETURN(co, CORO_RESULT(co) == 0 ? 5 : -1);
+    CORO_END(co);
+}
+
+Test(trace, a_jobs_steps_and_its_wake_from_a_plain_thread_appear, .timeout = 60)
+{
+    char f[128], expr[1024];
+    coro_sched_t *s = traced(2, 4096);
+    coro_event_t ev;
+    struct waiter w = { .ev = &ev };
+    coro_spawn_opts_t o = { .priority = CORO_PRIO_HIGH };
+
+    tmpname(f, sizeof f, "wake");
+    coro_event_init(&ev);
+    cr_assert_eq(coro_spawn(s, &w.co, wait_body, &o), 0);
+    /* wait (no sleep) until the job waits on the event in the lot */
+    while ((__atomic_load_n(&w.co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK) != CORO__S_SUSPENDED ||
+           __atomic_load_n(&w.co.wait_obj, __ATOMIC_ACQUIRE) != (void *)&ev)
+        sched_yield();
+    cr_assert_eq(coro_event_set(&ev), 1, "the job was woken by this thread");
+    cr_assert_eq(coro_join(&w.co), 5);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    snprintf(expr, sizeof expr,
+             "[e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p']==['await','done']"
+             " and all(e['args']['prio']=='HIGH' and lane(e).startswith('coro-w')"
+             "         for e in jobs if e['args']['job']=='%p')"
+             " and any(e['name']=='wake' and e['args']['job']=='%p' and e['args']['from']=='thread'"
+             "         and lane(e)=='threads' for e in t)"
+             " and any(e['name']=='spawn' and e['args']['job']=='%p' for e in t)",
+             (void *)&w.co, (void *)&w.co, (void *)&w.co, (void *)&w.co);
+    cr_assert(pycheck(f, expr));
+    coro_event_destroy(&ev);
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+Test(trace, affinity_classes_appear_in_the_job_args, .timeout = 60)
+{
+    char f[128], expr[512];
+    coro_sched_t *s = traced(2, 1024);
+    coro_sched_stats_t *st = malloc(sizeof *st);
+    coro_cpuset_t one;
+    struct job j = { 0 };
+
+    coro_sched_stats(s, st);
+    coro_cpuset_zero(&one);
+    coro_cpuset_add(&one, wcpu(s, 1));
+    coro_spawn_opts_t o = { .affinity = &one, .priority = CORO_PRIO_LOW };
+    cr_assert_eq(coro_block_on(s, &j.co, empty_body, &o), 7);
+    tmpname(f, sizeof f, "cls");
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    snprintf(expr, sizeof expr,
+             "any(e['args']['job']=='%p' and e['args']['class']>0 and e['args']['cpus']=='%d'"
+             "    and e['args']['prio']=='LOW' for e in jobs)",
+             (void *)&j.co, wcpu(s, 1));
+    cr_assert(pycheck(f, expr));
+    free(st);
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+Test(trace, the_flight_recorder_keeps_only_the_last_n_events, .timeout = 60)
+{
+    char f[128], expr[512];
+    enum { N = 400 };
+    coro_sched_t *s = traced(1, 50);    /* rounded up to 64 per ring */
+    struct job *j = calloc(N, sizeof *j);
+
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(coro_block_on(s, &j[i].co, empty_body, NULL), 7);
+    tmpname(f, sizeof f, "ring");
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    /* a ring of 64 holds at most 64 events: 64 steps at most on the worker
+     * lane (one event each), 64 spawns on the threads lane; the last job is
+     * there, the first is gone */
+    snprintf(expr, sizeof expr,
+             "0<len(jobs)<=64 and len([e for e in t if e['name']=='spawn'])<=64"
+             " and any(e['args']['job']=='%p' for e in jobs)"
+             " and not any(e.get('args',{}).get('job')=='%p' for e in t)",
+             (void *)&j[N - 1].co, (void *)&j[0].co);
+    cr_assert(pycheck(f, expr));
+    coro_sched_destroy(s);
+    free(j);
+    unlink(f);
+}
+
+Test(trace, corokit_trace_in_the_environment_writes_the_file_at_destroy, .timeout = 60)
+{
+    char f[128];
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+
+    tmpname(f, sizeof f, "env");
+    unlink(f);
+    setenv("COROKIT_TRACE", f, 1);
+    c.workers = 2;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    unsetenv("COROKIT_TRACE");
+    run_some(s, 20);
+    cr_assert_eq(access(f, F_OK), -1, "nothing is written before destroy");
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    cr_assert(pycheck(f, "'coro-io' in lanes.values() and len(jobs)>=20"));
+    unlink(f);
+}
+
+Test(trace, an_unwritable_corokit_trace_does_not_fail_destroy, .timeout = 60)
+{
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+
+    setenv("COROKIT_TRACE", "/nonexistent-dir/trace.json", 1);
+    c.workers = 1;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    unsetenv("COROKIT_TRACE");
+    run_some(s, 3);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+Test(trace, write_with_null_arguments_fails_with_einval, .timeout = 30)
+{
+    coro_sched_t *s = traced(1, 64);
+    cr_assert_eq(coro_sched_trace_write(NULL, "/tmp/x.json"), -EINVAL);
+    cr_assert_eq(coro_sched_trace_write(s, NULL), -EINVAL);
+    cr_assert_eq(coro_sched_trace_write(s, ""), -EINVAL);
+    coro_sched_destroy(s);
+}
+
+Test(trace, write_with_tracing_off_fails_with_enotsup, .timeout = 30)
+{
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+
+    unsetenv("COROKIT_TRACE");
+    c.workers = 1;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    cr_assert_eq(coro_sched_trace_write(s, "/tmp/corokit-never-written.json"), -ENOTSUP);
+    cr_assert_eq(access("/tmp/corokit-never-written.json", F_OK), -1);
+    coro_sched_destroy(s);
+}
+
+Test(trace, write_to_a_missing_directory_fails_with_its_errno, .timeout = 30)
+{
+    coro_sched_t *s = traced(1, 64);
+    cr_assert_eq(coro_sched_trace_write(s, "/nonexistent-dir/trace.json"), -ENOENT);
+    cr_assert_eq(coro_sched_trace_write(s, "/"), -EISDIR);
+    coro_sched_destroy(s);
+}
+
+Test(trace, create_with_too_many_trace_events_fails_with_einval, .timeout = 30)
+{
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+
+    c.workers = 1;
+    c.trace_events = (1u << 24) + 1;
+    cr_assert_eq(coro_sched_create(&s, &c), -EINVAL);
+    cr_assert_null(s);
+}
+
+/* a job may write the trace of its own scheduler while it runs */
+struct writer {
+    coro_t co;
+    const char *path;
+    int rc;
+};
+
+static int writer_body(coro_t *co)
+{
+    struct writer *w = CORO_SELF(co, struct writer);
+    CORO_BEGIN(co);
+    w->rc = coro_sched_trace_write(coro_sched_current(), w->path);
+    CORO_END(co);
+}
+
+Test(trace, a_job_can_write_the_trace_while_the_workers_run, .timeout = 60)
+{
+    char f[128];
+    coro_sched_t *s = traced(2, 256);
+    struct writer w = { .path = f, .rc = 1 };
+
+    tmpname(f, sizeof f, "job");
+    cr_assert_eq(coro_block_on(s, &w.co, writer_body, NULL), 0);
+    cr_assert_eq(w.rc, 0);
+    cr_assert(pycheck(f, "'coro-io' in lanes.values()"));
+    coro_sched_destroy(s);
+    unlink(f);
+}
