@@ -728,6 +728,14 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
         if ((st & CORO__S_MASK) == CORO__S_DONE) {
             if (!(st & CORO__F_EXITING))
                 break;
+            if (!reg) {
+                /* finished just now, its finisher between the wake-up of
+                 * its awaiters (one of which may have sent us here) and
+                 * its last touch; it wakes only joiners registered before
+                 * it finished: wait out those few instructions */
+                sched_yield();
+                continue;
+            }
         } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
             return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
         } else if (!reg) {

@@ -610,3 +610,34 @@ Test(hostile, a_frame_spawned_again_right_after_coro_done_is_never_busy, .timeou
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
 }
+
+/* ---- a plain thread joins a job right after a select saw it end ------------------- */
+
+/* The select's job-end branch (like coro_done) is woken before the
+ * finisher's last touch; a coro_join made at once then met DONE with
+ * EXITING, did not register, and slept on the state word that the
+ * finisher never woke: a hang (select_contract caught it under ASan). */
+Test(hostile, a_join_right_after_a_select_saw_the_job_end_returns, .timeout = 120)
+{
+    for (size_t wi = 1; wi < 4; wi++) {
+        coro_sched_t *s = mk(wcounts[wi]);
+        coro_select_t *sel = malloc(sizeof *sel);
+        for (int round = 0; round < 2000; round++) {
+            coro_event_t ev;
+            struct target t = { .ev = &ev };
+            cr_assert_eq(coro_event_init(&ev), 0);
+            cr_assert_eq(coro_spawn(s, &t.co, target_body, NULL), 0);
+            cr_assert_eq(coro_select_init(sel), 0);
+            cr_assert_eq(coro_select_done(sel, &t.co), 0);
+            cr_assert_geq(coro_event_set(&ev), 0);
+            cr_assert_eq(coro_select_blocking(sel, 20000 * MS), 0);
+            cr_assert_eq(coro_select_result(sel, 0), 77);
+            intptr_t r = 0;
+            cr_assert_eq(coro_join_timeout(&t.co, 20000 * MS, &r), 0, "round %d", round);
+            cr_assert_eq(r, 77);
+            coro_event_destroy(&ev);
+        }
+        free(sel);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
