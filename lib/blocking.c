@@ -34,18 +34,21 @@
  * makes calls one after another finds it awake and pays no wake-up.
  * Measured with tools/bench (blocking_roundtrip), see docs/benchmarks.md.
  *
- * STARTING THREADS OFF THE WORKERS.  A worker starts a thread (in the
- * arm) only when no pool thread exists - so that a failure can refuse
- * the call with -EAGAIN / -ENOMEM, nothing queued - or when every thread
- * is busy and none is being started.  Otherwise a pool thread does it:
- * one that takes a call from the FIFO while calls remain queued, no
- * thread is idle and none is starting, starts one more before it runs its
- * call.  So a burst of N calls costs its worker one pthread_create, and
- * the other threads start one after another off the workers (a thread
- * being started is counted in nthreads and nstarting from the moment it
- * is reserved, and pthread_create runs outside the mutex).  If that start
- * fails, the queued calls wait for the threads that exist: nothing is
- * lost.
+ * STARTING THREADS OFF THE WORKERS.  pthread_create takes tens of
+ * microseconds (more on a loaded machine): on a worker it delays every job
+ * of that worker.  So the pool keeps a spare: whenever a thread takes a
+ * call (from the FIFO, or handed over) and leaves no thread idle and none
+ * starting, one more is started (up to .blocking_threads) - by that pool
+ * thread, before it runs its call, outside the mutex.  A thread being
+ * started is counted in nthreads and nstarting from the moment it is
+ * reserved (under the mutex), so that "nidle > 0 or nstarting > 0" holds
+ * whenever the pool is below its limit, and an arm finds an idle thread or
+ * queues behind one that is starting.  A worker starts a thread (in the
+ * arm) only when none exists - so that a failure refuses the call with
+ * -EAGAIN / -ENOMEM, nothing queued - or after a spare could not be
+ * started.  A burst of N calls costs its worker one pthread_create; the
+ * rest start one after another on pool threads.  If a start fails, the
+ * queued calls wait for the threads that exist: nothing is lost.
  *
  * CANCEL AND DEADLINES.  A call has started when its thread, holding the
  * job, has checked the job's cancel flag, the scheduler's cancelling flag
@@ -90,6 +93,7 @@ enum { B_IDLE, B_WORK, B_SLEEP, B_STOP };
 struct bthread {
     uint32_t word;              /* atomic: B_* */
     coro_t *job;                /* handed over with B_WORK */
+    bool spare;                 /* with it: a thread was reserved for us to start */
     struct bthread *next;       /* the idle stack, under the mutex */
 };
 
@@ -146,11 +150,14 @@ static void reserve_thread(struct coro__bpool *p)
     p->started++;
 }
 
-/* under the mutex: should a pool thread that took a call start another? */
-static bool chain_start(const struct coro__bpool *p)
+/* under the mutex, when a thread took a call: if that left no thread
+ * idle and none starting, reserve a spare, which the taker starts */
+static bool want_spare(struct coro__bpool *p)
 {
-    return p->head && p->nidle == 0 && p->nstarting == 0 && p->nthreads < p->max &&
-           !p->stopping;
+    if (p->nidle || p->nstarting || p->nthreads >= p->max || p->stopping)
+        return false;
+    reserve_thread(p);
+    return true;
 }
 
 /* under the mutex: hand job to an idle thread; false when none is idle */
@@ -163,6 +170,7 @@ static bool hand_over(struct coro__bpool *p, coro_t *job)
     p->idle = t->next;
     p->nidle--;
     t->job = job;
+    t->spare = want_spare(p);
     /* acq_rel: release publishes .job (and the job's awaitable) to the
      * thread, which loads the word with acquire; acquire pairs with its
      * CAS to SLEEP, so that SLEEP seen means it waits (or will) on the word */
@@ -240,7 +248,7 @@ static coro_t *wait_idle(struct coro__bpool *p, struct bthread *me)
 static void *pool_main(void *arg)
 {
     struct coro__bpool *p = arg;
-    struct bthread me = { B_IDLE, NULL, NULL };
+    struct bthread me = { B_IDLE, NULL, false, NULL };
 
     pthread_mutex_lock(&p->lock);
     p->nstarting--;
@@ -251,11 +259,9 @@ static void *pool_main(void *arg)
             if (!p->head)
                 p->tail = NULL;
             job->next = NULL;
-            bool more = chain_start(p);
-            if (more)
-                reserve_thread(p);
+            bool spare = want_spare(p);
             pthread_mutex_unlock(&p->lock);
-            if (more)
+            if (spare)
                 start_thread(p);        /* failure: the queue waits for us */
             run_call(p, job);
             pthread_mutex_lock(&p->lock);
@@ -265,6 +271,7 @@ static void *pool_main(void *arg)
             break;
         __atomic_store_n(&me.word, B_IDLE, __ATOMIC_RELAXED);   /* the mutex orders it */
         me.job = NULL;
+        me.spare = false;
         me.next = p->idle;
         p->idle = &me;
         p->nidle++;
@@ -272,6 +279,8 @@ static void *pool_main(void *arg)
         job = wait_idle(p, &me);
         if (!job)
             break;                      /* retired or stopped: mutex held */
+        if (me.spare)
+            start_thread(p);
         run_call(p, job);
         pthread_mutex_lock(&p->lock);
     }
@@ -446,7 +455,7 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
         /* look again: the new thread may be idle by now */
     }
     /* every thread is busy: queue; start one more here only when no
-     * thread is starting (else the starting one chains the next) */
+     * thread is starting (a spare could not be started) */
     if (p->nstarting == 0 && p->nthreads < p->max) {
         reserve_thread(p);
         p->arm_starts++;
