@@ -200,6 +200,27 @@ struct coro_await_ops {
 
 extern const struct coro_await_ops coro__call_ops CORO__HIDDEN;
 
+/* An awaitable run on the blocking pool (lib/blocking.c): its arm is
+ * coro__blocking_arm, and a pool thread calls run(aw) (aw is the job's
+ * pending awaitable) to get the job's result.  coro_blocking and the
+ * regular-file reads and writes (lib/io_file.c) are the two kinds. */
+struct coro__pool_ops {
+    struct coro_await_ops base;
+    intptr_t (*run)(coro_await_t *aw);
+};
+CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
+                                    intptr_t *res);
+
+/* lib/io_file.c: the hook at the start of coro_read / coro_write /
+ * coro_write_all.  When fd is a regular file or a block device (fstat
+ * once, cached per fd number), set *a to an awaitable that does the
+ * operation on the blocking pool and return true; false for any other fd
+ * (the caller goes on as before).  op: 0 read, 1 write, 2 write_all;
+ * timeout: the call's (relative), used only if the fd number turns out
+ * to have been reused for something epoll can wait for. */
+CORO__HIDDEN bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                coro_await_t *a);
+
 /* coro__wake - make suspended job READY with result res (stored into the
  * innermost frame's CORO_RESULT) and queue it on a worker its affinity
  * allows, at its priority.  Called exactly once per PENDING arm, by the

@@ -254,6 +254,9 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
         return coro__complete(-EBADF);
     if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
+        return f;
     intptr_t n = do_read(fd, buf, len);
     if (n != -EAGAIN)
         return coro__complete(n);
@@ -268,6 +271,9 @@ coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
         return coro__complete(-EBADF);
     if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
+        return f;
     intptr_t n = do_write(fd, buf, len);
     if (n != -EAGAIN)
         return coro__complete(n);
@@ -284,6 +290,9 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
         return coro__complete(-EBADF);
     if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
+        return f;
     intptr_t n = do_write_all(fd, &p, &len);
     if (n != -EAGAIN)
         return coro__complete(n);

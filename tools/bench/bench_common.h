@@ -37,6 +37,8 @@
 #define BENCH_TIMERS 10000          /* timers jobs */
 #define BENCH_TIMER_MAX_NS 10000000 /* each sleeps 0..10 ms */
 #define BENCH_MEM_JOBS 1000000      /* memory: suspended jobs */
+#define BENCH_BLOCKING_CALLS 10000  /* blocking_roundtrip(_par): calls in all */
+#define BENCH_BLOCKING_JOBS 8       /* blocking_roundtrip_par: jobs at once */
 #define BENCH_TIMER_SEED 0x5eedc0c0ULL
 
 static inline int64_t bench_now_ns(void)

@@ -54,6 +54,7 @@ static const char *const shapes[] = {
 #ifdef BENCH_IO
     "io_pingpong",       "timers",                 "io_under_load",
 #endif
+    "blocking_roundtrip", "blocking_roundtrip_par",
 };
 
 static coro_sched_t *S;
@@ -601,6 +602,57 @@ static int64_t timers(long n, int64_t *p99)
 
 #endif /* BENCH_IO */
 
+/* ---- blocking_roundtrip(_par) ------------------------------------------------
+ * an empty call through the blocking pool and back: one job makes n calls
+ * of coro_blocking one after the other (blocking_roundtrip), or
+ * BENCH_BLOCKING_JOBS jobs make n / BENCH_BLOCKING_JOBS each at once
+ * (blocking_roundtrip_par); joined, so caller-owned frames */
+struct brt {
+    _Alignas(64) coro_t co;
+    long i, n;
+};
+static struct brt brt[BENCH_BLOCKING_JOBS];
+
+static intptr_t empty_call(void *arg)
+{
+    __asm__ volatile("" ::: "memory");
+    return (intptr_t)arg;
+}
+
+static int brt_fn(coro_t *co)
+{
+    struct brt *b = CORO_SELF(co, struct brt);
+    CORO_BEGIN(co);
+    for (b->i = 0; b->i < b->n; b->i++) {
+        CORO_AWAIT(co, coro_blocking(empty_call, (void *)b->i));
+        if (CORO_RESULT(co) != b->i)
+            die("coro_blocking", (long)CORO_RESULT(co));
+    }
+    CORO_END(co);
+}
+
+static int64_t brt_run(long n, int jobs)
+{
+    int64_t t0 = bench_now_ns();
+    for (int k = 0; k < jobs; k++) {
+        brt[k].n = n / jobs;
+        spawn(&brt[k].co, brt_fn, NULL);
+    }
+    for (int k = 0; k < jobs; k++)
+        join(&brt[k].co);
+    return bench_now_ns() - t0;
+}
+
+static int64_t blocking_roundtrip(long n)
+{
+    return brt_run(n, 1);
+}
+
+static int64_t blocking_roundtrip_par(long n)
+{
+    return brt_run(n, BENCH_BLOCKING_JOBS);
+}
+
 #ifdef BENCH_SYNC
 /* ---- memory ------------------------------------------------------------------
  * n jobs each count themselves ready, then wait on one event.  Their frames
@@ -690,6 +742,10 @@ int main(int argc, char **argv)
     else if (strcmp(sh, "io_under_load") == 0)
         is_timers = 2, size = size > 0 ? size : 200;
 #endif
+    else if (strcmp(sh, "blocking_roundtrip") == 0)
+        fn = blocking_roundtrip, size = size > 0 ? size : BENCH_BLOCKING_CALLS;
+    else if (strcmp(sh, "blocking_roundtrip_par") == 0)
+        fn = blocking_roundtrip_par, size = size > 0 ? size : BENCH_BLOCKING_CALLS;
     else if (strcmp(sh, "yield_many") == 0)
         fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
     else if (strcmp(sh, "fib") == 0)

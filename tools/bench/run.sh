@@ -31,7 +31,7 @@ QUICK=${QUICK:-0}
 if [ -n "$QUICK" ]; then ROUNDS=${ROUNDS:-3}; else ROUNDS=${ROUNDS:-5}; fi
 WORKERS=${WORKERS:-$(nproc)}
 SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl"}
-ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load timers memory"
+ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load timers memory blocking_roundtrip blocking_roundtrip_par"
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
@@ -55,6 +55,7 @@ iters_for() {
         io_under_load) n=5 ;;
         timers) n=8 ;;
         memory) n=1 ;;
+        blocking_roundtrip | blocking_roundtrip_par) n=10 ;;
         *) n=5 ;;
     esac
     if [ -n "$QUICK" ]; then
@@ -243,7 +244,7 @@ stats() {
         END { flush() }' >>"$OUT/results.csv"
 }
 
-ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load io_under_load_p99_late timers timers_p99_late memory memory_spawn"
+ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load io_under_load_p99_late timers timers_p99_late memory memory_spawn blocking_roundtrip blocking_roundtrip_par"
 
 # the table: per shape and system, median and p10-p90, and peer/corokit
 table() {

@@ -29,9 +29,13 @@ const TIMER_MAX_NS: u64 = 10_000_000;
 const MEM_JOBS: usize = 1_000_000;
 const TIMER_SEED: u64 = 0x5eedc0c0;
 
-const SHAPES: [&str; 11] = [
+const BLOCKING_CALLS: usize = 10_000;
+const BLOCKING_JOBS: usize = 8;
+
+const SHAPES: [&str; 13] = [
     "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
     "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory", "io_under_load",
+    "blocking_roundtrip", "blocking_roundtrip_par",
 ];
 const UL_WRITES: usize = 200;
 
@@ -277,6 +281,31 @@ fn io_under_load(rt: &Runtime, workers: usize, n: usize) -> (u64, u64) {
     (lat[n / 2], lat[k])
 }
 
+/// blocking_roundtrip(_par): an empty closure through spawn_blocking and
+/// back, n times one after the other from one task, or n / BLOCKING_JOBS
+/// times from each of BLOCKING_JOBS tasks at once
+fn blocking_roundtrip(rt: &Runtime, n: usize, jobs: usize) -> u64 {
+    let t0 = Instant::now();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..jobs)
+            .map(|_| {
+                tokio::spawn(async move {
+                    for i in 0..n / jobs {
+                        let r = tokio::task::spawn_blocking(move || std::hint::black_box(i))
+                            .await
+                            .unwrap();
+                        assert_eq!(r, i);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.await.unwrap();
+        }
+    });
+    ns(t0)
+}
+
 fn timers(rt: &Runtime, n: usize) -> (u64, u64) {
     let t0 = Instant::now();
     let mut late: Vec<u64> = rt.block_on(async {
@@ -405,6 +434,10 @@ fn main() {
             "io_under_load" => {
                 let (t, p) = io_under_load(rt, workers, def(UL_WRITES));
                 (t, format!(" p99_late_ns={}", p))
+            }
+            "blocking_roundtrip" => (blocking_roundtrip(rt, def(BLOCKING_CALLS), 1), String::new()),
+            "blocking_roundtrip_par" => {
+                (blocking_roundtrip(rt, def(BLOCKING_CALLS), BLOCKING_JOBS), String::new())
             }
             "timers" => {
                 let (t, p) = timers(rt, def(NUM_TIMERS));
