@@ -27,8 +27,9 @@
  * Other fds (pipes, ttys, eventfds ...) and the sockets given to
  * coro_accept and coro_connect are switched to O_NONBLOCK on first use
  * (the flag belongs to the open file description: other holders of it see
- * the change).  Regular files are always "ready": they are read and
- * written directly (and may block the worker, as in every epoll loop).
+ * the change).  Regular files and block devices (which epoll cannot wait
+ * for) are read and written on the blocking pool (coro_blocking), so the
+ * worker runs other jobs meanwhile; their timeout does not apply.
  *
  * Closing: close an fd that jobs awaited with coro_close(), which takes it
  * out of the epoll set and resumes its waiters with -EBADF.  close(2) is
