@@ -155,7 +155,8 @@ Test(trace, a_jobs_steps_and_its_wake_from_a_plain_thread_appear, .timeout = 60)
     cr_assert_eq(coro_join(&w.co), 5);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
-             "[e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p']==['await','done']"
+             "(lambda ends: 'await' in ends and 'done' in ends and ends.index('await') < ends.index('done'))"
+             "([e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p'])"
              " and all(e['args']['prio']=='HIGH' and lane(e).startswith('coro-w')"
              "         for e in jobs if e['args']['job']=='%p')"
              " and any(e['name']=='wake' and e['args']['job']=='%p' and e['args']['from']=='thread'"
