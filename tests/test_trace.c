@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"       /* white-box: the job state word, wait_obj */
+#include "sched_impl.h"     /* white-box: the job state word, wait_obj, idle bits */
 
 /* python3: load the trace, then exit 0 when EXPR (argv[2]) holds, with
  * t = the events, lanes = {tid: thread name}, jobs = the job steps */
@@ -153,10 +153,22 @@ Test(trace, a_jobs_steps_and_its_wake_from_a_plain_thread_appear, .timeout = 60)
         sched_yield();
     cr_assert_eq(coro_event_set(&ev), 1, "the job was woken by this thread");
     cr_assert_eq(coro_join(&w.co), 5);
+    /* every worker idle (its bit in s->idle) before the write: the rings
+     * are read while nobody writes them (bounded 10 s).  The steps are
+     * compared in time order: they may be on two workers' lanes */
+    for (int64_t end = coro_now() + 10000000000LL; coro_now() < end;) {
+        int all = 1;
+        for (int i = 0; i < s->nworkers; i++)
+            all = all && (__atomic_load_n(&s->idle[i / 64], __ATOMIC_ACQUIRE) >> (i % 64) & 1);
+        if (all)
+            break;
+        sched_yield();
+    }
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
              "(lambda ends: 'await' in ends and 'done' in ends and ends.index('await') < ends.index('done'))"
-             "([e['args']['end'].split()[0] for e in jobs if e['args']['job']=='%p'])"
+             "([e['args']['end'].split()[0] for e in sorted(jobs, key=lambda e: e['ts'])"
+             "  if e['args']['job']=='%p'])"
              " and all(e['args']['prio']=='HIGH' and lane(e).startswith('coro-w')"
              "         for e in jobs if e['args']['job']=='%p')"
              " and any(e['name']=='wake' and e['args']['job']=='%p' and e['args']['from']=='thread'"
