@@ -557,6 +557,14 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     for (int dir = 0; dir < 2; dir++) {
         if (!(events & want[dir]))
             continue;
+        /* a select's record is chosen only by readiness that is still
+         * there: an edge may be stale (its data already read, by the same
+         * select's owner after an earlier round), and a job would try its
+         * operation again where a select cannot - look first (poll, no
+         * wait), and leave the record parked for the next edge */
+        if (e->w[dir] && is_proxy(e->w[dir]) &&
+            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0)
+            continue;
         if (e->w[dir])
             job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
         else
