@@ -107,6 +107,7 @@
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
 #define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
+#define DEEP_STANDBY_NS 50000000    /* its longest sleep in deep standby */
 #define DEEP_LOOKS 4            /* looks at one unbroken worker hold before it sleeps */
 #define MAX_SOURCES 4
 
@@ -865,7 +866,10 @@ static void *io_main(void *arg)
                 __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
                 if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
                     __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
-                    coro__futex_wait(&io->standby, sb, -1);
+                    /* bounded (DEEP_STANDBY_NS): a safety net, not part
+                     * of the argument above - 20 looks a second at most
+                     * while idle, instead of 1,000 */
+                    coro__futex_wait(&io->standby, sb, coro__now() + DEEP_STANDBY_NS);
                 __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
                 held_looks = 0;
                 continue;
