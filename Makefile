@@ -61,10 +61,7 @@ endif
 # "  CC  file" lines, unless V=1 or make -s
 SAY = $(if $(or $(Q:@=),$(findstring s,$(firstword -$(MAKEFLAGS)))),:,echo)
 
-LIB_SRC := $(filter-out lib/io_stub.c,$(wildcard lib/*.c))
-ifeq ($(wildcard lib/io_epoll.c),)
-LIB_SRC += lib/io_stub.c
-endif
+LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(patsubst lib/%.c,$(B)/obj/%.o,$(LIB_SRC))
 PIC_OBJ := $(patsubst lib/%.c,$(B)/pic/%.o,$(LIB_SRC))
 STATIC := $(B)/libcorokit.a

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* white-box: the pool's thread counts, the spawn hook */
+#include "rt/rt.h"     /* white-box: the pool's thread counts, the spawn hook */
 
 static const int worker_counts[] = { 0, 1, 2, 4 };
 #define FOR_WORKERS(w)                                                              \

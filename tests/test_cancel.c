@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* s->cancelling: the job waits for the cancel */
+#include "rt/rt.h"     /* s->cancelling: the job waits for the cancel */
 
 enum op { OP_RECV, OP_SEND, OP_READ, OP_ACCEPT, OP_DONE };
 

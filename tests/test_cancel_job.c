@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* the state word: wait until a job is suspended */
+#include "rt/rt.h"     /* the state word: wait until a job is suspended */
 
 static const int worker_counts[] = { 0, 1, 2, 4 };
 #define NW (sizeof worker_counts / sizeof worker_counts[0])

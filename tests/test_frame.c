@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"   /* the state bits, to order a test without sleeping */
+#include "rt/rt.h"   /* the state bits, to order a test without sleeping */
 
 static const int counts[] = { 0, 1, 2, 4 };
 #define NCOUNTS 4

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* the job state word */
+#include "rt/rt.h"     /* the job state word */
 
 #define MS 1000000LL
 

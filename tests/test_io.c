@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"            /* the parking-lot timer hook test, coro__sched_io */
+#include "rt/rt.h"            /* the parking-lot timer hook test, coro__sched_io */
 
 #define ECHO_NO_MAIN
 #include "../samples/echo_server.c"

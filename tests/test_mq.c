@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "mq.h"
+#include "rt/rt.h"
+#include "base/mq.h"
 
 #define RING 8u                     /* tiny: almost everything overflows */
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <ck_malloc.h>
 
-#include "sched_impl.h"     /* white-box: struct alignment, the drive word */
+#include "rt/rt.h"     /* white-box: struct alignment, the drive word */
 
 /* one worker's counters (coro_sched_worker_stats) */
 static coro_worker_stats_t wstat(const coro_sched_t *s, int i)

@@ -18,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* the job state word */
-#include "io_impl.h"        /* coro__io_pending: a wait parked in an fd slot */
+#include "rt/rt.h"     /* the job state word */
 
 #define MS 1000000LL
 static const int wcounts[] = { 0, 1, 2, 4 };

@@ -12,7 +12,7 @@
 #include <ck_malloc.h>
 
 #include <corokit.h>
-#include "sync_impl.h"     /* white-box: wait until a thread is on an object's list */
+#include "rt/rt.h"     /* white-box: wait until a thread is on an object's list */
 
 static const int nworkers[] = { 1, 2, 4, 8 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])

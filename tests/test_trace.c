@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* white-box: the job state word, wait_obj, idle bits */
+#include "rt/rt.h"     /* white-box: the job state word, wait_obj, idle bits */
 
 /* python3: load the trace, then exit 0 when EXPR (argv[2]) holds, with
  * t = the events, lanes = {tid: thread name}, jobs = the job steps */

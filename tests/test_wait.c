@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched_impl.h"     /* coro__lot_cancel_visits, the job state word */
+#include "rt/rt.h"     /* coro__lot_cancel_visits, the job state word */
 
 #define MS 1000000LL
 #define SEC (1000 * MS)

@@ -12,7 +12,7 @@
  * Plain program (Criterion cannot run under ThreadSanitizer). */
 #define _GNU_SOURCE
 #include "scenario.h"
-#include "internal.h"     /* white box: coro__io_woken_by, coro__io_pending */
+#include "rt/rt.h"     /* white box: coro__io_woken_by, coro__io_pending */
 #include <sched.h>
 #include <sys/socket.h>
 #include <time.h>

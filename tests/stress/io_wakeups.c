@@ -12,7 +12,7 @@
  * Plain program (Criterion cannot run under ThreadSanitizer). */
 #define _GNU_SOURCE
 #include "scenario.h"
-#include "internal.h"     /* white box: the job state word */
+#include "rt/rt.h"     /* white box: the job state word */
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -7,8 +7,8 @@
 #include "scenario.h"
 #include <pthread.h>
 
-#include "internal.h"
-#include "mq.h"
+#include "rt/rt.h"
+#include "base/mq.h"
 
 #define RING 8u
 enum { PRODUCERS = 3, CONSUMERS = 3 };

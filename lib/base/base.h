@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 0 (base): what every file of lib/ may use - visibility,
+ * barriers, a spinlock, futexes and the clock.  Includes nothing of lib/
+ * but base/.  See docs/architecture.md. */
+#ifndef COROKIT_LIB_BASE_BASE_H
+#define COROKIT_LIB_BASE_BASE_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corokit.h"
+#include "base/tunables.h"
+
+#define CORO__HIDDEN __attribute__((visibility("hidden")))
+#define CORO__LIKELY(x) __builtin_expect(!!(x), 1)
+#define CORO__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CORO__CACHELINE 64
+
+#if defined(__SANITIZE_THREAD__)
+# define CORO__TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define CORO__TSAN 1
+# endif
+#endif
+
+/* A full barrier.  ThreadSanitizer does not support atomic_thread_fence;
+ * under it a seq_cst RMW on a private word gives the same hardware barrier
+ * (a locked instruction on x86, a full dmb on arm64). */
+#ifdef CORO__TSAN
+static inline void coro__fence_seq_cst(void)
+{
+    static uint32_t dummy;
+    __atomic_fetch_add(&dummy, 0, __ATOMIC_SEQ_CST);
+}
+#else
+# define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+
+/* ---- a small spinlock ---------------------------------------------------
+ * For short critical sections taken on hot paths (the joiner-slot registry,
+ * a group's member list), where a pthread mutex cost fib 10 % of its
+ * instructions.  It gives the CPU away after a few tries, so a pre-empted
+ * holder (more workers than CPUs) is not spun against. */
+static inline void coro__spin_lock(uint32_t *l)
+{
+    /* acquire: pairs with coro__spin_unlock's release; the data is read after */
+    for (unsigned i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++i >= 64)
+                sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+            else
+                __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static inline void coro__spin_unlock(uint32_t *l)
+{
+    /* release: the data's updates before the next holder's acquire */
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- futex (base/futex.c) ----------------------------------------------------
+ * wait: sleep while *addr == expect, until the absolute CLOCK_MONOTONIC
+ * deadline (ns, -1 = none); wake: up to n sleepers. */
+CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
+CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
+
+/* ---- time ------------------------------------------------------------------- */
+CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
+/* the absolute deadline of a relative timeout (ns; negative = none: -1;
+ * one too far to represent: -1 too) */
+CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
+
+/* the log2 histogram bucket of a duration in ns (coro_sched_stats) */
+static inline unsigned coro__hist_bucket(int64_t ns)
+{
+    if (ns < 2)
+        return 0;
+    unsigned b = 63u - (unsigned)__builtin_clzll((uint64_t)ns);
+    return b < CORO_HIST_BUCKETS ? b : CORO_HIST_BUCKETS - 1;
+}
+
+#endif

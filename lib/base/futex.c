@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* futex wait/wake and the monotonic clock. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+int64_t coro__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns)
+{
+    struct timespec ts, *tp = NULL;
+
+    if (deadline_ns >= 0) {
+        ts.tv_sec = deadline_ns / 1000000000;
+        ts.tv_nsec = deadline_ns % 1000000000;
+        tp = &ts;
+    }
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline */
+    if (syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, expect, tp, NULL,
+                FUTEX_BITSET_MATCH_ANY) == 0)
+        return 0;
+    return errno == ETIMEDOUT ? -ETIMEDOUT : 0;   /* EAGAIN, EINTR: look again */
+}
+
+void coro__futex_wake(uint32_t *addr, int n)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+int64_t coro__deadline(int64_t timeout)
+{
+    if (timeout < 0)
+        return -1;      /* CORO_FOREVER (others were refused before) */
+    int64_t now = coro__now();
+    return timeout > INT64_MAX - now ? -1 : now + timeout;
+}

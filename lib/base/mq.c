@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/* Job queues over Concurrency Kit's ck_ring.
+ *
+ * corokit uses two ck_ring flavours and adds nothing lock-free of its own:
+ *
+ *  - coro__mq: many producers, many consumers, for the per-worker
+ *    inboxes, the per-class queues and the global injection queue (class
+ *    0).  Consumers dequeue lock-free (ck_ring_dequeue_spmc: one CAS).
+ *    Producers serialise on a mutex and enqueue with the single-producer
+ *    ck_ring_enqueue_spmc.  Why not ck_ring_enqueue_mpmc: its producers
+ *    wait, spinning, for every earlier producer to commit; one pre-empted
+ *    mid-enqueue (common when workers outnumber CPUs, or plain threads
+ *    share them) makes the others spin for its whole time slice.  Measured
+ *    here: 1,000,000 spawns into one class queue from 8 workers on 2 CPUs,
+ *    25 us per job with the MPMC enqueue; see the note in docs/architecture.md.
+ *    A waiting producer sleeps on the mutex instead.  ck_ring is bounded,
+ *    so a full ring spills into an intrusive overflow list under the same
+ *    mutex: nothing is refused or lost and nothing is allocated.  While the
+ *    overflow list is not empty, pushes go to it too, so a job is never
+ *    overtaken by a later push for long.
+ *
+ *  - coro__lq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
+ *    owner, ck_ring_dequeue_spmc by the owner and by thieves).  ck has no
+ *    work-stealing deque that takes a batch at once; a thief takes "half a
+ *    batch" as a loop of single dequeues, one CAS each.
+ *
+ * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
+ * releases and every pop acquires the ring's address for TSan (the job's
+ * fields written before a push are then seen as ordered before the pop);
+ * tools/tsan.supp names the two ck functions whose internal races are false.
+ */
+#include "base/mq.h"
+#include "base/base.h"
+
+
+#ifdef CORO__TSAN
+# include <sanitizer/tsan_interface.h>
+# define TSAN_RELEASE(p) __tsan_release(p)
+# define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+# define TSAN_RELEASE(p) ((void)(p))
+# define TSAN_ACQUIRE(p) ((void)(p))
+#endif
+
+int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
+{
+    /* size must be a power of two (ck does not check); capacity is size-1 */
+    ck_ring_init(&q->ring, size);
+    q->buf = buf;
+    q->overflow_n = 0;
+    q->head = q->tail = NULL;
+    return -pthread_mutex_init(&q->lock, NULL);
+}
+
+void coro__mq_fini(struct coro__mq *q)
+{
+    pthread_mutex_destroy(&q->lock);
+}
+
+void coro__mq_push(struct coro__mq *q, coro_t *job)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->overflow_n == 0) {
+        TSAN_RELEASE(q);
+        if (ck_ring_enqueue_spmc(&q->ring, q->buf, job)) {
+            pthread_mutex_unlock(&q->lock);
+            return;
+        }
+    }
+    job->next = NULL;
+    if (q->tail)
+        q->tail->next = job;
+    else
+        q->head = job;
+    q->tail = job;
+    /* relaxed: the mutex orders the list; the count is only a hint that
+     * makes poppers look (they take the mutex before trusting it) */
+    __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
+{
+    unsigned i = 0;
+
+    pthread_mutex_lock(&q->lock);
+    if (q->overflow_n == 0) {
+        TSAN_RELEASE(q);
+        for (; i < n && ck_ring_enqueue_spmc(&q->ring, q->buf, jobs[i]); i++)
+            ;
+    }
+    for (; i < n; i++) {
+        jobs[i]->next = NULL;
+        if (q->tail)
+            q->tail->next = jobs[i];
+        else
+            q->head = jobs[i];
+        q->tail = jobs[i];
+        __atomic_store_n(&q->overflow_n, q->overflow_n + 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+coro_t *coro__mq_pop(struct coro__mq *q)
+{
+    coro_t *job = NULL;
+
+    if (ck_ring_dequeue_spmc(&q->ring, q->buf, &job)) {
+        TSAN_ACQUIRE(q);
+        return job;
+    }
+    if (__atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED) == 0)
+        return NULL;
+    pthread_mutex_lock(&q->lock);
+    /* another consumer may have refilled the ring while we waited for the
+     * lock: its jobs are older than the list's, take one of them first.
+     * Under the lock nothing else enqueues, so a ring empty here stays
+     * empty until our own refill below */
+    if (ck_ring_dequeue_spmc(&q->ring, q->buf, &job)) {
+        pthread_mutex_unlock(&q->lock);
+        TSAN_ACQUIRE(q);
+        return job;
+    }
+    job = q->head;
+    if (job) {
+        /* take the head, then move up to CORO__MQ_REFILL more from the
+         * list into the ring under the same lock (one lock per batch, not
+         * per job).  Order holds: the ring is empty (above), a push goes
+         * to the list while overflow_n != 0, so the ring keeps older jobs
+         * than the list.  A job is in exactly one of the two: it leaves
+         * the list before the (mutex-serialised) producer enqueue
+         * publishes it in the ring. */
+        coro_t *n = job->next;
+        unsigned moved = 1;
+
+        job->next = NULL;
+        while (n && moved <= CORO__MQ_REFILL) {
+            coro_t *nx = n->next;
+            n->next = NULL;     /* before the enqueue publishes it */
+            TSAN_RELEASE(q);    /* after that write (TSan's view of ck's release) */
+            if (!ck_ring_enqueue_spmc(&q->ring, q->buf, n)) {
+                n->next = nx;   /* ring full (popped meanwhile is fine) */
+                break;
+            }
+            n = nx;
+            moved++;
+        }
+        q->head = n;
+        if (!n)
+            q->tail = NULL;
+        /* relaxed: see coro__mq_push */
+        __atomic_store_n(&q->overflow_n, q->overflow_n - moved, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return job;
+}
+
+unsigned coro__mq_size(const struct coro__mq *q)
+{
+    return ck_ring_size(&q->ring) + __atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED);
+}
+
+void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
+{
+    ck_ring_init(&q->ring, size);
+    q->buf = buf;
+}
+
+bool coro__lq_push(struct coro__lq *q, coro_t *job)
+{
+    TSAN_RELEASE(q);
+    return ck_ring_enqueue_spmc(&q->ring, q->buf, job);
+}
+
+coro_t *coro__lq_pop(struct coro__lq *q)
+{
+    coro_t *job;
+
+    if (!ck_ring_dequeue_spmc(&q->ring, q->buf, &job))
+        return NULL;
+    TSAN_ACQUIRE(q);
+    return job;
+}
+
+unsigned coro__lq_size(const struct coro__lq *q)
+{
+    return ck_ring_size(&q->ring);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 0 (base): every tunable of the library in one place, each
+ * with its reason.  Changing one changes behaviour, not correctness: the
+ * protocols do not depend on these values (the spin models in tools/model
+ * do not use them).  Files of I/O keep their own limits where they are
+ * sizes of a data structure (io/epoll.c: chunked fd table, event batch). */
+#ifndef COROKIT_LIB_BASE_TUNABLES_H
+#define COROKIT_LIB_BASE_TUNABLES_H
+
+/* ---- queues (sched/worker.c, sched/cls.c) ----------------------------------- */
+/* Ring sizes, per worker and priority (local, inbox) and per affinity class
+ * and priority; beyond them jobs go to a mutex-guarded overflow list.  256
+ * holds a spawn burst of a fork-join level without overflow (tokio: 256). */
+#define CORO__LOCAL_SIZE 256
+#define CORO__INBOX_SIZE 256
+#define CORO__CLASS_SIZE 1024
+/* at most this many affinity classes (distinct masks) per scheduler */
+#define CORO__MAX_CLASSES 4096
+/* jobs coro__mq_pop moves from an overflow list to the ring per lock
+ * taken: one lock per 128 jobs instead of one per job */
+#define CORO__MQ_REFILL 128u
+
+/* ---- fairness (sched/worker.c) ------------------------------------------------ */
+/* a worker looks at the global (any-worker) queues first once every this
+ * many looks, so jobs spawned from outside are not starved by local work
+ * (tokio uses 61 too: prime, so it does not beat with other periods) */
+#define CORO__GLOBAL_INTERVAL 61
+/* runs in a row from the LIFO slot before the queues are looked at again:
+ * the slot speeds up ping-pong, the bound keeps it from starving the rest */
+#define CORO__LIFO_MAX 3
+/* the starvation bounds of priorities: after this many HIGH or NORMAL jobs
+ * in a row while LOW jobs wait, one LOW job runs; after this many HIGH jobs
+ * while NORMAL ones wait, one NORMAL job runs (docs/scheduling.md) */
+#define CORO__STARVE_LOW 128u
+#define CORO__STARVE_NORMAL 32u
+/* awaits that complete at once before a forced yield: a job whose I/O is
+ * always ready cannot keep its worker forever (tokio's budget is 128) */
+#define CORO__BUDGET 128
+/* finished jobs a worker counts before it takes them off the scheduler's
+ * live count: one contended RMW per 64 finishes instead of per finish */
+#define CORO__LIVE_BATCH 64
+
+/* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */
+/* an idle worker looks for work again this many times with a pause
+ * instruction (never when oversubscribed: the holder may need our CPU)... */
+#define CORO__IDLE_PAUSES 4u
+/* ...then up to this many times in all, giving the CPU away in between,
+ * before it parks: a park and a wake-up cost two system calls and a few
+ * microseconds, a near-miss of a job pushed just after the look */
+#define CORO__IDLE_LOOKS 16u
+/* a blocking-pool thread that finished a call looks for the next one this
+ * long (ns) before it sleeps: a job that issues calls one after another
+ * gets them handed over without a futex wake-up */
+#define CORO__BLOCKING_SPIN_NS 20000
+/* the blocking pool: threads at most, and how long an idle one lives (ms)
+ * (tokio: 512 threads, 10 s keep-alive) */
+#define CORO__BLOCKING_THREADS 512
+#define CORO__BLOCKING_KEEPALIVE_MS 10000
+
+/* ---- waiting (wait/lot_timer.c, sched/frame.c) ---------------------------- */
+/* lot timers preallocated per scheduler: steady-state timed waits never
+ * allocate */
+#define CORO__TIMER_PREALLOC 256
+/* empty 64 KiB frame slabs a pool keeps (2 MiB): without them a spawn burst
+ * paid an mmap and page faults per slab */
+#define CORO__FRAME_EMPTY_MAX 32
+
+#endif

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/* The blocking pool: coro_blocking runs a function that blocks (a library
+ * without a non-blocking API, getaddrinfo, a read of a regular file) on a
+ * thread of its own, so that no worker stalls.  tokio's blocking pool is
+ * the model: threads start lazily up to a maximum, idle ones retire after
+ * a keep-alive, calls queue FIFO.  It is the stackless form of tokio's
+ * block_in_place: a stackless job cannot keep its stack while its worker
+ * goes on, so the call moves to another thread instead of the worker's
+ * other jobs.
+ *
+ * WHO TOUCHES WHAT.  One pool per scheduler, created with it (no thread
+ * started).  The FIFO, the idle stack and the counts are under the pool's
+ * mutex.  A queued call is its job: the job is SUSPENDED (its arm
+ * returned PENDING) and linked through coro_t.next on the FIFO; the pool
+ * owns its wake-up.  A call goes either to an idle thread (handed over,
+ * below) or to the FIFO, from which a thread that finishes a call takes
+ * the oldest.  The thread that holds the job - unlinked under the mutex or
+ * handed over - is its only waker: it reads the pending awaitable (the job
+ * cannot run: nobody else may wake it), runs it through its ops' run
+ * function (coro_blocking: fn(arg); lib/io_file.c: a read or write of a
+ * regular file) and wakes the job with the result (coro__wake: a worker
+ * its mask allows, at its priority).  Nothing is allocated per call.
+ *
+ * HAND-OVER.  An idle thread sits on a LIFO stack (the most recently used
+ * thread is reused first, so the others reach their keep-alive and
+ * retire) with a word of its own (struct bthread, on its stack): IDLE,
+ * WORK (a job was handed over in .job), SLEEP (it waits on the word, a
+ * futex), STOP.  An arm pops it under the mutex, stores the job and
+ * exchanges WORK into the word; only when the old value was SLEEP does it
+ * make the futex_wake system call - still under the mutex, since a thread
+ * cannot leave the pool without taking it, so its word (on its stack) is
+ * still there.  A thread that just finished a call first spins a little
+ * (CORO__BLOCKING_SPIN_NS, yielding the CPU between looks) before it sleeps: a job that
+ * makes calls one after another finds it awake and pays no wake-up.
+ * Measured with tools/bench (blocking_roundtrip), see docs/benchmarks.md.
+ *
+ * STARTING THREADS OFF THE WORKERS.  pthread_create takes tens of
+ * microseconds (more on a loaded machine): on a worker it delays every job
+ * of that worker.  So the pool keeps a spare: whenever a thread takes a
+ * call (from the FIFO, or handed over) and leaves no thread idle and none
+ * starting, one more is started (up to .blocking_threads) - by that pool
+ * thread, before it runs its call, outside the mutex.  A thread being
+ * started is counted in nthreads and nstarting from the moment it is
+ * reserved (under the mutex), so that "nidle > 0 or nstarting > 0" holds
+ * whenever the pool is below its limit, and an arm finds an idle thread or
+ * queues behind one that is starting.  A worker starts a thread (in the
+ * arm) only when none exists - so that a failure refuses the call with
+ * -EAGAIN / -ENOMEM, nothing queued - or after a spare could not be
+ * started.  A burst of N calls costs its worker one pthread_create; the
+ * rest start one after another on pool threads.  If a start fails, the
+ * queued calls wait for the threads that exist: nothing is lost.
+ *
+ * CANCEL AND DEADLINES.  A call has started when its thread, holding the
+ * job, has checked the job's cancel flag, the scheduler's cancelling flag
+ * and the job's .deadline and found none: then fn runs and the job waits
+ * for it and gets its result, whatever happens meanwhile (its next await
+ * sees the cancel or the deadline).  Before that point the call ends
+ * -ECANCELED (or -ETIMEDOUT past the deadline) and fn never runs.
+ * coro_sched_shutdown(CORO_CANCEL) sets s->cancelling (seq_cst), then
+ * calls coro__blocking_cancel, which takes every queued job off the FIFO
+ * under the mutex and wakes it with -ECANCELED.  An arm checks
+ * s->cancelling under the same mutex before it queues, so a call is either
+ * refused, found by that sweep, or held by a thread that checks the flag
+ * before it starts.  coro_cancel(job) does the same for one job: it sets
+ * CORO__F_CANCEL (seq_cst), then coro__blocking_cancel_jobs takes the
+ * flagged jobs off the FIFO.  A queued call whose deadline passes is not
+ * woken at the deadline: it ends -ETIMEDOUT when a thread reaches it.
+ *
+ * DESTROY.  coro__blocking_destroy runs after the scheduler drained (no
+ * job is left, so nothing is queued or running): it tells idle threads to
+ * stop, waits until every thread has left the pool's code (nthreads == 0,
+ * signalled under the mutex by the last one out) and frees the pool.
+ * Threads are detached: the count, not pthread_join, says they are gone;
+ * the last thing a thread (or an arm whose start failed) does with the
+ * pool is unlock its mutex after the final decrement, and destroy takes
+ * that mutex before freeing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/io.h"
+
+
+enum { B_IDLE, B_WORK, B_SLEEP, B_STOP };
+
+struct bthread {
+    uint32_t word;              /* atomic: B_* */
+    coro_t *job;                /* handed over with B_WORK */
+    bool spare;                 /* with it: a thread was reserved for us to start */
+    struct bthread *next;       /* the idle stack, under the mutex */
+};
+
+struct coro__bpool {
+    coro_sched_t *s;
+    pthread_mutex_t lock;
+    pthread_cond_t gone;        /* destroy waits here for nthreads == 0 */
+    coro_t *head, *tail;        /* queued calls (their jobs), FIFO */
+    coro_t *busy;               /* calls in progress (linked through next), for
+                                   coro_sched_dump */
+    struct bthread *idle;       /* idle threads, LIFO */
+    uint32_t max;               /* thread limit */
+    uint32_t nthreads, nidle;
+    uint32_t nstarting;         /* reserved or created, not yet in the pool's loop */
+    int64_t keepalive_ns;
+    bool stopping;
+    uint64_t started, retired;  /* counters (tests) */
+    uint64_t arm_starts;        /* threads a worker (an arm) started (tests) */
+};
+
+/* test hook: make thread creation fail */
+int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                 void *) = pthread_create;
+
+static void *pool_main(void *arg);
+
+/* start one pool thread, reserved (nthreads, nstarting, started) under
+ * the mutex by the caller, who has since unlocked it.  On failure the
+ * reservation is undone here; returns 0 or the error (an errno) */
+static int start_thread(struct coro__bpool *p)
+{
+    pthread_attr_t at;
+    pthread_t t;
+
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = coro__blocking_spawn_hook(&t, &at, pool_main, p);
+    pthread_attr_destroy(&at);
+    if (rc == 0)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    p->nthreads--;
+    p->nstarting--;
+    p->started--;
+    if (p->nthreads == 0)
+        pthread_cond_broadcast(&p->gone);
+    pthread_mutex_unlock(&p->lock);     /* the last touch of p */
+    return rc;
+}
+
+/* under the mutex: reserve a thread to start */
+static void reserve_thread(struct coro__bpool *p)
+{
+    p->nthreads++;
+    p->nstarting++;
+    p->started++;
+}
+
+/* under the mutex, when a thread took a call: if that left no thread
+ * idle and none starting, reserve a spare, which the taker starts */
+static bool want_spare(struct coro__bpool *p)
+{
+    if (p->nidle || p->nstarting || p->nthreads >= p->max || p->stopping)
+        return false;
+    reserve_thread(p);
+    return true;
+}
+
+/* under the mutex: hand job to an idle thread; false when none is idle */
+static bool hand_over(struct coro__bpool *p, coro_t *job)
+{
+    struct bthread *t = p->idle;
+
+    if (!t)
+        return false;
+    p->idle = t->next;
+    p->nidle--;
+    t->job = job;
+    t->spare = want_spare(p);
+    /* acq_rel: release publishes .job (and the job's awaitable) to the
+     * thread, which loads the word with acquire; acquire pairs with its
+     * CAS to SLEEP, so that SLEEP seen means it waits (or will) on the word */
+    if (__atomic_exchange_n(&t->word, B_WORK, __ATOMIC_ACQ_REL) == B_SLEEP)
+        coro__futex_wake(&t->word, 1);
+    return true;
+}
+
+/* run the call job holds, unless it was cancelled or its deadline passed
+ * before it started, and wake the job with the result */
+static void run_call(struct coro__bpool *p, coro_t *job)
+{
+    coro_await_t *aw = &job->top->aw;
+    int64_t dl = coro__job_deadline(job);
+    intptr_t r;
+
+    if (coro__cancelling(p->s) || coro__job_cancelled(job))
+        r = -ECANCELED;
+    else if (dl > 0 && coro__now() >= dl)
+        r = -ETIMEDOUT;
+    else {
+        /* listed while it runs, for coro_sched_dump (one uncontended lock
+         * on each side) */
+        pthread_mutex_lock(&p->lock);
+        job->next = p->busy;
+        p->busy = job;
+        pthread_mutex_unlock(&p->lock);
+        r = ((const struct coro__pool_ops *)aw->ops)->run(aw);
+        pthread_mutex_lock(&p->lock);
+        for (coro_t **pp = &p->busy; *pp; pp = &(*pp)->next)
+            if (*pp == job) {
+                *pp = job->next;
+                break;
+            }
+        job->next = NULL;
+        pthread_mutex_unlock(&p->lock);
+    }
+    coro__wake(job, r);         /* from here the job is not ours */
+}
+
+/* wait on the idle stack until a call is handed over (returns it), or a
+ * keep-alive passes / destroy stops the thread (NULL: with the mutex held,
+ * off the stack) */
+static coro_t *wait_idle(struct coro__bpool *p, struct bthread *me)
+{
+    int64_t t0 = coro__now(), deadline = t0 + p->keepalive_ns;
+    uint32_t w;
+
+    /* spin: acquire pairs with hand_over's exchange (.job is set) */
+    while ((w = __atomic_load_n(&me->word, __ATOMIC_ACQUIRE)) == B_IDLE &&
+           coro__now() - t0 < CORO__BLOCKING_SPIN_NS)
+        sched_yield();
+    if (w == B_IDLE) {
+        uint32_t idle = B_IDLE;
+        /* acq_rel: on failure (a hand-over came) acquire as above; on
+         * success release orders nothing but pairs with hand_over's
+         * exchange, which then sees SLEEP and wakes us */
+        if (__atomic_compare_exchange_n(&me->word, &idle, B_SLEEP, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            w = B_SLEEP;
+        else
+            w = idle;
+    }
+    while (w == B_SLEEP) {
+        int rc = coro__futex_wait(&me->word, B_SLEEP, deadline);
+        w = __atomic_load_n(&me->word, __ATOMIC_ACQUIRE);
+        if (w == B_SLEEP && rc == -ETIMEDOUT) {
+            pthread_mutex_lock(&p->lock);
+            w = __atomic_load_n(&me->word, __ATOMIC_ACQUIRE);
+            if (w == B_SLEEP) {
+                /* still on the stack: nobody handed us anything; leave */
+                struct bthread **pp = &p->idle;
+                while (*pp != me)
+                    pp = &(*pp)->next;
+                *pp = me->next;
+                p->nidle--;
+                p->retired++;
+                return NULL;
+            }
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    if (w == B_STOP) {
+        pthread_mutex_lock(&p->lock);
+        return NULL;
+    }
+    return me->job;
+}
+
+static void *pool_main(void *arg)
+{
+    struct coro__bpool *p = arg;
+    struct bthread me = { B_IDLE, NULL, false, NULL };
+
+    pthread_mutex_lock(&p->lock);
+    p->nstarting--;
+    for (;;) {
+        coro_t *job = p->head;
+        if (job) {
+            p->head = job->next;
+            if (!p->head)
+                p->tail = NULL;
+            job->next = NULL;
+            bool spare = want_spare(p);
+            pthread_mutex_unlock(&p->lock);
+            if (spare)
+                start_thread(p);        /* failure: the queue waits for us */
+            run_call(p, job);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (p->stopping)
+            break;
+        __atomic_store_n(&me.word, B_IDLE, __ATOMIC_RELAXED);   /* the mutex orders it */
+        me.job = NULL;
+        me.spare = false;
+        me.next = p->idle;
+        p->idle = &me;
+        p->nidle++;
+        pthread_mutex_unlock(&p->lock);
+        job = wait_idle(p, &me);
+        if (!job)
+            break;                      /* retired or stopped: mutex held */
+        if (me.spare)
+            start_thread(p);
+        run_call(p, job);
+        pthread_mutex_lock(&p->lock);
+    }
+    if (--p->nthreads == 0)
+        pthread_cond_broadcast(&p->gone);
+    pthread_mutex_unlock(&p->lock);     /* the pool's last touch of p */
+    return NULL;
+}
+
+int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
+{
+    struct coro__bpool *p = coro__alloc(s, sizeof *p);
+
+    if (!p)
+        return -ENOMEM;
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->max = c->blocking_threads ? c->blocking_threads : CORO__BLOCKING_THREADS;
+    p->keepalive_ns =
+        (int64_t)(c->blocking_keepalive_ms ? c->blocking_keepalive_ms : CORO__BLOCKING_KEEPALIVE_MS) *
+        1000000;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->gone, NULL);
+    s->blocking = p;
+    return 0;
+}
+
+/* wake every job of a list taken off the FIFO with -ECANCELED */
+static void wake_cancelled(coro_t *list)
+{
+    while (list) {
+        coro_t *nx = list->next;
+        list->next = NULL;
+        coro__wake(list, -ECANCELED);
+        list = nx;
+    }
+}
+
+void coro__blocking_cancel(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+    coro_t *list;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    list = p->head;
+    p->head = p->tail = NULL;
+    pthread_mutex_unlock(&p->lock);
+    wake_cancelled(list);
+}
+
+void coro__blocking_cancel_jobs(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+    coro_t *list = NULL, **tail = &list;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (coro_t *prev = NULL, *j = p->head, *nx; j; j = nx) {
+        nx = j->next;
+        if (!coro__job_cancelled(j)) {
+            prev = j;
+            continue;
+        }
+        if (prev)
+            prev->next = nx;
+        else
+            p->head = nx;
+        if (p->tail == j)
+            p->tail = prev;
+        j->next = NULL;
+        *tail = j;
+        tail = &j->next;
+    }
+    pthread_mutex_unlock(&p->lock);
+    wake_cancelled(list);
+}
+
+void coro__blocking_destroy(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    while (p->idle) {
+        struct bthread *t = p->idle;
+        p->idle = t->next;
+        p->nidle--;
+        /* release: pairs with wait_idle's acquire loads; under the mutex,
+         * which the thread must take to leave: its word is still there */
+        if (__atomic_exchange_n(&t->word, B_STOP, __ATOMIC_ACQ_REL) == B_SLEEP)
+            coro__futex_wake(&t->word, 1);
+    }
+    while (p->nthreads)
+        pthread_cond_wait(&p->gone, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_cond_destroy(&p->gone);
+    pthread_mutex_destroy(&p->lock);
+    coro__free(s, p, sizeof *p);
+    s->blocking = NULL;
+}
+
+void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
+                           uint64_t *retired)
+{
+    struct coro__bpool *p = s->blocking;
+
+    pthread_mutex_lock(&p->lock);
+    *threads = p->nthreads;
+    *started = p->started;
+    *retired = p->retired;
+    pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t coro__blocking_arm_starts(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+
+    pthread_mutex_lock(&p->lock);
+    uint64_t n = p->arm_starts;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+bool coro__blocking_queued(coro_sched_t *s)
+{
+    struct coro__bpool *p = s->blocking;
+
+    pthread_mutex_lock(&p->lock);
+    bool q = p->head != NULL;
+    pthread_mutex_unlock(&p->lock);
+    return q;
+}
+
+int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    struct coro__bpool *p = s->blocking;
+    bool start = false;
+
+    (void)aw;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (coro__cancelling(s) || p->stopping || coro__job_cancelled(job)) {
+            *res = -ECANCELED;
+            pthread_mutex_unlock(&p->lock);
+            return CORO__ARM_READY;
+        }
+        if (hand_over(p, job)) {
+            pthread_mutex_unlock(&p->lock);
+            return CORO__ARM_PENDING;
+        }
+        if (p->nthreads > 0)
+            break;
+        /* no thread at all: start one before queueing, so that a failure
+         * refuses the call with nothing queued (outside the mutex: the
+         * pool threads and other arms go on meanwhile) */
+        reserve_thread(p);
+        p->arm_starts++;
+        pthread_mutex_unlock(&p->lock);
+        int rc = start_thread(p);
+        pthread_mutex_lock(&p->lock);
+        if (rc != 0 && p->nthreads == 0) {
+            /* no thread to run it, and none can be started: refuse */
+            *res = rc == ENOMEM ? -ENOMEM : -EAGAIN;
+            pthread_mutex_unlock(&p->lock);
+            return CORO__ARM_READY;
+        }
+        /* look again: the new thread may be idle by now */
+    }
+    /* every thread is busy: queue; start one more here only when no
+     * thread is starting (a spare could not be started) */
+    if (p->nstarting == 0 && p->nthreads < p->max) {
+        reserve_thread(p);
+        p->arm_starts++;
+        start = true;
+    }
+    job->next = NULL;
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
+    p->tail = job;
+    pthread_mutex_unlock(&p->lock);
+    /* the job is not ours any more; p is: the reservation keeps destroy
+     * waiting until the thread has left, or start_thread's undo */
+    if (start)
+        start_thread(p);    /* failure: the busy threads take the call */
+    return CORO__ARM_PENDING;
+}
+
+static intptr_t run_fn(coro_await_t *aw)
+{
+    intptr_t (*fn)(void *) = (intptr_t (*)(void *))aw->arg[0].p;
+    return fn(aw->arg[1].p);
+}
+
+static const struct coro__pool_ops blocking_ops = { { "blocking", coro__blocking_arm }, run_fn };
+
+coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg)
+{
+    coro_await_t a = { .ops = &blocking_ops.base };
+
+    if (!fn)
+        return coro_ready(-EINVAL);
+    a.arg[0].p = (void *)fn;
+    a.arg[1].p = arg;
+    return a;
+}
+
+/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+
+/* the queued calls and the calls in progress, under the pool's lock (a
+ * job in either list is woken only after leaving it under that lock) */
+int coro__blocking_dump(coro_sched_t *s, struct coro__dump *d)
+{
+    struct coro__bpool *p = s->blocking;
+    int n = 0;
+
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    for (coro_t *j = p->busy; j; j = j->next, n++)
+        coro__dump_job(d, j, "blocking call %p(%p), running on a pool thread",
+                       j->top->aw.arg[0].p, j->top->aw.arg[1].p);
+    for (coro_t *j = p->head; j; j = j->next, n++)
+        coro__dump_job(d, j, "blocking call %p(%p), queued for a pool thread",
+                       j->top->aw.arg[0].p, j->top->aw.arg[1].p);
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}

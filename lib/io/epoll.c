@@ -1,0 +1,1283 @@
+/* SPDX-License-Identifier: MIT */
+/* The I/O context: one epoll set per scheduler, the fd table, the timers.
+ * No thread owns it: whichever thread holds the POLL TOKEN waits in
+ * epoll_wait and handles what it reports - an idle worker (tokio's and
+ * Go's model: no hand-off), or the dedicated I/O thread when no worker
+ * waits there (the guarantee that readiness is seen while every worker
+ * runs long jobs: tokio #4730), or in single-threaded mode the thread
+ * driving the scheduler (coro__io_poll).
+ *
+ * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
+ * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
+ * one attempt).  A direction nobody waits in stays out: the peer's every
+ * read would call into epoll for a writable edge no one needs.  The fd
+ * stays registered until coro_close (EPOLL_CTL_DEL) or until
+ * corokit learns that its number names a new file (coro__io_forget: accept
+ * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
+ * The epoll tag is fd | gen << 32: an event of a forgotten registration
+ * (gen moved on) is ignored.
+ *
+ * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
+ * freed before the scheduler, so a pointer to an entry stays valid) holds,
+ * under its spinlock: the waiting reader and writer (w[dir]), and `ready`,
+ * the edges that arrived while nobody waited (tokio's ScheduledIo keeps a
+ * readiness word the same way).  The protocol, per direction:
+ *   waiter (a worker, in arm; its operation just got EAGAIN):
+ *     lock; if ready: clear it, unlock, try the operation again (loop);
+ *           else: w[dir] = job, unlock - parked, no system call
+ *   poller (an event for the fd, dir in its mask):
+ *     lock; if w[dir]: take the job (it consumes the edge); else ready = 1;
+ *     unlock; for a taken job: try its operation; done: wake it; EAGAIN
+ *     (a spurious edge): park it again by the waiter's protocol
+ * Invariant: an edge that comes after a waiter's EAGAIN is seen by it.
+ * The kernel queues an edge-triggered event for every state change after
+ * the EAGAIN; the poller handles it under the entry lock either before the
+ * waiter's locked check (the waiter sees `ready` and tries again) or after
+ * it parked (the poller takes it).  Clearing `ready` BEFORE the retry, not
+ * after its EAGAIN, is what makes a tick counter unnecessary: an edge
+ * during the retry sets it again.  `ready` may be stale (an edge whose
+ * data a later read already took): that costs one extra attempt, never a
+ * lost wake-up.  A fresh registration starts not ready: EPOLL_CTL_ADD
+ * queues an event at once if the fd is ready then.
+ *
+ * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
+ * worker about to park takes it if free and waits in epoll_wait instead of
+ * its futex (coro__io_park; worker.c's essay has the no-lost-wake-up
+ * argument), releasing it as soon as epoll_wait returns, so that another
+ * idle worker can wait while it handles the events and runs the jobs.  A
+ * worker that finds the I/O thread holding it asks for it (io->want + an
+ * eventfd write) and parks on its futex; the I/O thread gives it up and
+ * wakes one idle worker, which takes it on its next park.  The I/O thread
+ * without the token waits on io->standby for STANDBY_NS (or until the
+ * next timer): it takes the token when it finds it free and no worker
+ * took it since its last look - every worker is busy - so readiness and
+ * timers are seen within about 2 * STANDBY_NS even then, and never taken
+ * from workers that keep polling.  When it finds one worker hold lasting
+ * DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
+ * go (io_main, wake_standby): an idle process does not wake up.  A worker
+ * that goes idle while the I/O thread holds the token asks for it
+ * (coro__io_poll_now), and the I/O thread, asked, lets it go rather than
+ * take it back.  The eventfd (io->evfd) wakes whoever
+ * holds the token: a waker that sees worker i holding it writes it instead
+ * of calling futex_wake (coro__io_wake_poller).
+ *
+ * TIMERS: one binary heap (lib/timer.c) under io->hlock, behind one
+ * timerfd in the epoll set, absolute, set to the earliest deadline when it
+ * changes.  Lock order: an entry lock, then the heap lock; the timer path
+ * pops under the heap lock alone and then locks the entry, where the slot's
+ * sequence number tells whether the wait it names is still there.  A wait
+ * that ends otherwise removes its timer (O(log n)).
+ *
+ * CANCEL: coro_sched_shutdown(CORO_CANCEL) sets s->cancelling and calls
+ * coro__io_cancel_all, which sweeps every waiter and timer at once, on
+ * its thread.  A waiter checks the flag under the entry (heap) lock before
+ * it parks: either it parks before the sweep locks that entry, and the
+ * sweep finds it, or it locks after, and the lock orders the flag before
+ * its check.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "sched/trace.h"
+
+#define TAG_EVFD (1ull << 62)
+#define TAG_TFD (1ull << 61)
+#define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
+#define MAX_EVENTS 256
+#define NO_TIMER (-1)
+
+#define CHUNK_BITS 8
+#define CHUNK (1u << CHUNK_BITS)
+#define MAX_FDS (1u << 22)
+#define NCHUNKS (MAX_FDS / CHUNK)
+
+#define DRV_FREE 0u
+#define DRV_IOT 0xffffffffu
+#define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
+#define DEEP_STANDBY_NS 50000000    /* its longest sleep in deep standby */
+#define DEEP_LOOKS 4            /* looks at one unbroken worker hold before it sleeps */
+#define MAX_SOURCES 4
+
+#define RD_BIT 1u
+#define WR_BIT 2u
+
+struct fdent {
+    uint32_t lock;          /* spinlock: everything below but hidx */
+    uint32_t gen;           /* of the registration, in the epoll tag */
+    uint8_t reg;            /* in the epoll set under gen */
+    uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
+    uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
+    uint8_t timed[2];       /* the waiter has a timer */
+    uint32_t wseq[2];       /* numbers the waits of each slot */
+    coro_t *w[2];           /* the waiting reader / writer */
+    int32_t hidx[2];        /* their timers' heap indexes: under hlock */
+};
+
+struct source {
+    int fd;
+    void (*cb)(void *arg);
+    void *arg;
+};
+
+struct coro__io {
+    coro_sched_t *s;
+    int epfd, evfd, tfd;
+    bool threaded;
+    pthread_t thread;
+
+    /* shared, hot */
+    uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
+    uint32_t want;          /* a worker asks the I/O thread for the token */
+    uint32_t poll_gen;      /* bumped by each worker that takes the token */
+    uint32_t standby;       /* futex word of the I/O thread's standby */
+    uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
+    uint32_t stop;          /* the I/O thread exits */
+    uint32_t npending;      /* waiters + timers (coro__io_pending) */
+    uint32_t swept;
+    int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
+    uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
+    uint64_t n_woke[2];     /* fd waiters taken by an event: [0] a worker or the
+                               single-threaded driver, [1] the I/O thread */
+
+    /* the fd table: chunks created once (CAS), freed by destroy */
+    struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
+
+    /* the timers */
+    pthread_mutex_t hlock;
+    struct coro__heap heap;
+    int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
+
+    struct source src[MAX_SOURCES];
+    uint32_t nsrc;          /* atomic: sources published with release */
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void kick(struct coro__io *io)
+{
+    uint64_t one = 1;
+    ssize_t r = write(io->evfd, &one, sizeof one);
+    (void)r;    /* EAGAIN: the counter is saturated, the poller is awake anyway */
+}
+
+/* ---- the fd table ------------------------------------------------------------------------ */
+
+static void ent_lock(struct fdent *e)
+{
+    /* acquire: pairs with ent_unlock's release */
+    for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
+        while (__atomic_load_n(&e->lock, __ATOMIC_RELAXED)) {
+            if (++i > 64)
+                sched_yield();  /* the holder may be in a system call */
+            else
+                cpu_relax();
+        }
+    }
+}
+
+static void ent_unlock(struct fdent *e)
+{
+    /* release: what we wrote under the lock before the next holder's reads */
+    __atomic_store_n(&e->lock, 0, __ATOMIC_RELEASE);
+}
+
+/* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
+ * is out of range */
+static struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+{
+    if (fd < 0 || (uint32_t)fd >= MAX_FDS)
+        return NULL;
+    struct fdent **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
+    /* acquire: the chunk's initialised entries, published by the CAS below */
+    struct fdent *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!c && create) {
+        struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
+        if (!n)
+            return NULL;
+        memset(n, 0, CHUNK * sizeof *n);
+        for (uint32_t i = 0; i < CHUNK; i++)
+            n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
+        /* acq_rel: publishes n's contents; on failure acquires the winner's */
+        if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            c = n;
+        else
+            coro__free(io->s, n, CHUNK * sizeof *n);
+    }
+    return c ? &c[(uint32_t)fd & (CHUNK - 1)] : NULL;
+}
+
+static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
+{
+    struct coro__io *io = ctx;
+    /* the entry exists: its waiter created it */
+    ent_get(io, (int)(t->aux / 2), false)->hidx[t->aux % 2] = (int32_t)idx;
+}
+
+static void pending_add(struct coro__io *io, int d)
+{
+    /* relaxed: a hint for the single-threaded driver (coro__io_pending) */
+    __atomic_add_fetch(&io->npending, (uint32_t)d, __ATOMIC_RELAXED);
+}
+
+/* ---- timers ---------------------------------------------------------------------------------- */
+
+/* under hlock: the timerfd at the heap's earliest deadline */
+static void tfd_update(struct coro__io *io)
+{
+    const struct coro__tnode *top = coro__heap_top(&io->heap);
+    int64_t d = top ? top->deadline : INT64_MAX;
+    struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+    __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
+    if (d == io->tfd_deadline)
+        return;
+    io->tfd_deadline = d;
+    if (d != INT64_MAX) {
+        if (d <= 0)
+            d = 1;      /* 0 would disarm */
+        its.it_value.tv_sec = d / 1000000000;
+        its.it_value.tv_nsec = d % 1000000000;
+    }
+    timerfd_settime(io->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* add a timer; -ECANCELED once cancelling (checked under the lock: see
+ * CANCEL at the top), -ENOMEM */
+static int timer_add(struct coro__io *io, const struct coro__tnode *t)
+{
+    int rc;
+
+    pthread_mutex_lock(&io->hlock);
+    /* a sleep checks its job's cancel flag here, under the lock that
+     * coro__io_cancel_jobs walks the heap under */
+    if (coro__cancelling(io->s) ||
+        (t->kind == CORO__IOK_SLEEP && coro__job_cancelled(t->p))) {
+        rc = -ECANCELED;
+    } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
+        pending_add(io, 1);
+        if (t->deadline < io->tfd_deadline) {
+            tfd_update(io);
+            /* nobody may hold the token: let the I/O thread see it */
+            if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
+                __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+                coro__futex_wake(&io->standby, 1);
+            }
+        }
+    }
+    pthread_mutex_unlock(&io->hlock);
+    return rc;
+}
+
+/* under hlock: take the heap's entry idx out; an fd waiter's index is reset */
+static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out)
+{
+    coro__heap_remove(&io->heap, idx, out);
+    if (out->kind == CORO__IOK_FD)
+        ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+    pending_add(io, -1);
+}
+
+/* ---- completing ---------------------------------------------------------------------- */
+
+/* every completion of an fd awaitable, whoever completes it: the
+ * awaitable's own fd is forgotten then released, a new fd forgotten */
+static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->flags & CORO__IOF_OWNFD)
+        coro__io_forget(io, (int)aw->arg[0].i);
+    if (ops->fini)
+        ops->fini(aw);
+    if ((ops->flags & CORO__IOF_NEWFD) && res >= 0)
+        coro__io_forget(io, (int)res);
+}
+
+static void finish(struct coro__io *io, coro_t *job, intptr_t res)
+{
+    fd_done(io, &job->top->aw, res);
+    job->flags |= CORO__FL_IOWAKE;  /* counted by the worker that runs it */
+    coro__wake(job, res);       /* from here the job is not ours */
+}
+
+/* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
+static coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+{
+    coro_t *job = e->w[dir];
+    struct coro__tnode t;
+
+    if (!job)
+        return NULL;
+    e->w[dir] = NULL;
+    pending_add(io, -1);
+    if (e->timed[dir]) {
+        e->timed[dir] = 0;
+        pthread_mutex_lock(&io->hlock);
+        if (e->hidx[dir] != NO_TIMER)
+            heap_take(io, (uint32_t)e->hidx[dir], &t);
+        pthread_mutex_unlock(&io->hlock);
+    }
+    return job;
+}
+
+/* ---- waiting on an fd ------------------------------------------------------------------- */
+
+static inline uint64_t tag_of(int fd, uint32_t gen)
+{
+    return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
+}
+
+/* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
+ * fd to the epoll set, or MOD it to add that direction (at most two
+ * epoll_ctl per fd).  A direction nobody waits in is left out: each read
+ * by the peer of a socket registered for EPOLLOUT too would queue an event
+ * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
+static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit)
+{
+    uint32_t gen = e->reg ? e->gen : e->gen + 1;
+    uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
+    struct epoll_event ev = {
+        .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
+                  ((dirs & WR_BIT) ? EPOLLOUT : 0),
+        .data.u64 = tag_of(fd, gen)
+    };
+    int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && e->reg && errno == ENOENT) {
+        /* closed with close(2) and the number reused: epoll forgot the old
+         * file, so we do too */
+        e->reg = 0;
+        gen = e->gen + 1;
+        dirs = bit;
+        ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+        ev.data.u64 = tag_of(fd, gen);
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rc < 0 && !e->reg && errno == EEXIST)  /* the old file lives on (a dup): retag it */
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+    __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
+    if (rc < 0)
+        return -errno;
+    if (!e->reg)
+        e->ready = 0;
+    e->gen = gen;
+    e->reg = 1;
+    e->dirs = dirs;
+    /* ADD / MOD report what is ready now (an event is queued) */
+    e->ready &= (uint8_t)~bit;
+    return 0;
+}
+
+/* ---- select branches in fd slots ------------------------------------------------------
+ * A select's readable/writable branch parks its record (CORO__FL_PROXY) in
+ * the fd's slot like a job, without a timer (the select's own wait has
+ * it).  Whoever takes a record off a slot claims its select under the
+ * entry lock (the record's hook takes the select's lot bucket next: entry
+ * lock, then that bucket; nothing takes them the other way round), and
+ * the owner's coro_select_end unlinks the record under the same entry
+ * lock: once it has, no claim runs or starts, so the record may go.  A
+ * claim that fails (another branch won) gives the edge back (the ready bit
+ * is set again).  Strictly the next waiter would not need it - every wait
+ * tries its operation before it parks - but an edge taken by nobody stays
+ * as if the record had never been there. */
+
+static inline bool is_proxy(const coro_t *w)
+{
+    return (w->flags & CORO__FL_PROXY) != 0;
+}
+
+/* under e's lock: the record p, just taken off slot dir, claims its select
+ * for res (queued on wl: the owner is woken after the unlock) */
+static void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__wl_t *wl)
+{
+    if (p->fn(p) == 0)
+        coro__wl_add(wl, p, res);
+    else if (res == 0)
+        e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+}
+
+int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
+{
+    struct fdent *e = ent_get(io, fd, true);
+    int rc = 0;
+
+    if (!e)
+        return fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
+    ent_lock(e);
+    uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    if (!(e->dirs & bit) || !e->reg)
+        rc = ent_register(io, e, fd, bit);
+    if (rc == 0 && e->w[dir])
+        rc = -EBUSY;        /* one reader and one writer per fd */
+    if (rc == 0) {
+        e->w[dir] = p;
+        pending_add(io, 1);
+    }
+    ent_unlock(e);
+    return rc;
+}
+
+void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir)
+{
+    struct fdent *e = ent_get(io, fd, false);
+
+    if (!e)
+        return;
+    ent_lock(e);
+    if (e->w[dir] == p) {
+        e->w[dir] = NULL;
+        pending_add(io, -1);
+    }
+    ent_unlock(e);
+}
+
+/* under e's lock: slot_take for the paths that end a wait with res (close,
+ * forget, cancel): a select branch's record claims its select for res
+ * (woken from wl after the unlock) and NULL is returned; a job is
+ * returned for finish() */
+static coro_t *slot_take_jobs(struct coro__io *io, struct fdent *e, int dir, intptr_t res,
+                              coro__wl_t *wl)
+{
+    coro_t *w = slot_take(io, e, dir);
+
+    if (w && is_proxy(w)) {
+        proxy_fire(e, dir, w, res, wl);
+        return NULL;
+    }
+    return w;
+}
+
+/* The job is SUSPENDED; its operation got EAGAIN.  Park it in its fd's
+ * slot, or complete it (READY with *res) - the waiter's protocol at the top. */
+static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int fd = (int)aw->arg[0].i, dir = ops->dir;
+    uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    struct fdent *e = ent_get(io, fd, true);
+    int rc;
+
+    if (!e) {
+        *res = fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
+        return CORO__ARM_READY;
+    }
+    for (;;) {
+        ent_lock(e);
+        /* the per-job flag too (coro_cancel): checked under the entry lock
+         * that coro__io_cancel_jobs takes, so the park sees it or is found */
+        if (coro__cancelling(io->s) || coro__job_cancelled(job)) {
+            ent_unlock(e);
+            *res = -ECANCELED;
+            return CORO__ARM_READY;
+        }
+        if (!(e->dirs & bit) && (rc = ent_register(io, e, fd, bit)) < 0) {
+            ent_unlock(e);
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        if (e->ready & bit) {
+            e->ready &= (uint8_t)~bit;
+            ent_unlock(e);
+            if (ops->attempt(aw, res))
+                return CORO__ARM_READY;
+            continue;
+        }
+        if (e->w[dir]) {
+            ent_unlock(e);
+            *res = -EBUSY;      /* one reader and one writer per fd */
+            return CORO__ARM_READY;
+        }
+        uint32_t seq = ++e->wseq[dir];
+        int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
+        if (deadline >= 0) {
+            struct coro__tnode t = { deadline, CORO__IOK_FD,
+                                     (uint32_t)fd * 2 + (uint32_t)dir, job, seq };
+            rc = timer_add(io, &t);     /* entry, then heap: the lock order */
+            if (rc < 0) {
+                ent_unlock(e);
+                *res = rc;
+                return CORO__ARM_READY;
+            }
+            e->timed[dir] = 1;
+        }
+        e->w[dir] = job;
+        pending_add(io, 1);
+        ent_unlock(e);      /* from here the job is the poller's */
+        return CORO__ARM_PENDING;
+    }
+}
+
+/* a taken waiter, its fd ready: perform the operation; done: wake it;
+ * it would block: park it again */
+static void fd_resume(struct coro__io *io, coro_t *job)
+{
+    coro_await_t *aw = &job->top->aw;
+    intptr_t res;
+
+    if (coro__io_ops_of(aw)->attempt(aw, &res) ||
+        fd_wait(io, job, aw, &res) == CORO__ARM_READY)
+        finish(io, job, res);
+}
+
+/* returns how many waiters the event took */
+static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
+{
+    static const uint32_t want[2] = {
+        EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLOUT | EPOLLHUP | EPOLLERR,
+    };
+    struct fdent *e = ent_get(io, (int)(uint32_t)tag, false);
+    coro_t *job[2] = { NULL, NULL };
+
+    if (!e)
+        return 0;
+    ent_lock(e);
+    if (!e->reg || e->gen != (uint32_t)(tag >> 32)) {
+        ent_unlock(e);      /* a forgotten registration */
+        return 0;
+    }
+    coro__wl_t wl;
+    int n = 0;
+    coro__wl_init(&wl);
+    for (int dir = 0; dir < 2; dir++) {
+        if (!(events & want[dir]))
+            continue;
+        /* a select's record is chosen only by readiness that is still
+         * there: an edge may be stale (its data already read, by the same
+         * select's owner after an earlier round), and a job would try its
+         * operation again where a select cannot - look first (poll, no
+         * wait), and leave the record parked for the next edge */
+        if (e->w[dir] && is_proxy(e->w[dir]) &&
+            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0)
+            continue;
+        if (e->w[dir])
+            job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
+        else
+            e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+        if (job[dir] && is_proxy(job[dir])) {
+            proxy_fire(e, dir, job[dir], 0, &wl);
+            job[dir] = NULL;
+            n++;
+        }
+    }
+    ent_unlock(e);
+    coro__wl_wake(&wl);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            fd_resume(io, job[dir]);
+    return n + (job[0] != NULL) + (job[1] != NULL);
+}
+
+void coro__io_forget(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    coro_t *job[2];
+
+    if (!e)
+        return;
+    coro__wl_t wl;
+    coro__wl_init(&wl);
+    ent_lock(e);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
+    e->reg = 0;
+    e->dirs = 0;
+    e->ready = 0;
+    e->gen++;           /* events of the old registration are ignored */
+    ent_unlock(e);
+    coro__wl_wake(&wl);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            finish(io, job[dir], -EBADF);
+}
+
+/* ---- timers firing ----------------------------------------------------------------------- */
+
+static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
+{
+    switch (t->kind) {
+    case CORO__IOK_SLEEP: {
+        coro_t *job = t->p;
+        /* a sleep cut short by the job's deadline times out */
+        if (res == 0 && t->deadline < job->top->aw.timeout)
+            res = -ETIMEDOUT;
+        finish(io, job, res);       /* the heap owned its wake-up */
+        break;
+    }
+    case CORO__IOK_FD: {
+        int dir = (int)(t->aux % 2);
+        struct fdent *e = ent_get(io, (int)(t->aux / 2), false);
+        coro_t *job = NULL;
+        ent_lock(e);
+        if (e->w[dir] == t->p && e->wseq[dir] == t->seq) {
+            e->timed[dir] = 0;      /* already off the heap */
+            job = slot_take(io, e, dir);
+        }
+        ent_unlock(e);
+        if (job)
+            finish(io, job, res == 0 ? -ETIMEDOUT : res);
+        break;
+    }
+    }
+}
+
+static int expire(struct coro__io *io)
+{
+    struct coro__tnode t;
+    int n = 0;
+
+    /* relaxed: a stale value only delays the look to the next event */
+    if (__atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED) == INT64_MAX)
+        return 0;
+    int64_t now = coro__now();
+    for (;;) {
+        pthread_mutex_lock(&io->hlock);
+        const struct coro__tnode *top = coro__heap_top(&io->heap);
+        if (!top || top->deadline > now) {
+            tfd_update(io);
+            pthread_mutex_unlock(&io->hlock);
+            return n;
+        }
+        heap_take(io, 0, &t);
+        pthread_mutex_unlock(&io->hlock);
+        timer_fire(io, &t, 0);
+        n++;
+    }
+}
+
+/* resume every waiter and drop every timer: CORO_CANCEL */
+static int sweep(struct coro__io *io)
+{
+    struct coro__tnode t;
+    int n = 0;
+
+    for (;;) {
+        pthread_mutex_lock(&io->hlock);
+        if (!io->heap.n) {
+            tfd_update(io);
+            pthread_mutex_unlock(&io->hlock);
+            break;
+        }
+        heap_take(io, io->heap.n - 1, &t);
+        pthread_mutex_unlock(&io->hlock);
+        timer_fire(io, &t, -ECANCELED);
+        n++;
+    }
+    for (uint32_t c = 0; c < NCHUNKS; c++) {
+        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; ch && i < CHUNK; i++) {
+            struct fdent *e = &ch[i];
+            coro_t *job[2];
+            ent_lock(e);
+            job[0] = slot_take(io, e, 0);
+            job[1] = slot_take(io, e, 1);
+            ent_unlock(e);
+            for (int dir = 0; dir < 2; dir++) {
+                /* a select's record: its owner waits on the select's own
+                 * key, where the lot's sweep cancels it */
+                if (job[dir] && !is_proxy(job[dir])) {
+                    finish(io, job[dir], -ECANCELED);
+                    n++;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- waiting in epoll --------------------------------------------------------------------- */
+
+/* handle what epoll_wait returned; *kicked: the eventfd fired.  Only the
+ * token holder reads the eventfd (holder): a kick is meant for it, and a
+ * look without the token (coro__io_poll_now) that drained it could leave
+ * the holder asleep; the eventfd is level-triggered, so the holder still
+ * sees it. */
+static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
+                  bool holder, int who)
+{
+    int done = 0, woke = 0;
+
+    for (int i = 0; i < n; i++) {
+        uint64_t tag = evs[i].data.u64;
+        uint64_t v;
+        if (tag == TAG_EVFD) {
+            if (holder) {
+                ssize_t r = read(io->evfd, &v, sizeof v);
+                (void)r;
+            }
+            *kicked = true;
+        } else if (tag == TAG_TFD) {
+            ssize_t r = read(io->tfd, &v, sizeof v);
+            (void)r;
+        } else if (tag & TAG_SRC) {
+            struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
+            src->cb(src->arg);
+            done++;
+        } else {
+            woke += fd_event(io, tag, evs[i].events);
+            done++;
+        }
+    }
+    if (woke)
+        __atomic_add_fetch(&io->n_woke[who], (uint64_t)woke, __ATOMIC_RELAXED);
+    return done + expire(io);
+}
+
+static int ms_of(int64_t timeout_ns)
+{
+    if (timeout_ns < 0)
+        return -1;
+    int64_t ms = (timeout_ns + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* wait in epoll up to timeout_ns and handle what is ready; the caller
+ * holds the token */
+static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
+{
+    struct epoll_event evs[MAX_EVENTS];
+
+    *kicked = false;
+    coro__trace_poll(io->s, -1);
+    int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
+    coro__trace_poll(io->s, n);
+    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
+}
+
+/* ---- the I/O thread ----------------------------------------------------------------------- */
+
+#define IO_SPIN 64
+
+/* the I/O thread holds the token: wait and handle until a worker asks
+ * for it (and an idle worker was woken to take it) or the thread stops */
+static void iot_drive(struct coro__io *io)
+{
+    bool kicked;
+    int idle = 0;
+    uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+
+    while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
+        /* workers handle I/O again (coro__io_poll_now found events): leave
+         * it to them rather than compete for each event */
+        if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != gen)
+            break;
+        if (__atomic_load_n(&io->want, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
+            /* release: what we handled before a worker's CAS takes the token */
+            __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+            /* an idle worker wakes and takes it; if none is idle, the one
+             * that asked was woken meanwhile (often by the event we just
+             * handled) and takes it at its next park.  Taking the token
+             * back here could keep it from the workers for good: we would
+             * take every event first, and a worker that finds the token
+             * with us asks again, and again is woken by our event before
+             * we see its ask.  Should the workers stay busy instead,
+             * io_main takes it again within two looks. */
+            coro__io_handoff(io->s);
+            return;
+        }
+        /* after a round that did something, look again without sleeping
+         * for up to IO_SPIN rounds (giving the CPU away in between): the
+         * next event usually comes within microseconds under load */
+        int did = poll_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
+        if (did)
+            idle = 0;
+        else if (++idle < IO_SPIN)
+            sched_yield();
+    }
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+}
+
+/* a worker let go of the token: if the I/O thread sleeps in deep standby
+ * (io_main), it keeps watch again */
+static void wake_standby(struct coro__io *io)
+{
+    /* seq_cst: the other half of io_main's Dekker - the caller stored
+     * the token (seq_cst) before this load */
+    if (!__atomic_load_n(&io->iot_asleep, __ATOMIC_SEQ_CST))
+        return;
+    /* relaxed exchange: one waker makes the system call */
+    if (!__atomic_exchange_n(&io->iot_asleep, 0, __ATOMIC_RELAXED))
+        return;
+    /* release: pairs with io_main's acquire load of the word */
+    __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&io->standby, 1);
+}
+
+static void *io_main(void *arg)
+{
+    struct coro__io *io = arg;
+    uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    uint32_t held_gen = seen_gen, held_looks = 0;
+
+    pthread_setname_np(pthread_self(), "coro-io");
+    coro__trace_io_thread(io->s);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
+    while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
+        uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+        uint32_t drv = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+        int64_t now = coro__now();
+        int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
+        uint32_t free_ = DRV_FREE;
+        /* the token is free and no worker took it since our last look (or a
+         * timer is due): every worker is busy, so we wait in epoll */
+        if (drv == DRV_FREE && (gen == seen_gen || next <= now) &&
+            /* seq_cst: the token word is RMWed by every taker */
+            __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED)) {
+            iot_drive(io);
+            seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+            now = coro__now();
+            drv = DRV_IOT;
+        } else {
+            seen_gen = gen;
+        }
+        /* acquire: pairs with the release increments of timer_add / destroy
+         * / wake_standby */
+        uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
+        /* DEEP STANDBY.  A worker holds the token and has held it, the
+         * same hold (poll_gen moves at every take), for DEEP_LOOKS looks:
+         * it is blocked in epoll_wait, timerfd included, and sees every
+         * event itself.  Nothing is left for us to watch until it lets go,
+         * so we sleep without a timeout instead of looking 1000 times a
+         * second (an idle process stays idle).  Dekker with wake_standby:
+         * we store iot_asleep then read the token; the worker stores the
+         * token then reads iot_asleep (both seq_cst).  Either we see the
+         * token gone and keep watch, or the worker sees us asleep and
+         * wakes us (the standby bump makes our futex_wait return). */
+        if (drv != DRV_FREE && drv != DRV_IOT && gen == held_gen) {
+            if (++held_looks >= DEEP_LOOKS) {
+                __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
+                    __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
+                    /* bounded (DEEP_STANDBY_NS): a safety net, not part
+                     * of the argument above - 20 looks a second at most
+                     * while idle, instead of 1,000 */
+                    coro__futex_wait(&io->standby, sb, coro__now() + DEEP_STANDBY_NS);
+                __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
+                held_looks = 0;
+                continue;
+            }
+        } else {
+            held_gen = gen;
+            held_looks = 0;
+        }
+        int64_t until = now + STANDBY_NS;
+        if (next > now && next < until)
+            until = next;   /* due ones: the token holder has the timerfd */
+        coro__futex_wait(&io->standby, sb, until);
+    }
+    return NULL;
+}
+
+/* ---- the hooks ---------------------------------------------------------------------------------------- */
+
+uint32_t coro__io_activity(struct coro__io *io)
+{
+    return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+}
+
+int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
+                  uint32_t activity, void (*awake)(void *), void *arg)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    bool kicked;
+
+    /* relaxed: a hint.  Another worker handled I/O while we looked for
+     * work: it will wait in epoll when it runs out, and its jobs' readiness
+     * is best left to it (each event we took would move a conversation
+     * between workers and wake us for nothing) */
+    if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != activity)
+        return -EAGAIN;
+    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+    if (cur == DRV_IOT) {
+        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+            kick(io);
+        return -EAGAIN;
+    }
+    /* seq_cst: Dekker against coro__io_wake_poller - we store the token,
+     * then read the epoch; the waker bumps the epoch, then reads the token */
+    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return -EAGAIN;
+    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    int n = 0;
+    if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
+        n = epoll_wait(io->epfd, evs, MAX_EVENTS, -1);
+    /* seq_cst: orders our handling so far before the next taker
+     * (release), and is the store half of wake_standby's Dekker */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    wake_standby(io);
+    awake(arg);
+    handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
+    return 0;
+}
+
+int coro__io_poll_now(struct coro__io *io)
+{
+    struct epoll_event evs[64];
+    bool kicked;
+
+    /* relaxed: a hint; nothing waits means nothing to find */
+    if (!coro__io_pending(io))
+        return 0;
+    /* a worker goes idle while the I/O thread holds the token: ask for it
+     * (no kick: iot_drive sees the flag at its next round).  Else a busy
+     * I/O thread polling between sched_yields takes every event first, and
+     * a worker that always finds the woken job during its own idle spins
+     * never parks, so never asks: the I/O thread would relay a whole
+     * conversation (relaxed: a hint, as in coro__io_park) */
+    if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
+        !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
+        __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
+    int n = epoll_wait(io->epfd, evs, 64, 0);
+    if (n <= 0)
+        return 0;
+    /* relaxed: a hint to the I/O thread that workers are handling I/O */
+    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    return handle(io, evs, n, &kicked, false, 0);
+}
+
+bool coro__io_wake_poller(struct coro__io *io, int idx)
+{
+    /* seq_cst: the other half of coro__io_park's Dekker (the caller bumped
+     * the epoch with a seq_cst RMW first) */
+    if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) != (uint32_t)idx + 1)
+        return false;
+    kick(io);
+    return true;
+}
+
+int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void *arg)
+{
+    uint32_t i = __atomic_load_n(&io->nsrc, __ATOMIC_RELAXED);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_SRC | i };
+
+    if (i >= MAX_SOURCES)
+        return -ENOSPC;
+    io->src[i] = (struct source){ fd, cb, arg };
+    /* release: the entry before the registration that can report it */
+    __atomic_store_n(&io->nsrc, i + 1, __ATOMIC_RELEASE);
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -errno;
+    return 0;
+}
+
+int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    struct coro__io *io = coro__sched_io(s);
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int rc;
+
+    if (ops->kind == CORO__IOK_SLEEP) {
+        /* bounded by the job's deadline: timer_fire tells the two apart */
+        struct coro__tnode t = { coro__bound_deadline(job, aw->timeout), CORO__IOK_SLEEP, 0, job,
+                                 0 };
+        if ((rc = timer_add(io, &t)) < 0) {
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        return CORO__ARM_PENDING;
+    }
+    if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
+        *res = rc;      /* nothing acquired: no fini */
+        return CORO__ARM_READY;
+    }
+    if ((rc = fd_wait(io, job, aw, res)) == CORO__ARM_READY)
+        fd_done(io, aw, *res);
+    return rc;
+}
+
+static void lot_timers_cb(void *arg)
+{
+    coro__lot_timers_fire(arg);     /* reads the lot's timerfd */
+}
+
+int coro__io_create(coro_sched_t *s, struct coro__io **out)
+{
+    struct coro__io *io = coro__alloc_aligned(s, sizeof *io);     /* aligned members */
+    struct epoll_event ev = { .events = EPOLLIN };
+    int rc;
+
+    *out = NULL;
+    if (!io)
+        return -ENOMEM;
+    memset(io, 0, sizeof *io);
+    io->s = s;
+    io->evfd = io->tfd = -1;
+    io->tfd_deadline = io->next_deadline = INT64_MAX;
+    io->heap.s = s;
+    io->heap.moved = heap_moved;
+    io->heap.ctx = io;
+    pthread_mutex_init(&io->hlock, NULL);
+    io->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (io->epfd < 0)
+        goto fail_errno;
+    io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->evfd < 0)
+        goto fail_errno;
+    io->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (io->tfd < 0)
+        goto fail_errno;
+    ev.data.u64 = TAG_EVFD;
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0)
+        goto fail_errno;
+    ev.data.u64 = TAG_TFD;
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
+        goto fail_errno;
+    /* the parking lot's timers (lib/lot_timer.c) have a timerfd of their
+     * own: whoever handles the I/O events fires them */
+    if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), lot_timers_cb, s)) < 0)
+        goto fail;
+    if (coro_sched_workers(s) > 0) {
+        /* the I/O thread takes no signals: they go to the threads that
+         * want them, or stay pending for coro_signal's signalfd */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        io->threaded = true;    /* before the thread reads it */
+        rc = -pthread_create(&io->thread, NULL, io_main, io);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc < 0) {
+            io->threaded = false;
+            goto fail;
+        }
+    }
+    *out = io;
+    return 0;
+fail_errno:
+    rc = -errno;
+fail:
+    coro__io_destroy(io);
+    return rc;
+}
+
+void coro__io_destroy(struct coro__io *io)
+{
+    struct coro__tnode t;
+
+    if (!io)
+        return;
+    if (io->threaded) {
+        __atomic_store_n(&io->stop, 1, __ATOMIC_RELEASE);
+        kick(io);
+        __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
+        coro__futex_wake(&io->standby, 1);
+        pthread_join(io->thread, NULL);
+        io->threaded = false;
+    }
+    /* every job is done: nothing should remain; drop whatever does */
+    while (io->heap.n)
+        coro__heap_remove(&io->heap, io->heap.n - 1, &t);
+    coro__heap_fini(&io->heap);
+    for (uint32_t c = 0; c < NCHUNKS; c++)
+        if (io->chunks[c])
+            coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fdent));
+    pthread_mutex_destroy(&io->hlock);
+    if (io->tfd >= 0)
+        close(io->tfd);
+    if (io->evfd >= 0)
+        close(io->evfd);
+    if (io->epfd >= 0)
+        close(io->epfd);
+    coro__free_aligned(io->s, io, sizeof *io);
+}
+
+void coro__io_cancel_all(struct coro__io *io)
+{
+    /* s->cancelling is already set (seq_cst, by this thread) */
+    if (!__atomic_exchange_n(&io->swept, 1, __ATOMIC_ACQ_REL))
+        sweep(io);
+    kick(io);
+}
+
+/* coro_cancel: end every fd wait and sleep of a job that carries
+ * CORO__F_CANCEL (set, seq_cst, before the call), on the calling thread.
+ * A wait parking concurrently checks the flag under the lock this walk
+ * takes (the entry's, or hlock for sleeps): it sees the flag or is found. */
+void coro__io_cancel_jobs(struct coro__io *io)
+{
+    struct coro__tnode t;
+
+    for (bool again = true; again;) {
+        again = false;
+        pthread_mutex_lock(&io->hlock);
+        for (uint32_t i = 0; i < io->heap.n; i++) {
+            const struct coro__tnode *e = &io->heap.a[i];
+            if (e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
+                heap_take(io, i, &t);
+                again = true;       /* the heap moved: look again from the top */
+                break;
+            }
+        }
+        if (again)
+            tfd_update(io);
+        pthread_mutex_unlock(&io->hlock);
+        if (again)
+            timer_fire(io, &t, -ECANCELED);
+    }
+    for (uint32_t c = 0; c < NCHUNKS; c++) {
+        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; ch && i < CHUNK; i++) {
+            struct fdent *e = &ch[i];
+            coro_t *job[2] = { NULL, NULL };
+            ent_lock(e);
+            for (int dir = 0; dir < 2; dir++)
+                if (e->w[dir] && !is_proxy(e->w[dir]) && coro__job_cancelled(e->w[dir]))
+                    job[dir] = slot_take(io, e, dir);
+            ent_unlock(e);
+            for (int dir = 0; dir < 2; dir++)
+                if (job[dir])
+                    finish(io, job[dir], -ECANCELED);
+        }
+    }
+}
+
+void coro__io_kick(struct coro__io *io)
+{
+    kick(io);
+}
+
+bool coro__io_pending(struct coro__io *io)
+{
+    return __atomic_load_n(&io->npending, __ATOMIC_RELAXED) != 0 ||
+           coro__lot_timers_pending(io->s);
+}
+
+uint64_t coro__io_ctl_count(struct coro__io *io)
+{
+    return __atomic_load_n(&io->n_ctl, __ATOMIC_RELAXED);
+}
+
+uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
+{
+    return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
+}
+
+int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
+{
+    bool kicked;
+
+    if (io->threaded)
+        return -EINVAL;
+    if (!coro__io_pending(io))
+        return -EAGAIN;     /* nothing waits on I/O: never block */
+    /* the driving thread is the only poller: the token is free */
+    int n = poll_round(io, timeout_ns, &kicked);
+    return n;
+}
+
+
+int coro_close(coro_sched_t *s, int fd)
+{
+    struct fdent *e;
+    coro_t *job[2] = { NULL, NULL };
+    int rc;
+
+    if (fd < 0)
+        return -EBADF;
+    if (!s)
+        s = coro_sched_current();
+    struct coro__io *io = s ? coro__sched_io(s) : NULL;
+    if (!io || !(e = ent_get(io, fd, false)))
+        return close(fd) == 0 ? 0 : -errno;
+    coro__wl_t wl;
+    coro__wl_init(&wl);
+    ent_lock(e);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
+    if (e->reg) {
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
+        __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
+    }
+    e->reg = 0;
+    e->dirs = 0;
+    e->ready = 0;
+    e->gen++;
+    /* closed under the lock: a waiter that comes next registers anew and
+     * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */
+    rc = close(fd) == 0 ? 0 : -errno;
+    ent_unlock(e);
+    coro__wl_wake(&wl);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            finish(io, job[dir], -EBADF);
+    return rc;
+}
+
+/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+
+/* the jobs waiting on fds (under each entry's lock; their timers under
+ * hlock, taken after the entry's as fd_wait does) and the sleepers (under
+ * hlock): none of them can be woken while the lock is held */
+int coro__io_dump(struct coro__io *io, struct coro__dump *d)
+{
+    static const char *const dirs[2] = { "readable", "writable" };
+    int64_t now = coro__now();
+    int n = 0;
+
+    for (uint32_t c = 0; c < NCHUNKS; c++) {
+        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; ch && i < CHUNK; i++) {
+            struct fdent *e = &ch[i];
+            int fd = (int)(c * CHUNK + i);
+            ent_lock(e);
+            for (int dir = 0; dir < 2; dir++) {
+                coro_t *job = e->w[dir];
+                if (!job)
+                    continue;
+                const char *op = job->top->aw.ops ? job->top->aw.ops->name : "?";
+                if (e->timed[dir]) {
+                    pthread_mutex_lock(&io->hlock);
+                    int32_t h = e->hidx[dir];
+                    int64_t dl = h != NO_TIMER ? io->heap.a[h].deadline : now;
+                    pthread_mutex_unlock(&io->hlock);
+                    coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
+                                   op, (double)(dl - now) / 1e6);
+                } else {
+                    coro__dump_job(d, job, "fd %d %s (%s)", fd, dirs[dir], op);
+                }
+                n++;
+            }
+            ent_unlock(e);
+        }
+    }
+    pthread_mutex_lock(&io->hlock);
+    for (uint32_t i = 0; i < io->heap.n; i++) {
+        const struct coro__tnode *t = &io->heap.a[i];
+        if (t->kind != CORO__IOK_SLEEP)
+            continue;
+        coro__dump_job(d, t->p, "timer (sleep), %.3f ms left", (double)(t->deadline - now) / 1e6);
+        n++;
+    }
+    pthread_mutex_unlock(&io->hlock);
+    return n;
+}
+
+/* the event driver of the scheduling layer (sched/sched.h struct
+ * coro__driver): the workers reach these through s->drv */
+const struct coro__driver coro__io_driver = {
+    .poll = coro__io_poll,
+    .kick = coro__io_kick,
+    .pending = coro__io_pending,
+    .park = coro__io_park,
+    .activity = coro__io_activity,
+    .poll_now = coro__io_poll_now,
+    .wake_poller = coro__io_wake_poller,
+};

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 3 (I/O): the epoll context and its fd slots, the I/O
+ * awaitables, regular files, the blocking pool.  Includes only wait/,
+ * sched/ and base/.  See docs/architecture.md. */
+#ifndef COROKIT_LIB_IO_IO_H
+#define COROKIT_LIB_IO_IO_H
+
+#include "wait/wait.h"
+#include "corokit/io.h"
+
+/* What a registration asks of the I/O context. */
+enum {
+    CORO__IOK_FD = 0,   /* wait until fd is ready in direction dir, then attempt() */
+    CORO__IOK_SLEEP,    /* wake at aw->timeout */
+};
+
+#define CORO__DIR_RD 0
+#define CORO__DIR_WR 1
+
+/* The ops of every I/O awaitable: the generic part first, so that a
+ * const struct coro_await_ops * from aw->ops can be converted back. */
+struct coro__io_ops {
+    struct coro_await_ops base;
+    uint8_t kind;
+    uint8_t dir;
+    /* CORO__IOF_*: what the fd layer must know about the operation */
+    uint8_t flags;
+    /* fd ready in dir (or a kept edge, lib/io_epoll.c): perform the
+     * operation, on whichever thread took the readiness (a worker, the I/O
+     * thread, the single-threaded driver).  true = done with *res; false =
+     * it would block, keep waiting. */
+    bool (*attempt)(coro_await_t *aw, intptr_t *res);
+    /* In arm, on the worker, before the job parks: acquire what the wait
+     * needs (the signalfd, the pidfd) and put its fd into arg[0].  0, or
+     * -errno to complete at once.  May be NULL.  Constructors never own
+     * resources, so an await the worker completes without arming (on
+     * cancel) leaks nothing. */
+    int (*prepare)(coro_await_t *aw);
+    /* Release what the awaitable owns (a signalfd, a pidfd); called once
+     * on every completion, whatever its result.  May be NULL. */
+    void (*fini)(coro_await_t *aw);
+};
+
+static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
+{
+    return (const struct coro__io_ops *)(const void *)aw->ops;
+}
+
+/* The arm shared by every I/O awaitable: park the job in its fd's slot or
+ * the timer heap, or complete it at once (lib/io_epoll.c). */
+CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+
+/* An awaitable of ops whose deadline is absolute (-1 = none). */
+static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr_t a0,
+                                          const void *a1, intptr_t a2, int64_t deadline)
+{
+    coro_await_t a = { .ops = &ops->base };
+    a.arg[0].i = a0;
+    a.arg[1].cp = a1;
+    a.arg[2].i = a2;
+    a.timeout = deadline;
+    return a;
+}
+
+/* a result >= 0 is a new fd (accept): whatever corokit knew of that number
+ * belongs to a closed file and is forgotten */
+#define CORO__IOF_NEWFD 1u
+/* the fd is the awaitable's own (signalfd, pidfd), closed by fini: it is
+ * forgotten before fini closes it */
+#define CORO__IOF_OWNFD 2u
+
+/* coro__io_forget - fd's number now names a new open file (or none):
+ * forget its registration and readiness; jobs still waiting on the old
+ * file resume with -EBADF.  Any thread. */
+CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
+/* a select's readable (dir CORO__DIR_RD) / writable branch record p in
+ * fd's slot: 0, -EBADF, -ENOMEM, -EBUSY (the slot is taken), -errno of
+ * epoll_ctl (-EPERM: fd cannot be polled).  Unlink: p off the slot if it
+ * is still there; after it returns no claim of p runs (io_epoll.c). */
+/* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF) */
+CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
+CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
+CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir);
+
+/* ---- the timer heap (lib/timer.c) -------------------------------------------
+ * A binary min-heap of deadlines, shared by the threads that wait on the
+ * I/O context (under its heap lock).  Entries of kind CORO__IOK_FD can be
+ * removed from the middle: the heap reports every move of one through
+ * moved(), so their fd entry always knows where its timer is. */
+
+/* An awaitable run on the blocking pool (lib/blocking.c): its arm is
+ * coro__blocking_arm, and a pool thread calls run(aw) (aw is the job's
+ * pending awaitable) to get the job's result.  coro_blocking and the
+ * regular-file reads and writes (lib/io_file.c) are the two kinds. */
+struct coro__pool_ops {
+    struct coro_await_ops base;
+    intptr_t (*run)(coro_await_t *aw);
+};
+CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
+                                    intptr_t *res);
+
+/* lib/io_file.c: the hook at the start of coro_read / coro_write /
+ * coro_write_all.  When fd is a regular file or a block device (fstat
+ * once, cached per fd number), set *a to an awaitable that does the
+ * operation on the blocking pool and return true; false for any other fd
+ * (the caller goes on as before).  op: 0 read, 1 write, 2 write_all;
+ * timeout: the call's (relative), used only if the fd number turns out
+ * to have been reused for something epoll can wait for. */
+CORO__HIDDEN bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                coro_await_t *a);
+
+/* ---- the I/O hook --------------------------------------------------------------
+ * The I/O layer (lib/io_*.c) registers these when a scheduler is created.
+ * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
+ * 0 = just look) and wake what is ready; returns how many events it
+ * handled, or -EAGAIN when nothing waits on I/O at all. */
+struct coro__io;
+CORO__HIDDEN int coro__io_create(coro_sched_t *s, struct coro__io **out);
+CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
+/* cancel_jobs: end with -ECANCELED every I/O wait and sleep of a job that
+ * carries CORO__F_CANCEL (set before the call); the context does it on its
+ * next round.  Any thread. */
+CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
+CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
+CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
+/* kick: make a coro__io_poll that blocks return (any thread) */
+CORO__HIDDEN void coro__io_kick(struct coro__io *io);
+/* pending: something waits on I/O or a timer */
+CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* coro__io_park - worker idx (multi-threaded), about to sleep with its
+ * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
+ * other thread waits in epoll and no worker handled I/O since `activity`
+ * was read, wait there instead of on the futex (unless
+ * *epoch_word already moved on), call awake(arg) as soon as epoll_wait
+ * returns, then handle the events (jobs woken go to this worker's queues
+ * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
+ * the epoch move), -EAGAIN when another thread holds the poll token: then
+ * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
+CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
+                               uint32_t epoch, uint32_t activity, void (*awake)(void *),
+                               void *arg);
+/* coro__io_activity - a number that changes whenever a worker handles I/O
+ * events or takes the poll token; coro__io_park(activity) declines (the
+ * caller parks on its futex) when it changed since the caller read it at
+ * the start of its idle phase: another worker is driving I/O. */
+CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
+/* coro__io_poll_now - look at the epoll set without blocking and handle
+ * what is ready (any thread, token or not: a worker about to go idle takes
+ * the readiness its own jobs are waiting for instead of waiting for
+ * another thread to wake up).  Returns how many events woke something. */
+CORO__HIDDEN int coro__io_poll_now(struct coro__io *io);
+/* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
+ * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
+ * false: it does not (wake its futex). */
+CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
+/* coro__io_add_source - one more fd in the I/O context's epoll set
+ * (level-triggered, EPOLLIN): cb(arg) runs on whichever thread handles
+ * the I/O events (a worker, the I/O thread, or the single-threaded driver)
+ * each time epoll reports fd readable; cb must read what made it readable.
+ * At most 4.  Returns 0, -ENOSPC, or -errno of epoll_ctl. */
+CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg),
+                                     void *arg);
+/* coro__io_ctl_count - epoll_ctl calls made on users' fds so far (tests) */
+CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
+/* coro__io_woken_by - fd waiters taken by a readiness event so far, by the
+ * I/O thread (io_thread) or by workers / the single-threaded driver (tests) */
+CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
+
+/* ---- the timer heap (io/heap.c) -------------------------------------------- */
+struct coro__tnode {
+    int64_t deadline;
+    uint32_t kind;      /* CORO__IOK_* */
+    uint32_t aux;       /* FD: fd * 2 + dir */
+    void *p;            /* SLEEP, FD: the job */
+    uint32_t seq;       /* FD: which wait of the fd's slot (never dereference p
+                           unless the slot still holds p for this seq) */
+};
+
+struct coro__heap {
+    struct coro__tnode *a;
+    uint32_t n, cap;
+    coro_sched_t *s;                    /* its allocator */
+    void (*moved)(void *ctx, const struct coro__tnode *t, uint32_t idx);
+    void *ctx;
+};
+
+CORO__HIDDEN int coro__heap_push(struct coro__heap *h, const struct coro__tnode *t);
+CORO__HIDDEN void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out);
+CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
+static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *h)
+{
+    return h->n ? &h->a[0] : NULL;
+}
+
+/* the event driver the runtime plugs into s->drv (sched/sched.h): these
+ * functions, by pointer */
+extern const struct coro__driver coro__io_driver CORO__HIDDEN;
+
+/* blocking.c: the pool of coro_blocking (see its opening essay).  create:
+ * no thread started, 0 or -ENOMEM; cancel: wake every queued call with
+ * -ECANCELED (s->cancelling already set); destroy: after the drain, wait
+ * for the pool's threads to leave and free it; counts: for tests. */
+CORO__HIDDEN int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c);
+CORO__HIDDEN void coro__blocking_cancel(coro_sched_t *s);
+/* the same for the queued calls of jobs that carry CORO__F_CANCEL */
+CORO__HIDDEN void coro__blocking_cancel_jobs(coro_sched_t *s);
+CORO__HIDDEN void coro__blocking_destroy(coro_sched_t *s);
+CORO__HIDDEN void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
+                                        uint64_t *retired);
+CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);
+/* threads started by an arm, on a worker, so far (tests) */
+CORO__HIDDEN uint64_t coro__blocking_arm_starts(coro_sched_t *s);
+/* test hook: the thread-creating call (pthread_create by default) */
+extern int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                        void *) CORO__HIDDEN;
+
+/* coro_sched_dump: the suspended jobs the I/O context / the blocking pool
+ * hold */
+CORO__HIDDEN int coro__io_dump(struct coro__io *io, struct coro__dump *d);
+CORO__HIDDEN int coro__blocking_dump(coro_sched_t *s, struct coro__dump *d);
+
+#endif

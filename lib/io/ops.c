@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: MIT */
+/* The I/O awaitables: their constructors (run in the job's body, on the
+ * worker: they try the system call first) and their attempt functions
+ * (run by the thread that takes the fd's readiness: lib/io_epoll.c).
+ *
+ * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
+ * (or a number), timeout = absolute deadline (-1 = none), converted from
+ * the relative timeout when the constructor gives up (only on EAGAIN).
+ *
+ * Blocking fds: sockets go through recv/send with MSG_DONTWAIT and keep
+ * their flags; any other fd gets O_NONBLOCK set before the first read or
+ * write (so the thread that performs the operation never blocks on it).
+ * accept and connect have no per-call flag: their sockets get O_NONBLOCK
+ * too.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io/io.h"
+
+#ifndef P_PIDFD
+# define P_PIDFD 3
+#endif
+
+int64_t coro_now(void)
+{
+    return coro__now();
+}
+
+/* relative timeout -> absolute deadline; -1 stays -1 */
+static int64_t deadline_of(int64_t timeout)
+{
+    if (timeout < 0)
+        return -1;
+    int64_t now = coro__now();
+    return timeout > INT64_MAX - now ? -1 : now + timeout;
+}
+
+static inline bool timeout_ok(int64_t t)
+{
+    return t >= CORO_FOREVER;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
+        return -errno;
+    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}
+
+/* ---- the system calls, as -errno ------------------------------------------- */
+
+/* sockets: send/recv with MSG_DONTWAIT, their own flags untouched;
+ * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
+static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
+{
+    for (;;) {
+        ssize_t n = out ? send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                        : recv(fd, buf, len, MSG_DONTWAIT);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != ENOTSOCK)
+            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        int rc = set_nonblock(fd);
+        if (rc < 0)
+            return rc;
+        do {
+            n = out ? write(fd, buf, len) : read(fd, buf, len);
+        } while (n < 0 && errno == EINTR);
+        return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+}
+
+static intptr_t do_read(int fd, void *buf, size_t len)
+{
+    return do_rw(fd, buf, len, false);
+}
+
+static intptr_t do_write(int fd, const void *buf, size_t len)
+{
+    return do_rw(fd, (void *)buf, len, true);   /* only written from */
+}
+
+/* write as much as possible: 0 when all is written, -EAGAIN with *buf and
+ * *len advanced, or -errno */
+static intptr_t do_write_all(int fd, const char **buf, size_t *len)
+{
+    while (*len) {
+        intptr_t n = do_write(fd, *buf, *len);
+        if (n < 0)
+            return n;
+        *buf += n;
+        *len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* fd's number names a new open file: forget what the calling job's
+ * scheduler knew of it (a registration of an fd closed with close(2)) */
+static void new_fd(int fd)
+{
+    coro_sched_t *s = coro_sched_current();
+    struct coro__io *io = s ? coro__sched_io(s) : NULL;
+
+    if (io)
+        coro__io_forget(io, fd);
+}
+
+/* addr/len: NULL, or where the peer's address goes (*len: its size in,
+ * the address's length out) */
+static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    for (;;) {
+        socklen_t l = len ? *len : 0;
+        int c = accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c >= 0 && len)
+            *len = l;
+        if (c >= 0)
+            return c;
+        /* a connection that died in the backlog: take the next one */
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+}
+
+/* readiness of fd now: 1 ready, 0 not, or -errno */
+static int poll_now(int fd, short events)
+{
+    struct pollfd p = { .fd = fd, .events = events };
+    int n;
+
+    do {
+        n = poll(&p, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (p.revents & POLLNVAL)
+        return -EBADF;
+    return n > 0;
+}
+
+int coro__fd_ready(int fd, bool rd)
+{
+    return poll_now(fd, rd ? POLLIN : POLLOUT);
+}
+
+/* ---- readable / writable ------------------------------------------------------ */
+
+/* an edge may be stale (its data already read): look before reporting */
+static bool ready_attempt(coro_await_t *aw, intptr_t *res)
+{
+    bool rd = coro__io_ops_of(aw)->dir == CORO__DIR_RD;
+    int r = poll_now((int)aw->arg[0].i, rd ? POLLIN : POLLOUT);
+
+    if (r == 0)
+        return false;
+    *res = r > 0 ? 0 : r;
+    return true;
+}
+
+static const struct coro__io_ops readable_ops = {
+    { "readable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, ready_attempt, NULL, NULL,
+};
+static const struct coro__io_ops writable_ops = {
+    { "writable", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, ready_attempt, NULL, NULL,
+};
+
+static coro_await_t readiness(const struct coro__io_ops *ops, int fd, short events,
+                              int64_t timeout)
+{
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout))
+        return coro__complete(-EINVAL);
+    int r = poll_now(fd, events);
+    if (r != 0)
+        return coro__complete(r > 0 ? 0 : r);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(ops, fd, NULL, 0, deadline_of(timeout));
+}
+
+coro_await_t coro_readable(int fd, int64_t timeout)
+{
+    return readiness(&readable_ops, fd, POLLIN, timeout);
+}
+
+coro_await_t coro_writable(int fd, int64_t timeout)
+{
+    return readiness(&writable_ops, fd, POLLOUT, timeout);
+}
+
+/* ---- read / write / write_all ---------------------------------------------------- */
+
+static bool read_attempt(coro_await_t *aw, intptr_t *res)
+{
+    intptr_t n = do_read((int)aw->arg[0].i, aw->arg[1].p, (size_t)aw->arg[2].i);
+    if (n == -EAGAIN)
+        return false;
+    *res = n;
+    return true;
+}
+
+static bool write_attempt(coro_await_t *aw, intptr_t *res)
+{
+    intptr_t n = do_write((int)aw->arg[0].i, aw->arg[1].cp, (size_t)aw->arg[2].i);
+    if (n == -EAGAIN)
+        return false;
+    *res = n;
+    return true;
+}
+
+static bool write_all_attempt(coro_await_t *aw, intptr_t *res)
+{
+    const char *buf = aw->arg[1].cp;
+    size_t len = (size_t)aw->arg[2].i;
+    intptr_t n = do_write_all((int)aw->arg[0].i, &buf, &len);
+
+    aw->arg[1].cp = buf;
+    aw->arg[2].i = (intptr_t)len;
+    if (n == -EAGAIN)
+        return false;
+    *res = n;
+    return true;
+}
+
+static const struct coro__io_ops read_ops = {
+    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, read_attempt, NULL, NULL,
+};
+static const struct coro__io_ops write_ops = {
+    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_attempt, NULL, NULL,
+};
+static const struct coro__io_ops write_all_ops = {
+    { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_all_attempt, NULL, NULL,
+};
+
+coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
+{
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+        return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
+        return f;
+    intptr_t n = do_read(fd, buf, len);
+    if (n != -EAGAIN)
+        return coro__complete(n);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&read_ops, fd, buf, (intptr_t)len, deadline_of(timeout));
+}
+
+coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
+{
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+        return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
+        return f;
+    intptr_t n = do_write(fd, buf, len);
+    if (n != -EAGAIN)
+        return coro__complete(n);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&write_ops, fd, buf, (intptr_t)len, deadline_of(timeout));
+}
+
+coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout)
+{
+    const char *p = buf;
+
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+        return coro__complete(-EINVAL);
+    coro_await_t f;
+    if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
+        return f;
+    intptr_t n = do_write_all(fd, &p, &len);
+    if (n != -EAGAIN)
+        return coro__complete(n);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&write_all_ops, fd, p, (intptr_t)len, deadline_of(timeout));
+}
+
+/* ---- accept / connect ------------------------------------------------------------- */
+
+static bool accept_attempt(coro_await_t *aw, intptr_t *res)
+{
+    intptr_t c = do_accept((int)aw->arg[0].i, aw->arg[1].p, (socklen_t *)aw->arg[2].p);
+    if (c == -EAGAIN)
+        return false;
+    *res = c;
+    return true;
+}
+
+static bool connect_attempt(coro_await_t *aw, intptr_t *res)
+{
+    int err = 0;
+    socklen_t l = sizeof err;
+
+    if (getsockopt((int)aw->arg[0].i, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+        err = errno;
+    if (err == EINPROGRESS || err == EALREADY)
+        return false;
+    *res = -err;
+    return true;
+}
+
+static const struct coro__io_ops accept_ops = {
+    { "accept", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_NEWFD, accept_attempt,
+    NULL, NULL,
+};
+static const struct coro__io_ops connect_ops = {
+    { "connect", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, connect_attempt, NULL, NULL,
+};
+
+static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64_t timeout)
+{
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout) || (addr && !len) || (!addr && len))
+        return coro__complete(-EINVAL);
+    int rc = set_nonblock(fd);
+    if (rc < 0)
+        return coro__complete(rc);
+    intptr_t c = do_accept(fd, addr, len);
+    if (c >= 0)
+        new_fd((int)c);
+    if (c != -EAGAIN)
+        return coro__complete(c);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    coro_await_t a = coro__io_await(&accept_ops, fd, addr, 0, deadline_of(timeout));
+    a.arg[2].p = len;
+    return a;
+}
+
+coro_await_t coro_accept(int fd, int64_t timeout)
+{
+    return accept_(fd, NULL, NULL, timeout);
+}
+
+coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len, int64_t timeout)
+{
+    if (!addr || !len)
+        return coro__complete(-EINVAL);
+    return accept_(fd, addr, len, timeout);
+}
+
+coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, int64_t timeout)
+{
+    if (fd < 0)
+        return coro__complete(-EBADF);
+    if (!timeout_ok(timeout) || !addr)
+        return coro__complete(-EINVAL);
+    int rc = set_nonblock(fd);
+    if (rc < 0)
+        return coro__complete(rc);
+    new_fd(fd);     /* a socket starting to connect is new to corokit */
+    if (connect(fd, addr, len) == 0)
+        return coro__complete(0);
+    if (errno != EINPROGRESS && errno != EINTR)
+        return coro__complete(errno == EAGAIN ? -EAGAIN : -errno);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&connect_ops, fd, NULL, 0, deadline_of(timeout));
+}
+
+/* ---- sleep ---------------------------------------------------------------------------- */
+
+static const struct coro__io_ops sleep_ops = {
+    { "sleep", coro__io_arm }, CORO__IOK_SLEEP, 0, 0, NULL, NULL, NULL,
+};
+
+coro_await_t coro_sleep_until(int64_t deadline)
+{
+    if (deadline < 0)
+        return coro__complete(-EINVAL);
+    if (deadline <= coro__now())
+        return coro__complete(0);
+    return coro__io_await(&sleep_ops, 0, NULL, 0, deadline);
+}
+
+coro_await_t coro_sleep(int64_t ns)
+{
+    if (ns == CORO_FOREVER)
+        return coro__io_await(&sleep_ops, 0, NULL, 0, INT64_MAX);
+    if (ns < 0)
+        return coro__complete(-EINVAL);
+    if (ns == 0)
+        return coro__complete(0);
+    int64_t now = coro__now();
+    return coro__io_await(&sleep_ops, 0, NULL, 0, ns > INT64_MAX - now ? INT64_MAX : now + ns);
+}
+
+/* ---- signals ------------------------------------------------------------------------------ */
+
+/* arg[0]: the signalfd (from prepare), arg[2]: signo */
+static int signal_prepare(coro_await_t *aw)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, (int)aw->arg[2].i);
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    aw->arg[0].i = fd;
+    return 0;
+}
+
+static bool signal_attempt(coro_await_t *aw, intptr_t *res)
+{
+    struct signalfd_siginfo si;
+    ssize_t n = read((int)aw->arg[0].i, &si, sizeof si);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return false;       /* another waiter took it */
+    *res = n == (ssize_t)sizeof si ? (intptr_t)si.ssi_signo : n < 0 ? -errno : -EIO;
+    return true;
+}
+
+static void fd_fini(coro_await_t *aw)
+{
+    close((int)aw->arg[0].i);
+}
+
+static const struct coro__io_ops signal_ops = {
+    { "signal", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_OWNFD, signal_attempt,
+    signal_prepare, fd_fini,
+};
+
+coro_await_t coro_signal(int signo, int64_t timeout)
+{
+    sigset_t set, cur;
+    siginfo_t si;
+    const struct timespec zero = { 0, 0 };
+
+    if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP ||
+        !timeout_ok(timeout))
+        return coro__complete(-EINVAL);
+    /* a signal not blocked here is delivered to its handler instead */
+    if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0 || !sigismember(&cur, signo))
+        return coro__complete(-EINVAL);
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    if (sigtimedwait(&set, &si, &zero) == signo)
+        return coro__complete(signo);
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&signal_ops, -1, NULL, signo, deadline_of(timeout));
+}
+
+/* ---- child processes ---------------------------------------------------------------------------- */
+
+static intptr_t wait_status(const siginfo_t *si)
+{
+    switch (si->si_code) {
+    case CLD_EXITED:
+        return (si->si_status & 0xff) << 8;
+    case CLD_DUMPED:
+        return (si->si_status & 0x7f) | 0x80;
+    default:
+        return si->si_status & 0x7f;
+    }
+}
+
+/* arg[0]: the pidfd (from prepare), arg[2]: pid */
+static int child_prepare(coro_await_t *aw)
+{
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)aw->arg[2].i, 0);
+    if (fd < 0)
+        return -errno;
+    aw->arg[0].i = fd;
+    return 0;
+}
+
+static bool child_attempt(coro_await_t *aw, intptr_t *res)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof si);
+    if (waitid((idtype_t)P_PIDFD, (id_t)aw->arg[0].i, &si, WEXITED | WNOHANG) < 0) {
+        if (errno == EINTR)
+            return false;
+        /* coro_child armed only for a child of ours (its constructor got
+         * no ECHILD); ECHILD now means another waiter reaped it: -ESRCH,
+         * as io.h promises for a child already reaped */
+        *res = errno == ECHILD ? -ESRCH : -errno;
+        return true;
+    }
+    if (si.si_pid == 0)
+        return false;       /* not yet */
+    *res = wait_status(&si);
+    return true;
+}
+
+static const struct coro__io_ops child_ops = {
+    { "child", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_OWNFD, child_attempt,
+    child_prepare, fd_fini,
+};
+
+coro_await_t coro_child(pid_t pid, int64_t timeout)
+{
+    siginfo_t si;
+
+    if (pid <= 0 || !timeout_ok(timeout))
+        return coro__complete(-EINVAL);
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) < 0) {
+        int e = errno;
+        if (e == ECHILD && kill(pid, 0) < 0 && errno == ESRCH)
+            e = ESRCH;
+        return coro__complete(-e);
+    }
+    if (si.si_pid != 0)
+        return coro__complete(wait_status(&si));
+    if (timeout == 0)
+        return coro__complete(-ETIMEDOUT);
+    return coro__io_await(&child_ops, -1, NULL, pid, deadline_of(timeout));
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* Diagnostics: the stall detector's report and coro_sched_dump.
+ *
+ * THE DUMP'S REGISTRY.  There is no list of live jobs updated at spawn:
+ * the dump walks what the scheduler already reaches, each part under the
+ * lock that already guards it, so a spawn pays nothing for it:
+ *   - running: each worker publishes the job it runs and its body (relaxed
+ *     stores at a step's start and end, lib/worker.c); the dump prints
+ *     them and never dereferences the job (it may finish meanwhile);
+ *   - queued (READY): the workers' rings and inboxes and the classes'
+ *     queues, read without locks (ring slots by relaxed loads); those jobs
+ *     are shown by address only, per queue, with the reason they wait;
+ *   - suspended: the parking lot's buckets this scheduler parked in and
+ *     its joiner registry (lib/lot.c), the fd slots and timer heap of the
+ *     I/O context (lib/io_epoll.c), the blocking pool's queue and calls in
+ *     progress (lib/blocking.c), each under its own lock: a job found
+ *     there cannot be woken (nor finish) while the lock is held, so its
+ *     frame is read safely.
+ * The text goes to a memory stream first and to the caller's FILE at the
+ * end, so no lock is held while the caller's stream blocks.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/rt.h"
+
+/* a queue's jobs: how many, and the first 16 addresses */
+struct qlist {
+    unsigned n;
+    void *a[16];
+};
+
+static void ql_add(struct qlist *q, void *p)
+{
+    if (q->n < 16)
+        q->a[q->n] = p;
+    q->n++;
+}
+
+/* the addresses a ring holds (racy snapshot; never dereferenced) */
+static void dump_ring_peek(struct qlist *q, const ck_ring_t *r, ck_ring_buffer_t *buf)
+{
+    unsigned head = __atomic_load_n(&r->c_head, __ATOMIC_RELAXED);
+    unsigned tail = __atomic_load_n(&r->p_tail, __ATOMIC_RELAXED);
+    if (tail - head > r->size)
+        return;         /* torn read */
+    for (unsigned i = head; i != tail; i++)
+        ql_add(q, __atomic_load_n(&buf[i & r->mask].value, __ATOMIC_RELAXED));
+}
+
+/* an MPMC queue: its ring, then its overflow list under its lock */
+static void mq_list(struct qlist *q, struct coro__mq *m)
+{
+    dump_ring_peek(q, &m->ring, m->buf);
+    pthread_mutex_lock(&m->lock);
+    for (coro_t *j = m->head; j; j = j->next)
+        ql_add(q, j);
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void ql_print(struct coro__dump *d, const struct qlist *q)
+{
+    for (unsigned i = 0; i < q->n && i < 16; i++)
+        fprintf(d->f, " %p", q->a[i]);
+    if (q->n > 16)
+        fprintf(d->f, " ...");
+}
+
+/* what worker i is doing, for the reasons */
+static void worker_doing(struct coro__dump *d, int i, char *buf, size_t len)
+{
+    struct coro__worker *w = d->s->w[i];
+    coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+    coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
+    int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
+    const char *sym = coro__sym_of((const void *)fn);
+
+    if (!cur) {
+        snprintf(buf, len, "is between jobs (or idle)");
+        return;
+    }
+    if (t0 > 0 && d->now > t0)
+        snprintf(buf, len, "has run one step of job %p (%s) for %.3f ms", (void *)cur,
+                 sym ? sym : "?", (double)(d->now - t0) / 1e6);
+    else
+        snprintf(buf, len, "runs a step of job %p (%s)", (void *)cur, sym ? sym : "?");
+}
+
+static void dump_queues(struct coro__dump *d)
+{
+    coro_sched_t *s = d->s;
+    char why[160], mask[96];
+    uint32_t ncls = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
+
+    fprintf(d->f, "queued (READY, not running; addresses only):\n");
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = s->w[i];
+        worker_doing(d, i, why, sizeof why);
+        coro_t *lifo = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
+        for (int p = CORO__NPRIO - 1; p >= 0; p--) {
+            struct qlist q = { 0 };
+            dump_ring_peek(&q, &w->local[p].ring, w->local[p].buf);
+            mq_list(&q, &w->inbox[p]);
+            dump_ring_peek(&q, &w->yielded[p].ring, w->yielded[p].buf);
+            if (p == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && lifo)
+                ql_add(&q, lifo);
+            unsigned n = q.n;
+            if (!n)
+                continue;
+            fprintf(d->f, "  worker %d's queue, %s:", i, coro__prio_name(p - 1));
+            ql_print(d, &q);
+            fprintf(d->f, "\n    %u READY; queued for worker %d (CPU %d), which %s\n", n, i,
+                    w->cpu, why);
+            d->jobs += (int)n;
+        }
+    }
+    for (uint32_t c = 0; c < ncls; c++) {
+        struct coro__cls *cl = coro__cls_get(s, c);
+        if (!cl)
+            continue;
+        for (int p = CORO__NPRIO - 1; p >= 0; p--) {
+            struct qlist q = { 0 };
+            mq_list(&q, &cl->q[p]);
+            unsigned n = q.n;
+            if (!n)
+                continue;
+            coro__mask_text(s, c, mask, sizeof mask);
+            fprintf(d->f, "  %s queue (mask %s), %s:", c ? "class" : "global", mask,
+                    coro__prio_name(p - 1));
+            ql_print(d, &q);
+            d->jobs += (int)n;
+            fprintf(d->f, "\n    %u READY; ", n);
+            if (c == 0) {
+                fprintf(d->f, "any worker may take them\n");
+                continue;
+            }
+            fprintf(d->f, "its mask allows only %s", mask);
+            for (int i = 0; i < s->nslots; i++) {
+                if (!coro__cls_allows(cl, i))
+                    continue;
+                worker_doing(d, i, why, sizeof why);
+                fprintf(d->f, "; worker %d (CPU %d) %s", i, s->w[i]->cpu, why);
+            }
+            fputc('\n', d->f);
+        }
+    }
+}
+
+int coro_sched_dump(coro_sched_t *s, FILE *out)
+{
+    struct coro__dump d = { .s = s };
+    char *text = NULL;
+    size_t len = 0;
+
+    if (!s || !out)
+        return -EINVAL;
+    d.f = open_memstream(&text, &len);
+    if (!d.f)
+        return -ENOMEM;
+    d.now = coro__now();
+    uint32_t live = __atomic_load_n(&s->live, __ATOMIC_RELAXED);
+    fprintf(d.f, "corokit scheduler %p: %d worker%s%s, about %u live jobs%s%s\n", (void *)s,
+            s->nworkers, s->nworkers == 1 ? "" : "s", s->nworkers ? "" : " (single-threaded)",
+            live & ~CORO__LIVE_CLOSED, (live & CORO__LIVE_CLOSED) ? ", shut down" : "",
+            __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ? ", cancelling" : "");
+    fprintf(d.f, "workers:\n");
+    for (int i = 0; i < s->nslots; i++) {
+        struct coro__worker *w = s->w[i];
+        coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+        coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
+        int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
+        const char *name = __atomic_load_n(&w->cur_name, __ATOMIC_RELAXED);
+        bool idle = (__atomic_load_n(&s->idle[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+        fprintf(d.f, "  worker %d (CPU %d%s): ", i, w->cpu,
+                __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ? ", pinned" : "");
+        if (cur) {
+            const char *sym = coro__sym_of((const void *)fn);
+            fprintf(d.f, "RUNNING job %p %s", (void *)cur, sym ? sym : "?");
+            if (t0 > 0 && name)
+                fprintf(d.f, " \"%s\"", name);
+            if (t0 > 0 && d.now > t0)
+                fprintf(d.f, ", this step for %.3f ms", (double)(d.now - t0) / 1e6);
+            fputc('\n', d.f);
+            d.jobs++;
+        } else {
+            fprintf(d.f, "%s\n", idle ? "idle (parked or about to)" : "looking for work");
+        }
+    }
+    dump_queues(&d);
+    fprintf(d.f, "suspended:\n");
+    coro__lot_dump(s, &d);
+    if (s->io)
+        coro__io_dump(s->io, &d);
+    coro__blocking_dump(s, &d);
+    if (fclose(d.f) != 0) {
+        free(text);
+        return -ENOMEM;
+    }
+    size_t wr = fwrite(text, 1, len, out);
+    free(text);
+    if (wr != len || fflush(out) != 0)
+        return -EIO;
+    return d.jobs;
+}

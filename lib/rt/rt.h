@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 5 (the runtime): create, spawn, join, cancel, shutdown,
+ * destroy, stats; groups; the dump.  Includes every layer below.  See
+ * docs/architecture.md. */
+#ifndef COROKIT_LIB_RT_RT_H
+#define COROKIT_LIB_RT_RT_H
+
+#include "sync/sync.h"
+
+CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
+CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw);
+/* coro__finish_cas - the finisher's CAS to DONE (lib/sched.c): returns the
+ * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
+ * the job had waiters) */
+CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
+
+/* coro__finish - the end of a job (rt/runtime.c): wakes its joiners and
+ * awaiters, runs on_exit, gives a pool frame back, counts it off s->live.
+ * The one upcall of the library: the worker (sched/worker.c) calls it
+ * through s->finish, set at create, when a body returns CORO__ST_DONE. */
+CORO__HIDDEN void coro__finish(coro_t *job);
+
+#endif

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* Affinity classes: each distinct set of workers a job may run on is
+ * interned once, so a frame keeps a 16-bit class index instead of a
+ * 128-byte mask, and a worker looks only at the queues of the classes it
+ * belongs to.
+ *
+ * Who touches what: the table (s->cls, CORO__MAX_CLASSES pointers) is
+ * written only under s->cls_lock, each entry once, and published with a
+ * release store of the entry and then of s->ncls; readers (spawn's lookup,
+ * workers) load with acquire and never lock.  A class is never freed before
+ * the scheduler, so no reclamation scheme (ck_epoch) is needed.  Each
+ * worker's served[] list grows the same way: entry first, then a release
+ * store of nserved.
+ *
+ * The key of a class is its set of workers, not the user's mask: the mask
+ * is cut to the CPUs that have workers, so {0,5} and {0} on a machine whose
+ * workers sit on CPUs 0 and 1 are one class, and a mask that holds every
+ * worker is class 0 ("any").
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static void cls_free(coro_sched_t *s, struct coro__cls *c)
+{
+    for (int p = 0; p < CORO__NPRIO; p++)
+        coro__mq_fini(&c->q[p]);
+    coro__free(s, c, sizeof *c + CORO__NPRIO * CORO__CLASS_SIZE * sizeof(ck_ring_buffer_t));
+}
+
+static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const coro_cpuset_t *cpus)
+{
+    size_t bufs = CORO__NPRIO * CORO__CLASS_SIZE * sizeof(ck_ring_buffer_t);
+    struct coro__cls *c = coro__alloc(s, sizeof *c + bufs);
+    ck_ring_buffer_t *b;
+
+    if (!c)
+        return NULL;
+    b = (ck_ring_buffer_t *)(c + 1);
+    memcpy(c->wmask, wmask, sizeof c->wmask);
+    c->cpus = *cpus;
+    for (int i = 0; i < CORO__WMASK_WORDS; i++)
+        c->nworkers += __builtin_popcountll(wmask[i]);
+    for (int p = 0; p < CORO__NPRIO; p++)
+        coro__mq_init(&c->q[p], b + p * CORO__CLASS_SIZE, CORO__CLASS_SIZE);
+    return c;
+}
+
+int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus)
+{
+    coro_cpuset_t all;
+
+    pthread_mutex_init(&s->cls_lock, NULL);
+    s->cls = coro__alloc(s, CORO__MAX_CLASSES * sizeof *s->cls);
+    if (!s->cls)
+        return -ENOMEM;
+    coro_cpuset_zero(&all);
+    for (int i = 0; i < ncpus; i++)
+        coro_cpuset_add(&all, cpus[i]);
+    s->cls[0] = cls_new(s, s->all_wmask, &all);
+    if (!s->cls[0])
+        return -ENOMEM;
+    s->ncls = 1;
+    return 0;
+}
+
+void coro__cls_fini(coro_sched_t *s)
+{
+    if (!s->cls)
+        return;
+    for (uint32_t i = 0; i < s->ncls; i++)
+        if (s->cls[i])
+            cls_free(s, s->cls[i]);
+    coro__free(s, s->cls, CORO__MAX_CLASSES * sizeof *s->cls);
+    s->cls = NULL;
+    pthread_mutex_destroy(&s->cls_lock);
+}
+
+static int cls_find(coro_sched_t *s, const uint64_t *wmask)
+{
+    uint32_t n = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
+
+    for (uint32_t i = 1; i < n; i++) {
+        struct coro__cls *c = coro__cls_get(s, i);
+        if (memcmp(c->wmask, wmask, sizeof c->wmask) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
+{
+    uint64_t wmask[CORO__WMASK_WORDS] = { 0 };
+    coro_cpuset_t cut;
+    int idx;
+
+    if (!aff)
+        return 0;
+    if (coro_cpuset_count(aff) == 0)
+        return -EINVAL;
+    if (s->nworkers == 0) {
+        /* single-threaded: the one worker runs wherever the caller runs */
+        for (int i = 0; i < CORO_MAX_CPUS / 64; i++)
+            if (aff->bits[i] & s->cls[0]->cpus.bits[i])
+                return 0;
+        return -EINVAL;
+    }
+    coro_cpuset_zero(&cut);
+    for (int i = 0; i < s->nslots; i++) {
+        int cpu = s->w[i]->cpu;
+        if (coro_cpuset_has(aff, cpu)) {
+            wmask[i / 64] |= 1ull << (i % 64);
+            coro_cpuset_add(&cut, cpu);
+        }
+    }
+    if (memcmp(wmask, s->all_wmask, sizeof wmask) == 0)
+        return 0;
+    if (coro_cpuset_count(&cut) == 0)
+        return -EINVAL;
+    if ((idx = cls_find(s, wmask)) > 0)
+        return idx;
+
+    pthread_mutex_lock(&s->cls_lock);
+    if ((idx = cls_find(s, wmask)) > 0)
+        goto out;
+    idx = -ENOMEM;
+    if (s->ncls >= CORO__MAX_CLASSES)
+        goto out;
+    struct coro__cls *c = cls_new(s, wmask, &cut);
+    if (!c)
+        goto out;
+    idx = (int)s->ncls;
+    /* release: the class's contents before its pointer, the pointer before
+     * the count that lets readers look at it */
+    __atomic_store_n(&s->cls[idx], c, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->ncls, (uint32_t)idx + 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < s->nslots; i++) {
+        if (!coro__cls_allows(c, i))
+            continue;
+        struct coro__worker *w = s->w[i];
+        uint32_t n = w->nserved;
+        w->served[n] = (uint16_t)idx;
+        /* release: the entry before the count the worker acquires */
+        __atomic_store_n(&w->nserved, n + 1, __ATOMIC_RELEASE);
+    }
+out:
+    pthread_mutex_unlock(&s->cls_lock);
+    return idx;
+}

@@ -1,0 +1,804 @@
+/* SPDX-License-Identifier: MIT */
+/* Pool frames: coro_frame_alloc / coro_frame_free and the library's give-back.
+ *
+ * SHAPE (mimalloc's pages, "Mimalloc: Free List Sharding in Action",
+ * Leijen, Zorn, de Moura 2019).  Frames come from slabs: 64 KiB blocks,
+ * 64 KiB aligned, each serving one size class (64-byte steps up to
+ * 2 KiB).  A slab starts with its header (struct slab, 1216 bytes: the
+ * owner's two lines, the remote line, one state byte per block); blocks follow,
+ * 64-byte aligned.  A frame larger than 2 KiB gets a slab of its own,
+ * rounded up to 64 KiB ("big").  Every slab belongs for life to one pool:
+ * a worker's (one per worker slot) or a plain thread's cache.  A pool is
+ * used by one thread at a time: its worker (single-threaded mode: the
+ * thread driving, handed over by drive_begin/drive_end's acquire/release),
+ * or the thread whose cache it is.
+ *
+ * WHICH MEMORY IS A POOL FRAME.  A process-wide two-level map has one
+ * byte per 64 KiB region of the address space: 1 = a slab starts here,
+ * 2 = inside a big slab.  coro_spawn looks up the region of the frame
+ * header it is given (an interior pointer: the header may sit anywhere in
+ * the frame), so it needs no flag from the user.  The byte is set before
+ * the slab is handed out and cleared before its memory is given back; a
+ * region whose byte is 0 is never read.  Leaves (64 KiB, 4 GiB of address
+ * space each) are made once and kept for the process's life.
+ *
+ * FREE LISTS (the invariant).  A block is in exactly one of: handed out
+ * (st[i] = ALLOC or SPAWNED), the slab's local free list `free` (owner
+ * only), the slab's remote list `rfree`, or never used (index >= bump).
+ * `used` counts the blocks that are not on `free` and not behind bump; it
+ * is the owner's alone.
+ *   - The owner frees onto `free` and decrements `used`.
+ *   - Another thread pushes onto `rfree` (CAS, a Treiber push: there is no
+ *     pop of single nodes, the owner takes the whole list with one
+ *     exchange, so there is no ABA).  The word's low bit is PENDING: every
+ *     push sets it, and the freer whose push found it clear then pushes the
+ *     slab on its pool's `pending` stack (the same kind of push).  The
+ *     owner takes `pending` whole, and per slab reads `pnext`, then
+ *     exchanges the word with 0: the blocks and the cleared bit in one
+ *     step, so a later free pushes the slab again and none is missed.  A
+ *     slab is on `pending` at most once, so `pnext` has one writer.  The
+ *     freer that set PENDING still touches the slab after its block is in
+ *     (pnext); the slab cannot be given back meanwhile: its block counts in
+ *     `used` until the owner collects it, which it does only once it finds
+ *     the slab on `pending`, after that freer's last touch.  A freer that
+ *     found PENDING set is done with the slab at its CAS.
+ *   - A slab whose `used` drops to 0 and that is not the class's current
+ *     slab goes back to the allocator (one empty slab per class is kept as
+ *     empty slab is kept per class, and up to CORO__FRAME_EMPTY_MAX per pool on its
+ *     empty list, ready for any class: a burst of spawns reuses them with no
+ *     allocator call and no page fault), so idle pools do not grow: memory
+ *     follows the frames alive, plus at most CORO__FRAME_EMPTY_MAX + NCLASS slabs per pool.
+ *
+ * LIFETIME.  Slabs and pools live until coro_sched_destroy, which gives
+ * every slab back (the pools' lists and the scheduler's list of big slabs
+ * and thread caches reach all of them).  A plain thread's cache is made on
+ * its first coro_frame_alloc for a scheduler and named in that thread's
+ * TLS table (scheduler pointer + generation, so a destroyed scheduler's
+ * entry is never taken for a new one at the same address).  When the
+ * thread exits, a pthread key destructor collects what it can, gives empty
+ * slabs back, and parks the cache on its scheduler's list of unowned
+ * caches (if the scheduler is still alive: checked under g_lock against
+ * the list of live schedulers); the next thread that needs a cache adopts
+ * it, pending frees included.  Nothing is lost; frames freed into an
+ * unowned cache wait there until it is adopted or the scheduler is
+ * destroyed.
+ */
+#include <ck_malloc.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/frame.h"
+#include "sched/sched.h"
+
+#define SLAB_SHIFT 16
+#define SLAB_SIZE ((size_t)1 << SLAB_SHIFT)
+#define HDR_SIZE 1216
+#define NCLASS 32
+#define MAX_SMALL (NCLASS * 64)
+#define MAX_BLOCKS 1024
+#define RF_PENDING ((uintptr_t)1)     /* rfree's low bit: the slab is on pending */
+
+/* per-block state bytes */
+enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
+
+struct fpool;
+
+struct slab {
+    /* the owner's line */
+    struct fpool *pool;         /* owner pool, fixed for life */
+    struct coro__frames *fr;
+    void *raw;                  /* what the allocator returned */
+    size_t rawsize, size;       /* allocator size; slab size */
+    void *free;                 /* owner: local free list */
+    struct slab *next, *prev;   /* owner: the class's avail list */
+    struct slab *anext, *aprev; /* every slab of the pool (owner) / fr's big ones (fr->lock) */
+    uint32_t bsize, nblocks, bump, used;
+    uint32_t recip;             /* 2^32 / bsize, rounded up: index without a division */
+    uint8_t cls, big, in_avail;
+    /* the remote line: other threads push here */
+    uintptr_t rfree __attribute__((aligned(CORO__CACHELINE)));    /* atomic: list | PENDING */
+    struct slab *pnext;         /* link on pool->pending */
+    /* block states (atomic bytes) */
+    uint8_t st[MAX_BLOCKS] __attribute__((aligned(CORO__CACHELINE)));
+};
+_Static_assert(sizeof(struct slab) == HDR_SIZE, "slab header size");
+
+struct fclass {
+    struct slab *cur;           /* allocate from here */
+    struct slab *avail;         /* other slabs with room */
+    struct slab *spare;         /* one empty slab kept for this class */
+};
+
+struct fpool {
+    struct coro__frames *fr;
+    struct fclass c[NCLASS];
+    struct fpool *tnext;        /* fr->threads: every thread cache */
+    struct fpool *unext;        /* fr->unowned */
+    struct slab *all;           /* every slab of the pool (owner) */
+    struct slab *empty;         /* empty slabs for any class (link: next) */
+    uint32_t nempty;
+    struct slab *pending __attribute__((aligned(CORO__CACHELINE)));   /* atomic */
+};
+
+struct coro__frames {
+    coro_sched_t *s;
+    uint64_t gen;
+    struct coro__frames *gnext;         /* g_live */
+    pthread_mutex_t lock;               /* threads, unowned, big */
+    struct fpool *threads;              /* every thread cache */
+    struct fpool *unowned;              /* caches of exited threads */
+    struct slab *big;                   /* big slabs in use (lock) */
+    int npools;
+    struct fpool *wp[];                 /* one per worker slot */
+};
+
+/* ---- the process-wide region map ------------------------------------------- */
+
+#define MAP_L1_BITS 15
+#define MAP_L2_BITS 16
+static uint8_t *g_map[1u << MAP_L1_BITS];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct coro__frames *g_live;     /* under g_lock */
+static uint64_t g_gen;                  /* under g_lock */
+
+static inline uint8_t map_get(uintptr_t a)
+{
+    uintptr_t r = a >> SLAB_SHIFT;
+    if (r >> (MAP_L1_BITS + MAP_L2_BITS))
+        return 0;
+    /* acquire: pairs with the release that published the leaf */
+    uint8_t *leaf = __atomic_load_n(&g_map[r >> MAP_L2_BITS], __ATOMIC_ACQUIRE);
+    if (!leaf)
+        return 0;
+    return __atomic_load_n(&leaf[r & ((1u << MAP_L2_BITS) - 1)], __ATOMIC_RELAXED);
+}
+
+/* set the bytes of [a, a + n) to v (first region: first); 0 or -ENOMEM */
+static int map_set(uintptr_t a, size_t n, uint8_t first, uint8_t v)
+{
+    for (size_t off = 0; off < n; off += SLAB_SIZE) {
+        uintptr_t r = (a + off) >> SLAB_SHIFT;
+        if (r >> (MAP_L1_BITS + MAP_L2_BITS))
+            return -ENOMEM;     /* outside the mapped range: do not use it */
+        uint8_t **slot = &g_map[r >> MAP_L2_BITS];
+        uint8_t *leaf = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (!leaf) {
+            pthread_mutex_lock(&g_lock);
+            leaf = *slot;
+            if (!leaf) {
+                /* process-lifetime metadata, never freed (reachable) */
+                leaf = calloc(1, (size_t)1 << MAP_L2_BITS);
+                if (leaf)   /* release: the zeroed leaf before its pointer */
+                    __atomic_store_n(slot, leaf, __ATOMIC_RELEASE);
+            }
+            pthread_mutex_unlock(&g_lock);
+            if (!leaf)
+                return -ENOMEM;
+        }
+        /* relaxed: the map byte is published with the slab itself, by
+         * whatever hands the frame to another thread */
+        __atomic_store_n(&leaf[r & ((1u << MAP_L2_BITS) - 1)], off ? v : first,
+                         __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
+static struct slab *slab_of_big(uintptr_t a)
+{
+    uint8_t m;
+    do {                        /* inside a big slab: walk back to its start */
+        a -= SLAB_SIZE;
+        m = map_get(a);
+    } while (m == 2);
+    return (struct slab *)a;
+}
+
+/* the slab holding address p, or NULL */
+static inline struct slab *slab_of(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint8_t m = map_get(a);
+
+    if (!m)
+        return NULL;
+    a &= ~(uintptr_t)(SLAB_SIZE - 1);
+    if (CORO__UNLIKELY(m == 2))
+        return slab_of_big(a);
+    return (struct slab *)a;
+}
+
+/* ---- slabs ------------------------------------------------------------------ */
+
+static void *raw_alloc(coro_sched_t *s, size_t n, size_t *rawsize, void **raw)
+{
+    if (!s->alloc) {
+        void *p = NULL;
+        if (posix_memalign(&p, SLAB_SIZE, n) != 0)
+            return NULL;
+        *raw = p;
+        *rawsize = n;
+        return p;
+    }
+    /* a config allocator gives no alignment: take one slab more */
+    *rawsize = n + SLAB_SIZE;
+    *raw = s->alloc->malloc(*rawsize);
+    if (!*raw)
+        return NULL;
+    return (void *)(((uintptr_t)*raw + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
+}
+
+static void slab_unlink(struct slab **head, struct slab *sl)
+{
+    if (sl->aprev)
+        sl->aprev->anext = sl->anext;
+    else
+        *head = sl->anext;
+    if (sl->anext)
+        sl->anext->aprev = sl->aprev;
+}
+
+static void slab_link(struct slab **head, struct slab *sl)
+{
+    sl->aprev = NULL;
+    sl->anext = *head;
+    if (*head)
+        (*head)->aprev = sl;
+    *head = sl;
+}
+
+static void slab_free(struct slab *sl)
+{
+    coro_sched_t *s = sl->fr->s;
+    void *raw = sl->raw;
+    size_t rawsize = sl->rawsize;
+
+    map_set((uintptr_t)sl, sl->size, 0, 0);
+    if (s->alloc)
+        s->alloc->free(raw, rawsize, false);
+    else
+        free(raw);
+}
+
+static struct slab *slab_new(struct coro__frames *fr, struct fpool *p, size_t size,
+                             uint32_t bsize, int cls, bool big)
+{
+    void *raw;
+    size_t rawsize;
+    struct slab *sl = raw_alloc(fr->s, size, &rawsize, &raw);
+
+    if (!sl)
+        return NULL;
+    memset(sl, 0, sizeof *sl);
+    sl->pool = p;
+    sl->fr = fr;
+    sl->raw = raw;
+    sl->rawsize = rawsize;
+    sl->size = size;
+    sl->bsize = bsize;
+    sl->nblocks = big ? 1 : (uint32_t)((SLAB_SIZE - HDR_SIZE) / bsize);
+    /* exact for offsets below 2^16: the error off * (recip - 2^32/bsize) /
+     * 2^32 < 2^-16 stays below 1/bsize >= 2^-11, the smallest gap between
+     * a fractional part and the next integer */
+    sl->recip = big ? 0 : (uint32_t)(((uint64_t)1 << 32) / bsize + 1);
+    sl->cls = (uint8_t)cls;
+    sl->big = big;
+    if (map_set((uintptr_t)sl, size, 1, 2) < 0) {
+        map_set((uintptr_t)sl, size, 0, 0);
+        if (fr->s->alloc)
+            fr->s->alloc->free(raw, rawsize, false);
+        else
+            free(raw);
+        return NULL;
+    }
+    if (p) {
+        slab_link(&p->all, sl);         /* owner */
+    } else {
+        pthread_mutex_lock(&fr->lock);
+        slab_link(&fr->big, sl);
+        pthread_mutex_unlock(&fr->lock);
+    }
+    return sl;
+}
+
+/* owner: give a slab of p back */
+static void pool_slab_free(struct fpool *p, struct slab *sl)
+{
+    slab_unlink(&p->all, sl);
+    slab_free(sl);
+}
+
+static void big_free(struct slab *sl)
+{
+    struct coro__frames *fr = sl->fr;
+    pthread_mutex_lock(&fr->lock);
+    slab_unlink(&fr->big, sl);
+    pthread_mutex_unlock(&fr->lock);
+    slab_free(sl);
+}
+
+/* (re)shape a small slab for class cls; its block states are all FREE */
+static void slab_format(struct slab *sl, uint32_t bsize, int cls)
+{
+    sl->bsize = bsize;
+    sl->nblocks = (uint32_t)((SLAB_SIZE - HDR_SIZE) / bsize);
+    /* exact for offsets below 2^16: the error off * (recip - 2^32/bsize) /
+     * 2^32 < 2^-16 stays below 1/bsize >= 2^-11, the smallest gap between
+     * a fractional part and the next integer */
+    sl->recip = (uint32_t)(((uint64_t)1 << 32) / bsize + 1);
+    sl->cls = (uint8_t)cls;
+    sl->free = NULL;
+    sl->bump = sl->used = 0;
+    sl->next = sl->prev = NULL;
+    sl->in_avail = 0;
+}
+
+static inline void *block_at(struct slab *sl, uint32_t i)
+{
+    return (char *)sl + HDR_SIZE + (size_t)i * sl->bsize;
+}
+
+static inline uint32_t block_index(struct slab *sl, const void *p)
+{
+    if (sl->big)
+        return 0;
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)sl - HDR_SIZE);
+    return (uint32_t)((off * sl->recip) >> 32);
+}
+
+static inline bool has_room(const struct slab *sl)
+{
+    return sl->free || sl->bump < sl->nblocks;
+}
+
+static void avail_add(struct fclass *c, struct slab *sl)
+{
+    sl->prev = NULL;
+    sl->next = c->avail;
+    if (c->avail)
+        c->avail->prev = sl;
+    c->avail = sl;
+    sl->in_avail = 1;
+}
+
+static void avail_del(struct fclass *c, struct slab *sl)
+{
+    if (sl->prev)
+        sl->prev->next = sl->next;
+    else
+        c->avail = sl->next;
+    if (sl->next)
+        sl->next->prev = sl->prev;
+    sl->next = sl->prev = NULL;
+    sl->in_avail = 0;
+}
+
+/* owner: sl gained free blocks (its used count already lowered) */
+static void slab_gained(struct fpool *p, struct slab *sl)
+{
+    struct fclass *c = &p->c[sl->cls];
+
+    if (sl == c->cur)
+        return;
+    if (sl->used == 0) {
+        /* empty: keep one spare per class, give the rest back */
+        if (sl->in_avail)
+            avail_del(c, sl);
+        if (!c->spare) {
+            c->spare = sl;
+            return;
+        }
+        if (p->nempty < CORO__FRAME_EMPTY_MAX) {
+            sl->next = p->empty;
+            p->empty = sl;
+            p->nempty++;
+            return;
+        }
+        pool_slab_free(p, sl);
+        return;
+    }
+    if (!sl->in_avail)
+        avail_add(c, sl);
+}
+
+/* owner: take every remote free of the pool's pending slabs */
+static void collect(struct fpool *p)
+{
+    /* acquire: pairs with the freers' release pushes of slabs */
+    struct slab *sl = __atomic_exchange_n(&p->pending, NULL, __ATOMIC_ACQUIRE);
+
+    while (sl) {
+        struct slab *next = sl->pnext;      /* before the exchange: sl may be pushed again */
+        /* acquire: pairs with the freers' CAS: the links and the frames'
+         * last writes are visible; release: our read of pnext above
+         * happens before the next freer's write of it (its CAS acquires
+         * this exchange) */
+        void *b = (void *)(__atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQ_REL) & ~RF_PENDING);
+        uint32_t n = 0;
+        while (b) {
+            void *bn = *(void **)b;
+            *(void **)b = sl->free;
+            sl->free = b;
+            b = bn;
+            n++;
+        }
+        if (n) {
+            sl->used -= n;
+            slab_gained(p, sl);
+        }
+        sl = next;
+    }
+}
+
+/* owner: a block from pool p, class c, or NULL */
+static void *pool_alloc(struct fpool *p, int ci)
+{
+    struct fclass *c = &p->c[ci];
+    struct slab *sl = c->cur;
+
+    if (CORO__UNLIKELY(!sl || !has_room(sl))) {
+        if (__atomic_load_n(&p->pending, __ATOMIC_RELAXED))
+            collect(p);
+        sl = c->cur;
+        if (!sl || !has_room(sl)) {
+            if ((sl = c->avail)) {
+                avail_del(c, sl);
+            } else if ((sl = c->spare)) {
+                c->spare = NULL;
+            } else if ((sl = p->empty)) {
+                p->empty = sl->next;
+                p->nempty--;
+                slab_format(sl, (uint32_t)(ci + 1) * 64, ci);
+            } else {
+                sl = slab_new(p->fr, p, SLAB_SIZE, (uint32_t)(ci + 1) * 64, ci, false);
+                if (!sl)
+                    return NULL;
+            }
+            c->cur = sl;    /* the old one is full: found again by its frees */
+        }
+    }
+    void *b;
+    if (sl->free) {
+        b = sl->free;
+        sl->free = *(void **)b;
+    } else {
+        b = block_at(sl, sl->bump++);
+    }
+    sl->used++;
+    return b;
+}
+
+/* owner: give block b of sl back */
+static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
+{
+    *(void **)b = sl->free;
+    sl->free = b;
+    sl->used--;
+    slab_gained(p, sl);
+}
+
+static void free_remote(struct slab *sl, void *b)
+{
+    uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
+    do
+        *(void **)b = (void *)(head & ~RF_PENDING);
+    /* release: the link and the frame's last writes (its state byte
+     * included) before the owner's exchange; acquire: the owner's read of
+     * pnext before its exchange happens before our write of pnext below */
+    while (!__atomic_compare_exchange_n(&sl->rfree, &head, (uintptr_t)b | RF_PENDING, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+    if (head & RF_PENDING)
+        return;     /* the slab is (being put) on pending: no more touches */
+    struct fpool *p = sl->pool;
+    struct slab *ph = __atomic_load_n(&p->pending, __ATOMIC_RELAXED);
+    do
+        sl->pnext = ph;
+    /* release: pnext before the slab is seen on the list */
+    while (!__atomic_compare_exchange_n(&p->pending, &ph, sl, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/* ---- thread caches -------------------------------------------------------------- */
+
+#define TC_SLOTS 8
+struct tc_ent {
+    struct coro__frames *fr;
+    uint64_t gen;
+    struct fpool *p;
+};
+static __thread struct tc_ent tc[TC_SLOTS];
+static pthread_key_t tc_key;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+static bool tc_key_ok;
+
+static bool fr_alive(struct coro__frames *fr, uint64_t gen)
+{
+    for (struct coro__frames *f = g_live; f; f = f->gnext)
+        if (f == fr && f->gen == gen)
+            return true;
+    return false;
+}
+
+/* owner, at thread exit or before: collect, give back empty slabs */
+static void pool_trim(struct fpool *p)
+{
+    collect(p);
+    for (int i = 0; i < NCLASS; i++) {
+        struct fclass *c = &p->c[i];
+        if (c->spare) {
+            pool_slab_free(p, c->spare);
+            c->spare = NULL;
+        }
+        while (p->empty) {
+            struct slab *sl = p->empty;
+            p->empty = sl->next;
+            p->nempty--;
+            pool_slab_free(p, sl);
+        }
+        if (c->cur && c->cur->used == 0) {
+            pool_slab_free(p, c->cur);
+            c->cur = NULL;
+        }
+    }
+}
+
+static void tc_exit(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < TC_SLOTS; i++) {
+        struct tc_ent *e = &tc[i];
+        if (!e->fr)
+            continue;
+        if (fr_alive(e->fr, e->gen)) {
+            pool_trim(e->p);
+            pthread_mutex_lock(&e->fr->lock);
+            e->p->unext = e->fr->unowned;
+            e->fr->unowned = e->p;
+            pthread_mutex_unlock(&e->fr->lock);
+        }
+        e->fr = NULL;
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void tc_key_make(void)
+{
+    tc_key_ok = pthread_key_create(&tc_key, tc_exit) == 0;
+}
+
+static struct fpool *tc_get(struct coro__frames *fr, bool create)
+{
+    if (CORO__LIKELY(tc[0].fr == fr && tc[0].gen == fr->gen))
+        return tc[0].p;
+    for (int i = 1; i < TC_SLOTS; i++)
+        if (tc[i].fr == fr && tc[i].gen == fr->gen) {
+            struct tc_ent t = tc[0];    /* the last one used goes first */
+            tc[0] = tc[i];
+            tc[i] = t;
+            return tc[0].p;
+        }
+    if (!create)
+        return NULL;
+    pthread_once(&tc_once, tc_key_make);
+    if (!tc_key_ok)
+        return NULL;
+    struct tc_ent *e = NULL;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < TC_SLOTS && !e; i++)
+        if (!tc[i].fr || !fr_alive(tc[i].fr, tc[i].gen))
+            e = &tc[i];
+    pthread_mutex_unlock(&g_lock);
+    if (!e)
+        return NULL;        /* a thread using more than TC_SLOTS schedulers */
+    struct fpool *p = NULL;
+    pthread_mutex_lock(&fr->lock);
+    if ((p = fr->unowned)) {
+        fr->unowned = p->unext;         /* adopt: its slabs and pending frees */
+    } else if ((p = coro__alloc_aligned(fr->s, sizeof *p))) {
+        p->fr = fr;
+        p->tnext = fr->threads;
+        fr->threads = p;
+    }
+    pthread_mutex_unlock(&fr->lock);
+    if (!p)
+        return NULL;
+    pthread_setspecific(tc_key, (void *)1);
+    e->p = p;
+    e->gen = fr->gen;
+    e->fr = fr;
+    return p;
+}
+
+/* the pool the calling thread owns in fr, or NULL */
+static inline struct fpool *my_pool(struct coro__frames *fr, bool create)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (w && w->s == fr->s)
+        return fr->wp[w->idx];
+    return tc_get(fr, create);
+}
+
+/* ---- scheduler hooks -------------------------------------------------------------- */
+
+int coro__frames_init(coro_sched_t *s)
+{
+    struct coro__frames *fr =
+        coro__alloc(s, sizeof *fr + (size_t)s->nslots * sizeof(struct fpool *));
+    if (!fr)
+        return -ENOMEM;
+    fr->s = s;
+    fr->npools = s->nslots;
+    pthread_mutex_init(&fr->lock, NULL);
+    for (int i = 0; i < s->nslots; i++) {
+        fr->wp[i] = coro__alloc_aligned(s, sizeof(struct fpool));
+        if (!fr->wp[i]) {
+            s->frames = fr;
+            coro__frames_fini(s);
+            return -ENOMEM;
+        }
+        fr->wp[i]->fr = fr;
+    }
+    pthread_mutex_lock(&g_lock);
+    fr->gen = ++g_gen;
+    fr->gnext = g_live;
+    g_live = fr;
+    pthread_mutex_unlock(&g_lock);
+    s->frames = fr;
+    return 0;
+}
+
+static void pool_fini(struct fpool *p)
+{
+    while (p->all) {
+        struct slab *sl = p->all;
+        p->all = sl->anext;
+        slab_free(sl);
+    }
+}
+
+/* Give back every slab of s: the pools' lists and the big list reach
+ * them all (the workers have stopped; other threads must no longer use
+ * s's frames). */
+void coro__frames_fini(coro_sched_t *s)
+{
+    struct coro__frames *fr = s->frames;
+    if (!fr)
+        return;
+    pthread_mutex_lock(&g_lock);
+    for (struct coro__frames **pp = &g_live; *pp; pp = &(*pp)->gnext)
+        if (*pp == fr) {
+            *pp = fr->gnext;
+            break;
+        }
+    pthread_mutex_unlock(&g_lock);
+    while (fr->big) {
+        struct slab *sl = fr->big;
+        fr->big = sl->anext;
+        slab_free(sl);
+    }
+    for (int i = 0; i < fr->npools; i++)
+        if (fr->wp[i]) {
+            pool_fini(fr->wp[i]);
+            coro__free_aligned(s, fr->wp[i], sizeof(struct fpool));
+        }
+    for (struct fpool *p = fr->threads, *n; p; p = n) {
+        n = p->tnext;
+        pool_fini(p);
+        coro__free_aligned(s, p, sizeof *p);
+    }
+    pthread_mutex_destroy(&fr->lock);
+    coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
+    s->frames = NULL;
+}
+
+/* ---- the public calls -------------------------------------------------------------- */
+
+void *coro_frame_alloc(coro_sched_t *s, size_t size)
+{
+    if (!s || !s->frames || size == 0 || size > ((size_t)1 << 40))
+        return NULL;
+    struct coro__frames *fr = s->frames;
+    void *b;
+    struct slab *sl;
+
+    if (size > MAX_SMALL) {
+        size_t total = (HDR_SIZE + size + SLAB_SIZE - 1) & ~(SLAB_SIZE - 1);
+        sl = slab_new(fr, NULL, total, (uint32_t)(size > UINT32_MAX ? 0 : size), 0, true);
+        if (!sl)
+            return NULL;
+        b = block_at(sl, 0);
+    } else {
+        struct fpool *p = my_pool(fr, true);
+        if (!p)
+            return NULL;
+        int ci = (int)((size - 1) / 64);
+        b = pool_alloc(p, ci);
+        if (!b)
+            return NULL;
+        sl = (struct slab *)((uintptr_t)b & ~(uintptr_t)(SLAB_SIZE - 1));
+    }
+    memset(b, 0, size);
+    /* relaxed: the frame reaches other threads through coro_spawn's
+     * release operations */
+    __atomic_store_n(&sl->st[block_index(sl, b)], B_ALLOC, __ATOMIC_RELAXED);
+    return b;
+}
+
+/* give back block b (state already checked) */
+static void release_block(struct slab *sl, void *b)
+{
+    if (sl->big) {
+        big_free(sl);
+        return;
+    }
+    struct fpool *p = my_pool(sl->fr, false);
+    if (p == sl->pool)
+        pool_free_local(p, sl, b);
+    else
+        free_remote(sl, b);
+}
+
+void coro_frame_free(void *frame)
+{
+    struct slab *sl = frame ? slab_of(frame) : NULL;
+    if (!sl)
+        return;             /* NULL or not a pool frame: ignored */
+    if ((uintptr_t)frame - (uintptr_t)sl < HDR_SIZE)
+        return;             /* inside the slab's header: not a frame */
+    uint32_t i = block_index(sl, frame);
+    if (i >= sl->nblocks || block_at(sl, i) != frame)
+        return;             /* not the start of a block: ignored */
+    uint8_t want = B_ALLOC;
+    /* acq_rel: one of two racing calls wins; a spawned or already free
+     * frame is left alone */
+    if (!__atomic_compare_exchange_n(&sl->st[i], &want, B_FREE, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    release_block(sl, frame);
+}
+
+int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
+{
+    struct slab *sl = slab_of(co);
+    if (CORO__LIKELY(!sl))
+        return 0;
+    if (sl->fr->s != s || (uintptr_t)co - (uintptr_t)sl < HDR_SIZE)
+        return -EINVAL;
+    uint32_t i = block_index(sl, co);
+    if (i >= sl->nblocks)
+        return -EINVAL;
+    *state = &sl->st[i];
+    switch (__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED)) {
+    case B_ALLOC:
+        return 1;
+    case B_SPAWNED:
+        return -EBUSY;
+    default:
+        return -EINVAL;
+    }
+}
+
+void coro__frame_mark_spawned(uint8_t *state)
+{
+    /* relaxed: the spawner owns the frame (it won the state CAS); the
+     * job's finisher reads it after acquiring the job through a queue */
+    __atomic_store_n(state, B_SPAWNED, __ATOMIC_RELAXED);
+}
+
+void coro__frame_release(const coro_t *co)
+{
+    struct slab *sl = slab_of(co);
+    uint32_t i = block_index(sl, co);
+    /* a load and a store, not an exchange: only the one who gives a
+     * spawned frame back writes its byte (coro_frame_free leaves SPAWNED
+     * alone), and the slab's owner reads it again only after the block
+     * came back through a free list */
+    if (CORO__UNLIKELY(__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED) != B_SPAWNED)) {
+        fprintf(stderr, "corokit: pool frame %p given back twice\n", (void *)co);
+        abort();
+    }
+    __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
+    release_block(sl, block_at(sl, i));
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* private: pool frames (lib/frame.c), used by lib/sched.c. */
+#ifndef COROKIT_FRAME_H
+#define COROKIT_FRAME_H
+
+#include "sched/sched.h"
+
+struct coro__frames;
+
+/* coro__frames_init - make s's frame pools (one per worker slot) and
+ * register them for thread-exit handling.  0 or -ENOMEM. */
+CORO__HIDDEN int coro__frames_init(coro_sched_t *s);
+/* coro__frames_fini - give every slab of s back to the allocator (after
+ * the workers stopped).  NULL-safe. */
+CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
+
+/* coro__frame_check - called by coro_spawn before it claims co.  Returns
+ * 0 when co is not inside a pool frame; 1 when it is, a frame of s that
+ * was allocated and not yet spawned; -EINVAL for a pool frame of another
+ * scheduler or one that is not allocated (given back already); -EBUSY for
+ * a pool frame already spawned. */
+CORO__HIDDEN int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state);
+/* coro__frame_mark_spawned - after coro_spawn claimed co (check said 1
+ * and set *state). */
+CORO__HIDDEN void coro__frame_mark_spawned(uint8_t *state);
+
+/* coro__frame_release - give back the pool frame holding co (spawned);
+ * any thread. */
+CORO__HIDDEN void coro__frame_release(const coro_t *co);
+
+#endif

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 1 (scheduling): jobs and their state word, awaitables,
+ * affinity classes, workers and their queues, waking and parking, frames,
+ * the tracer.  Includes only base/.  See docs/architecture.md. */
+#ifndef COROKIT_LIB_SCHED_SCHED_H
+#define COROKIT_LIB_SCHED_SCHED_H
+
+#include "base/base.h"
+#include "base/mq.h"
+
+#include <stdio.h>
+
+/* ---- the job state word (coro_t.state) ---------------------------------
+ *
+ * One 32-bit atomic word, as tokio's task state: the low three bits hold
+ * the lifecycle state, the others flags.  Every change is a CAS or an
+ * atomic RMW so that flags set by other threads are never lost.
+ *
+ *   IDLE      zeroed frame, never spawned
+ *   READY     in exactly one queue; whoever dequeues it owns it
+ *   RUNNING   a worker is inside its body (or arming its awaitable)
+ *   SUSPENDED its awaitable is (being) armed: exactly one waker, the one
+ *             that removes it from the wait structure, makes it READY
+ *   DONE      finished; the frame may be spawned again
+ *   CHILD     the frame is running as a coro_call child of another job
+ *
+ * THREAD_JOIN: a plain thread waits in coro_join (futex on the word).
+ * JOB_JOIN:    jobs wait in the parking lot on this job (coro_done); set
+ *              under the lot bucket lock, so the finisher, which locks the
+ *              bucket after storing DONE, sees every such waiter.
+ * JOINER:      the first awaiting job of the same scheduler sits in
+ *              coro_t.joiner (fork-join needs no lot): it stores itself
+ *              there first and sets the flag second, unless DONE came
+ *              first; the finisher takes it only when the flag was set.
+ */
+#define CORO__S_IDLE      0u
+#define CORO__S_READY     1u
+#define CORO__S_RUNNING   2u
+#define CORO__S_SUSPENDED 3u
+#define CORO__S_DONE      4u
+#define CORO__S_CHILD     5u
+#define CORO__S_MASK      7u
+#define CORO__F_THREAD_JOIN 8u
+#define CORO__F_JOB_JOIN    16u
+#define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
+/* POOL:    the frame came from coro_frame_alloc (set by coro_spawn); the
+ *          library gives it back when the job is over (lib/frame.c).
+ * EXITING: set with DONE when the job had waiters, while its finisher still
+ *          touches the frame (wakes them, and for a pool frame or a frame a
+ *          thread joins, runs on_exit); coro_join returns and coro_spawn
+ *          accepts the frame only once it is clear.
+ * JOINERS: bits 24-31 count the threads blocked in coro_join on a pool
+ *          frame: the last one to leave gives the frame back. */
+#define CORO__F_POOL        64u
+#define CORO__F_EXITING     128u
+#define CORO__JOINER_ONE    (1u << 24)
+#define CORO__JOINERS_MASK  (0xffu << 24)
+/* CANCEL: coro_cancel(job) was called: set once (seq_cst RMW) and kept
+ * until the frame is spawned again; every await of the job (its coro_call
+ * children's too) that has not completed returns -ECANCELED.  The parking
+ * lot, the joiner slots and the I/O context check it where they insert a
+ * waiter, after the registry bit / under the registry lock, so that a
+ * waiter either sees it or is found by the sweep coro_cancel runs after
+ * setting it (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL). */
+#define CORO__F_CANCEL      256u
+
+static inline bool coro__job_cancelled(const coro_t *job)
+{
+    /* seq_cst: against coro_cancel's seq_cst RMW of the flag and its
+     * later loads of the registry bits (lib/lot.c REGISTRY) */
+    return (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) & CORO__F_CANCEL) != 0;
+}
+
+/* coro_t.flags */
+#define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
+/* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
+#define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
+#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/lot.c) */
+#define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
+
+/* What a job spawned with .deadline (or .group) carries, allocated at
+ * spawn through the scheduler's allocator and freed when it finishes;
+ * immutable while it runs (read by its worker, the lot and the I/O
+ * context). */
+struct coro__ext {
+    void (*on_exit)(coro_t *);
+    int64_t deadline;       /* absolute ns, 0 = none */
+    coro_group_t *group;    /* NULL = none */
+    coro_t *job;            /* the member (lib/group.c) */
+    struct coro__ext *gprev, *gnext;    /* the group's list, under its lock */
+    const char *name;       /* coro_spawn_opts_t.name, NULL = none */
+};
+
+/* lib/group.c: join g (at spawn, before the job is queued) / the finish of
+ * a member: under g's lock, store DONE (the exchange coro__finish does,
+ * returned), leave, wake g's waiters when it was the last */
+/* the job's deadline (0 = none).  job: a job (not a child frame) */
+static inline int64_t coro__job_deadline(const coro_t *job)
+{
+    return (job->flags & CORO__FL_EXT) ? job->ext->deadline : 0;
+}
+
+/* coro__job_name - the job's coro_spawn_opts_t.name, NULL = none.  job: a
+ * live job (not a child frame), read by its worker or under a lock that
+ * keeps it suspended; the string is the caller's (kept alive while the job
+ * lives). */
+static inline const char *coro__job_name(const coro_t *job)
+{
+    return (job->flags & CORO__FL_EXT) ? job->ext->name : NULL;
+}
+
+/* bound an absolute wait deadline d (-1 = none) by the job's */
+static inline int64_t coro__bound_deadline(const coro_t *job, int64_t d)
+{
+    int64_t jd = coro__job_deadline(job);
+    if (jd > 0 && (d < 0 || jd < d))
+        return jd;
+    return d;
+}
+
+/* ---- awaitables ---------------------------------------------------------- */
+
+/* What arm() tells the worker. */
+enum {
+    CORO__ARM_PENDING = 0,  /* registered: exactly one coro__wake follows; the
+                               worker must not touch the job any more */
+    CORO__ARM_READY,        /* complete now: *res is the result; continue */
+    CORO__ARM_REQUEUE,      /* put the job at the back of its (new) queue */
+};
+
+struct coro_await_ops {
+    const char *name;
+    /* Called on the worker after the body returned CORO__ST_AWAIT, with the
+     * job already SUSPENDED.  aw is job->top->aw.  The last thing a PENDING
+     * arm does is make the registration visible; after that it must not
+     * touch the job or aw: the job may already run elsewhere. */
+    int (*arm)(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+};
+
+extern const struct coro_await_ops coro__call_ops CORO__HIDDEN;
+
+
+/* coro__wake - make suspended job READY with result res (stored into the
+ * innermost frame's CORO_RESULT) and queue it on a worker its affinity
+ * allows, at its priority.  Called exactly once per PENDING arm, by the
+ * thread that removed the job from the wait structure.  Any thread. */
+CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
+
+/* coro__in_job - true when the calling thread is inside a job's body or
+ * arm (used by the blocking calls to refuse with -EDEADLK). */
+CORO__HIDDEN bool coro__in_job(void);
+
+/* coro__cancelling - true once coro_sched_shutdown(CORO_CANCEL) began: every
+ * arm then completes at once with -ECANCELED. */
+CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);
+
+/* coro__complete - an already-completed awaitable with result r, built
+ * inside a job: once the job has completed CORO__BUDGET awaits without
+ * suspending in one run, it yields instead (result r all the same), so a
+ * job whose I/O is always ready cannot keep its worker forever. */
+CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
+
+/* ---- memory (sched/common.c) ------------------------------------------------ */
+CORO__HIDDEN void *coro__alloc(coro_sched_t *s, size_t n);
+CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
+/* 64-byte (CORO__CACHELINE) aligned, zeroed blocks through s's allocator,
+ * for structs with cache-line aligned members (sched.c); free with
+ * coro__free_aligned and the same n */
+CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
+CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
+
+
+#define CORO__NPRIO 3                   /* index = priority + 1 */
+#define CORO__PRIO_IDX(p) ((p) + 1)
+#define CORO__MAX_CLASSES 4096
+#define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)
+
+/* An affinity class: one distinct set of workers a job may run on.  Class 0
+ * is "any worker"; its queues are the global injection queue.  A class is
+ * created once (under cls_lock) and never freed before the scheduler, so
+ * readers need no lock: they load the table pointer with acquire. */
+struct coro__cls {
+    uint64_t wmask[CORO__WMASK_WORDS];  /* workers allowed */
+    coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
+    int nworkers;                       /* popcount of wmask */
+    struct coro__mq q[CORO__NPRIO];
+};
+
+struct coro__worker {
+    /* touched by other threads */
+    coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
+    uint32_t futex;                     /* park epoch */
+    struct coro__lq local[CORO__NPRIO];
+    struct coro__mq inbox[CORO__NPRIO];
+    struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
+    /* owner only */
+    coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
+    int idx, cpu;                       /* cpu: -1 when single-threaded */
+    bool pinned, started;
+    uint32_t started_st;                /* atomic: the drive word (single-threaded), below */
+    pthread_t thread;
+    uint64_t tick;                      /* counts down to the next global-first look */
+    unsigned lifo_streak;
+    bool searching;                     /* counted in s->searching */
+    uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
+    unsigned since_normal, since_low;   /* starvation bound, see worker.c */
+    uint32_t rng;
+    struct coro__tring *tring;          /* trace ring, NULL = off (lib/trace.c) */
+    uint16_t *served;                   /* classes > 0 this worker serves */
+    uint32_t nserved;                   /* atomic: grows when classes appear */
+    /* counters: written by the owner (relaxed), read by coro_sched_stats */
+    uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
+    /* diagnostics (lib/diag.c): the job this worker runs (NULL = none) and
+     * its body, stored relaxed at each step's start and end and read racily
+     * by coro_sched_dump (never dereferenced there); with s->diag also the
+     * step's start (ns) and name */
+    coro_t *cur;
+    coro_fn cur_fn;
+    int64_t cur_t0;                     /* 0 = unknown (diagnostics off) */
+    const char *cur_name;
+    uint64_t n_stalls;
+    /* with s->hist: ready->running per priority, step, I/O->running */
+    uint64_t h_ready[CORO__NPRIO][CORO_HIST_BUCKETS];
+    uint64_t h_step[CORO_HIST_BUCKETS];
+    uint64_t h_io[CORO_HIST_BUCKETS];
+    ck_ring_buffer_t bufs[] __attribute__((aligned(CORO__CACHELINE)));
+};
+
+struct coro_sched {
+    int nworkers;                       /* 0 = single-threaded */
+    int nslots;                         /* worker structs (max(1, nworkers)) */
+    bool pin;
+    bool oversubscribed;                /* more workers than CPUs: never spin */
+    struct coro__trace *trace;          /* NULL = tracing off (lib/trace.c) */
+    struct ck_malloc *alloc;
+    struct coro__worker **w;
+    uint64_t all_wmask[CORO__WMASK_WORDS];
+
+    /* affinity classes */
+    pthread_mutex_t cls_lock;
+    struct coro__cls **cls;             /* fixed-size table, entries published with release */
+    uint32_t ncls;                      /* atomic */
+
+    /* parked workers: a bit per worker, set by the worker before its last
+     * look for work and cleared by whoever claims it to wake it */
+    uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+    uint32_t searching;                 /* atomic: workers searching for work (worker.c) */
+    uint32_t rr;                        /* atomic: round-robin for outside submissions */
+    /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
+     * when find_work returns one): 0 lets a worker look at NORMAL only */
+    uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));
+
+    /* lifecycle */
+    uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
+    uint32_t cancelling;                /* atomic bool */
+    uint32_t live __attribute__((aligned(CORO__CACHELINE)));    /* jobs + CLOSED bit */
+    uint32_t stopping;                  /* atomic bool: workers exit when idle */
+    uint32_t shut_done;                 /* atomic bool: shutdown completed */
+    pthread_mutex_t shut_lock;
+    pthread_mutex_t cancel_lock;        /* one cancel_all at a time */
+
+    struct coro__io *io;
+    const struct coro__driver *drv;     /* s->io's functions (io/io.h), set with io */
+    /* the end of a job (rt/runtime.c coro__finish), set at create: the one
+     * upcall from the scheduling layer (docs/architecture.md) */
+    void (*finish)(coro_t *job);
+    struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
+    struct coro__frames *frames;        /* pool frames (lib/frame.c) */
+    struct coro__bpool *blocking;       /* the blocking pool (lib/blocking.c) */
+
+    /* diagnostics (lib/diag.c), fixed at create: diag = stall_ns > 0 ||
+     * hist, the one branch a step pays when both are off */
+    bool diag, hist;
+    int64_t stall_ns;
+    void (*stall_hook)(const coro_stall_t *, void *);
+    void *stall_arg;
+};
+
+#define CORO__LIVE_CLOSED 0x80000000u
+
+/* The drive word of a single-threaded scheduler (s->w[0]->started_st, a
+ * futex): bit 0 says a thread drives the scheduler; bits 1-15 count the
+ * threads in coro_join that wait for their job while another drives; bits
+ * 16-31 are a sequence the driver bumps after each job that finishes.  A
+ * waiting joiner sleeps on the whole word, so either change - the driver
+ * stopping, or some job finishing - wakes it (sched.c, "single-threaded
+ * driving"). */
+#define CORO__DRIVE_ON     1u
+#define CORO__DRIVE_WAITER 2u
+#define CORO__DRIVE_WMASK  0xfffeu
+#define CORO__DRIVE_SEQ    0x10000u
+
+/* a job's completed result travels in this yield when its budget ran out
+ * (coro.c): cancel must never replace it (worker.c) */
+extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
+
+/* the calling thread's worker, if any */
+extern __thread struct coro__worker *coro__tls_worker CORO__HIDDEN;
+extern __thread int coro__tls_budget CORO__HIDDEN;
+extern __thread int coro__tls_in_job CORO__HIDDEN;
+/* single-threaded driving with a deadline (coro_join_timeout): coro__park
+ * sleeps at most until it (absolute ns, 0 = none) */
+extern __thread int64_t coro__tls_drive_deadline CORO__HIDDEN;
+
+/* ---- the event driver ---------------------------------------------------------
+ * How an idle worker waits for events other than work (readiness, timers)
+ * and how a worker that waits there is woken.  The scheduling layer
+ * defines the interface; the I/O layer (io/epoll.c, coro__io_driver)
+ * implements it and the runtime plugs it in at create (s->drv, with s->io
+ * its context): scheduling never names a symbol of a layer above it.
+ * Contracts: io/io.h, where each function is declared under its own name. */
+struct coro__io;
+struct coro__driver {
+    int (*poll)(struct coro__io *io, int64_t timeout_ns);
+    void (*kick)(struct coro__io *io);
+    bool (*pending)(struct coro__io *io);
+    int (*park)(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
+                uint32_t activity, void (*awake)(void *), void *arg);
+    uint32_t (*activity)(struct coro__io *io);
+    int (*poll_now)(struct coro__io *io);
+    bool (*wake_poller)(struct coro__io *io, int idx);
+};
+
+static inline struct coro__io *coro__sched_io(coro_sched_t *s)
+{
+    return s->io;
+}
+
+/* cls.c */
+CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
+CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
+/* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,
+ * no worker's CPU), -ENOMEM (table full or no memory) */
+CORO__HIDDEN int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff);
+static inline struct coro__cls *coro__cls_get(coro_sched_t *s, unsigned idx)
+{
+    struct coro__cls **tab = s->cls;
+    /* acquire: pairs with the release store that published the class */
+    return __atomic_load_n(&tab[idx], __ATOMIC_ACQUIRE);
+}
+static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
+{
+    return (c->wmask[widx / 64] >> (widx % 64)) & 1;
+}
+
+/* worker.c */
+CORO__HIDDEN void *coro__worker_main(void *arg);
+/* run job until it suspends, yields or finishes; true when it finished
+ * (the frame may then be gone: only its address is known) */
+CORO__HIDDEN bool coro__run_job(struct coro__worker *w, coro_t *job);
+CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
+CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
+CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
+CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
+CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
+/* coro__io_handoff (worker.c) - the I/O thread gave the poll token up
+ * for the workers: wake one idle worker to take it.  False when none is
+ * idle (the I/O thread keeps polling). */
+CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
+/* take the jobs worker w finished off s->live (worker.c) */
+CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
+
+/* ---- reports (sched/report.c) ------------------------------------------------
+ * the stall report (hook or stderr) of a step of job on w that has run dur
+ * ns so far, body fn; the ready stamp (coro_t.reserved, 64 ns units) */
+CORO__HIDDEN void coro__stall_report(struct coro__worker *w, coro_t *job, coro_fn fn,
+                                     int64_t dur);
+#define CORO__READY_SHIFT 6
+/* coro_sched_dump's stream (rt/diag.c writes it; each layer lists the
+ * suspended jobs it holds, under its own locks, with coro__dump_job) */
+struct coro__dump {
+    FILE *f;                /* the memory stream */
+    coro_sched_t *s;
+    int64_t now;
+    int jobs;
+};
+CORO__HIDDEN void coro__dump_job(struct coro__dump *d, coro_t *job, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+CORO__HIDDEN const char *coro__prio_name(int prio);
+/* "any CPU", "CPU 3", "CPUs 0-3": the mask of affinity class cls */
+CORO__HIDDEN void coro__mask_text(coro_sched_t *s, unsigned cls, char *buf, int len);
+CORO__HIDDEN const char *coro__sym_of(const void *fn);   /* dladdr, NULL = unknown */
+
+#endif

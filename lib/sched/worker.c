@@ -1,0 +1,889 @@
+/* SPDX-License-Identifier: MIT */
+/* Workers: the run loop, where a worker looks for work, stealing, parking.
+ *
+ * QUEUES.  A job lives in exactly one queue while READY:
+ *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
+ *     it spawned last), its local rings (one per priority, ck_ring SPMC:
+ *     the owner pushes, owner and thieves pop), its inboxes (per priority,
+ *     ck_ring MPMC + overflow: what other threads hand it), or the global
+ *     injection queue (= class 0's MPMC queues);
+ *   - jobs of a narrower class: that class's per-priority MPMC queues, which
+ *     only the workers the class allows look at.  They are never in a
+ *     local ring, an inbox or a LIFO slot, so a thief never sees a job it
+ *     may not run: it never has to dequeue one and put it back.
+ *
+ * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
+ * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
+ * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
+ * (61) ticks the global and class queues and the inbox are looked at
+ * first.  A yielding job (class 0) goes to its worker's yield ring, looked
+ * at last, and first every 61 ticks (tokio defers a yielding task until
+ * its next driver poll, likewise): behind everything the worker has, so a
+ * job that keeps yielding cannot starve the others, and never more than 61
+ * picks away.  A job of a narrower class yields to the back of its class
+ * queue.  Starvation
+ * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
+ * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
+ * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
+ *
+ * STEALING.  An idle worker visits the others from a random start, HIGH to
+ * LOW, and takes half of a victim's local ring or inbox at that level (one
+ * ck_ring SPMC/MPMC dequeue each: ck has no batch steal), keeps the first
+ * and puts the rest in its own local ring; the victim's LIFO slot last.  At
+ * most half the workers (at least one) steal at once (s->searching).
+ *
+ * PARKING - the protocol, and why no wake-up is lost.
+ *   worker W, when it found nothing:
+ *     1. e = W.futex                         (the park epoch)
+ *     2. set W's bit in s->idle              (seq_cst RMW)
+ *     3. look for work everywhere once more  (all queues, steal)
+ *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
+ *     5. clear W's bit if still set
+ *   a submitter S, after any push of a READY job (local, inbox, class):
+ *     a. seq_cst fence
+ *     b. read s->idle & (workers the job's class allows)
+ *     c. for such a bit: atomically clear it; the one that cleared it owns
+ *        the wake: W.futex++ then futex_wake(&W.futex)
+ *   Invariant: for every pushed job, either some allowed worker's step 3
+ *   runs after the push is visible, or S sees that worker's bit in (b).
+ *   Steps 2/3 and a/b are store-then-load on both sides, each separated by
+ *   a full barrier (Dekker), so at least one of the two sees the other's
+ *   store.  If W sees the job in step 3 it runs it.  If S sees a bit, it
+ *   claims exactly one worker (the clearing RMW picks one winner) and bumps
+ *   its epoch before the wake, so W's step 4 cannot sleep through it: it
+ *   either sees the new epoch or is woken by futex_wake.  A woken worker
+ *   looks everywhere, steals included, so it finds the job wherever S put
+ *   it.  Spurious wakes only cost a look.
+ *
+ * BUDGET AND CANCEL.  A job gets CORO__BUDGET (128) awaits that complete at
+ * once per run; the next one (coro__complete) travels as a yield carrying
+ * its result, so a job whose operations are always ready still lets the
+ * others run.  Under CORO_CANCEL an await that has not completed returns
+ * -ECANCELED before it is armed, but that yield is never rewritten: its
+ * operation (an item received, bytes read, an fd accepted) already
+ * happened, and a completed operation keeps its result.  coro_cancel(job)
+ * (flag CORO__F_CANCEL in the state word) does the same for one job.
+ *
+ * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
+ * scheduler may wait in epoll_wait on the I/O context instead of its futex
+ * (coro__io_park, lib/io_epoll.c), when it can take the poll token.  The
+ * protocol above holds unchanged with one more way to deliver step c's
+ * wake: the submitter's epoch increment is a seq_cst RMW, after which it
+ * reads the token (coro__io_wake_poller); the worker takes the token with
+ * a seq_cst CAS, then reads its epoch, and waits in epoll only if the
+ * epoch is still e.  Store-then-load on both sides again (Dekker): either
+ * the worker sees the new epoch and does not wait, or the submitter sees
+ * the worker holding the token and writes the eventfd, which ends its
+ * epoll_wait (the eventfd is read only by the token holder, so a look at
+ * epoll without the token cannot swallow that wake).  A submitter that
+ * sees no token calls futex_wake as before; the worker then is, or will
+ * be, on its futex (it failed to take the token) or saw the epoch.  Once
+ * epoll_wait returns the worker clears its idle bit before it handles the
+ * events, so the jobs it wakes into its own queues wake no one: it runs
+ * them when it returns from park.
+ *
+ * IDLE.  A worker that finds nothing first looks at the epoll set without
+ * blocking (coro__io_poll_now, once per idle phase): readiness its jobs
+ * wait for is usually there, and taking it here runs the woken job on
+ * this worker with no thread wake-up at all.  What it woke is in its own
+ * queues and it runs it next, so it stops searching without waking a
+ * successor unless more than that job is queued.  Then: < 4 empty looks
+ * spin, 4..15 sched_yield, then park - in epoll only if no other worker
+ * handled I/O since the idle phase began (coro__io_activity: that worker
+ * will wait in epoll itself when it runs out, and a second thread blocked
+ * there would only be woken for nothing at each event).
+ * When workers outnumber CPUs a worker never busy-spins: it goes straight
+ * to the sched_yield phase, which hands the CPU to whoever needs it.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/sched.h"
+#include "sched/trace.h"
+
+/* round-robin position of a plain thread's submissions (its own: a shared
+ * counter is one more contended RMW per spawn) */
+static __thread uint32_t tls_rr;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
+ * (the thread that dequeued it, or its waker) changes these bits, and it
+ * knows their value, so one atomic add does it without a CAS loop while
+ * other threads may OR flags into the upper bits meanwhile. */
+static inline void set_state(coro_t *job, uint32_t from, uint32_t to)
+{
+    /* acq_rel: RUNNING acquires what the waker wrote (the result);
+     * SUSPENDED/READY release what the body wrote to the frame */
+    __atomic_add_fetch(&job->state, to - from, __ATOMIC_ACQ_REL);
+}
+
+static inline void stat_inc(uint64_t *c)
+{
+    /* owner-only counter, read racily by coro_sched_stats */
+    __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+/* ---- waking parked workers --------------------------------------------- */
+
+static void unpark(coro_sched_t *s, int idx)
+{
+    struct coro__worker *w = s->w[idx];
+
+    /* seq_cst: the push that made this wake necessary happens before the
+     * epoch change the parked worker observes (release), and the change is
+     * ordered before our read of the poll token in coro__io_wake_poller
+     * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
+    __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
+    coro__trace_nudge(s, idx);
+    if (s->nworkers > 0 && s->io && s->drv->wake_poller(s->io, idx))
+        return;     /* it waits in epoll: the eventfd woke it */
+    coro__futex_wake(&w->futex, 1);
+    if (s->nworkers == 0 && s->io)
+        s->drv->kick(s->io);
+}
+
+/* claim one parked worker among wmask: returns its index or -1 */
+static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
+{
+    int words = (s->nslots + 63) / 64;
+
+    for (int i = 0; i < words; i++) {
+        uint64_t bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
+        while (bits) {
+            uint64_t bit = bits & -bits;
+            /* acq_rel: one claimer wins the bit; it sees the parker's
+             * epoch read and publishes the push it wakes the worker for */
+            uint64_t old = __atomic_fetch_and(&s->idle[i], ~bit, __ATOMIC_ACQ_REL);
+            if (old & bit)
+                return i * 64 + __builtin_ctzll(bit);
+            bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
+        }
+    }
+    return -1;
+}
+
+/* step a-c of the park protocol, after a push.  any: the job may run on
+ * every worker, so a searching worker covers it */
+static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
+{
+    /* seq_cst fence: orders our push before the reads of s->searching and
+     * s->idle, against the parker's seq_cst bit-set before its last look
+     * and the searcher's seq_cst decrement (see the top) */
+    coro__fence_seq_cst();
+    if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
+        return;
+    /* the woken worker counts itself as a searcher once it runs (tokio
+     * counts it here, in the waker; a claim racing the worker's own
+     * return from park then leaks a count, which silences every later
+     * notify: a lost wake-up TSan's slow scheduling found) */
+    int idx = claim_idle(s, wmask);
+    if (idx >= 0)
+        unpark(s, idx);
+}
+
+bool coro__io_handoff(coro_sched_t *s)
+{
+    int idx = claim_idle(s, s->all_wmask);
+    if (idx < 0)
+        return false;
+    unpark(s, idx);
+    return true;
+}
+
+void coro__wake_all_workers(coro_sched_t *s)
+{
+    for (int i = 0; i < s->nslots; i++)
+        unpark(s, i);
+}
+
+/* ---- submitting a READY job ----------------------------------------------- */
+
+static void push_global(coro_sched_t *s, coro_t *job)
+{
+    coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
+}
+
+/* local ring full: move half of it and job to the global queue, under one
+ * lock (tokio) */
+static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
+{
+    coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
+    unsigned n = 0;
+
+    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
+        n++;
+    batch[n++] = job;
+    coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
+}
+
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+{
+    struct coro__worker *w = coro__tls_worker;
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    if (CORO__UNLIKELY(s->hist))
+        /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
+         * the job is ours until the push below publishes it */
+        job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
+    if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
+        /* before the push; relaxed: the push's own release and the notify
+         * fence below order it for the workers (see find_work_) */
+        __atomic_add_fetch(&s->other_prio, 1, __ATOMIC_RELAXED);
+
+    if (job->cls != 0) {
+        struct coro__cls *c = coro__cls_get(s, job->cls);
+        coro__mq_push(&c->q[pi], job);
+        notify(s, c->wmask, false);
+        return;
+    }
+    if (w && w->s == s) {
+        if (yield) {
+            /* the back of everything this worker has (tokio defers a
+             * yielding task the same way); full: the global queue */
+            if (!coro__lq_push(&w->yielded[pi], job))
+                push_global(s, job);
+            goto out;
+        }
+        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+            /* the newest job goes to the LIFO slot; the one it displaces
+             * to the back of the local ring */
+            /* acq_rel: publishes the job's fields to a thief that takes
+             * the slot, and acquires the displaced job's */
+            job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
+            if (!job)
+                return;     /* this worker runs it next: no one to wake (tokio) */
+            pi = CORO__PRIO_IDX(job->prio);
+        }
+        if (!coro__lq_push(&w->local[pi], job))
+            local_overflow(w, pi, job);
+    out:
+        if (s->nworkers > 1)
+            notify(s, s->all_wmask, true);
+        return;
+    }
+    /* from outside the workers: hand it to an idle worker if there is one
+     * (Coop), else round-robin, then make sure someone is awake for it */
+    int idx = claim_idle(s, s->all_wmask);
+    if (idx >= 0) {
+        coro__mq_push(&s->w[idx]->inbox[pi], job);
+        unpark(s, idx);
+        return;
+    }
+    idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
+    tls_rr = (uint32_t)idx + 1;
+    coro__mq_push(&s->w[idx]->inbox[pi], job);
+    notify(s, s->all_wmask, true);
+}
+
+/* take the jobs this worker finished off s->live (coro__finish counts them
+ * in w->unflushed; rt/runtime.c) */
+void coro__flush_live(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    uint32_t n = w->unflushed;
+
+    if (!n)
+        return;
+    __atomic_store_n(&w->unflushed, 0, __ATOMIC_RELAXED);
+    if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(&s->live, INT_MAX);
+}
+
+/* the one way a suspended job becomes READY (sched/sched.h) */
+void coro__wake(coro_t *job, intptr_t res)
+{
+    job->top->result = res;
+    coro__trace_wake(job);
+    /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
+     * release: the result is visible to the worker that acquires RUNNING */
+    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
+    coro__submit(job->sched, job, false);
+}
+
+/* ---- looking for work -------------------------------------------------------- */
+
+static coro_t *pop_classes(struct coro__worker *w, int pi)
+{
+    coro_sched_t *s = w->s;
+    /* acquire: the served[] entries before nserved were written first */
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+
+    for (uint32_t i = 0; i < n; i++) {
+        struct coro__cls *c = coro__cls_get(s, w->served[i]);
+        if (coro__mq_size(&c->q[pi]) == 0)
+            continue;
+        coro_t *j = coro__mq_pop(&c->q[pi]);
+        if (j)
+            return j;
+    }
+    return NULL;
+}
+
+static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
+{
+    coro_sched_t *s = w->s;
+    struct coro__cls *any = coro__cls_get(s, 0);
+    coro_t *j;
+
+    if (global_first) {
+        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
+            (j = coro__mq_pop(&w->inbox[pi])) || (j = coro__lq_pop(&w->yielded[pi])))
+            return j;
+    }
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
+        __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) &&
+        /* acq_rel: pairs with the exchange that put the job there */
+        (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL))) {
+        w->lifo_streak++;
+        return j;
+    }
+    w->lifo_streak = 0;
+    if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
+        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
+        (j = coro__lq_pop(&w->yielded[pi])))
+        return j;
+    return NULL;
+}
+
+static uint32_t rng_next(struct coro__worker *w)
+{
+    /* xorshift32 */
+    uint32_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return w->rng = x;
+}
+
+static coro_t *pop_lq(void *q) { return coro__lq_pop(q); }
+static coro_t *pop_mq(void *q) { return coro__mq_pop(q); }
+
+/* take half of the n jobs of a victim's queue q (at least one): keep the
+ * first, put the rest in the thief's ring dst (full: the global queue) */
+static coro_t *take_half(struct coro__worker *w, void *q, coro_t *(*pop)(void *), unsigned n,
+                         struct coro__lq *dst, unsigned *got)
+{
+    coro_t *first = NULL;
+
+    for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
+        coro_t *j = pop(q);
+        if (!j)
+            break;
+        ++*got;
+        if (!first)
+            first = j;
+        else if (!coro__lq_push(dst, j))
+            push_global(w->s, j);
+    }
+    return first;
+}
+
+static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
+{
+    unsigned got = 0;
+    coro_t *first = take_half(w, &v->local[pi], pop_lq, coro__lq_size(&v->local[pi]),
+                              &w->local[pi], &got);
+    if (!first)
+        first = take_half(w, &v->inbox[pi], pop_mq, coro__mq_size(&v->inbox[pi]),
+                          &w->local[pi], &got);
+    if (!first)     /* jobs that yielded stay behind the thief's other work */
+        first = take_half(w, &v->yielded[pi], pop_lq, coro__lq_size(&v->yielded[pi]),
+                          &w->yielded[pi], &got);
+    if (got) {
+        coro__trace_steal(w, v->idx, got);
+        stat_inc(&w->n_steals);
+        __atomic_store_n(&w->n_stolen, w->n_stolen + got, __ATOMIC_RELAXED);
+    }
+    return first;
+}
+
+/* searching: tokio's protocol.  A worker that looks for work outside its
+ * own queues is "searching"; s->searching counts them, at most half the
+ * workers (at least one).  A waker that sees a searcher does not wake a
+ * parked worker: the searcher will find the job.  A worker that stops
+ * searching because it found work, and was the last searcher, wakes a
+ * parked one in its place, so work that is left is never without a
+ * searcher. */
+static bool start_searching(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (w->searching)
+        return true;
+    uint32_t max = s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+    if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) >= max)
+        return false;
+    /* seq_cst: pairs with the fence in notify() */
+    __atomic_add_fetch(&s->searching, 1, __ATOMIC_SEQ_CST);
+    w->searching = true;
+    return true;
+}
+
+/* returns true when w was the last searcher */
+static bool stop_searching(struct coro__worker *w)
+{
+    if (!w->searching)
+        return false;
+    w->searching = false;
+    /* seq_cst: a notifier that saw us searching must be covered by our
+     * later looks or by the wake we send when we were the last one */
+    return __atomic_sub_fetch(&w->s->searching, 1, __ATOMIC_SEQ_CST) == 0;
+}
+
+static coro_t *steal(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    int n = s->nslots;
+    coro_t *j = NULL;
+
+    if (n < 2)
+        return NULL;
+    int start = (int)(rng_next(w) % (uint32_t)n);
+    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--) {
+        for (int i = 0; i < n && !j; i++) {
+            struct coro__worker *v = s->w[(start + i) % n];
+            if (v != w)
+                j = steal_from(w, v, pi);
+        }
+    }
+    for (int i = 0; i < n && !j; i++) {
+        struct coro__worker *v = s->w[(start + i) % n];
+        if (v != w && __atomic_load_n(&v->lifo, __ATOMIC_RELAXED)) {
+            /* acq_rel: pairs with the victim's exchange into its slot */
+            j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
+            if (j) {
+                coro__trace_steal(w, v->idx, 1);
+                stat_inc(&w->n_steals);
+                stat_inc(&w->n_stolen);
+            }
+        }
+    }
+    return j;
+}
+
+static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
+{
+    static const int normal_order[] = { 2, 1, 0 };
+    static const int normal_first[] = { 1, 2, 0 };
+    static const int low_first[] = { 0, 2, 1 };
+    const int *order = normal_order;
+    bool global_first = false;
+    coro_t *j = NULL;
+
+    if (CORO__UNLIKELY(w->tick == 0)) {     /* every CORO__GLOBAL_INTERVAL looks */
+        w->tick = CORO__GLOBAL_INTERVAL;
+        global_first = true;
+    }
+    w->tick--;
+    if (w->since_low >= CORO__STARVE_LOW)
+        order = low_first;
+    else if (w->since_normal >= CORO__STARVE_NORMAL)
+        order = normal_first;
+    /* no HIGH or LOW job queued anywhere: look at NORMAL only.  The count
+     * goes up before a push, so a job it misses was pushed after this
+     * read: the pusher's notify then covers it exactly as for a job pushed
+     * after this look (top of file).  The last look before parking
+     * (limit_steal false) looks everywhere all the same. */
+    if (limit_steal && !global_first && __atomic_load_n(&w->s->other_prio, __ATOMIC_RELAXED) == 0)
+        j = pop_level(w, CORO__PRIO_IDX(CORO_PRIO_NORMAL), false);
+    else
+        for (int k = 0; k < CORO__NPRIO && !j; k++)
+            j = pop_level(w, order[k], global_first);
+    if (!j && (!limit_steal || start_searching(w)))
+        j = steal(w);
+    if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
+        w->lifo_streak = 0;
+    if (j) {
+        int pi = CORO__PRIO_IDX(j->prio);
+        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
+        w->since_low = pi > 0 ? w->since_low + 1 : 0;
+        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
+            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
+    }
+    return j;
+}
+
+coro_t *coro__find_work(struct coro__worker *w)
+{
+    return find_work_(w, true);
+}
+
+unsigned coro__worker_depth(struct coro__worker *w)
+{
+    unsigned n = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) ? 1 : 0;
+    for (int pi = 0; pi < CORO__NPRIO; pi++)
+        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]) +
+             coro__lq_size(&w->yielded[pi]);
+    return n;
+}
+
+/* ---- parking ------------------------------------------------------------------ */
+
+struct idle_bit {
+    uint64_t *word, bit;
+};
+
+/* epoll_wait returned in coro__io_park: we are no longer idle, so that the
+ * jobs we wake do not send a wake-up back to us */
+static void clear_idle(void *arg)
+{
+    struct idle_bit *ib = arg;
+    __atomic_fetch_and(ib->word, ~ib->bit, __ATOMIC_RELAXED);
+}
+
+/* activity: coro__io_activity at the start of the idle phase */
+static coro_t *park(struct coro__worker *w, uint32_t activity)
+{
+    coro_sched_t *s = w->s;
+    uint64_t bit = 1ull << (w->idx % 64);
+    uint64_t *word = &s->idle[w->idx / 64];
+    coro_t *j;
+
+    stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w);        /* shutdown may be waiting for our count */
+    /* acquire: pairs with the waker's release increment */
+    uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
+    /* seq_cst: the bit is visible before our last look (protocol step 2) */
+    __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+    if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+        __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+        goto out;
+    }
+    stat_inc(&w->n_parks);
+    coro__trace_park(w, false);
+    struct idle_bit ib = { word, bit };
+    if (s->nworkers == 0) {
+        int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
+        if (s->io && s->drv->pending(s->io)) {
+            int64_t left = dl ? dl - coro__now() : -1;
+            s->drv->poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
+        } else {
+            coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
+        }
+    } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+                                           &ib) < 0) {
+        coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
+    }
+    __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    coro__trace_park(w, true);
+    stat_inc(&w->n_wakeups);
+out:
+    return j;
+}
+
+coro_t *coro__park(struct coro__worker *w)
+{
+    return park(w, w->s->io ? w->s->drv->activity(w->s->io) : 0);
+}
+
+/* ---- running a job ------------------------------------------------------------- */
+
+/* A body returned an int that no macro produces: a plain `return` in the
+ * body (coro.h's status words are distinctive for this).  Refuse it here,
+ * naming the body, rather than read a stale or NULL awaitable below.  The
+ * name comes from the dynamic symbol table when the body is exported;
+ * otherwise the object and offset, for addr2line. */
+__attribute__((noreturn, noinline, cold))
+static void bad_body(const coro_t *cur, int st)
+{
+    Dl_info di;
+    void *fn = (void *)(uintptr_t)cur->fn;
+    const char *obj = "?", *name = NULL;
+    uintptr_t off = (uintptr_t)fn;
+
+    if (dladdr(fn, &di)) {
+        if (di.dli_fname)
+            obj = di.dli_fname;
+        if (di.dli_sname && di.dli_saddr == fn)
+            name = di.dli_sname;
+        off = (uintptr_t)fn - (uintptr_t)di.dli_fbase;
+    }
+    fprintf(stderr,
+            "corokit: coroutine body %s (%p, %s+0x%jx: addr2line -f -e %s 0x%jx) returned %d: "
+            "a body ends with CORO_END or CORO_RETURN, never a plain return\n",
+            name ? name : "?", fn, obj, (uintmax_t)off, obj, (uintmax_t)off, st);
+    abort();
+}
+
+/* ---- diagnostics of a step (config .stall_ns, .histograms) ----------------- */
+
+static inline void hist_inc(uint64_t *h, int64_t ns)
+{
+    stat_inc(&h[coro__hist_bucket(ns)]);
+}
+
+/* the step of job begins on w: returns its start (ns) */
+static int64_t diag_begin(struct coro__worker *w, coro_t *job)
+{
+    coro_sched_t *s = w->s;
+    int64_t t0 = coro__now();
+
+    if (s->hist) {
+        /* the ready stamp coro__submit left (64 ns units, wraps after
+         * 274 s: an older stamp reads as a shorter wait) */
+        uint32_t now_u = (uint32_t)((uint64_t)t0 >> CORO__READY_SHIFT);
+        int64_t age = (int64_t)(uint32_t)(now_u - job->reserved) << CORO__READY_SHIFT;
+        hist_inc(w->h_ready[CORO__PRIO_IDX(job->prio)], age);
+        if (job->flags & CORO__FL_IOWAKE)
+            hist_inc(w->h_io, age);
+    }
+    /* relaxed: read racily by coro_sched_dump, for display only */
+    __atomic_store_n(&w->cur_name, coro__job_name(job), __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
+    return t0;
+}
+
+/* the body returned, the job is still ours: report a stall once per step */
+static inline void diag_check(struct coro__worker *w, coro_t *job, coro_fn fn, int64_t t0,
+                              bool *stalled)
+{
+    coro_sched_t *s = w->s;
+    if (s->stall_ns > 0 && !*stalled) {
+        int64_t d = coro__now() - t0;
+        if (d > s->stall_ns) {
+            *stalled = true;
+            stat_inc(&w->n_stalls);
+            coro__stall_report(w, job, fn, d);
+        }
+    }
+}
+
+/* the step ended (the job may no longer be ours: not touched) */
+static void diag_end(struct coro__worker *w, int64_t t0)
+{
+    if (w->s->hist)
+        hist_inc(w->h_step, coro__now() - t0);
+    __atomic_store_n(&w->cur_t0, 0, __ATOMIC_RELAXED);
+}
+
+/* coro__run_job's body; diag is a constant: the compiler makes one copy
+ * without the diagnostics (the common case) and one with them */
+static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
+                                                           const bool diag)
+{
+    coro_sched_t *s = w->s;
+    coro_t *cur = job->top;
+    coro_await_t *aw;
+    intptr_t res;
+    int64_t t0 = 0;
+    bool stalled = false;
+
+    set_state(job, CORO__S_READY, CORO__S_RUNNING);
+    coro__tls_budget = CORO__BUDGET;
+    coro__tls_in_job = 1;
+    stat_inc(&w->n_run);
+    /* relaxed: what this worker runs, for coro_sched_dump (never
+     * dereferenced there: the job's identity and body only) */
+    __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
+    if (diag)
+        t0 = diag_begin(w, job);
+    uint64_t tr0 = coro__trace_begin(w);
+    if (job->flags & CORO__FL_IOWAKE) {
+        job->flags &= (uint8_t)~CORO__FL_IOWAKE;
+        stat_inc(&w->n_io);
+    }
+#define STEP_END()                                                                 \
+    do {                                                                           \
+        if (diag)                                                                  \
+            diag_end(w, t0);                                                       \
+        __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
+    } while (0)
+    for (;;) {
+        int st = cur->fn(cur);
+
+        if (diag)
+            diag_check(w, job, cur->fn, t0, &stalled);
+        if (st == CORO__ST_DONE) {
+            if (cur == job) {
+                STEP_END();
+                /* still "in a job" while the job finishes: its on_exit
+                 * hook runs on this worker, and a coro_join or blocking
+                 * call there must get -EDEADLK, not block the worker */
+                coro__trace_step(w, job, &tr0, CORO__TR_END_DONE, NULL);
+                w->s->finish(job);     /* the one upcall: rt/runtime.c */
+                coro__tls_in_job = 0;
+                return true;
+            }
+            /* a coro_call child returned: its caller continues at once */
+            coro_t *parent = cur->parent;
+            parent->result = cur->result;
+            /* release: the child frame's last writes before a later
+             * spawn or call of it acquires DONE */
+            __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
+            job->top = cur = parent;
+            continue;
+        }
+        if (st == CORO__ST_YIELD) {
+            STEP_END();
+            coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
+            set_state(job, CORO__S_RUNNING, CORO__S_READY);
+            coro__tls_in_job = 0;
+            coro__submit(s, job, true);
+            return false;
+        }
+        if (CORO__UNLIKELY(st != CORO__ST_AWAIT || !cur->aw.ops))
+            bad_body(cur, st);
+        aw = &cur->aw;
+        if (aw->ops == &coro__call_ops) {
+            coro_t *child = aw->arg[0].p;
+            /* claim the child with one CAS, as coro_spawn claims a frame:
+             * of two jobs calling one idle frame at once exactly one runs
+             * it, the other gets -EBUSY.  acquire (load and CAS): a child
+             * frame that finished elsewhere is complete; the CAS makes one
+             * of two racing claimers (call or spawn) win */
+            uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE);
+            bool busy = false;
+            do {
+                uint32_t ls = cs & CORO__S_MASK;
+                if (ls != CORO__S_IDLE && ls != CORO__S_DONE) {
+                    busy = true;
+                    break;
+                }
+            } while (!__atomic_compare_exchange_n(&child->state, &cs, CORO__S_CHILD, false,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+            if (busy) {
+                cur->result = -EBUSY;
+                continue;
+            }
+            child->fn = (coro_fn)aw->arg[1].p;
+            child->resume = 0;
+            child->result = 0;
+            child->parent = cur;        /* a child's link: never its top */
+            child->joiner = NULL;
+            child->sched = s;
+            child->cls = job->cls;
+            child->prio = job->prio;
+            job->top = cur = child;
+            continue;
+        }
+        /* cancel: an await that has not completed returns -ECANCELED at
+         * once.  Never the budget yield: it carries the result of an
+         * operation that already completed (an item received, bytes read,
+         * an fd accepted), which must reach the body */
+        if (aw->ops != &coro__yield_ops &&
+            (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
+             /* relaxed: a hint; the wait structures check it again */
+             (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
+            cur->result = -ECANCELED;
+            continue;
+        }
+        /* the job's deadline (.deadline): past it, the same with -ETIMEDOUT */
+        if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
+            job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
+            cur->result = -ETIMEDOUT;
+            continue;
+        }
+        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
+        set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
+        int r = aw->ops->arm(s, job, aw, &res);
+        if (r == CORO__ARM_PENDING) {
+            /* the job may already run elsewhere: do not touch it */
+            STEP_END();
+            coro__tls_in_job = 0;
+            return false;
+        }
+        cur->result = res;
+        if (r == CORO__ARM_READY) {
+            set_state(job, CORO__S_SUSPENDED, CORO__S_RUNNING);
+            continue;
+        }
+        /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
+        STEP_END();
+        set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
+        coro__tls_in_job = 0;
+        coro__submit(s, job, true);
+        return false;
+    }
+#undef STEP_END
+}
+
+bool coro__run_job(struct coro__worker *w, coro_t *job)
+{
+    /* the one branch the diagnostics cost when off (fixed at create) */
+    if (CORO__UNLIKELY(w->s->diag))
+        return run_job_(w, job, true);
+    return run_job_(w, job, false);
+}
+
+/* ---- the worker thread ------------------------------------------------------ */
+
+void *coro__worker_main(void *arg)
+{
+    struct coro__worker *w = arg;
+    coro_sched_t *s = w->s;
+    char name[16];
+    unsigned idle = 0;
+    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
+
+    coro__tls_worker = w;
+    snprintf(name, sizeof name, "coro-w%d", w->cpu);
+    pthread_setname_np(pthread_self(), name);
+    if (s->pin) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(w->cpu, &set);
+        /* relaxed: read racily by coro_sched_stats / coro_sched_dump */
+        __atomic_store_n(&w->pinned,
+                         pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0,
+                         __ATOMIC_RELAXED);
+    }
+    for (;;) {
+        coro_t *j = coro__find_work(w);
+        if (!j) {
+            /* acquire: pairs with stop_workers' release */
+            if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+                break;
+            /* look at the I/O first: the readiness our own jobs wait for
+             * is often there already, and taking it here saves the
+             * wake-up of the thread blocked in epoll_wait (and the
+             * hand-off from it) */
+            if (idle == 0 && s->io) {
+                if (s->drv->poll_now(s->io) > 0) {
+                    /* what we woke is in our own queues, and we run it
+                     * next: wake another worker only for the rest (the
+                     * last searcher's wake below would wake one for
+                     * nothing at every event of a conversation) */
+                    if (stop_searching(w) && s->nworkers > 1 && coro__worker_depth(w) > 1)
+                        notify(s, s->all_wmask, true);
+                    continue;
+                }
+                activity = s->drv->activity(s->io);
+            }
+            if (!s->oversubscribed && idle < CORO__IDLE_PAUSES) {
+                idle++;
+                cpu_relax();
+                continue;
+            }
+            if (idle < CORO__IDLE_LOOKS) {
+                /* oversubscribed workers skip the pause spins but still
+                 * give the CPU away a few times before they park */
+                idle++;
+                sched_yield();
+                continue;
+            }
+            j = park(w, activity);
+            idle = 0;
+            if (!j)
+                continue;
+        }
+        /* the last searcher to find work wakes another in its place */
+        if (w->searching && stop_searching(w) && s->nworkers > 1)
+            notify(s, s->all_wmask, true);
+        idle = 0;
+        coro__run_job(w, j);
+    }
+    coro__tls_worker = NULL;
+    return NULL;
+}

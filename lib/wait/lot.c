@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/* The parking lot: wait lists hashed by address, the timers of the waits
+ * in it, and each scheduler's registry of what waits.
+ *
+ * WAIT LISTS.  Jobs and plain threads wait on a key (any address: a job
+ * for coro_done, an event, a mutex, a channel ...); wakers wake the oldest
+ * or all waiters of a key.  This is WebKit's ParkingLot and the kernel's
+ * futex hash: wait objects need no list of their own.
+ *
+ * Who touches what: a bucket's list, and the wait_obj/next/flags
+ * fields of the coro_t entries on it, only under the bucket's mutex.  A
+ * waiter is on at most one list.  Whoever unlinks a waiter owns its
+ * wake-up and performs it after unlocking: exactly once, never under a
+ * lock.  A plain thread waits with a record on its own stack (flag
+ * CORO__FL_THREAD, a futex on its state word, its own deadline); a select
+ * branch with a record in the coro_select_t (CORO__FL_PROXY).
+ *
+ * Mutexes, not ck spinlocks: a bucket holder may be pre-empted when
+ * workers outnumber CPUs, and ThreadSanitizer understands pthread mutexes.
+ *
+ * The sync objects (lib/sync_*.c) keep their own state under the bucket
+ * lock of their address (lib/sync_impl.h: coro__lot_lock/take/link), so a
+ * check of the state and the wait it decides are one atomic step.
+ *
+ * SELECT.  A select branch's record is claimed through its own hook (the
+ * record's fn field, see lib/sync_impl.h), called by coro__lot_take under
+ * the record's bucket lock: the lot knows nothing of select.  A record
+ * whose select already completed refuses and is dropped, and the next
+ * waiter is taken instead, so no wake-up is lost to it.  Odd keys (a
+ * select's own key) hash into their own buckets, taken only after an even
+ * one, so that nesting is never a bucket within itself.
+ *
+ * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
+ * lib/lot_timer.c, struct coro__lotsched in lib/lot_impl.h).  Each
+ * scheduler has one min-heap
+ * of {deadline, waiter, key} behind its own timerfd, under its own mutex
+ * (hlock), preallocated (CORO__TIMER_PREALLOC entries) so that steady-state
+ * timed waits allocate nothing; growth goes through the config allocator
+ * and its failure fails the wait with -ENOMEM.  The waiter (a job: only
+ * jobs use the heap, a plain thread waits on its futex with a deadline)
+ * carries flag CORO__FL_TIMED (under its bucket lock) and keeps its heap
+ * index + 1 in wait_slot (under hlock only: heap moves rewrite it).
+ * Invariant: a heap entry exists
+ * exactly while its waiter is linked on the entry's key; both change only
+ * under that key's bucket lock.  So:
+ *   - linking and arming happen under the bucket lock: a deadline that is
+ *     already past is still found, because the fire path needs that lock;
+ *   - every unlink (wake, withdraw, cancel) removes the entry in O(log n)
+ *     before the waiter's wake-up: nothing outlives the wait, and a frame
+ *     may be reused at once (no stale timer, no wait counter);
+ *   - the fire path (I/O thread, or coro__io_poll when single-threaded)
+ *     peeks at the earliest entry under hlock, drops it, locks the entry's
+ *     bucket, then hlock again, and fires the earliest entry only if it is
+ *     still due and of that bucket: what it fires is decided under the
+ *     bucket lock, so the waiter is linked and alive.
+ * Lock order: bucket (even, then odd) -> hlock; a registry lock -> hlock
+ * never happens.  The timerfd is reprogrammed only when a new deadline is
+ * earlier than the armed one, and by the fire path to the next deadline;
+ * an early fire for a wait that ended finds nothing due and re-arms.
+ *
+ * REGISTRY (CORO_CANCEL visits exactly the waits of its scheduler).
+ *   - parked: one bit per bucket in which a job of the scheduler has ever
+ *     parked.  The parker sets it (a check first, so the steady state
+ *     writes nothing) under the bucket lock, then checks s->cancelling;
+ *     cancel stores s->cancelling, then reads the bits.  All four are
+ *     seq_cst, so either the cancel sees the bit (and locks the bucket,
+ *     after the parker's link or before its check) or the parker sees the
+ *     flag.  A bit already set was set under this bucket's lock by an
+ *     earlier parker, whose check happens before ours (the lock), so the
+ *     same holds through it.  An idle scheduler's cancel visits nothing.
+ *   - joiner slots: a job that awaits coro_done(T) of its own scheduler
+ *     sits in T->joiner (no lot).  It is also linked (next / wait_obj as
+ *     prev) on a per-worker registry list under that list's mutex, and
+ *     keeps the list's index in wait_slot (a spinlock: see jreg_lock).  Whoever unlinks it there owns
+ *     its wake-up: T's finisher (after its exchange of T->joiner took it),
+ *     or cancel after a CAS of T->joiner from the job to NULL (T is valid:
+ *     its awaiter has not resumed).  A cancel whose CAS fails leaves the
+ *     job to the finisher that took the slot.
+ */
+#include <sched.h>
+#include <string.h>
+
+#include "wait/lot_impl.h"
+#include "sched/trace.h"
+
+#define LOT_BITS 16
+#define LOT_SIZE (1u << LOT_BITS)
+#define SEL_BITS 6
+#define SEL_SIZE (1u << SEL_BITS)
+#define NBUCKETS (LOT_SIZE + SEL_SIZE)
+
+struct coro__lotb {
+    pthread_mutex_t lock;
+    coro_t *head, *tail;
+} __attribute__((aligned(64)));
+#define bucket coro__lotb
+
+/* zero-initialised: in .bss, touched page by page (glibc's
+ * PTHREAD_MUTEX_INITIALIZER is all zeros) */
+static struct bucket lot[LOT_SIZE];
+_Static_assert(LOT_BITS <= 16, "4 MiB of buckets at most");
+/* odd keys: a select's own key; taken only after an even bucket */
+static struct bucket sel_lot[SEL_SIZE];
+
+/* The registry lists are held for a handful of stores, on every suspended
+ * coro_done: a pthread mutex cost fib 10% of its instructions.  The
+ * spinlock gives the CPU away after a few tries, so a pre-empted holder
+ * (more workers than CPUs) is not spun against. */
+static void jreg_lock(struct jreg *r)
+{
+    coro__spin_lock(&r->lock);
+}
+
+static void jreg_unlock(struct jreg *r)
+{
+    coro__spin_unlock(&r->lock);
+}
+
+#define PARKED_WORDS ((NBUCKETS + 63) / 64)
+
+static struct bucket *bucket_of(const void *key)
+{
+    /* the low 4 bits are ignored: k and k + 2 share a bucket */
+    uint64_t h = ((uintptr_t)key >> 4) * 0x9e3779b97f4a7c15ull;
+    if ((uintptr_t)key & 1)
+        return &sel_lot[h >> (64 - SEL_BITS)];
+    return &lot[h >> (64 - LOT_BITS)];
+}
+
+static unsigned bucket_index(const struct bucket *b)
+{
+    if (b >= lot && b < lot + LOT_SIZE)
+        return (unsigned)(b - lot);
+    return LOT_SIZE + (unsigned)(b - sel_lot);
+}
+
+static struct bucket *bucket_at(unsigned i)
+{
+    return i < LOT_SIZE ? &lot[i] : &sel_lot[i - LOT_SIZE];
+}
+
+/* ---- wait lists --------------------------------------------------------------- */
+
+static void append(struct bucket *b, coro_t *w)
+{
+    w->next = NULL;
+    if (b->tail)
+        b->tail->next = w;
+    else
+        b->head = w;
+    b->tail = w;
+}
+
+/* unlink w, whose predecessor is prev (NULL = head); its timer goes too */
+static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
+{
+    if (prev)
+        prev->next = w->next;
+    else
+        b->head = w->next;
+    if (b->tail == w)
+        b->tail = prev;
+    w->next = NULL;
+    if (w->flags & CORO__FL_TIMED) {    /* only jobs: threads and branches never */
+        w->flags &= (uint8_t)~CORO__FL_TIMED;
+        coro__lot_timer_del(w);
+    }
+}
+
+/* w: a job or a thread's record (select branches never get here:
+ * coro__wl_add turns them into their owner) */
+static void wake_waiter(coro_t *w, intptr_t res)
+{
+    if (w->flags & CORO__FL_THREAD) {
+        coro__trace_thread_wake(w);
+        w->result = res;
+        /* release: the result before the flag the thread acquires; after
+         * the store the record may be gone: only its address is used */
+        __atomic_store_n(&w->state, 1, __ATOMIC_RELEASE);
+        coro__futex_wake(&w->state, 1);
+    } else {
+        coro__wake(w, res);
+    }
+}
+
+/* ---- the sync objects' interface (lib/sync_impl.h) ------------------------ */
+
+coro__lotb_t *coro__lot_bucket(const void *key)
+{
+    return bucket_of(key);
+}
+
+coro__lotb_t *coro__lot_lock(const void *key)
+{
+    struct bucket *b = bucket_of(key);
+    pthread_mutex_lock(&b->lock);
+    return b;
+}
+
+void coro__lot_unlock(coro__lotb_t *b)
+{
+    pthread_mutex_unlock(&b->lock);
+}
+
+coro_t *coro__lot_take(coro__lotb_t *b, const void *key)
+{
+    if (!b)
+        b = bucket_of(key);     /* the caller holds it */
+    for (coro_t *p = NULL, *w = b->head; w;) {
+        if (w->wait_obj != key) {
+            p = w;
+            w = w->next;
+            continue;
+        }
+        coro_t *nx = w->next;
+        unlink_after(b, p, w);
+        /* a select branch's record decides its own claim (its hook) */
+        if (!(w->flags & CORO__FL_PROXY) || w->fn(w) == 0)
+            return w;
+        w = nx;             /* a stale branch: dropped, look further */
+    }
+    return NULL;
+}
+
+bool coro__lot_waiting(coro__lotb_t *b, const void *key)
+{
+    for (coro_t *w = b->head; w; w = w->next)
+        if (w->wait_obj == key)
+            return true;
+    return false;
+}
+
+void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w)
+{
+    w->wait_obj = (void *)key;
+    append(b, w);
+}
+
+/* under b: note that a job of s parks in b; then is s cancelling, or the
+ * job (coro_cancel)? */
+static bool admit(struct bucket *b, coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    struct coro__lotsched *ls = s->lot;
+    unsigned i = bucket_index(b);
+    uint64_t bit = 1ull << (i % 64);
+
+    /* seq_cst (the RMW and both loads): against coro__lot_cancel_sched's
+     * store of s->cancelling and its load of the bits (top of file) */
+    if (!(__atomic_load_n(&ls->parked[i / 64], __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(&ls->parked[i / 64], bit, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&s->cancelling, __ATOMIC_SEQ_CST) == 0 &&
+           !coro__job_cancelled(job);
+}
+
+int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline)
+{
+    coro_sched_t *s = job->sched;
+    int rc;
+
+    if (!admit(b, job))
+        return -ECANCELED;
+    deadline = coro__bound_deadline(job, deadline);     /* .deadline */
+    if (deadline >= 0) {
+        if (!coro__sched_io(s))
+            return -ENOSYS;     /* built without an I/O layer: no timers */
+        if ((rc = coro__lot_timer_add(s->lot, job, key, deadline)) < 0)
+            return rc;
+        job->flags |= CORO__FL_TIMED;
+    }
+    coro__lot_link(b, key, job);
+    return 0;
+}
+
+bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w)
+{
+    for (coro_t *p = NULL, *x = b->head; x; p = x, x = x->next) {
+        if (x == w) {
+            if (x->wait_obj != key)
+                return false;
+            unlink_after(b, p, x);
+            return true;
+        }
+    }
+    return false;
+}
+
+coro_t *coro__lot_pop_raw(coro__lotb_t *b, const void *key)
+{
+    for (coro_t *p = NULL, *w = b->head; w; p = w, w = w->next) {
+        if (w->wait_obj == key) {
+            unlink_after(b, p, w);
+            return w;
+        }
+    }
+    return NULL;
+}
+
+coro_await_t *coro__lot_args(coro_t *w)
+{
+    return (w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) ? &w->aw : &w->top->aw;
+}
+
+static void wl_push(coro__wl_t *wl, coro_t *w, intptr_t res)
+{
+    /* the pending result rides in the field the wake writes anyway */
+    if (w->flags & CORO__FL_THREAD)
+        w->result = res;
+    else
+        w->top->result = res;
+    w->next = NULL;
+    *wl->tail = w;
+    wl->tail = &w->next;
+}
+
+void coro__wl_add(coro__wl_t *wl, coro_t *w, intptr_t res)
+{
+    if (w->flags & CORO__FL_PROXY) {
+        /* a select branch: its result stays in its record (read by its
+         * owner after it has withdrawn every branch, under this lock);
+         * the owner, if its claim hook found it parked, is woken with the
+         * branch index (kept in the record's cls) */
+        coro_t *owner = w->parent;
+        w->result = res;
+        w->parent = NULL;
+        if (owner)
+            wl_push(wl, owner, (intptr_t)w->cls);
+        return;
+    }
+    wl_push(wl, w, res);
+}
+
+void coro__wl_wake(coro__wl_t *wl)
+{
+    coro_t *w = wl->head;
+
+    while (w) {
+        coro_t *nx = w->next;   /* the wake reuses next */
+        w->next = NULL;
+        wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : w->top->result);
+        w = nx;
+    }
+    coro__wl_init(wl);
+}
+
+intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me, int64_t deadline)
+{
+    me->flags = CORO__FL_THREAD;
+    me->state = 0;
+    coro__lot_link(b, key, me);
+    pthread_mutex_unlock(&b->lock);
+    /* acquire: pairs with wake_waiter's release of the result */
+    while (__atomic_load_n(&me->state, __ATOMIC_ACQUIRE) == 0) {
+        if (coro__futex_wait(&me->state, 0, deadline) != -ETIMEDOUT)
+            continue;
+        /* timed out: withdraw, unless a waker has already unlinked us */
+        pthread_mutex_lock(&b->lock);
+        bool removed = coro__lot_unlink(b, key, me);
+        pthread_mutex_unlock(&b->lock);
+        if (removed)
+            return -ETIMEDOUT;
+        deadline = -1;      /* the wake is on its way */
+    }
+    return me->result;
+}
+
+/* ---- the original interface (lib/internal.h) ------------------------------ */
+
+int coro__lot_park_job(void *key, coro_t *job, coro__lot_validate_fn validate, void *ctx,
+                       intptr_t *res, int64_t deadline)
+{
+    struct bucket *b = bucket_of(key);
+    int rc;
+
+    pthread_mutex_lock(&b->lock);
+    if (validate && !validate(key, ctx, res)) {
+        pthread_mutex_unlock(&b->lock);
+        return CORO__ARM_READY;
+    }
+    rc = coro__lot_park(b, key, job, deadline);
+    pthread_mutex_unlock(&b->lock);
+    if (rc < 0) {
+        *res = rc;
+        return CORO__ARM_READY;
+    }
+    return CORO__ARM_PENDING;
+}
+
+intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate, void *ctx,
+                               int64_t deadline)
+{
+    struct bucket *b = bucket_of(key);
+    coro_t me;
+    intptr_t res;
+
+    memset(&me, 0, sizeof me);
+    pthread_mutex_lock(&b->lock);
+    if (validate && !validate(key, ctx, &res)) {
+        pthread_mutex_unlock(&b->lock);
+        return res;
+    }
+    return coro__lot_wait_thread(b, key, &me, deadline);
+}
+
+int coro__lot_unpark_all(void *key, intptr_t res)
+{
+    struct bucket *b = bucket_of(key);
+    coro__wl_t wl;
+    coro_t *w;
+    int n = 0;
+
+    coro__wl_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    while ((w = coro__lot_take(b, key))) {
+        coro__wl_add(&wl, w, res);
+        n++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    coro__wl_wake(&wl);
+    return n;
+}
+
+/* ---- joiner slots (coro_done within one scheduler) ----------------------------- */
+
+int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t *res)
+{
+    struct coro__lotsched *ls = s->lot;
+    struct coro__worker *me = coro__tls_worker;
+    int idx = me && me->s == s ? me->idx : 0;
+    struct jreg *r = &ls->reg[idx];
+    coro_t *none = NULL;
+
+    if (__atomic_load_n(&target->joiner, __ATOMIC_RELAXED))
+        return -1;
+    jreg_lock(r);
+    /* after the lock: cancel locks every list after it set the flag.
+     * acquire: as coro__cancelling, inlined on this hot path */
+    if (__atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE) || coro__job_cancelled(job)) {
+        jreg_unlock(r);
+        *res = -ECANCELED;
+        return CORO__ARM_READY;
+    }
+    /* acq_rel: one awaiter wins the slot */
+    if (!__atomic_compare_exchange_n(&target->joiner, &none, job, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED)) {
+        jreg_unlock(r);
+        return -1;
+    }
+    job->wait_slot = (uint32_t)idx;     /* published by the CAS below */
+    /* acquire: a DONE target's result is complete */
+    uint32_t st = __atomic_load_n(&target->state, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint32_t lst = st & CORO__S_MASK;
+        if (lst == CORO__S_DONE || lst == CORO__S_IDLE || lst == CORO__S_CHILD) {
+            /* it finished (or was never a job) before the flag: undo */
+            __atomic_store_n(&target->joiner, NULL, __ATOMIC_RELAXED);
+            job->wait_slot = 0;
+            jreg_unlock(r);
+            *res = lst == CORO__S_DONE ? target->result : -EINVAL;
+            return CORO__ARM_READY;
+        }
+        /* acq_rel: the joiner pointer and wait_slot before the flag the
+         * finisher reads in its exchange to DONE */
+        if (__atomic_compare_exchange_n(&target->state, &st, st | CORO__F_JOINER, true,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    /* on the registry; the finisher that took the slot waits for our lock */
+    job->wait_obj = NULL;
+    job->next = r->head;
+    if (r->head)
+        r->head->wait_obj = job;
+    r->head = job;
+    jreg_unlock(r);
+    return CORO__ARM_PENDING;
+}
+
+static void jreg_unlink(struct jreg *r, coro_t *w)
+{
+    coro_t *prev = w->wait_obj;
+    if (prev)
+        prev->next = w->next;
+    else
+        r->head = w->next;
+    if (w->next)
+        w->next->wait_obj = prev;
+    w->next = NULL;
+    w->wait_obj = NULL;
+    w->wait_slot = 0;
+}
+
+void coro__lot_joiner_wake(coro_t *w, intptr_t res)
+{
+    struct jreg *r = &w->sched->lot->reg[w->wait_slot];
+
+    jreg_lock(r);
+    jreg_unlink(r, w);
+    jreg_unlock(r);
+    coro__wake(w, res);
+}
+
+/* ---- CORO_CANCEL ------------------------------------------------------------------ */
+
+/* unlink every job of s (never a thread or a select branch: a select's
+ * owner waits on the select's key and is cancelled there) */
+static bool cancel_match(coro_t *w, coro_sched_t *s, bool flagged)
+{
+    return w->sched == s && (!flagged || coro__job_cancelled(w));
+}
+
+static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro__wl_t *wl)
+{
+    for (coro_t *p = NULL, *w = b->head; w;) {
+        coro_t *nx = w->next;
+        if (!(w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) && cancel_match(w, s, flagged)) {
+            unlink_after(b, p, w);
+            coro__wl_add(wl, w, -ECANCELED);
+        } else {
+            p = w;
+        }
+        w = nx;
+    }
+}
+
+/* flagged: only the jobs that carry CORO__F_CANCEL (coro_cancel) */
+static int cancel_sweep(coro_sched_t *s, bool flagged)
+{
+    struct coro__lotsched *ls = s->lot;
+    uint64_t visits = 0;
+    int n = 0;
+
+    for (unsigned k = 0; k < PARKED_WORDS; k++) {
+        /* seq_cst: after the caller's seq_cst store of s->cancelling (see
+         * admit) */
+        uint64_t bits = __atomic_load_n(&ls->parked[k], __ATOMIC_SEQ_CST);
+        while (bits) {
+            unsigned i = k * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            struct bucket *b = bucket_at(i);
+            coro__wl_t wl;
+            coro__wl_init(&wl);
+            visits++;
+            pthread_mutex_lock(&b->lock);
+            cancel_bucket(b, s, flagged, &wl);
+            pthread_mutex_unlock(&b->lock);
+            for (coro_t *w = wl.head; w; w = w->next)
+                n++;
+            coro__wl_wake(&wl);
+        }
+    }
+    for (int i = 0; i < ls->nreg; i++) {
+        struct jreg *r = &ls->reg[i];
+        coro_t *woken = NULL;
+        jreg_lock(r);
+        for (coro_t *w = r->head, *nx; w; w = nx) {
+            nx = w->next;
+            coro_t *target = w->top->aw.arg[0].p, *me = w;
+            if (flagged && !coro__job_cancelled(w))
+                continue;
+            /* acq_rel: against the finisher's exchange of the slot; the
+             * one that empties it owns w's wake-up */
+            if (__atomic_compare_exchange_n(&target->joiner, &me, NULL, false,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                jreg_unlink(r, w);
+                w->next = woken;
+                woken = w;
+            }
+        }
+        jreg_unlock(r);
+        while (woken) {
+            coro_t *nx = woken->next;
+            woken->next = NULL;
+            coro__wake(woken, -ECANCELED);
+            woken = nx;
+            n++;
+        }
+    }
+    if (!flagged)
+        ls->visits = visits;
+    return n;
+}
+
+int coro__lot_cancel_sched(coro_sched_t *s)
+{
+    return cancel_sweep(s, false);
+}
+
+/* coro_cancel: the same registry protocol, with the job's flag in the place
+ * of s->cancelling: the canceller's seq_cst RMW of the flag, then its
+ * seq_cst loads of the bits; the parker's seq_cst bit, then its seq_cst
+ * load of the flag (admit).  A joiner checks the flag under its registry
+ * lock, which the sweep takes after setting it. */
+int coro__lot_cancel_jobs(coro_sched_t *s)
+{
+    return cancel_sweep(s, true);
+}
+
+uint64_t coro__lot_cancel_visits(coro_sched_t *s)
+{
+    return s->lot->visits;
+}
+
+/* ---- per-scheduler life ------------------------------------------------------------ */
+
+int coro__lot_sched_init(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = coro__alloc(s, sizeof *ls);
+    int rc;
+
+    if (!ls)
+        return -ENOMEM;
+    ls->s = s;
+    ls->tfd = -1;       /* coro__lot_timers_fini may run before init */
+    s->lot = ls;
+    ls->parked = coro__alloc(s, PARKED_WORDS * sizeof *ls->parked);
+    ls->nreg = s->nslots;
+    ls->reg = coro__alloc(s, (size_t)ls->nreg * sizeof *ls->reg);
+    if (!ls->parked || !ls->reg) {
+        coro__lot_sched_fini(s);
+        return -ENOMEM;
+    }
+    if ((rc = coro__lot_timers_init(ls)) < 0) {
+        coro__lot_sched_fini(s);
+        return rc;
+    }
+    return 0;
+}
+
+void coro__lot_sched_fini(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = s->lot;
+
+    if (!ls)
+        return;
+    /* after shutdown no job waits: every timer went with its wait */
+    coro__lot_timers_fini(ls);
+    coro__free(s, ls->reg, (size_t)ls->nreg * sizeof *ls->reg);
+    coro__free(s, ls->parked, PARKED_WORDS * sizeof *ls->parked);
+    coro__free(s, ls, sizeof *ls);
+    s->lot = NULL;
+}
+
+/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+
+/* the jobs of s in the lot's buckets it parked in and in its joiner
+ * registry, each under the lock that keeps them suspended */
+int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
+{
+    struct coro__lotsched *ls = s->lot;
+    int64_t now = coro__now();
+    int n = 0;
+
+    for (unsigned k = 0; k < PARKED_WORDS; k++) {
+        /* relaxed: a bit set after this load belongs to a later park */
+        uint64_t bits = __atomic_load_n(&ls->parked[k], __ATOMIC_RELAXED);
+        while (bits) {
+            unsigned i = k * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            struct bucket *b = bucket_at(i);
+            pthread_mutex_lock(&b->lock);
+            for (coro_t *w = b->head; w; w = w->next) {
+                if ((w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) || w->sched != s)
+                    continue;
+                const coro_await_t *aw = &w->top->aw;
+                const char *kind = aw->ops ? aw->ops->name : "?";
+                if (w->flags & CORO__FL_TIMED) {
+                    /* bucket lock, then hlock: the order of coro__lot_timer_add */
+                    pthread_mutex_lock(&ls->hlock);
+                    int64_t dl = w->wait_slot ? ls->a[w->wait_slot - 1].deadline : now;
+                    pthread_mutex_unlock(&ls->hlock);
+                    coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
+                                   w->wait_obj, (double)(dl - now) / 1e6);
+                } else {
+                    coro__dump_job(d, w, "%s %p (parking lot)", kind, w->wait_obj);
+                }
+                n++;
+            }
+            pthread_mutex_unlock(&b->lock);
+        }
+    }
+    for (int i = 0; i < ls->nreg; i++) {
+        struct jreg *r = &ls->reg[i];
+        jreg_lock(r);
+        for (coro_t *w = r->head; w; w = w->next) {
+            coro__dump_job(d, w, "done of job %p (coro_done)", w->top->aw.arg[0].p);
+            n++;
+        }
+        jreg_unlock(r);
+    }
+    return n;
+}

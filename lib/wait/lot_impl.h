@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* private: what lib/lot.c (wait lists, registry) and lib/lot_timer.c
+ * (the lot's timers) share; never installed. */
+#ifndef COROKIT_LOT_IMPL_H
+#define COROKIT_LOT_IMPL_H
+
+#include "wait/wait.h"
+
+#define TIMER_PREALLOC 256      /* timers per scheduler before any growth */
+
+struct tent {
+    int64_t deadline;
+    coro_t *w;              /* the waiting job */
+    const void *key;        /* what it waits on */
+};
+
+struct jreg {
+    uint32_t lock;          /* a spinlock: a few pointer writes under it */
+    coro_t *head;           /* linked through next; prev in wait_obj */
+    char pad[CORO__CACHELINE - 2 * sizeof(coro_t *)];
+};
+
+struct coro__lotsched {
+    coro_sched_t *s;
+    /* timers */
+    pthread_mutex_t hlock;
+    struct tent *a;
+    uint32_t n, cap;
+    uint32_t npend;         /* atomic copy of n, for coro__lot_timers_pending */
+    int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
+    int tfd;
+    /* registry */
+    uint64_t *parked;       /* NBUCKETS bits */
+    int nreg;
+    struct jreg *reg;       /* one per worker slot */
+    uint64_t visits;        /* buckets the last cancel visited (tests) */
+};
+
+
+/* lot_timer.c, under the waiter's bucket lock: arm w's timer (0 or
+ * -ENOMEM) / remove it (w carries CORO__FL_TIMED) */
+CORO__HIDDEN int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key,
+                                     int64_t deadline);
+CORO__HIDDEN void coro__lot_timer_del(coro_t *w);
+/* lot_timer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
+CORO__HIDDEN int coro__lot_timers_init(struct coro__lotsched *ls);
+CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
+/* lot.c: the bucket of key (not locked) */
+CORO__HIDDEN coro__lotb_t *coro__lot_bucket(const void *key);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* private, layer 2 (waiting): the parking lot and its timers, wake lists,
+ * the sync-awaitable machinery every waitable object shares, coro_done,
+ * the timer heap.  Includes only sched/ and base/.  See
+ * docs/architecture.md. */
+#ifndef COROKIT_LIB_WAIT_WAIT_H
+#define COROKIT_LIB_WAIT_WAIT_H
+
+#include "sched/sched.h"
+
+/* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
+ * awaiting coro_done / coro_done_timeout of job key) with its result res;
+ * returns how many (lib/coro.c) */
+CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
+
+/* ---- the parking lot (lib/lot.c) -----------------------------------------
+ *
+ * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
+ * kernel's futex hash): jobs and plain threads wait on a key, wakers wake
+ * one or all waiters of a key.  Objects that are waited on (jobs for
+ * coro_done, events, mutexes, channels ...) need no list of their own.
+ * Each scheduler keeps its lot timers (a heap behind its own timerfd) and
+ * a registry of the buckets and joiner slots its jobs wait in, so that
+ * CORO_CANCEL visits exactly its own waits.
+ */
+typedef bool (*coro__lot_validate_fn)(void *key, void *ctx, intptr_t *res);
+
+/* per scheduler: timers + registry.  init: 0 or -ENOMEM / -errno (timerfd). */
+struct coro__lotsched;
+CORO__HIDDEN int coro__lot_sched_init(coro_sched_t *s);
+CORO__HIDDEN void coro__lot_sched_fini(coro_sched_t *s);
+
+/* coro__lot_park_job - under the key's bucket lock: call validate(key,
+ * ctx, &res) (NULL = always wait): if it returns false, do not wait:
+ * return CORO__ARM_READY with *res.  If the job's scheduler is cancelling,
+ * CORO__ARM_READY with -ECANCELED.  Otherwise queue job on key (FIFO) with
+ * a timer at the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) and
+ * return CORO__ARM_PENDING: the job stays until an unpark, its timer
+ * (-ETIMEDOUT) or cancel takes it.  A timer that cannot be had: READY with
+ * -ENOMEM (or -ENOSYS without an I/O layer). */
+CORO__HIDDEN int coro__lot_park_job(void *key, coro_t *job,
+                                    coro__lot_validate_fn validate, void *ctx,
+                                    intptr_t *res, int64_t deadline);
+
+/* coro__lot_park_thread - the same for a plain thread: block until woken
+ * or until the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) passes.
+ * Returns the wake result, -ETIMEDOUT, or validate's result. */
+CORO__HIDDEN intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate,
+                                            void *ctx, int64_t deadline);
+
+/* Wake all waiters of key (returns how many) with result res, outside
+ * the bucket lock. */
+CORO__HIDDEN int coro__lot_unpark_all(void *key, intptr_t res);
+
+/* coro__lot_cancel_sched - wake every job of s that waits in the lot or in
+ * a joiner slot with -ECANCELED (s->cancelling already set, seq_cst).
+ * Visits only the buckets s's jobs have parked in.  Returns how many. */
+CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
+/* coro__lot_cancel_jobs - the same for the jobs of s that carry
+ * CORO__F_CANCEL (coro_cancel set it, seq_cst, before the call). */
+CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
+/* buckets the last coro__lot_cancel_sched(s) visited (tests) */
+CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
+
+/* Lot timers, for the I/O context: the timerfd to watch (its own epoll
+ * tag), what to call when it is readable (the I/O thread, or the thread
+ * in coro__io_poll; returns jobs woken), and whether any is pending (for
+ * coro__io_pending). */
+CORO__HIDDEN int coro__lot_timer_fd(coro_sched_t *s);
+CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
+CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
+CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now */
+
+/* coro_done within one scheduler: job awaits target through target's
+ * joiner slot (registered for CORO_CANCEL).  Returns an arm result, or -1
+ * when the slot is taken (use the lot). */
+CORO__HIDDEN int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job,
+                                      intptr_t *res);
+/* the finisher, after its exchange of target->joiner returned w: wake w */
+CORO__HIDDEN void coro__lot_joiner_wake(coro_t *w, intptr_t res);
+
+/* coro_t.flags: a select branch's record (a node of a coro_select_t).
+ * Its args are in node->aw (arg[2].p = the coro_select_t), its own
+ * result in node->result, its branch index in node->cls, and its claim
+ * hook in node->fn: called by coro__lot_take under the record's bucket
+ * lock, 0 = claimed (node->parent then is the select's owner to wake, or
+ * NULL when the select was still arming), -1 = the select is over. */
+#define CORO__FL_PROXY 2u
+
+/* ---- the lot under its lock ------------------------------------------------
+ *
+ * Every sync object keeps its state under the lot bucket lock of its own
+ * address, so that "look at the state, then wait" and "change the state,
+ * then take a waiter" are atomic with the wait lists.  Keys k and k + 2
+ * (k 8-aligned) share a bucket: a channel keeps its receivers on ch and its
+ * senders on ch + 2.  Odd keys (a select's own key, sel + 1) live in a
+ * separate set of buckets taken only after an even one (lock order: even
+ * bucket -> odd bucket; never two of one kind).
+ */
+typedef struct coro__lotb coro__lotb_t;
+
+CORO__HIDDEN coro__lotb_t *coro__lot_lock(const void *key);
+CORO__HIDDEN void coro__lot_unlock(coro__lotb_t *b);
+
+/* A wake list: waiters taken under a lock, woken after it. */
+typedef struct coro__wl {
+    coro_t *head, **tail;
+} coro__wl_t;
+
+static inline void coro__wl_init(coro__wl_t *wl)
+{
+    wl->head = NULL;
+    wl->tail = &wl->head;
+}
+
+/* under b (NULL: key's bucket, which the caller holds): unlink the oldest
+ * waiter of key that may still be woken and return it (NULL: none); its
+ * timer goes with it.  A select branch's record is claimed through its
+ * hook on the way; one whose select has already completed is dropped. */
+CORO__HIDDEN coro_t *coro__lot_take(coro__lotb_t *b, const void *key);
+/* under b: is anything (even a stale stand-in) waiting on key? */
+CORO__HIDDEN bool coro__lot_waiting(coro__lotb_t *b, const void *key);
+/* under b: append w (a thread's or a branch's record) to key's list */
+CORO__HIDDEN void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w);
+/* under b: park job on key with a timer at the absolute deadline (-1
+ * none); registered for CORO_CANCEL.  0 (linked), or -ECANCELED (the
+ * scheduler is cancelling), -ENOMEM (no memory for the timer), -ENOSYS
+ * (no I/O layer); nothing linked then. */
+CORO__HIDDEN int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline);
+/* under b: unlink w from key's list if it is there; true if it was */
+CORO__HIDDEN bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w);
+/* under b: unlink and return the first waiter of key, no claims (a
+ * select's own key has one waiter: its owner) */
+CORO__HIDDEN coro_t *coro__lot_pop_raw(coro__lotb_t *b, const void *key);
+/* the waiter's operation arguments (job: its innermost frame's awaitable) */
+CORO__HIDDEN coro_await_t *coro__lot_args(coro_t *w);
+/* under the lock that took w: record w's result res and queue its wake-up */
+CORO__HIDDEN void coro__wl_add(coro__wl_t *wl, coro_t *w, intptr_t res);
+/* after unlocking: wake everyone on wl */
+CORO__HIDDEN void coro__wl_wake(coro__wl_t *wl);
+/* link stand-in me (zeroed, flags THREAD, aw = the args) on key under b
+ * (locked by the caller), unlock b, and block until woken (its result) or
+ * the absolute deadline (-1 none) passes: -ETIMEDOUT. */
+CORO__HIDDEN intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me,
+                                            int64_t deadline);
+
+/* ---- sync operations --------------------------------------------------------
+ *
+ * One table per waitable operation.  try runs under the bucket lock of
+ * key(args): it completes the operation (1, *res set, waiters it satisfied
+ * added to wl) or says it must wait (0).  proxy, when not NULL, is the
+ * select stand-in doing it: try then claims the select (coro__sel_claim_self)
+ * before any side effect, and returns -1 when another branch already won.
+ */
+struct coro__sync_ops {
+    struct coro_await_ops base;     /* first: aw->ops points here */
+    const void *(*key)(const coro_await_t *args);
+    int (*try)(coro_await_t *args, intptr_t *res, coro__wl_t *wl, coro_t *proxy);
+};
+
+static inline const struct coro__sync_ops *coro__sync_ops_of(const coro_await_t *aw)
+{
+    return (const struct coro__sync_ops *)(const void *)aw->ops;
+}
+
+/* the selectable operations */
+/* a job's end, as a select branch (wait/done.c) */
+extern const struct coro__sync_ops coro__done_sel_ops CORO__HIDDEN;
+
+/* the arm of every sync awaitable (timeouts, cancel, park) */
+CORO__HIDDEN int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+/* the in-body part of a sync awaitable: try now; complete, or return aw to
+ * be armed (timeout 0 and not ready: -ETIMEDOUT; a negative timeout other
+ * than CORO_FOREVER: -EINVAL) */
+CORO__HIDDEN coro_await_t coro__sync_await(coro_await_t aw);
+/* the plain-thread blocking form; -EDEADLK inside a job */
+CORO__HIDDEN intptr_t coro__sync_block(coro_await_t *args, int64_t timeout);
+
+/* the key of an operation whose object is its first argument (most are) */
+CORO__HIDDEN const void *coro__arg0_key(const coro_await_t *args);
+
+/* coro__proxy_claim - a select branch's record (CORO__FL_PROXY) trying its
+ * own operation while its select arms claims the select first, under the
+ * branch's bucket lock: 0 (ours: go on with the side effect) or -1 (the
+ * select is over).  It is the record's own claim hook (sync/select.c),
+ * the one coro__lot_take calls: while the select arms, its owner is not
+ * parked, so the hook's "pop the parked owner" case cannot arise. */
+static inline int coro__proxy_claim(coro_t *proxy)
+{
+    return proxy->fn(proxy);
+}
+/* the timeout rule, shared by every sync call: CORO_FOREVER, 0 or > 0 */
+static inline bool coro__timeout_ok(int64_t timeout)
+{
+    return timeout >= 0 || timeout == CORO_FOREVER;
+}
+
+/* identity of a plain thread for mutex ownership (odd, never a job) */
+CORO__HIDDEN uintptr_t coro__thread_token(void);
+
+
+/* coro_sched_dump: the suspended jobs of s the lot holds */
+CORO__HIDDEN int coro__lot_dump(coro_sched_t *s, struct coro__dump *d);
+
+#endif
