@@ -527,7 +527,7 @@ Test(wait, every_timed_wait_kind_fails_with_enomem_and_leaves_no_trace_when_time
         cr_assert_eq(coro_chan_try_send(&o.empty, &o), 0);
         cr_assert_eq(coro_chan_len(&o.empty), 1, "a select branch swallowed the item");
         cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
-        cr_assert_eq(coro_mutex_trylock(&o.m, NULL), 0, "the mutex went to the failed job");
+        cr_assert_eq(coro_mutex_try_lock(&o.m, NULL), 0, "the mutex went to the failed job");
         cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
         cr_assert_eq(coro_mutex_destroy(&o.m), 0);
         cr_assert_eq(coro_chan_destroy(&o.empty), 0);
@@ -728,7 +728,7 @@ Test(wait, a_negative_timeout_other_than_forever_is_einval_for_every_sync_call, 
         /* nothing was consumed */
         cr_assert_eq(coro_sem_value(&o.sem), 5);
         cr_assert_eq(coro_chan_len(&o.full), 1);
-        cr_assert_eq(coro_mutex_trylock(&o.m, NULL), 0);
+        cr_assert_eq(coro_mutex_try_lock(&o.m, NULL), 0);
         cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
         /* CORO_FOREVER and 0 still work */
         cr_assert_eq(coro_event_wait_blocking(&o.ev, CORO_FOREVER), 0);

@@ -55,6 +55,21 @@ typedef struct coro coro_t;
 # endif
 #endif
 
+/* CORO_DEPRECATED(msg): on an old name kept for compatibility; a use
+ * warns with msg (an error under -Werror), the symbol is still exported.
+ * C++14 and later [[deprecated]]; GCC/Clang deprecated("msg") in C;
+ * nothing elsewhere.  Define CORO_DEPRECATED(msg) (empty, to silence it)
+ * before the first include to override it. */
+#ifndef CORO_DEPRECATED
+# if defined(__cplusplus) && __cplusplus >= 201402L
+#  define CORO_DEPRECATED(msg) [[deprecated(msg)]]
+# elif defined(__GNUC__) || defined(__clang__)
+#  define CORO_DEPRECATED(msg) __attribute__((deprecated(msg)))
+# else
+#  define CORO_DEPRECATED(msg)
+# endif
+#endif
+
 /* A coroutine body.  Its int return value is the library's business: only
  * the macros below produce it (distinctive status words, so that a plain
  * `return 7;` or `return 0;` in a body is caught: the worker aborts with a

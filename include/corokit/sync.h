@@ -8,7 +8,8 @@
  *     a worker its affinity allows, at its priority;
  *   - a plain thread blocks: coro_chan_recv_blocking(ch, &item, timeout);
  *     calling a _blocking function from inside a job returns -EDEADLK;
- *   - _try functions never block and may be called from anywhere.
+ *   - coro_X_try_VERB functions (coro_mutex_try_lock, coro_sem_try_acquire,
+ *     coro_chan_try_send) never block and may be called from anywhere.
  * TIMEOUTS (one rule for every sync and I/O call): relative int64_t
  * nanoseconds; CORO_FOREVER (-1) waits without limit, 0 tries once
  * (-ETIMEDOUT if not ready at once), > 0 waits at most that long; any other
@@ -152,9 +153,15 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t
  * -ETIMEDOUT, -EDEADLK (called from a job, or the thread owns m), -EINVAL. */
 CORO_EXTERN int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout);
 
-/* coro_mutex_trylock - take m if free.  co: the calling job's frame, NULL
+/* coro_mutex_try_lock - take m if free.  co: the calling job's frame, NULL
  * from a plain thread.  0, -EAGAIN (held), -EDEADLK (caller holds it),
  * -EINVAL.  Never blocks. */
+CORO_EXTERN int coro_mutex_try_lock(coro_mutex_t *m, coro_t *co);
+
+/* coro_mutex_trylock - the deprecated old name of coro_mutex_try_lock: the
+ * same behaviour, still declared and exported so that programs written
+ * against it compile and link; a use warns (an error under -Werror). */
+CORO_DEPRECATED("use coro_mutex_try_lock")
 CORO_EXTERN int coro_mutex_trylock(coro_mutex_t *m, coro_t *co);
 
 /* coro_mutex_unlock - release m; the oldest waiter, if any, now owns it.

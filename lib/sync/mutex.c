@@ -103,7 +103,7 @@ int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout)
     return (int)coro__sync_block(&a, timeout);
 }
 
-int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
+int coro_mutex_try_lock(coro_mutex_t *m, coro_t *co)
 {
     if (!mutex_ok(m))
         return -EINVAL;
@@ -114,6 +114,13 @@ int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
         m->owner = me;
     coro__lot_unlock(b);
     return rc;
+}
+
+/* The deprecated old name (sync.h): a wrapper, exported by lib/corokit.map's
+ * coro_* like every other name. */
+int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
+{
+    return coro_mutex_try_lock(m, co);
 }
 
 int coro_mutex_unlock(coro_mutex_t *m, coro_t *co)
