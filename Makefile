@@ -12,6 +12,7 @@
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current
+#   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
@@ -82,6 +83,8 @@ SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
 TOOL_BIN := $(B)/tools/spawn_cost
 
+
+.PHONY: check-layers
 .PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench bench-http install clean deps
 all: lib samples
 
@@ -148,7 +151,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-build check-compile-fail check-model fuzz
+	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-model fuzz
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -253,6 +256,11 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/pkgconfig/corokit.pc
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
+
+# lib/ in layers (docs/architecture.md): no upward include or symbol, no
+# circle of more than 3 object files
+check-layers: lib
+	$(Q)tools/check-layers.sh $(B)
 
 check-docs: lib
 	$(Q)tools/check-man.sh $(B)/$(SONAME)

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tools/check-layers.sh [BUILD_DIR] - lib/ is built in layers (docs/architecture.md):
+#
+#     base < sched < wait < io < sync < rt
+#
+# Fails when
+#   - a file of lib/ is not in one of those folders;
+#   - a file of a layer includes a header of lib/ from a higher layer;
+#   - an object file of a layer needs (nm: U) a symbol that an object of a
+#     higher layer defines;
+#   - more than 3 object files need each other's symbols in a circle (the
+#     largest strongly connected component of the "needs a symbol of" graph).
+# Within a layer files may use each other.  The two places where a lower layer
+# calls a higher one go through pointers set by the runtime at create and are
+# therefore not symbols: s->finish (the end of a job) and s->drv (the I/O
+# driver an idle worker waits in); both are written down in
+# docs/architecture.md.  Needs the library's objects: `make lib` first (the
+# Makefile's check-layers target does it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build}
+[ -d "$B/obj" ] || { echo "check-layers: $B/obj is missing: run make lib first" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "check-layers: python3 is needed (tools/deps.sh)" >&2; exit 2; }
+
+python3 - "$B/obj" <<'EOF'
+import glob, os, re, subprocess, sys
+from collections import defaultdict
+
+LAYERS = ["base", "sched", "wait", "io", "sync", "rt"]
+rank = {l: i for i, l in enumerate(LAYERS)}
+objdir = sys.argv[1]
+bad = []
+
+# 1. every source and header of lib/ sits in a layer folder
+for p in sorted(glob.glob("lib/*.[ch]") + glob.glob("lib/*/*.[ch]")):
+    parts = p.split("/")
+    if len(parts) != 3 or parts[1] not in rank:
+        bad.append(f"{p}: not in a layer folder ({', '.join(LAYERS)})")
+
+# 2. includes go downward (or sideways within the layer)
+inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+for p in sorted(glob.glob("lib/*/*.[ch]")):
+    me = p.split("/")[1]
+    if me not in rank:
+        continue
+    for n, line in enumerate(open(p, encoding="utf-8"), 1):
+        m = inc.match(line)
+        if not m:
+            continue
+        target = m.group(1).split("/")[0]
+        if target in rank and rank[target] > rank[me]:
+            bad.append(f"{p}:{n}: includes {m.group(1)} from the higher layer {target}")
+
+# 3. symbols: who defines what, who needs what
+defs, needs, layer_of = {}, {}, {}
+objs = sorted(glob.glob(os.path.join(objdir, "*", "*.o")))
+if not objs:
+    print(f"check-layers: no objects under {objdir}", file=sys.stderr)
+    sys.exit(2)
+for o in objs:
+    name = os.path.relpath(o, objdir)[:-2]          # e.g. sched/worker
+    layer_of[name] = name.split("/")[0]
+    out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
+    d, u = set(), set()
+    for l in out.splitlines():
+        f = l.split()
+        if len(f) == 3 and f[1] in "TDBRCVW":
+            d.add(f[2])
+        elif len(f) == 2 and f[0] == "U":
+            u.add(f[1])
+    defs[name], needs[name] = d, u
+owner = {s: n for n, d in defs.items() for s in d}
+graph = defaultdict(set)
+for n, u in needs.items():
+    for s in sorted(u):
+        o = owner.get(s)
+        if not o or o == n:
+            continue
+        graph[n].add(o)
+        if rank.get(layer_of[o], -1) > rank.get(layer_of[n], -1):
+            bad.append(f"{n}.o (layer {layer_of[n]}) uses {s} of {o}.o (layer {layer_of[o]})")
+
+# 4. the largest circle (Tarjan's strongly connected components)
+index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
+sys.setrecursionlimit(10000)
+def visit(v):
+    index[v] = low[v] = counter[0]; counter[0] += 1
+    stack.append(v); on.add(v)
+    for w in graph[v]:
+        if w not in index:
+            visit(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        c = []
+        while True:
+            w = stack.pop(); on.discard(w); c.append(w)
+            if w == v:
+                break
+        comps.append(sorted(c))
+for v in defs:
+    if v not in index:
+        visit(v)
+circles = sorted((c for c in comps if len(c) > 1), key=len, reverse=True)
+largest = len(circles[0]) if circles else 1
+if largest > 3:
+    bad.append(f"a circle of {largest} object files: {' '.join(circles[0])} (at most 3)")
+
+for b in bad:
+    print("check-layers: " + b, file=sys.stderr)
+if bad:
+    sys.exit(1)
+print(f"check-layers: {len(objs)} objects in {len(LAYERS)} layers, no upward use; "
+      f"largest circle {largest} files" + (f" ({', '.join(' '.join(c) for c in circles)})" if circles else ""))
+EOF
