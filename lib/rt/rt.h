@@ -20,4 +20,12 @@ CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
  * through s->finish, set at create, when a body returns CORO__ST_DONE. */
 CORO__HIDDEN void coro__finish(coro_t *job);
 
+/* true when job's on_exit runs on this thread now (finish.c): coro_spawn of
+ * that frame from its own on_exit must not wait for the finisher */
+CORO__HIDDEN bool coro__exiting_here(const coro_t *job);
+/* single-threaded driving (join.c): run s's jobs on this thread until
+ * done(arg) or the absolute deadline (ns, -1 = none) */
+CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg,
+                                       int64_t deadline);
+
 #endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* The end of a job: the one upcall of the library (the worker calls it
+ * through s->finish, docs/architecture.md).  Layer 5 (the runtime). */
+#include <limits.h>
+
+#include "rt/rt.h"
+#include "sched/frame.h"
+
+/* ---- finishing a job --------------------------------------------------------- */
+
+/* the job whose on_exit runs on this thread (coro_spawn of that frame
+ * from its own on_exit must not wait for the finisher: it is the caller) */
+static __thread coro_t *tls_exiting;
+
+bool coro__exiting_here(const coro_t *job)
+{
+    return tls_exiting == job;
+}
+
+static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
+{
+    coro_t *outer = tls_exiting;
+    tls_exiting = job;
+    on_exit(job);
+    tls_exiting = outer;
+}
+
+/* The end of a job.  What holds afterwards (docs/guide.md, "Frame
+ * lifetimes"):
+ *   - jobs awaiting it (coro_done) are woken with the result by value;
+ *   - a coro_join that was blocked when the job finished returns only after
+ *     on_exit has returned and the scheduler has stopped touching the
+ *     frame (EXITING is cleared last); a coro_join that starts later
+ *     returns once EXITING is clear;
+ *   - without a blocked thread joiner, on_exit (the place to free a
+ *     caller-owned frame) runs after the scheduler's last touch;
+ *   - a pool frame is given back after all of that: by the finisher, or
+ *     by the last thread joiner to leave. */
+uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
+{
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
+    /* one CAS: DONE, the waiter flags cleared and returned (waiters set
+     * theirs with a CAS that fails once DONE is in); EXITING when there are
+     * waiters to wake.  release: the result and the frame's last writes
+     * happen before any joiner's acquire load of DONE */
+    do {
+        nw = CORO__S_DONE | (old & (CORO__F_POOL | CORO__JOINERS_MASK));
+        if (old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN))
+            nw |= CORO__F_EXITING;
+    } while (!__atomic_compare_exchange_n(&job->state, &old, nw, true, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    *nwp = nw;
+    return old;
+}
+
+void coro__finish(coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    void (*on_exit)(coro_t *) = job->on_exit;
+    intptr_t res = job->result;
+    struct coro__ext *x = NULL;
+    if (job->flags & CORO__FL_EXT) {
+        x = job->ext;
+        on_exit = x->on_exit;
+        job->on_exit = on_exit;     /* the frame as it was spawned */
+        job->flags &= (uint8_t)~CORO__FL_EXT;
+    }
+    /* one CAS (coro__finish_cas), under the group's lock for a member */
+    uint32_t nw;
+    uint32_t old = x && x->group ? coro__group_finish(job, x, &nw) : coro__finish_cas(job, &nw);
+    if (x)
+        coro__free(s, x, sizeof *x);
+    bool pool = old & CORO__F_POOL;
+    /* on_exit before the thread joiners go: a pool frame is the library's
+     * (on_exit cannot free it), a joined frame must outlive its joiner */
+    bool exit_first = pool || (old & CORO__F_THREAD_JOIN);
+    if (old & CORO__F_JOINER) {
+        coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
+        if (w)
+            coro__lot_joiner_wake(w, res);  /* off the cancel registry, then wake */
+    }
+    if (old & CORO__F_JOB_JOIN)
+        coro__done_wake_all(job, res);  /* coro_done, coro_done_timeout */
+    if (on_exit && exit_first)
+        run_on_exit(on_exit, job);
+    uint32_t last = nw;
+    if (nw & CORO__F_EXITING) {
+        /* release: our last touch of the frame before a joiner sees
+         * EXITING clear and takes it back */
+        last = __atomic_and_fetch(&job->state, ~CORO__F_EXITING, __ATOMIC_ACQ_REL);
+        /* from here the frame may be reused: only its address is used */
+        if (old & CORO__F_THREAD_JOIN)
+            coro__futex_wake(&job->state, INT_MAX);
+    }
+    if (on_exit && !exit_first)
+        run_on_exit(on_exit, job);
+    if (pool && !(last & CORO__JOINERS_MASK))
+        coro__frame_release(job);       /* no thread joiner: give it back now */
+    /* a worker takes its finished jobs off s->live in batches, so that
+     * the line a spawning thread increments does not bounce on every
+     * finish; it flushes before it parks and at once after shutdown
+     * began (relaxed: a stale "open" only delays the flush to the park) */
+    struct coro__worker *w = coro__tls_worker;
+    if (w && w->s == s && s->nworkers > 0 && !__atomic_load_n(&s->closed, __ATOMIC_RELAXED)) {
+        /* owner-only; atomic stores for coro_sched_stats' racy read */
+        __atomic_store_n(&w->unflushed, w->unflushed + 1, __ATOMIC_RELAXED);
+        if (w->unflushed >= CORO__LIVE_BATCH)
+            coro__flush_live(w);
+        return;
+    }
+    /* acq_rel: everything this job did happens before shutdown's return */
+    if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(&s->live, INT_MAX);
+}
+

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* Waiting for jobs from outside: coro_join, coro_join_timeout,
+ * coro_block_on, and the single-threaded driving that coro_sched_run and a
+ * join on a scheduler without workers use.  Layer 5 (the runtime). */
+#include <limits.h>
+
+#include "rt/rt.h"
+#include "sched/frame.h"
+
+/* ---- single-threaded driving ---------------------------------------------------- */
+
+/* Single-threaded mode: one thread at a time drives the scheduler's only
+ * worker (bit CORO__DRIVE_ON of the drive word, see sched_impl.h); it
+ * runs jobs and, when none is ready, waits in epoll (coro__park).  A
+ * thread that joins a job while another drives must not just sleep: the
+ * driver stops once its own job is done, and then nobody would run the
+ * joiner's job.  So the joiner registers in the drive word and sleeps on
+ * it; the driver bumps the word's sequence after every job that finishes
+ * and clears DRIVE_ON when it stops, and wakes the registered sleepers
+ * when either happens.  A woken joiner checks its job and tries to take
+ * the drive over.  All of it is RMWs on that one word, so they are totally
+ * ordered: a joiner's registration either precedes the driver's RMW (which
+ * then sees the count and wakes it) or follows it (and then acquires what
+ * the driver released: the DONE state of the job, or DRIVE_ON clear).  A
+ * sleeper's expected value includes DRIVE_ON and the sequence, so a change
+ * between its look and its sleep makes the futex wait return at once.
+ * (The sequence wraps after 65,536 finishes: a joiner pre-empted that long
+ * between its look and its sleep is woken by the next finish or stop.) */
+
+static void drive_kick(struct coro__worker *w, uint32_t old)
+{
+    if (old & CORO__DRIVE_WMASK)
+        coro__futex_wake(&w->started_st, INT_MAX);
+}
+
+/* Run s's only worker on this thread until done(arg) or, when block is
+ * false, until no job is ready.  Returns steps run. */
+static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
+{
+    struct coro__worker *w = s->w[0];
+    struct coro__worker *saved = coro__tls_worker;
+    unsigned since_poll = 0;
+    int steps = 0;
+
+    coro__tls_worker = w;
+    while (!done || !done(arg)) {
+        coro_t *j = coro__find_work(w);
+        if (!j && !block) {
+            /* wait for I/O only while some job of s is unfinished: a wait
+             * that ended early leaves its timeout in the heap, and that
+             * alone must not hold coro_sched_run until its deadline */
+            if (s->io && (__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) &&
+                coro__io_pending(s->io)) {
+                coro__io_poll(s->io, -1);
+                since_poll = 0;
+                continue;
+            }
+            break;
+        }
+        if (!j) {
+            j = coro__park(w);      /* waits in epoll when I/O is pending */
+            since_poll = 0;
+        } else if (++since_poll >= CORO__GLOBAL_INTERVAL) {
+            /* jobs are always ready (one keeps yielding): look at timers
+             * and I/O anyway every 61 steps, or they starve forever (the
+             * multi-threaded scheduler has its I/O thread for that) */
+            since_poll = 0;
+            if (s->io && coro__io_pending(s->io))
+                coro__io_poll(s->io, 0);
+        }
+        if (j) {
+            if (coro__run_job(w, j)) {
+                /* acq_rel: releases the job's DONE to a joiner that reads
+                 * the new sequence; acquires its registration */
+                uint32_t old = __atomic_fetch_add(&w->started_st, CORO__DRIVE_SEQ,
+                                                  __ATOMIC_ACQ_REL);
+                drive_kick(w, old);
+            }
+            steps++;
+        }
+    }
+    coro__tls_worker = saved;
+    return steps;
+}
+
+/* only one thread drives a single-threaded scheduler at a time: take the
+ * drive if nobody has it */
+static bool drive_begin(coro_sched_t *s)
+{
+    if (s->nworkers != 0)
+        return false;
+    uint32_t *word = &s->w[0]->started_st;
+    uint32_t v = __atomic_load_n(word, __ATOMIC_RELAXED);
+    while (!(v & CORO__DRIVE_ON)) {
+        /* acquire/release (drive_end): a lock around the worker's
+         * owner-only state, handed from one driving thread to the next */
+        if (__atomic_compare_exchange_n(word, &v, v | CORO__DRIVE_ON, true, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
+}
+
+static void drive_end(coro_sched_t *s)
+{
+    struct coro__worker *w = s->w[0];
+    /* release: pairs with the next driver's acquire in drive_begin; the
+     * RMW sees every joiner registered before it (top of this part) */
+    uint32_t old = __atomic_fetch_and(&w->started_st, ~CORO__DRIVE_ON, __ATOMIC_ACQ_REL);
+    drive_kick(w, old);
+}
+
+int coro_sched_run(coro_sched_t *s)
+{
+    if (!s || s->nworkers != 0)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    if (!drive_begin(s))
+        return -EBUSY;
+    int n = drive(s, NULL, NULL, false);
+    drive_end(s);
+    return n;
+}
+
+/* ---- join ------------------------------------------------------------------ */
+
+/* finished, and a blocked joiner may leave: on_exit has returned */
+static bool job_done(void *arg)
+{
+    coro_t *co = arg;
+    /* acquire: pairs with coro__finish's release: the result is there */
+    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    return (st & CORO__S_MASK) == CORO__S_DONE && !(st & CORO__F_EXITING);
+}
+
+/* done, or back to IDLE: its spawn failed after coro_join looked */
+static bool job_over(void *arg)
+{
+    coro_t *co = arg;
+    /* acquire: pairs with coro__finish's release: the result is there */
+    uint32_t st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    return job_done(co) || (st & CORO__S_MASK) == CORO__S_IDLE;
+}
+
+/* Single-threaded: drive s until done(arg), or, while another thread
+ * drives, sleep until done(arg) or the drive is free (then take it over).
+ * The protocol is at "single-threaded driving". */
+
+static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
+{
+    coro__drive_until_dl(s, done, arg, -1);
+}
+
+/* the same, giving up at the absolute deadline (-1 = none): done(arg) must
+ * then be true too (see job_over_or_late) */
+void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline)
+{
+    uint32_t *word = &s->w[0]->started_st;
+    bool registered = false;
+
+    for (;;) {
+        /* acquire: pairs with the driver's RMWs (a finish, drive_end) */
+        uint32_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        if (done(arg))
+            break;
+        if (!(v & CORO__DRIVE_ON)) {
+            if (registered) {
+                /* relaxed: leaving only spares the driver wake-ups; one it
+                 * sends meanwhile costs a look */
+                __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+                registered = false;
+            }
+            if (drive_begin(s)) {
+                int64_t saved = coro__tls_drive_deadline;
+                coro__tls_drive_deadline = deadline < 0 ? 0 : deadline;
+                drive(s, done, arg, true);
+                coro__tls_drive_deadline = saved;
+                drive_end(s);
+                break;
+            }
+            continue;
+        }
+        if (!registered) {
+            /* acq_rel: ordered against the driver's RMWs on the word */
+            __atomic_fetch_add(word, CORO__DRIVE_WAITER, __ATOMIC_ACQ_REL);
+            registered = true;
+            continue;   /* look again before sleeping */
+        }
+        coro__futex_wait(word, v, deadline);
+    }
+    if (registered)     /* relaxed: as above */
+        __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+}
+
+struct late { coro_t *co; int64_t deadline; };
+
+static bool job_over_or_late(void *arg)
+{
+    struct late *l = arg;
+    return job_over(l->co) || (l->deadline >= 0 && coro__now() >= l->deadline);
+}
+
+/* coro_join and coro_join_timeout: wait until co is done (and, when this
+ * call was blocked, its finisher let go: EXITING clear) or the absolute
+ * deadline (-1 none) passes.  0 with *result, -ETIMEDOUT, -EINVAL,
+ * -EDEADLK.  A pool frame counts its blocked joiners (JOINERS): the last
+ * one out gives the frame back, even one that timed out just as the job
+ * finished. */
+static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
+{
+    uint32_t st;
+    bool reg = false, pool = false;
+    int rc = 0;
+
+    /* acquire (here and in the loop below): pairs with coro__finish's
+     * release, so a DONE frame's result is complete */
+    st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+    if ((st & CORO__S_MASK) == CORO__S_IDLE || (st & CORO__S_MASK) == CORO__S_CHILD)
+        return -EINVAL;
+    if (coro__in_job())
+        return -EDEADLK;
+    if (job_done(co)) {
+        *result = co->result;   /* its scheduler may be gone: do not touch it */
+        return 0;
+    }
+    coro_sched_t *s = co->sched;
+    for (;;) {
+        st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
+        if ((st & CORO__S_MASK) == CORO__S_DONE) {
+            if (!(st & CORO__F_EXITING))
+                break;
+            if (!reg) {
+                /* finished just now, its finisher between the wake-up of
+                 * its awaiters (one of which may have sent us here) and
+                 * its last touch; it wakes only joiners registered before
+                 * it finished: wait out those few instructions */
+                sched_yield();
+                continue;
+            }
+        } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
+            return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
+        } else if (!reg) {
+            /* register: THREAD_JOIN, and for a pool frame one more joiner,
+             * so that the frame stays until we have read the result */
+            pool = st & CORO__F_POOL;
+            if (pool && (st & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
+                sched_yield();      /* 255 threads join it already */
+                continue;
+            }
+            uint32_t nw = st | CORO__F_THREAD_JOIN | (pool ? CORO__JOINER_ONE : 0);
+            if (!__atomic_compare_exchange_n(&co->state, &st, nw, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;
+            reg = true;
+            st = nw;
+        }
+        if (deadline >= 0 && coro__now() >= deadline) {
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if (s && s->nworkers == 0) {
+            /* single-threaded: drive until co is done, or sleep while
+             * another thread drives and take the drive over when it stops */
+            if (deadline < 0) {
+                drive_until(s, job_over, co);
+            } else {
+                struct late l = { co, deadline };
+                coro__drive_until_dl(s, job_over_or_late, &l, deadline);
+            }
+            continue;
+        }
+        coro__futex_wait(&co->state, st, deadline);
+    }
+    if (rc == 0)
+        *result = co->result;
+    if (reg && pool) {
+        /* acq_rel: our read of the result happens before the frame is
+         * given back, by us or by the last other joiner (or its finisher,
+         * when it finished after we left) */
+        uint32_t left = __atomic_sub_fetch(&co->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
+        if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
+            !(left & CORO__F_EXITING))
+            coro__frame_release(co);
+    }
+    return rc;
+}
+
+intptr_t coro_join(coro_t *co)
+{
+    intptr_t r;
+
+    if (!co)
+        return -EINVAL;
+    int rc = join_dl(co, -1, &r);
+    return rc < 0 ? rc : r;
+}
+
+int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
+{
+    if (!co || !result || timeout < CORO_FOREVER)
+        return -EINVAL;
+    int64_t deadline = -1;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
+    }
+    return join_dl(co, deadline, result);
+}
+
+intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (coro__in_job())
+        return -EDEADLK;
+    int rc = coro_spawn(s, co, fn, opts);
+    if (rc < 0)
+        return rc;
+    return coro_join(co);
+}
+
