@@ -168,7 +168,7 @@ FUZZ_FLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer -Iinclude -Ilib -D_GNU_S
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJ := $(patsubst lib/%.c,$(FUZZ_B)/obj/%.o,$(LIB_SRC))
 .SECONDARY: $(FUZZ_LIB_OBJ)
-$(FUZZ_B)/obj/%.o: lib/%.c $(wildcard lib/*.h include/corokit/*.h)
+$(FUZZ_B)/obj/%.o: lib/%.c $(wildcard lib/*/*.h include/corokit/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fvisibility=hidden -c $< -o $@
 $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)

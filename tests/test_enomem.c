@@ -19,7 +19,7 @@
  * result right.
  *
  * Allocations that do not go through the config allocator (checked by
- * grep over lib/): the process-wide frame map leaves (lib/frame.c,
+ * grep over lib/): the process-wide frame map leaves (lib/sched/frame.c,
  * shared by every scheduler, process lifetime), the default allocator
  * itself (malloc / posix_memalign when .alloc is NULL), coro_chan_init_alloc
  * with its own allocator argument (used here with the counting one), and

@@ -1000,7 +1000,7 @@ static int lot_key;
 static int lot_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     (void)s;
-    /* the lot's own timer (lib/lot.c), fired by the I/O context */
+    /* the lot's own timer (lib/wait/lot.c), fired by the I/O context */
     return coro__lot_park_job(&lot_key, job, NULL, NULL, res, coro__now() + aw->timeout);
 }
 

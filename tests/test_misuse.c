@@ -3,7 +3,7 @@
  * body's int return type is public (coro_fn), so `return 7;` compiles; the
  * worker refuses a status word no macro produces and aborts with a message
  * naming the body (tests/compile_fail/ holds what the compiler refuses).
- * Before: `return 7;` dereferenced a NULL awaitable in lib/worker.c
+ * Before: `return 7;` dereferenced a NULL awaitable in lib/sched/worker.c
  * (SIGSEGV); `return 1;` silently yielded, `return 0;` finished. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* White-box tests of coro__mq (lib/mq.c): the overflow list's batch take
+/* White-box tests of coro__mq (lib/base/mq.c): the overflow list's batch take
  * (coro__mq_pop moves a batch from the list into the ring under one lock)
  * keeps FIFO order and neither loses nor duplicates a job under a flood. */
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A second suite for select, written from issue 12's contract by another
- * engineer in parallel with lib/sync_select.c (which the lead wrote and
+ * engineer in parallel with lib/sync/select.c (which the lead wrote and
  * tests/test_select.c tests): two readings of one contract, both run
  * against the one implementation.  Adapted only for the scheduler argument
  * of coro_select_readable/_writable (NULL here: the selecting job's).
@@ -22,7 +22,7 @@
 static const int nworkers[] = { 0, 1, 2, 4 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
 #define MS (1000000ll)
-#define SEL_PARKED 1u   /* lib/sync_select.c's ST_PARKED */
+#define SEL_PARKED 1u   /* lib/sync/select.c's ST_PARKED */
 
 static coro_sched_t *mk(int workers)
 {

@@ -44,7 +44,7 @@ static bool parked_on(coro_t *co, const void *key)
     return false;
 }
 
-/* the keys the lot uses (lib/sync_select.c sel_key, lib/sync_chan.c send_key) */
+/* the keys the lot uses (lib/sync/select.c sel_key, lib/sync/chan.c send_key) */
 #define SEL_KEY(sel) ((const char *)(sel) + 1)
 #define SEND_KEY(ch) ((const char *)(ch) + 2)
 
@@ -403,11 +403,6 @@ static void run_timeouts(int workers, int64_t t)
     coro_sem_init(&sem, 0);
     cr_assert_eq(coro_mutex_lock_blocking(&m, CORO_FOREVER), 0);
     cr_assert_eq(coro_block_on(s, &j.co, timeout_body, NULL), 0);
-    if (j.r[0] == -ENOSYS) {
-        coro_mutex_unlock(&m, NULL);
-        fin(s);
-        cr_skip_test("needs the I/O layer for lot timers (built with lib/io_stub.c)");
-    }
     for (int i = 0; i < 4; i++)
         cr_assert_eq(j.r[i], -ETIMEDOUT, "%d workers, t=%lld: op %d gave %s", workers,
                      (long long)t, i, coro_err_name((int)j.r[i]));
@@ -678,10 +673,6 @@ Test(sync, select_times_out_when_nothing_is_ready, .timeout = 30)
     cr_assert_eq(j.which, -ETIMEDOUT);
     j.t = 5 * MS;
     cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
-    if (j.which == -ENOSYS) {
-        fin(s);
-        cr_skip_test("needs the I/O layer for lot timers (built with lib/io_stub.c)");
-    }
     cr_assert_eq(j.which, -ETIMEDOUT);
     cr_assert_eq(coro_chan_destroy(&a), 0);
     fin(s);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tests for the wait layer (lib/lot.c): timed waits on every sync kind,
+/* tests for the wait layer (lib/wait/lot.c): timed waits on every sync kind,
  * timers that belong to their wait, memory, the per-scheduler registry
  * behind CORO_CANCEL, -ENOMEM, the timeout rule - at 0, 1, 2 and 4
  * workers where it applies.  Issue 9's findings 1, 2, 3, 5, 6, 9 and 11

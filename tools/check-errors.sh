@@ -6,7 +6,7 @@
 # for one its man pages list.
 set -eu
 missing=0
-for e in $(grep -ohE -- '-E[A-Z0-9]+\b' lib/*.c lib/*.h include/corokit/*.h | sort -u | cut -c2-); do
+for e in $(grep -ohE -- '-E[A-Z0-9]+\b' lib/*/*.c lib/*/*.h include/corokit/*.h | sort -u | cut -c2-); do
     if ! grep -qE "X\($e," include/corokit/error.h; then
         echo "check-errors: lib/ returns -$e but CORO_ERRNO_MAP has no $e" >&2
         missing=1

@@ -76,7 +76,7 @@ typedef struct coro coro_t;
  * message naming the body instead of crashing inside the library). */
 typedef int (*coro_fn)(coro_t *co);
 
-struct coro_await_ops;      /* private: lib/internal.h */
+struct coro_await_ops;      /* private: lib/sched/sched.h */
 
 /* One argument slot of an awaitable. */
 typedef union coro_arg {

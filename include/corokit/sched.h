@@ -119,7 +119,7 @@ static inline coro_sched_config_t coro_sched_config_default(void)
     ((coro_sched_config_t){ .workers = CORO_WORKERS_AUTO, .pin = true })
 #endif
 
-/* A job group, owned by the caller (lib/group.c): jobs join it at spawn
+/* A job group, owned by the caller (lib/rt/group.c): jobs join it at spawn
  * (coro_spawn_opts_t.group) and leave it when they finish; it can be
  * waited for and cancelled as a whole.  Every field is private. */
 typedef struct coro_group {

@@ -13,7 +13,7 @@ struct coro;
 /* An unbounded MPMC queue of jobs: a ck_ring (lock-free consumers,
  * producers serialised by a mutex) plus an overflow list (intrusive
  * through coro_t.next, under the same mutex) so that a full ring never
- * loses or refuses a job and never allocates.  See mq.c. */
+ * loses or refuses a job and never allocates.  See base/mq.c. */
 struct coro__mq {
     ck_ring_t ring;
     ck_ring_buffer_t *buf;

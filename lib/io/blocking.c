@@ -17,7 +17,7 @@
  * the oldest.  The thread that holds the job - unlinked under the mutex or
  * handed over - is its only waker: it reads the pending awaitable (the job
  * cannot run: nobody else may wake it), runs it through its ops' run
- * function (coro_blocking: fn(arg); lib/io_file.c: a read or write of a
+ * function (coro_blocking: fn(arg); lib/io/file.c: a read or write of a
  * regular file) and wakes the job with the result (coro__wake: a worker
  * its mask allows, at its priority).  Nothing is allocated per call.
  *
@@ -506,7 +506,7 @@ coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg)
     return a;
 }
 
-/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+/* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */
 
 /* the queued calls and the calls in progress, under the pool's lock (a
  * job in either list is woken only after leaving it under that lock) */

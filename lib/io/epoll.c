@@ -44,7 +44,7 @@
  *
  * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
- * its futex (coro__io_park; worker.c's essay has the no-lost-wake-up
+ * its futex (coro__io_park; sched/worker.c's essay has the no-lost-wake-up
  * argument), releasing it as soon as epoll_wait returns, so that another
  * idle worker can wait while it handles the events and runs the jobs.  A
  * worker that finds the I/O thread holding it asks for it (io->want + an
@@ -63,7 +63,7 @@
  * holds the token: a waker that sees worker i holding it writes it instead
  * of calling futex_wake (coro__io_wake_poller).
  *
- * TIMERS: one binary heap (lib/timer.c) under io->hlock, behind one
+ * TIMERS: one binary heap (lib/io/heap.c) under io->hlock, behind one
  * timerfd in the epoll set, absolute, set to the earliest deadline when it
  * changes.  Lock order: an entry lock, then the heap lock; the timer path
  * pops under the heap lock alone and then locks the entry, where the slot's
@@ -1041,7 +1041,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     ev.data.u64 = TAG_TFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
         goto fail_errno;
-    /* the parking lot's timers (lib/lot_timer.c) have a timerfd of their
+    /* the parking lot's timers (lib/wait/lot_timer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
     if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), lot_timers_cb, s)) < 0)
         goto fail;
@@ -1221,7 +1221,7 @@ int coro_close(coro_sched_t *s, int fd)
     return rc;
 }
 
-/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+/* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */
 
 /* the jobs waiting on fds (under each entry's lock; their timers under
  * hlock, taken after the entry's as fd_wait does) and the sleepers (under

@@ -5,7 +5,7 @@
  * or write of it blocks in the kernel for as long as the disk takes.  So
  * coro_read, coro_write and coro_write_all, when their fd is a regular
  * file or a block device, do the system call on a thread of the blocking
- * pool (lib/blocking.c) instead of on the worker: the job is suspended
+ * pool (lib/io/blocking.c) instead of on the worker: the job is suspended
  * meanwhile and resumes with the same result as read(2) / write(2) - the
  * bytes, 0 at end of file, or -errno - on a worker its mask allows.
  *

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The timer heap: a binary min-heap of deadlines behind the I/O context's
- * one timerfd (lib/io_epoll.c arms the timerfd at the earliest deadline).
+ * one timerfd (lib/io/epoll.c arms the timerfd at the earliest deadline).
  *
  * Push, pop and removal from the middle cost O(log n); 100,000 pending
  * timers cost 17 levels each.  The array grows by doubling through the
  * scheduler's allocator and never shrinks below its high-water mark until
  * the scheduler is destroyed.  It has no lock of its own: every caller
- * holds the I/O context's heap lock (lib/io_epoll.c), since workers add
+ * holds the I/O context's heap lock (lib/io/epoll.c), since workers add
  * timers when they park and whichever thread waits in epoll fires them.
  */
 #include <string.h>

@@ -25,7 +25,7 @@ struct coro__io_ops {
     uint8_t dir;
     /* CORO__IOF_*: what the fd layer must know about the operation */
     uint8_t flags;
-    /* fd ready in dir (or a kept edge, lib/io_epoll.c): perform the
+    /* fd ready in dir (or a kept edge, lib/io/epoll.c): perform the
      * operation, on whichever thread took the readiness (a worker, the I/O
      * thread, the single-threaded driver).  true = done with *res; false =
      * it would block, keep waiting. */
@@ -47,7 +47,7 @@ static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
 }
 
 /* The arm shared by every I/O awaitable: park the job in its fd's slot or
- * the timer heap, or complete it at once (lib/io_epoll.c). */
+ * the timer heap, or complete it at once (lib/io/epoll.c). */
 CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 
 /* An awaitable of ops whose deadline is absolute (-1 = none). */
@@ -76,22 +76,22 @@ CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
 /* a select's readable (dir CORO__DIR_RD) / writable branch record p in
  * fd's slot: 0, -EBADF, -ENOMEM, -EBUSY (the slot is taken), -errno of
  * epoll_ctl (-EPERM: fd cannot be polled).  Unlink: p off the slot if it
- * is still there; after it returns no claim of p runs (io_epoll.c). */
+ * is still there; after it returns no claim of p runs (io/epoll.c). */
 /* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF) */
 CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
 CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
 CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir);
 
-/* ---- the timer heap (lib/timer.c) -------------------------------------------
+/* ---- the timer heap (lib/io/heap.c) -------------------------------------------
  * A binary min-heap of deadlines, shared by the threads that wait on the
  * I/O context (under its heap lock).  Entries of kind CORO__IOK_FD can be
  * removed from the middle: the heap reports every move of one through
  * moved(), so their fd entry always knows where its timer is. */
 
-/* An awaitable run on the blocking pool (lib/blocking.c): its arm is
+/* An awaitable run on the blocking pool (lib/io/blocking.c): its arm is
  * coro__blocking_arm, and a pool thread calls run(aw) (aw is the job's
  * pending awaitable) to get the job's result.  coro_blocking and the
- * regular-file reads and writes (lib/io_file.c) are the two kinds. */
+ * regular-file reads and writes (lib/io/file.c) are the two kinds. */
 struct coro__pool_ops {
     struct coro_await_ops base;
     intptr_t (*run)(coro_await_t *aw);
@@ -99,7 +99,7 @@ struct coro__pool_ops {
 CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
                                     intptr_t *res);
 
-/* lib/io_file.c: the hook at the start of coro_read / coro_write /
+/* lib/io/file.c: the hook at the start of coro_read / coro_write /
  * coro_write_all.  When fd is a regular file or a block device (fstat
  * once, cached per fd number), set *a to an awaitable that does the
  * operation on the blocking pool and return true; false for any other fd
@@ -110,7 +110,7 @@ CORO__HIDDEN bool coro__file_op(int fd, const void *buf, size_t len, int64_t tim
                                 coro_await_t *a);
 
 /* ---- the I/O hook --------------------------------------------------------------
- * The I/O layer (lib/io_*.c) registers these when a scheduler is created.
+ * The I/O context (lib/io/epoll.c), created with the scheduler.
  * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
  * 0 = just look) and wake what is ready; returns how many events it
  * handled, or -EAGAIN when nothing waits on I/O at all. */
@@ -135,7 +135,7 @@ CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
  * returns, then handle the events (jobs woken go to this worker's queues
  * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
  * the epoch move), -EAGAIN when another thread holds the poll token: then
- * park on the futex.  See lib/io_epoll.c (THE POLL TOKEN) and worker.c. */
+ * park on the futex.  See lib/io/epoll.c (THE POLL TOKEN) and sched/worker.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
                                uint32_t epoch, uint32_t activity, void (*awake)(void *),
                                void *arg);
@@ -196,7 +196,7 @@ static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *
  * functions, by pointer */
 extern const struct coro__driver coro__io_driver CORO__HIDDEN;
 
-/* blocking.c: the pool of coro_blocking (see its opening essay).  create:
+/* io/blocking.c: the pool of coro_blocking (see its opening essay).  create:
  * no thread started, 0 or -ENOMEM; cancel: wake every queued call with
  * -ECANCELED (s->cancelling already set); destroy: after the drain, wait
  * for the pool's threads to leave and free it; counts: for tests. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
- * (run by the thread that takes the fd's readiness: lib/io_epoll.c).
+ * (run by the thread that takes the fd's readiness: lib/io/epoll.c).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from

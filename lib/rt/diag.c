@@ -5,15 +5,15 @@
  * the dump walks what the scheduler already reaches, each part under the
  * lock that already guards it, so a spawn pays nothing for it:
  *   - running: each worker publishes the job it runs and its body (relaxed
- *     stores at a step's start and end, lib/worker.c); the dump prints
+ *     stores at a step's start and end, lib/sched/worker.c); the dump prints
  *     them and never dereferences the job (it may finish meanwhile);
  *   - queued (READY): the workers' rings and inboxes and the classes'
  *     queues, read without locks (ring slots by relaxed loads); those jobs
  *     are shown by address only, per queue, with the reason they wait;
  *   - suspended: the parking lot's buckets this scheduler parked in and
- *     its joiner registry (lib/lot.c), the fd slots and timer heap of the
- *     I/O context (lib/io_epoll.c), the blocking pool's queue and calls in
- *     progress (lib/blocking.c), each under its own lock: a job found
+ *     its joiner registry (lib/wait/lot.c), the fd slots and timer heap of the
+ *     I/O context (lib/io/epoll.c), the blocking pool's queue and calls in
+ *     progress (lib/io/blocking.c), each under its own lock: a job found
  *     there cannot be woken (nor finish) while the lock is held, so its
  *     frame is read safely.
  * The text goes to a memory stream first and to the caller's FILE at the

@@ -26,7 +26,7 @@
  * Nothing takes a group's lock under a bucket lock.
  *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
- * runs one sweep per scheduler (the same as coro_cancel's, lib/lot.c
+ * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/lot.c
  * REGISTRY) after unlocking: the schedulers outlive their jobs. */
 #include <sched.h>
 #include <string.h>
@@ -70,7 +70,7 @@ uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw)
     coro_group_t *g = x->group;
 
     glock(g);
-    /* the CAS to DONE of coro__finish (lib/sched.c), under the lock */
+    /* the CAS to DONE of coro__finish (lib/rt/runtime.c), under the lock */
     uint32_t old = coro__finish_cas(job, nw);
     if (x->gprev)
         x->gprev->gnext = x->gnext;
@@ -151,7 +151,7 @@ int coro_group_cancel(coro_group_t *g)
         return -EINVAL;
     glock(g);
     for (struct coro__ext *x = g->head; x; x = x->gnext) {
-        /* seq_cst: as coro_cancel's (lib/sched.c): the flag before the
+        /* seq_cst: as coro_cancel's (lib/rt/runtime.c): the flag before the
          * sweeps' loads of the registry bits */
         uint32_t old = __atomic_fetch_or(&x->job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
         if (old & CORO__F_CANCEL)

@@ -10,7 +10,7 @@
 /* ---- single-threaded driving ---------------------------------------------------- */
 
 /* Single-threaded mode: one thread at a time drives the scheduler's only
- * worker (bit CORO__DRIVE_ON of the drive word, see sched_impl.h); it
+ * worker (bit CORO__DRIVE_ON of the drive word, see sched/sched.h); it
  * runs jobs and, when none is ready, waits in epoll (coro__park).  A
  * thread that joins a job while another drives must not just sleep: the
  * driver stops once its own job is done, and then nobody would run the

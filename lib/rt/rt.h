@@ -9,7 +9,7 @@
 
 CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
 CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw);
-/* coro__finish_cas - the finisher's CAS to DONE (lib/sched.c): returns the
+/* coro__finish_cas - the finisher's CAS to DONE (lib/rt/runtime.c): returns the
  * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
  * the job had waiters) */
 CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The scheduler's life: create, spawn, cancel, shutdown, destroy.  Its
  * neighbours in rt/: finish.c (the end of a job), join.c (coro_join,
- * coro_sched_run, single-threaded driving), stats.c, group.c, diag.c.
+ * coro_sched_run, single-threaded driving), stats.c, rt/group.c, rt/diag.c.
  *
  * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were
  * spawned and have not finished, with a CLOSED bit on top.  coro_spawn
@@ -315,7 +315,7 @@ int coro_cancel(coro_t *job)
         return 0;
     coro_sched_t *s = job->sched;
     /* seq_cst: the flag before the sweeps' loads of the registry bits and
-     * the I/O request (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL); a
+     * the I/O request (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL); a
      * parker that misses it is found by them */
     uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
     if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))

@@ -36,7 +36,7 @@ coro_await_t coro_ready(intptr_t r)
     return a;
 }
 
-/* ---- coro_call: handled inline by the worker (worker.c) ------------------ */
+/* ---- coro_call: handled inline by the worker (sched/worker.c) ------------------ */
 
 /* no arm: the worker recognises coro__call_ops and starts the child itself
  * (sched/worker.c), before it would arm anything */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* private: pool frames (lib/frame.c), used by lib/sched.c. */
+/* private: pool frames (lib/sched/frame.c), used by lib/rt/runtime.c. */
 #ifndef COROKIT_FRAME_H
 #define COROKIT_FRAME_H
 

@@ -44,7 +44,7 @@
 #define CORO__F_JOB_JOIN    16u
 #define CORO__F_JOINER      32u     /* coro_t.joiner holds an awaiting job */
 /* POOL:    the frame came from coro_frame_alloc (set by coro_spawn); the
- *          library gives it back when the job is over (lib/frame.c).
+ *          library gives it back when the job is over (lib/sched/frame.c).
  * EXITING: set with DONE when the job had waiters, while its finisher still
  *          touches the frame (wakes them, and for a pool frame or a frame a
  *          thread joins, runs on_exit); coro_join returns and coro_spawn
@@ -61,21 +61,21 @@
  * lot, the joiner slots and the I/O context check it where they insert a
  * waiter, after the registry bit / under the registry lock, so that a
  * waiter either sees it or is found by the sweep coro_cancel runs after
- * setting it (lib/lot.c REGISTRY, lib/io_epoll.c CANCEL). */
+ * setting it (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL). */
 #define CORO__F_CANCEL      256u
 
 static inline bool coro__job_cancelled(const coro_t *job)
 {
     /* seq_cst: against coro_cancel's seq_cst RMW of the flag and its
-     * later loads of the registry bits (lib/lot.c REGISTRY) */
+     * later loads of the registry bits (lib/wait/lot.c REGISTRY) */
     return (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) & CORO__F_CANCEL) != 0;
 }
 
 /* coro_t.flags */
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
-/* 2u: CORO__FL_PROXY, a select stand-in (lib/sync_impl.h) */
+/* 2u: CORO__FL_PROXY, a select stand-in (lib/wait/wait.h) */
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
-#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/lot.c) */
+#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/wait/lot.c) */
 #define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
 
 /* What a job spawned with .deadline (or .group) carries, allocated at
@@ -86,12 +86,12 @@ struct coro__ext {
     void (*on_exit)(coro_t *);
     int64_t deadline;       /* absolute ns, 0 = none */
     coro_group_t *group;    /* NULL = none */
-    coro_t *job;            /* the member (lib/group.c) */
+    coro_t *job;            /* the member (lib/rt/group.c) */
     struct coro__ext *gprev, *gnext;    /* the group's list, under its lock */
     const char *name;       /* coro_spawn_opts_t.name, NULL = none */
 };
 
-/* lib/group.c: join g (at spawn, before the job is queued) / the finish of
+/* lib/rt/group.c: join g (at spawn, before the job is queued) / the finish of
  * a member: under g's lock, store DONE (the exchange coro__finish does,
  * returned), leave, wake g's waiters when it was the last */
 /* the job's deadline (0 = none).  job: a job (not a child frame) */
@@ -164,7 +164,7 @@ CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
 CORO__HIDDEN void *coro__alloc(coro_sched_t *s, size_t n);
 CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
 /* 64-byte (CORO__CACHELINE) aligned, zeroed blocks through s's allocator,
- * for structs with cache-line aligned members (sched.c); free with
+ * for structs with cache-line aligned members (rt/runtime.c); free with
  * coro__free_aligned and the same n */
 CORO__HIDDEN void *coro__alloc_aligned(coro_sched_t *s, size_t n);
 CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
@@ -203,14 +203,14 @@ struct coro__worker {
     unsigned lifo_streak;
     bool searching;                     /* counted in s->searching */
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
-    unsigned since_normal, since_low;   /* starvation bound, see worker.c */
+    unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;
-    struct coro__tring *tring;          /* trace ring, NULL = off (lib/trace.c) */
+    struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
     uint16_t *served;                   /* classes > 0 this worker serves */
     uint32_t nserved;                   /* atomic: grows when classes appear */
     /* counters: written by the owner (relaxed), read by coro_sched_stats */
     uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
-    /* diagnostics (lib/diag.c): the job this worker runs (NULL = none) and
+    /* diagnostics (lib/rt/diag.c): the job this worker runs (NULL = none) and
      * its body, stored relaxed at each step's start and end and read racily
      * by coro_sched_dump (never dereferenced there); with s->diag also the
      * step's start (ns) and name */
@@ -231,7 +231,7 @@ struct coro_sched {
     int nslots;                         /* worker structs (max(1, nworkers)) */
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
-    struct coro__trace *trace;          /* NULL = tracing off (lib/trace.c) */
+    struct coro__trace *trace;          /* NULL = tracing off (lib/sched/trace.c) */
     struct ck_malloc *alloc;
     struct coro__worker **w;
     uint64_t all_wmask[CORO__WMASK_WORDS];
@@ -244,7 +244,7 @@ struct coro_sched {
     /* parked workers: a bit per worker, set by the worker before its last
      * look for work and cleared by whoever claims it to wake it */
     uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
-    uint32_t searching;                 /* atomic: workers searching for work (worker.c) */
+    uint32_t searching;                 /* atomic: workers searching for work (sched/worker.c) */
     uint32_t rr;                        /* atomic: round-robin for outside submissions */
     /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
      * when find_work returns one): 0 lets a worker look at NORMAL only */
@@ -264,11 +264,11 @@ struct coro_sched {
     /* the end of a job (rt/runtime.c coro__finish), set at create: the one
      * upcall from the scheduling layer (docs/architecture.md) */
     void (*finish)(coro_t *job);
-    struct coro__lotsched *lot;         /* lot timers + wait registry (lib/lot.c) */
-    struct coro__frames *frames;        /* pool frames (lib/frame.c) */
-    struct coro__bpool *blocking;       /* the blocking pool (lib/blocking.c) */
+    struct coro__lotsched *lot;         /* lot timers + wait registry (lib/wait/lot.c) */
+    struct coro__frames *frames;        /* pool frames (lib/sched/frame.c) */
+    struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
-    /* diagnostics (lib/diag.c), fixed at create: diag = stall_ns > 0 ||
+    /* diagnostics (lib/rt/diag.c), fixed at create: diag = stall_ns > 0 ||
      * hist, the one branch a step pays when both are off */
     bool diag, hist;
     int64_t stall_ns;
@@ -283,7 +283,7 @@ struct coro_sched {
  * threads in coro_join that wait for their job while another drives; bits
  * 16-31 are a sequence the driver bumps after each job that finishes.  A
  * waiting joiner sleeps on the whole word, so either change - the driver
- * stopping, or some job finishing - wakes it (sched.c, "single-threaded
+ * stopping, or some job finishing - wakes it (rt/runtime.c, "single-threaded
  * driving"). */
 #define CORO__DRIVE_ON     1u
 #define CORO__DRIVE_WAITER 2u
@@ -291,7 +291,7 @@ struct coro_sched {
 #define CORO__DRIVE_SEQ    0x10000u
 
 /* a job's completed result travels in this yield when its budget ran out
- * (coro.c): cancel must never replace it (worker.c) */
+ * (sched/await.c): cancel must never replace it (sched/worker.c) */
 extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
 
 /* the calling thread's worker, if any */
@@ -326,7 +326,7 @@ static inline struct coro__io *coro__sched_io(coro_sched_t *s)
     return s->io;
 }
 
-/* cls.c */
+/* sched/cls.c */
 CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
 CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
 /* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,
@@ -343,7 +343,7 @@ static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
     return (c->wmask[widx / 64] >> (widx % 64)) & 1;
 }
 
-/* worker.c */
+/* sched/worker.c */
 CORO__HIDDEN void *coro__worker_main(void *arg);
 /* run job until it suspends, yields or finishes; true when it finished
  * (the frame may then be gone: only its address is known) */
@@ -353,11 +353,11 @@ CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
-/* coro__io_handoff (worker.c) - the I/O thread gave the poll token up
+/* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */
 CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
-/* take the jobs worker w finished off s->live (worker.c) */
+/* take the jobs worker w finished off s->live (sched/worker.c) */
 CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
 
 /* ---- reports (sched/report.c) ------------------------------------------------

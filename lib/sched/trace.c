@@ -3,7 +3,7 @@
  * written out as a Chrome trace (JSON) that Perfetto and chrome://tracing
  * open, and that tools/timeline draws.
  *
- * OFF.  s->trace and every worker's tring are NULL; each hook (lib/trace.h)
+ * OFF.  s->trace and every worker's tring are NULL; each hook (lib/sched/trace.h)
  * is one load and one branch the compiler lays out as not taken.
  *
  * ON (config .trace_events > 0, or COROKIT_TRACE=FILE in the environment).

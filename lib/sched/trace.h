@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* private: the built-in tracer's hooks (lib/trace.c); never installed.
+/* private: the built-in tracer's hooks (lib/sched/trace.c); never installed.
  *
  * Every hook is an inline function whose whole cost while tracing is off
  * is one load and one predictable branch (`if (CORO__UNLIKELY(...))`):
  * the scheduler's `trace` pointer, or a worker's `tring`, is NULL.  When
- * on, the out-of-line recorder in trace.c appends one 32-byte event to the
- * calling thread's ring (see the opening essay of trace.c). */
+ * on, the out-of-line recorder in sched/trace.c appends one 32-byte event to the
+ * calling thread's ring (see the opening essay of sched/trace.c). */
 #ifndef COROKIT_LIB_TRACE_H
 #define COROKIT_LIB_TRACE_H
 
@@ -33,7 +33,7 @@ enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
 struct coro__tring;
 struct coro__trace;
 
-/* trace.c */
+/* sched/trace.c */
 CORO__HIDDEN int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c);
 /* at destroy, once the workers stopped: write COROKIT_TRACE's file, if set */
 CORO__HIDDEN void coro__trace_write_env(coro_sched_t *s);
@@ -73,7 +73,7 @@ static inline void coro__trace_wake(coro_t *job)
         coro__trace_any(job->sched, CORO__TR_WAKE, job, NULL, job->prio, job->cls, 0);
 }
 
-/* a plain thread's record in the lot is woken (lib/lot.c): w->sched is not set
+/* a plain thread's record in the lot is woken (lib/wait/lot.c): w->sched is not set
  * for those, so the scheduler is the waker's, if it is a worker */
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {

@@ -66,7 +66,7 @@
  *
  * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
  * scheduler may wait in epoll_wait on the I/O context instead of its futex
- * (coro__io_park, lib/io_epoll.c), when it can take the poll token.  The
+ * (coro__io_park, lib/io/epoll.c), when it can take the poll token.  The
  * protocol above holds unchanged with one more way to deliver step c's
  * wake: the submitter's epoch increment is a seq_cst RMW, after which it
  * reads the token (coro__io_wake_poller); the worker takes the token with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* coro_event_t (manual-reset event) and coro_waitgroup_t.
- * State under the lot bucket lock of the object (see sync_common.c). */
+ * State under the lot bucket lock of the object (see wait/sync.c). */
 #include "sync/sync.h"
 
 #define EVENT_MAGIC 0x45564e54u     /* "EVNT" */

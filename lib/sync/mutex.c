@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* coro_mutex_t (FIFO hand-off) and coro_sem_t (counting, FIFO).
- * State under the lot bucket lock of the object (see sync_common.c).
+ * State under the lot bucket lock of the object (see wait/sync.c).
  *
  * Ownership: m->owner is the owning job's root frame (a coro_t, aligned)
  * or a plain thread's token (odd: coro__thread_token), 0 when free.  A

@@ -56,7 +56,7 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
 
 static const struct coro_await_ops done_ops = { "done", done_arm };
 
-/* a select's branch on a job's end (lib/sync_select.c): the same wait in
+/* a select's branch on a job's end (lib/sync/select.c): the same wait in
  * the lot, on the job's key; coro__done_wake_all gives the record the
  * job's result */
 static int done_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)

@@ -19,11 +19,11 @@
  * workers outnumber CPUs, and ThreadSanitizer understands pthread mutexes.
  *
  * The sync objects (lib/sync_*.c) keep their own state under the bucket
- * lock of their address (lib/sync_impl.h: coro__lot_lock/take/link), so a
+ * lock of their address (lib/wait/wait.h: coro__lot_lock/take/link), so a
  * check of the state and the wait it decides are one atomic step.
  *
  * SELECT.  A select branch's record is claimed through its own hook (the
- * record's fn field, see lib/sync_impl.h), called by coro__lot_take under
+ * record's fn field, see lib/wait/wait.h), called by coro__lot_take under
  * the record's bucket lock: the lot knows nothing of select.  A record
  * whose select already completed refuses and is dropped, and the next
  * waiter is taken instead, so no wake-up is lost to it.  Odd keys (a
@@ -31,7 +31,7 @@
  * one, so that nesting is never a bucket within itself.
  *
  * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
- * lib/lot_timer.c, struct coro__lotsched in lib/lot_impl.h).  Each
+ * lib/wait/lot_timer.c, struct coro__lotsched in lib/wait/lot_impl.h).  Each
  * scheduler has one min-heap
  * of {deadline, waiter, key} behind its own timerfd, under its own mutex
  * (hlock), preallocated (CORO__TIMER_PREALLOC entries) so that steady-state
@@ -183,7 +183,7 @@ static void wake_waiter(coro_t *w, intptr_t res)
     }
 }
 
-/* ---- the sync objects' interface (lib/sync_impl.h) ------------------------ */
+/* ---- the sync objects' interface (lib/wait/wait.h) ------------------------ */
 
 coro__lotb_t *coro__lot_bucket(const void *key)
 {
@@ -262,8 +262,6 @@ int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadli
         return -ECANCELED;
     deadline = coro__bound_deadline(job, deadline);     /* .deadline */
     if (deadline >= 0) {
-        if (!coro__sched_io(s))
-            return -ENOSYS;     /* built without an I/O layer: no timers */
         if ((rc = coro__lot_timer_add(s->lot, job, key, deadline)) < 0)
             return rc;
         job->flags |= CORO__FL_TIMED;
@@ -364,7 +362,7 @@ intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me, int
     return me->result;
 }
 
-/* ---- the original interface (lib/internal.h) ------------------------------ */
+/* ---- the original interface (lib/sched/sched.h) ------------------------------ */
 
 int coro__lot_park_job(void *key, coro_t *job, coro__lot_validate_fn validate, void *ctx,
                        intptr_t *res, int64_t deadline)
@@ -640,7 +638,7 @@ void coro__lot_sched_fini(coro_sched_t *s)
     s->lot = NULL;
 }
 
-/* ---- coro_sched_dump (lib/diag.c) ------------------------------------------------- */
+/* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */
 
 /* the jobs of s in the lot's buckets it parked in and in its joiner
  * registry, each under the lock that keeps them suspended */

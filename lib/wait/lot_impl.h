@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* private: what lib/lot.c (wait lists, registry) and lib/lot_timer.c
+/* private: what lib/wait/lot.c (wait lists, registry) and lib/wait/lot_timer.c
  * (the lot's timers) share; never installed. */
 #ifndef COROKIT_LOT_IMPL_H
 #define COROKIT_LOT_IMPL_H
@@ -37,15 +37,15 @@ struct coro__lotsched {
 };
 
 
-/* lot_timer.c, under the waiter's bucket lock: arm w's timer (0 or
+/* wait/lot_timer.c, under the waiter's bucket lock: arm w's timer (0 or
  * -ENOMEM) / remove it (w carries CORO__FL_TIMED) */
 CORO__HIDDEN int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key,
                                      int64_t deadline);
 CORO__HIDDEN void coro__lot_timer_del(coro_t *w);
-/* lot_timer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
+/* wait/lot_timer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
 CORO__HIDDEN int coro__lot_timers_init(struct coro__lotsched *ls);
 CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
-/* lot.c: the bucket of key (not locked) */
+/* wait/lot.c: the bucket of key (not locked) */
 CORO__HIDDEN coro__lotb_t *coro__lot_bucket(const void *key);
 
 #endif

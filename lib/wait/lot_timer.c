@@ -4,7 +4,7 @@
  * rules - a heap entry exists exactly while its waiter is linked on the
  * entry's key, both changed only under that key's bucket lock; lock order
  * bucket -> hlock; the fire path decides under the bucket lock - are in
- * lib/lot.c's opening comment (TIMERS).  Here: the heap (O(log n) push,
+ * lib/wait/lot.c's opening comment (TIMERS).  Here: the heap (O(log n) push,
  * pop and removal from the middle; the waiter keeps its index + 1 in
  * wait_slot, rewritten by every move, under hlock only), the timerfd
  * (reprogrammed only for an earlier deadline, and by the fire path to the
@@ -147,7 +147,7 @@ int coro__lot_timers_fire(coro_sched_t *s)
         pthread_mutex_lock(&ls->hlock);
         struct tent t = { 0, NULL, NULL };
         /* decided again under the bucket lock: the entry's waiter is then
-         * linked and alive (lib/lot.c, TIMERS) */
+         * linked and alive (lib/wait/lot.c, TIMERS) */
         if (ls->n && ls->a[0].deadline <= now && coro__lot_bucket(ls->a[0].key) == b)
             t = heap_remove(ls, 0);
         pthread_mutex_unlock(&ls->hlock);

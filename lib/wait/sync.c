@@ -3,7 +3,7 @@
  * in-body try, and the plain-thread blocking form.
  *
  * An operation's state lives under the lot bucket lock of its object
- * (lib/sync_impl.h), and its try() runs under that lock: it either
+ * (lib/wait/wait.h), and its try() runs under that lock: it either
  * completes the operation - handing items, units or ownership to waiters
  * it takes off the lists, whose wake-ups go on a wake list performed after
  * unlocking - or the caller links itself on the object's key before the

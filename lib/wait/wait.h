@@ -10,10 +10,10 @@
 
 /* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
  * awaiting coro_done / coro_done_timeout of job key) with its result res;
- * returns how many (lib/coro.c) */
+ * returns how many (lib/sched/await.c) */
 CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
 
-/* ---- the parking lot (lib/lot.c) -----------------------------------------
+/* ---- the parking lot (lib/wait/lot.c) -----------------------------------------
  *
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
  * kernel's futex hash): jobs and plain threads wait on a key, wakers wake
@@ -37,7 +37,7 @@ CORO__HIDDEN void coro__lot_sched_fini(coro_sched_t *s);
  * a timer at the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) and
  * return CORO__ARM_PENDING: the job stays until an unpark, its timer
  * (-ETIMEDOUT) or cancel takes it.  A timer that cannot be had: READY with
- * -ENOMEM (or -ENOSYS without an I/O layer). */
+ * -ENOMEM. */
 CORO__HIDDEN int coro__lot_park_job(void *key, coro_t *job,
                                     coro__lot_validate_fn validate, void *ctx,
                                     intptr_t *res, int64_t deadline);
@@ -124,8 +124,8 @@ CORO__HIDDEN bool coro__lot_waiting(coro__lotb_t *b, const void *key);
 CORO__HIDDEN void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w);
 /* under b: park job on key with a timer at the absolute deadline (-1
  * none); registered for CORO_CANCEL.  0 (linked), or -ECANCELED (the
- * scheduler is cancelling), -ENOMEM (no memory for the timer), -ENOSYS
- * (no I/O layer); nothing linked then. */
+ * scheduler is cancelling), -ENOMEM (no memory for the timer); nothing
+ * linked then. */
 CORO__HIDDEN int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline);
 /* under b: unlink w from key's list if it is there; true if it was */
 CORO__HIDDEN bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w);

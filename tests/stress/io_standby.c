@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Concurrency scenario: the I/O thread's deep standby (lib/io_epoll.c,
+/* Concurrency scenario: the I/O thread's deep standby (lib/io/epoll.c,
  * io_main) against the worker that lets the poll token go.
  *
  * Each round: the scheduler idles long enough for the I/O thread to fall

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Scenario: a flood through coro__mq's overflow list (lib/mq.c).  An
+/* Scenario: a flood through coro__mq's overflow list (lib/base/mq.c).  An
  * 8-slot ring, producers pushing singly and in batches, consumers popping
  * (which moves batches from the list into the ring): every job comes out
  * exactly once, and each producer's jobs in order for each consumer.
- * White-box (lib/mq.h); under TSan it checks the batch take's ordering. */
+ * White-box (lib/base/mq.h); under TSan it checks the batch take's ordering. */
 #include "scenario.h"
 #include <pthread.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* (written independently of lib/sync_select.c, from issue 12's contract) */
+/* (written independently of lib/sync/select.c, from issue 12's contract) */
 /* Scenario: selectors, each over its own socket (readable), a shared
  * channel (recv), a quit event and a far timer, race a thread that writes
  * one byte at a time to every socket, a producer that feeds the channel,

@@ -2,7 +2,7 @@
 /* The tracer under concurrency: workers record steps, steals, parks and
  * wakes, the I/O thread its polls, plain threads spawn (the shared ring,
  * under its spinlock) while another plain thread writes the trace again
- * and again (the seqlock read side of lib/trace.c).  TSan checks that no
+ * and again (the seqlock read side of lib/sched/trace.c).  TSan checks that no
  * access races; the check here: every write succeeds and every job runs. */
 #include <pthread.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The park/wake protocol of lib/worker.c (its opening comment, PARKING and
- * WAITING IN EPOLL INSTEAD) with the poll token of lib/io_epoll.c.
+/* The park/wake protocol of lib/sched/worker.c (its opening comment, PARKING and
+ * WAITING IN EPOLL INSTEAD) with the poll token of lib/io/epoll.c.
  *
  * Abstracted: the queues are one count q (a worker that looks finds any
  * queued job: a woken worker looks everywhere, steals included); a job's

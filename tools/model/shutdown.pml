@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The shutdown protocol of lib/sched.c (coro_sched_shutdown, its opening
+/* The shutdown protocol of lib/rt/runtime.c (coro_sched_shutdown, its opening
  * comment and shutdown_): the live count with its CLOSED bit, spawns that
  * race the close, jobs that finish, a CORO_DRAIN on one thread and a
  * CORO_CANCEL on another while the drain waits for a job that only a
