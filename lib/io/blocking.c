@@ -233,9 +233,11 @@ static coro_t *wait_idle(struct coro__bpool *p, struct bthread *me)
     }
     while (w == B_SLEEP) {
         int rc = coro__futex_wait(&me->word, B_SLEEP, deadline);
+        /* acquire: pairs with hand_over's exchange (B_WORK: .job is set) */
         w = __atomic_load_n(&me->word, __ATOMIC_ACQUIRE);
         if (w == B_SLEEP && rc == -ETIMEDOUT) {
             pthread_mutex_lock(&p->lock);
+            /* acquire: as above; under the lock a hand-over cannot start */
             w = __atomic_load_n(&me->word, __ATOMIC_ACQUIRE);
             if (w == B_SLEEP) {
                 /* still on the stack: nobody handed us anything; leave */

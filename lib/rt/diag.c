@@ -94,6 +94,8 @@ static void dump_queues(struct coro__dump *d)
 {
     coro_sched_t *s = d->s;
     char why[160], mask[96];
+    /* acquire: pairs with coro__cls_intern's release of the count (the classes
+     * below it are published) */
     uint32_t ncls = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
 
     fprintf(d->f, "queued (READY, not running; addresses only):\n");

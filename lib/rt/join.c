@@ -226,6 +226,7 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
     }
     coro_sched_t *s = co->sched;
     for (;;) {
+        /* acquire: pairs with coro__finish's release (the result) */
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
         if ((st & CORO__S_MASK) == CORO__S_DONE) {
             if (!(st & CORO__F_EXITING))
@@ -249,6 +250,8 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
                 continue;
             }
             uint32_t nw = st | CORO__F_THREAD_JOIN | (pool ? CORO__JOINER_ONE : 0);
+            /* acq_rel: the finisher's CAS to DONE either sees our flag
+             * (and wakes us) or ours fails and we read DONE */
             if (!__atomic_compare_exchange_n(&co->state, &st, nw, false, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE))
                 continue;

@@ -258,6 +258,9 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
                 coro__free(s, x, sizeof *x);
             return -EBUSY;
         }
+        /* acq_rel: claims the frame against a racing spawn, coro_call or
+         * joiner (one CAS wins); acquire pairs with the finisher's release
+         * of EXITING (its last touch of the frame happened before) */
         if (__atomic_compare_exchange_n(&co->state, &old,
                                         CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

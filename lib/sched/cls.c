@@ -78,6 +78,8 @@ void coro__cls_fini(coro_sched_t *s)
 
 static int cls_find(coro_sched_t *s, const uint64_t *wmask)
 {
+    /* acquire: pairs with the release store of the count when a class is
+     * added (below): every class under n is complete */
     uint32_t n = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
 
     for (uint32_t i = 1; i < n; i++) {

@@ -296,6 +296,8 @@ void coro__flush_live(struct coro__worker *w)
     if (!n)
         return;
     __atomic_store_n(&w->unflushed, 0, __ATOMIC_RELAXED);
+    /* acq_rel: what the n jobs did happens before shutdown's return, which
+     * acquires live == CLOSED (rt/runtime.c SHUTDOWN) */
     if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
         coro__futex_wake(&s->live, INT_MAX);
 }
@@ -502,6 +504,9 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
             j = pop_level(w, order[k], global_first);
     if (!j && (!limit_steal || start_searching(w)))
         j = steal(w);
+    /* acq_rel: the exchange takes the slot from thieves (who exchange it
+     * too); acquire pairs with the release that filled it (the job's
+     * frame is complete), release orders nothing but is free on x86 */
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
     if (j) {
