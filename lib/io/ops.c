@@ -35,20 +35,6 @@ int64_t coro_now(void)
     return coro__now();
 }
 
-/* relative timeout -> absolute deadline; -1 stays -1 */
-static int64_t deadline_of(int64_t timeout)
-{
-    if (timeout < 0)
-        return -1;
-    int64_t now = coro__now();
-    return timeout > INT64_MAX - now ? -1 : now + timeout;
-}
-
-static inline bool timeout_ok(int64_t t)
-{
-    return t >= CORO_FOREVER;
-}
-
 static int set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -184,14 +170,14 @@ static coro_await_t readiness(const struct coro__io_ops *ops, int fd, short even
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout))
+    if (!coro__timeout_ok(timeout))
         return coro__complete(-EINVAL);
     int r = poll_now(fd, events);
     if (r != 0)
         return coro__complete(r > 0 ? 0 : r);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(ops, fd, NULL, 0, deadline_of(timeout));
+    return coro__io_await(ops, fd, NULL, 0, coro__deadline(timeout));
 }
 
 coro_await_t coro_readable(int fd, int64_t timeout)
@@ -252,7 +238,7 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+    if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
@@ -262,14 +248,14 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
         return coro__complete(n);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&read_ops, fd, buf, (intptr_t)len, deadline_of(timeout));
+    return coro__io_await(&read_ops, fd, buf, (intptr_t)len, coro__deadline(timeout));
 }
 
 coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+    if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
@@ -279,7 +265,7 @@ coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
         return coro__complete(n);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&write_ops, fd, buf, (intptr_t)len, deadline_of(timeout));
+    return coro__io_await(&write_ops, fd, buf, (intptr_t)len, coro__deadline(timeout));
 }
 
 coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout)
@@ -288,7 +274,7 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
 
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
+    if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
@@ -298,7 +284,7 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
         return coro__complete(n);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&write_all_ops, fd, p, (intptr_t)len, deadline_of(timeout));
+    return coro__io_await(&write_all_ops, fd, p, (intptr_t)len, coro__deadline(timeout));
 }
 
 /* ---- accept / connect ------------------------------------------------------------- */
@@ -337,7 +323,7 @@ static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout) || (addr && !len) || (!addr && len))
+    if (!coro__timeout_ok(timeout) || (addr && !len) || (!addr && len))
         return coro__complete(-EINVAL);
     int rc = set_nonblock(fd);
     if (rc < 0)
@@ -349,7 +335,7 @@ static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64
         return coro__complete(c);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    coro_await_t a = coro__io_await(&accept_ops, fd, addr, 0, deadline_of(timeout));
+    coro_await_t a = coro__io_await(&accept_ops, fd, addr, 0, coro__deadline(timeout));
     a.arg[2].p = len;
     return a;
 }
@@ -370,7 +356,7 @@ coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, in
 {
     if (fd < 0)
         return coro__complete(-EBADF);
-    if (!timeout_ok(timeout) || !addr)
+    if (!coro__timeout_ok(timeout) || !addr)
         return coro__complete(-EINVAL);
     int rc = set_nonblock(fd);
     if (rc < 0)
@@ -382,7 +368,7 @@ coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, in
         return coro__complete(errno == EAGAIN ? -EAGAIN : -errno);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&connect_ops, fd, NULL, 0, deadline_of(timeout));
+    return coro__io_await(&connect_ops, fd, NULL, 0, coro__deadline(timeout));
 }
 
 /* ---- sleep ---------------------------------------------------------------------------- */
@@ -456,7 +442,7 @@ coro_await_t coro_signal(int signo, int64_t timeout)
     const struct timespec zero = { 0, 0 };
 
     if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP ||
-        !timeout_ok(timeout))
+        !coro__timeout_ok(timeout))
         return coro__complete(-EINVAL);
     /* a signal not blocked here is delivered to its handler instead */
     if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0 || !sigismember(&cur, signo))
@@ -467,7 +453,7 @@ coro_await_t coro_signal(int signo, int64_t timeout)
         return coro__complete(signo);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&signal_ops, -1, NULL, signo, deadline_of(timeout));
+    return coro__io_await(&signal_ops, -1, NULL, signo, coro__deadline(timeout));
 }
 
 /* ---- child processes ---------------------------------------------------------------------------- */
@@ -523,7 +509,7 @@ coro_await_t coro_child(pid_t pid, int64_t timeout)
 {
     siginfo_t si;
 
-    if (pid <= 0 || !timeout_ok(timeout))
+    if (pid <= 0 || !coro__timeout_ok(timeout))
         return coro__complete(-EINVAL);
     memset(&si, 0, sizeof si);
     if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) < 0) {
@@ -536,5 +522,5 @@ coro_await_t coro_child(pid_t pid, int64_t timeout)
         return coro__complete(wait_status(&si));
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&child_ops, -1, NULL, pid, deadline_of(timeout));
+    return coro__io_await(&child_ops, -1, NULL, pid, coro__deadline(timeout));
 }
