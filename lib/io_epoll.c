@@ -21,26 +21,38 @@
  *
  * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
  * freed before the scheduler, so a pointer to an entry stays valid) holds,
- * under its spinlock: the waiting reader and writer (w[dir]), and `ready`,
- * the edges that arrived while nobody waited (tokio's ScheduledIo keeps a
- * readiness word the same way).  The protocol, per direction:
- *   waiter (a worker, in arm; its operation just got EAGAIN):
- *     lock; if ready: clear it, unlock, try the operation again (loop);
- *           else: w[dir] = job, unlock - parked, no system call
- *   poller (an event for the fd, dir in its mask):
- *     lock; if w[dir]: take the job (it consumes the edge); else ready = 1;
- *     unlock; for a taken job: try its operation; done: wake it; EAGAIN
- *     (a spurious edge): park it again by the waiter's protocol
- * Invariant: an edge that comes after a waiter's EAGAIN is seen by it.
- * The kernel queues an edge-triggered event for every state change after
- * the EAGAIN; the poller handles it under the entry lock either before the
- * waiter's locked check (the waiter sees `ready` and tries again) or after
- * it parked (the poller takes it).  Clearing `ready` BEFORE the retry, not
- * after its EAGAIN, is what makes a tick counter unnecessary: an edge
- * during the retry sets it again.  `ready` may be stale (an edge whose
- * data a later read already took): that costs one extra attempt, never a
- * lost wake-up.  A fresh registration starts not ready: EPOLL_CTL_ADD
- * queues an event at once if the fd is ready then.
+ * under its spinlock, the waiting reader and writer (w[dir]), and the
+ * READINESS word `rdy` (tokio's ScheduledIo): flags in the low byte -
+ * readable / writable (CORO__RDY_RD/WR), registered per direction
+ * (CORO__RDY_REG_*), a byte stream (CORO__RDY_STREAM: SO_TYPE is
+ * SOCK_STREAM, or a pipe/FIFO; learnt at ADD) - and above them the TICK,
+ * the count of epoll events seen for the fd (and of registrations).
+ * Invariant: a direction's bit is clear only if an operation, started
+ * after the word showed the current tick, found the fd not ready, and no
+ * event has come since.  So a clear bit of a registered direction means
+ * "would block": the constructors of read/write/write_all (lib/io_ops.c)
+ * and fd_wait park at once, without the system call.
+ *   an event for dir (poller, under the lock): tick + 1, bit set (a CAS
+ *     loop, one RMW); a waiter in the slot is taken and its operation run
+ *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
+ *     call; after EAGAIN - or a short read/write (0 < n < len) when the
+ *     word says byte stream (tokio's poll_read: "n < len =>
+ *     clear_readiness") - clear the bit by CAS, only while the tick is
+ *     still snap's.  EOF (n = 0) keeps it set.
+ *   a waiter (fd_wait, under the lock): bit set: unlock, try (the rule
+ *     above), loop; bit clear: park in w[dir] - no system call.
+ * No lost wake-up: the kernel queues an edge-triggered event for every
+ * state change after the call that saw "not ready"; the poller counts it
+ * (tick + 1) either before the clear's CAS, which then fails and leaves
+ * the bit set (one extra attempt), or after it, setting the bit again or
+ * taking the parked waiter (the waiter parks under the lock the poller
+ * takes).  A short read on a datagram or seqpacket socket is one message
+ * of maybe several queued: never a clear (nor for ttys, eventfds, files,
+ * anything not learnt).  A set bit may be stale (an edge whose data was
+ * read): one extra attempt, never a lost wake-up.  A fresh registration
+ * starts not ready: EPOLL_CTL_ADD (MOD) queues an event at once if the fd
+ * is ready then.  coro_close and coro__io_forget wipe the flags and move
+ * the tick, so older snapshots clear nothing.
  *
  * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
@@ -86,6 +98,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -119,11 +133,13 @@ struct fdent {
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
     uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
-    uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
     int32_t hidx[2];        /* their timers' heap indexes: under hlock */
+    uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS above):
+                               atomic; changed under the lock, except the
+                               lock-free clears of coro__io_rdy_clear */
 };
 
 struct source {
@@ -222,6 +238,73 @@ static struct fdent *ent_get(struct coro__io *io, int fd, bool create)
             coro__free(io->s, n, CHUNK * sizeof *n);
     }
     return c ? &c[(uint32_t)fd & (CHUNK - 1)] : NULL;
+}
+
+/* ---- readiness words (READINESS at the top) ------------------------------------------ */
+
+/* a new readiness word: off what `clear` names, on what `set` names, and one
+ * more tick (an event, or a registration: older snapshots no longer clear) */
+static void rdy_update(struct fdent *e, uint64_t clear, uint64_t set)
+{
+    /* seq_cst: snapshots and clears are ordered around system calls; the
+     * tick must move before anything that follows the event or the
+     * registration (see READINESS) */
+    uint64_t cur = __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(&e->rdy, &cur, ((cur & ~clear) | set) + CORO__RDY_TICK,
+                                        false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+static inline uint64_t rdy_load(struct fdent *e)
+{
+    /* seq_cst: read before the system call it is a snapshot for */
+    return __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+}
+
+static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
+{
+    uint64_t bit = coro__rdy_bit(dir);
+    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
+    uint64_t cur = snap;
+
+    if (!(snap & reg))
+        return;     /* no registration: nothing is known, nothing to clear */
+    /* seq_cst: the CAS reads the newest word; an event (or registration)
+     * whose RMW came first has moved the tick, and we leave the bit */
+    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
+           !__atomic_compare_exchange_n(&e->rdy, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+}
+
+/* does fd's type make a short read (write) mean "drained" ("full")?  A
+ * stream socket or a pipe/FIFO: yes; a datagram or seqpacket socket (a
+ * short read is one datagram of several), a tty, an eventfd, anything not
+ * learnt: no */
+static uint64_t fd_stream(int fd)
+{
+    int type = 0;
+    socklen_t l = sizeof type;
+    struct stat st;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0)
+        return type == SOCK_STREAM ? CORO__RDY_STREAM : 0;
+    if (errno == ENOTSOCK && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+        return CORO__RDY_STREAM;
+    return 0;
+}
+
+uint64_t coro__io_rdy(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    return e ? rdy_load(e) : 0;
+}
+
+void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    if (e)
+        rdy_clear(e, dir, snap);
 }
 
 static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
@@ -374,13 +457,15 @@ static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bi
     __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     if (rc < 0)
         return -errno;
-    if (!e->reg)
-        e->ready = 0;
+    /* ADD / MOD report what is ready now (an event is queued, handled after
+     * our unlock): the new direction starts not ready.  At ADD the fd is
+     * new to us: learn whether it is a byte stream, forget the old word. */
+    uint64_t set = (e->reg ? 0 : fd_stream(fd)) |
+                   ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
+    rdy_update(e, e->reg ? (uint64_t)(bit == RD_BIT ? CORO__RDY_RD : CORO__RDY_WR) : 0xffu, set);
     e->gen = gen;
     e->reg = 1;
     e->dirs = dirs;
-    /* ADD / MOD report what is ready now (an event is queued) */
-    e->ready &= (uint8_t)~bit;
     return 0;
 }
 
@@ -409,7 +494,7 @@ static void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__
     if (p->fn(p) == 0)
         coro__wl_add(wl, p, res);
     else if (res == 0)
-        e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+        rdy_update(e, 0, coro__rdy_bit(dir));
 }
 
 int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
@@ -491,10 +576,16 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = rc;
             return CORO__ARM_READY;
         }
-        if (e->ready & bit) {
-            e->ready &= (uint8_t)~bit;
+        /* an event came since the fd was last seen not ready: try the
+         * operation (the word read before it: a snapshot); would block or
+         * a short transfer: clear, unless another event came meanwhile */
+        uint64_t snap = rdy_load(e);
+        if (snap & coro__rdy_bit(dir)) {
             ent_unlock(e);
-            if (ops->attempt(aw, res))
+            bool done = ops->attempt(aw, res);
+            if (coro__rdy_drained(snap, ops->flags, done, *res, aw->arg[2].i))
+                rdy_clear(e, dir, snap);
+            if (done)
                 return CORO__ARM_READY;
             continue;
         }
@@ -525,13 +616,17 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
 
 /* a taken waiter, its fd ready: perform the operation; done: wake it;
  * it would block: park it again */
-static void fd_resume(struct coro__io *io, coro_t *job)
+static void fd_resume(struct coro__io *io, struct fdent *e, int dir, coro_t *job)
 {
     coro_await_t *aw = &job->top->aw;
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    uint64_t snap = rdy_load(e);    /* after the event's update: its tick */
     intptr_t res;
+    bool done = ops->attempt(aw, &res);
 
-    if (coro__io_ops_of(aw)->attempt(aw, &res) ||
-        fd_wait(io, job, aw, &res) == CORO__ARM_READY)
+    if (coro__rdy_drained(snap, ops->flags, done, res, aw->arg[2].i))
+        rdy_clear(e, dir, snap);
+    if (done || fd_wait(io, job, aw, &res) == CORO__ARM_READY)
         finish(io, job, res);
 }
 
@@ -564,12 +659,15 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
          * operation again where a select cannot - look first (poll, no
          * wait), and leave the record parked for the next edge */
         if (e->w[dir] && is_proxy(e->w[dir]) &&
-            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0)
+            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0) {
+            rdy_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
             continue;
+        }
+        /* the bit is set whether or not a waiter is there: the taken
+         * waiter's attempt clears it if it finds the fd not ready */
+        rdy_update(e, 0, coro__rdy_bit(dir));
         if (e->w[dir])
-            job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
-        else
-            e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+            job[dir] = slot_take(io, e, dir);
         if (job[dir] && is_proxy(job[dir])) {
             proxy_fire(e, dir, job[dir], 0, &wl);
             job[dir] = NULL;
@@ -580,7 +678,7 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
-            fd_resume(io, job[dir]);
+            fd_resume(io, e, dir, job[dir]);
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
@@ -598,7 +696,7 @@ void coro__io_forget(struct coro__io *io, int fd)
     job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
     e->reg = 0;
     e->dirs = 0;
-    e->ready = 0;
+    rdy_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
     e->gen++;           /* events of the old registration are ignored */
     ent_unlock(e);
     coro__wl_wake(&wl);
@@ -1209,7 +1307,7 @@ int coro_close(coro_sched_t *s, int fd)
     }
     e->reg = 0;
     e->dirs = 0;
-    e->ready = 0;
+    rdy_update(e, 0xffu, 0);
     e->gen++;
     /* closed under the lock: a waiter that comes next registers anew and
      * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */
