@@ -57,6 +57,23 @@
 #define CORO__BLOCKING_THREADS 512
 #define CORO__BLOCKING_KEEPALIVE_MS 10000
 
+/* ---- the I/O context (io/epoll.c) ---------------------------------------- */
+/* events taken per epoll_wait */
+#define CORO__IO_EVENTS 256
+/* while a worker holds the poll token the I/O thread still looks at the
+ * epoll set this often (ns): readiness is never left unseen for longer
+ * while every worker runs long jobs (the guarantee tokio lacks, #4730) */
+#define CORO__IO_STANDBY_NS 1000000
+/* ...but after this many looks at one unbroken hold with nothing to do it
+ * sleeps, at most this long (ns) at a time (an idle scheduler's I/O thread
+ * wakes ~20 times a second) */
+#define CORO__IO_DEEP_LOOKS 4
+#define CORO__IO_DEEP_STANDBY_NS 50000000
+/* after a round that did something the I/O thread looks again without
+ * sleeping for up to this many rounds: under load the next event usually
+ * comes within microseconds */
+#define CORO__IO_SPIN 64
+
 /* ---- waiting (wait/lot_timer.c, sched/frame.c) ---------------------------- */
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */

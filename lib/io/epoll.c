@@ -21,26 +21,38 @@
  *
  * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
  * freed before the scheduler, so a pointer to an entry stays valid) holds,
- * under its spinlock: the waiting reader and writer (w[dir]), and `ready`,
- * the edges that arrived while nobody waited (tokio's ScheduledIo keeps a
- * readiness word the same way).  The protocol, per direction:
- *   waiter (a worker, in arm; its operation just got EAGAIN):
- *     lock; if ready: clear it, unlock, try the operation again (loop);
- *           else: w[dir] = job, unlock - parked, no system call
- *   poller (an event for the fd, dir in its mask):
- *     lock; if w[dir]: take the job (it consumes the edge); else ready = 1;
- *     unlock; for a taken job: try its operation; done: wake it; EAGAIN
- *     (a spurious edge): park it again by the waiter's protocol
- * Invariant: an edge that comes after a waiter's EAGAIN is seen by it.
- * The kernel queues an edge-triggered event for every state change after
- * the EAGAIN; the poller handles it under the entry lock either before the
- * waiter's locked check (the waiter sees `ready` and tries again) or after
- * it parked (the poller takes it).  Clearing `ready` BEFORE the retry, not
- * after its EAGAIN, is what makes a tick counter unnecessary: an edge
- * during the retry sets it again.  `ready` may be stale (an edge whose
- * data a later read already took): that costs one extra attempt, never a
- * lost wake-up.  A fresh registration starts not ready: EPOLL_CTL_ADD
- * queues an event at once if the fd is ready then.
+ * under its spinlock, the waiting reader and writer (w[dir]), and the
+ * READINESS word `rdy` (tokio's ScheduledIo): flags in the low byte -
+ * readable / writable (CORO__RDY_RD/WR), registered per direction
+ * (CORO__RDY_REG_*), a byte stream (CORO__RDY_STREAM: SO_TYPE is
+ * SOCK_STREAM, or a pipe/FIFO; learnt at ADD) - and above them the TICK,
+ * the count of epoll events seen for the fd (and of registrations).
+ * Invariant: a direction's bit is clear only if an operation, started
+ * after the word showed the current tick, found the fd not ready, and no
+ * event has come since.  So a clear bit of a registered direction means
+ * "would block": the constructors of read/write/write_all (lib/io/ops.c)
+ * and fd_wait park at once, without the system call.
+ *   an event for dir (poller, under the lock): tick + 1, bit set (a CAS
+ *     loop, one RMW); a waiter in the slot is taken and its operation run
+ *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
+ *     call; after EAGAIN - or a short read/write (0 < n < len) when the
+ *     word says byte stream (tokio's poll_read: "n < len =>
+ *     clear_readiness") - clear the bit by CAS, only while the tick is
+ *     still snap's.  EOF (n = 0) keeps it set.
+ *   a waiter (fd_wait, under the lock): bit set: unlock, try (the rule
+ *     above), loop; bit clear: park in w[dir] - no system call.
+ * No lost wake-up: the kernel queues an edge-triggered event for every
+ * state change after the call that saw "not ready"; the poller counts it
+ * (tick + 1) either before the clear's CAS, which then fails and leaves
+ * the bit set (one extra attempt), or after it, setting the bit again or
+ * taking the parked waiter (the waiter parks under the lock the poller
+ * takes).  A short read on a datagram or seqpacket socket is one message
+ * of maybe several queued: never a clear (nor for ttys, eventfds, files,
+ * anything not learnt).  A set bit may be stale (an edge whose data was
+ * read): one extra attempt, never a lost wake-up.  A fresh registration
+ * starts not ready: EPOLL_CTL_ADD (MOD) queues an event at once if the fd
+ * is ready then.  coro_close and coro__io_forget wipe the flags and move
+ * the tick, so older snapshots clear nothing.
  *
  * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
@@ -50,12 +62,12 @@
  * worker that finds the I/O thread holding it asks for it (io->want + an
  * eventfd write) and parks on its futex; the I/O thread gives it up and
  * wakes one idle worker, which takes it on its next park.  The I/O thread
- * without the token waits on io->standby for STANDBY_NS (or until the
+ * without the token waits on io->standby for CORO__IO_STANDBY_NS (or until the
  * next timer): it takes the token when it finds it free and no worker
  * took it since its last look - every worker is busy - so readiness and
- * timers are seen within about 2 * STANDBY_NS even then, and never taken
+ * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
  * from workers that keep polling.  When it finds one worker hold lasting
- * DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
+ * CORO__IO_DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
  * go (io_main, wake_standby): an idle process does not wake up.  A worker
  * that goes idle while the I/O thread holds the token asks for it
  * (coro__io_poll_now), and the I/O thread, asked, lets it go rather than
@@ -86,6 +98,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -95,7 +109,6 @@
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
 #define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
-#define MAX_EVENTS 256
 #define NO_TIMER (-1)
 
 #define CHUNK_BITS 8
@@ -105,9 +118,6 @@
 
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
-#define STANDBY_NS 1000000      /* the I/O thread's look while workers poll */
-#define DEEP_STANDBY_NS 50000000    /* its longest sleep in deep standby */
-#define DEEP_LOOKS 4            /* looks at one unbroken worker hold before it sleeps */
 #define MAX_SOURCES 4
 
 #define RD_BIT 1u
@@ -118,11 +128,13 @@ struct fdent {
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
     uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
-    uint8_t ready;          /* RD_BIT | WR_BIT: edges nobody consumed */
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
     int32_t hidx[2];        /* their timers' heap indexes: under hlock */
+    uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS above):
+                               atomic; changed under the lock, except the
+                               lock-free clears of coro__io_rdy_clear */
 };
 
 struct source {
@@ -221,6 +233,73 @@ static struct fdent *ent_get(struct coro__io *io, int fd, bool create)
             coro__free(io->s, n, CHUNK * sizeof *n);
     }
     return c ? &c[(uint32_t)fd & (CHUNK - 1)] : NULL;
+}
+
+/* ---- readiness words (READINESS at the top) ------------------------------------------ */
+
+/* a new readiness word: off what `clear` names, on what `set` names, and one
+ * more tick (an event, or a registration: older snapshots no longer clear) */
+static void rdy_update(struct fdent *e, uint64_t clear, uint64_t set)
+{
+    /* seq_cst: snapshots and clears are ordered around system calls; the
+     * tick must move before anything that follows the event or the
+     * registration (see READINESS) */
+    uint64_t cur = __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(&e->rdy, &cur, ((cur & ~clear) | set) + CORO__RDY_TICK,
+                                        false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+static inline uint64_t rdy_load(struct fdent *e)
+{
+    /* seq_cst: read before the system call it is a snapshot for */
+    return __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+}
+
+static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
+{
+    uint64_t bit = coro__rdy_bit(dir);
+    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
+    uint64_t cur = snap;
+
+    if (!(snap & reg))
+        return;     /* no registration: nothing is known, nothing to clear */
+    /* seq_cst: the CAS reads the newest word; an event (or registration)
+     * whose RMW came first has moved the tick, and we leave the bit */
+    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
+           !__atomic_compare_exchange_n(&e->rdy, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+}
+
+/* does fd's type make a short read (write) mean "drained" ("full")?  A
+ * stream socket or a pipe/FIFO: yes; a datagram or seqpacket socket (a
+ * short read is one datagram of several), a tty, an eventfd, anything not
+ * learnt: no */
+static uint64_t fd_stream(int fd)
+{
+    int type = 0;
+    socklen_t l = sizeof type;
+    struct stat st;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0)
+        return type == SOCK_STREAM ? CORO__RDY_STREAM : 0;
+    if (errno == ENOTSOCK && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
+        return CORO__RDY_STREAM;
+    return 0;
+}
+
+uint64_t coro__io_rdy(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    return e ? rdy_load(e) : 0;
+}
+
+void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    if (e)
+        rdy_clear(e, dir, snap);
 }
 
 static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
@@ -373,13 +452,15 @@ static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bi
     __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     if (rc < 0)
         return -errno;
-    if (!e->reg)
-        e->ready = 0;
+    /* ADD / MOD report what is ready now (an event is queued, handled after
+     * our unlock): the new direction starts not ready.  At ADD the fd is
+     * new to us: learn whether it is a byte stream, forget the old word. */
+    uint64_t set = (e->reg ? 0 : fd_stream(fd)) |
+                   ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
+    rdy_update(e, e->reg ? (uint64_t)(bit == RD_BIT ? CORO__RDY_RD : CORO__RDY_WR) : 0xffu, set);
     e->gen = gen;
     e->reg = 1;
     e->dirs = dirs;
-    /* ADD / MOD report what is ready now (an event is queued) */
-    e->ready &= (uint8_t)~bit;
     return 0;
 }
 
@@ -408,7 +489,7 @@ static void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__
     if (p->fn(p) == 0)
         coro__wl_add(wl, p, res);
     else if (res == 0)
-        e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+        rdy_update(e, 0, coro__rdy_bit(dir));
 }
 
 int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
@@ -490,10 +571,16 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = rc;
             return CORO__ARM_READY;
         }
-        if (e->ready & bit) {
-            e->ready &= (uint8_t)~bit;
+        /* an event came since the fd was last seen not ready: try the
+         * operation (the word read before it: a snapshot); would block or
+         * a short transfer: clear, unless another event came meanwhile */
+        uint64_t snap = rdy_load(e);
+        if (snap & coro__rdy_bit(dir)) {
             ent_unlock(e);
-            if (ops->attempt(aw, res))
+            bool done = ops->attempt(aw, res);
+            if (coro__rdy_drained(snap, ops->flags, done, *res, aw->arg[2].i))
+                rdy_clear(e, dir, snap);
+            if (done)
                 return CORO__ARM_READY;
             continue;
         }
@@ -524,13 +611,17 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
 
 /* a taken waiter, its fd ready: perform the operation; done: wake it;
  * it would block: park it again */
-static void fd_resume(struct coro__io *io, coro_t *job)
+static void fd_resume(struct coro__io *io, struct fdent *e, int dir, coro_t *job)
 {
     coro_await_t *aw = &job->top->aw;
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    uint64_t snap = rdy_load(e);    /* after the event's update: its tick */
     intptr_t res;
+    bool done = ops->attempt(aw, &res);
 
-    if (coro__io_ops_of(aw)->attempt(aw, &res) ||
-        fd_wait(io, job, aw, &res) == CORO__ARM_READY)
+    if (coro__rdy_drained(snap, ops->flags, done, res, aw->arg[2].i))
+        rdy_clear(e, dir, snap);
+    if (done || fd_wait(io, job, aw, &res) == CORO__ARM_READY)
         finish(io, job, res);
 }
 
@@ -563,12 +654,15 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
          * operation again where a select cannot - look first (poll, no
          * wait), and leave the record parked for the next edge */
         if (e->w[dir] && is_proxy(e->w[dir]) &&
-            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0)
+            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0) {
+            rdy_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
             continue;
+        }
+        /* the bit is set whether or not a waiter is there: the taken
+         * waiter's attempt clears it if it finds the fd not ready */
+        rdy_update(e, 0, coro__rdy_bit(dir));
         if (e->w[dir])
-            job[dir] = slot_take(io, e, dir);   /* it consumes the edge */
-        else
-            e->ready |= dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+            job[dir] = slot_take(io, e, dir);
         if (job[dir] && is_proxy(job[dir])) {
             proxy_fire(e, dir, job[dir], 0, &wl);
             job[dir] = NULL;
@@ -579,7 +673,7 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
-            fd_resume(io, job[dir]);
+            fd_resume(io, e, dir, job[dir]);
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
@@ -597,7 +691,7 @@ void coro__io_forget(struct coro__io *io, int fd)
     job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
     e->reg = 0;
     e->dirs = 0;
-    e->ready = 0;
+    rdy_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
     e->gen++;           /* events of the old registration are ignored */
     ent_unlock(e);
     coro__wl_wake(&wl);
@@ -750,18 +844,17 @@ static int ms_of(int64_t timeout_ns)
  * holds the token */
 static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 {
-    struct epoll_event evs[MAX_EVENTS];
+    struct epoll_event evs[CORO__IO_EVENTS];
 
     *kicked = false;
     coro__trace_poll(io->s, -1);
-    int n = epoll_wait(io->epfd, evs, MAX_EVENTS, ms_of(timeout_ns));
+    int n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
     coro__trace_poll(io->s, n);
     return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
 
 /* ---- the I/O thread ----------------------------------------------------------------------- */
 
-#define IO_SPIN 64
 
 /* the I/O thread holds the token: wait and handle until a worker asks
  * for it (and an idle worker was woken to take it) or the thread stops */
@@ -792,12 +885,12 @@ static void iot_drive(struct coro__io *io)
             return;
         }
         /* after a round that did something, look again without sleeping
-         * for up to IO_SPIN rounds (giving the CPU away in between): the
+         * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
-        int did = poll_round(io, idle < IO_SPIN ? 0 : -1, &kicked);
+        int did = poll_round(io, idle < CORO__IO_SPIN ? 0 : -1, &kicked);
         if (did)
             idle = 0;
-        else if (++idle < IO_SPIN)
+        else if (++idle < CORO__IO_SPIN)
             sched_yield();
     }
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
@@ -851,7 +944,7 @@ static void *io_main(void *arg)
          * / wake_standby */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
         /* DEEP STANDBY.  A worker holds the token and has held it, the
-         * same hold (poll_gen moves at every take), for DEEP_LOOKS looks:
+         * same hold (poll_gen moves at every take), for CORO__IO_DEEP_LOOKS looks:
          * it is blocked in epoll_wait, timerfd included, and sees every
          * event itself.  Nothing is left for us to watch until it lets go,
          * so we sleep without a timeout instead of looking 1000 times a
@@ -861,23 +954,28 @@ static void *io_main(void *arg)
          * token gone and keep watch, or the worker sees us asleep and
          * wakes us (the standby bump makes our futex_wait return). */
         if (drv != DRV_FREE && drv != DRV_IOT && gen == held_gen) {
-            if (++held_looks >= DEEP_LOOKS) {
+            if (++held_looks >= CORO__IO_DEEP_LOOKS) {
                 __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
                 if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
                     __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
-                    /* bounded (DEEP_STANDBY_NS): a safety net, not part
+                    /* bounded (CORO__IO_DEEP_STANDBY_NS): a safety net, not part
                      * of the argument above - 20 looks a second at most
                      * while idle, instead of 1,000 */
-                    coro__futex_wait(&io->standby, sb, coro__now() + DEEP_STANDBY_NS);
+                    coro__futex_wait(&io->standby, sb, coro__now() + CORO__IO_DEEP_STANDBY_NS);
                 __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
-                held_looks = 0;
+                /* the safety net's timeout, the same hold going on: back
+                 * to deep sleep at the next look, not after CORO__IO_DEEP_LOOKS
+                 * more looks of 1 ms (an idle process woke ~45 times a
+                 * second with them, 20 without); a new hold or a free
+                 * token resets the count below */
+                held_looks = CORO__IO_DEEP_LOOKS - 1;
                 continue;
             }
         } else {
             held_gen = gen;
             held_looks = 0;
         }
-        int64_t until = now + STANDBY_NS;
+        int64_t until = now + CORO__IO_STANDBY_NS;
         if (next > now && next < until)
             until = next;   /* due ones: the token holder has the timerfd */
         coro__futex_wait(&io->standby, sb, until);
@@ -895,7 +993,7 @@ uint32_t coro__io_activity(struct coro__io *io)
 int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
                   uint32_t activity, void (*awake)(void *), void *arg)
 {
-    struct epoll_event evs[MAX_EVENTS];
+    struct epoll_event evs[CORO__IO_EVENTS];
     uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
     bool kicked;
 
@@ -919,7 +1017,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
-        n = epoll_wait(io->epfd, evs, MAX_EVENTS, -1);
+        n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
     /* seq_cst: orders our handling so far before the next taker
      * (release), and is the store half of wake_standby's Dekker */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
@@ -1208,7 +1306,7 @@ int coro_close(coro_sched_t *s, int fd)
     }
     e->reg = 0;
     e->dirs = 0;
-    e->ready = 0;
+    rdy_update(e, 0xffu, 0);
     e->gen++;
     /* closed under the lock: a waiter that comes next registers anew and
      * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */

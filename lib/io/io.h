@@ -69,6 +69,55 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
  * forgotten before fini closes it */
 #define CORO__IOF_OWNFD 2u
 
+/* a result 0 < res < arg[2] (a short read or write) on a byte stream
+ * means the fd was drained (full): its readiness in the op's direction is
+ * cleared (read, write; never write_all, whose arg[2] is what is left) */
+#define CORO__IOF_SHORT 4u
+
+/* ---- readiness words (lib/io/epoll.c's essay, READINESS) ---------------------
+ * Each fd entry keeps one 64-bit word: the low byte holds flags, the rest
+ * counts the epoll events seen for the fd (the tick).  A thread reads the
+ * word (coro__io_rdy) BEFORE its system call; if the call then shows the
+ * fd not ready (EAGAIN, or a short transfer on a byte stream) it clears
+ * the direction's bit with coro__io_rdy_clear, which succeeds only if the
+ * tick has not moved since the read: an event that came in between keeps
+ * the bit set, so it is never lost (tokio's ScheduledIo). */
+#define CORO__RDY_RD 1u         /* readable: an event came and nothing showed it gone */
+#define CORO__RDY_WR 2u         /* writable: likewise */
+#define CORO__RDY_REG_RD 4u     /* registered for reading: CORO__RDY_RD is meaningful */
+#define CORO__RDY_REG_WR 8u     /* registered for writing */
+#define CORO__RDY_STREAM 16u    /* a stream socket or a pipe/FIFO (SO_TYPE/fstat at ADD) */
+#define CORO__RDY_TICK 256u     /* one event */
+
+static inline uint64_t coro__rdy_bit(int dir)
+{
+    return dir == CORO__DIR_RD ? CORO__RDY_RD : CORO__RDY_WR;
+}
+
+/* the word says fd is registered in dir and known not ready: an operation
+ * would get EAGAIN, so the waiter parks without trying it */
+static inline bool coro__rdy_parks(uint64_t w, int dir)
+{
+    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
+    return (w & (reg | coro__rdy_bit(dir))) == reg;
+}
+
+/* fd's readiness word now (0: nothing known).  Any thread, lock-free. */
+CORO__HIDDEN uint64_t coro__io_rdy(struct coro__io *io, int fd);
+/* an operation in dir started after `snap` (coro__io_rdy) found fd not
+ * ready: clear dir's bit unless an event came since (the tick moved) or
+ * snap is of no registration in dir.  Any thread, lock-free. */
+CORO__HIDDEN void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap);
+/* the operation of aw (ops->flags), started after snap, ended (done) with
+ * res: clear on would-block, or on a short transfer of a byte stream */
+static inline bool coro__rdy_drained(uint64_t snap, unsigned flags, bool done, intptr_t res,
+                                     intptr_t len)
+{
+    if (!done)
+        return true;
+    return (flags & CORO__IOF_SHORT) && (snap & CORO__RDY_STREAM) && res > 0 && res < len;
+}
+
 /* coro__io_forget - fd's number now names a new open file (or none):
  * forget its registration and readiness; jobs still waiting on the old
  * file resume with -EBADF.  Any thread. */

@@ -94,6 +94,32 @@ static intptr_t do_write_all(int fd, const char **buf, size_t *len)
     return 0;
 }
 
+/* the calling job's I/O context, or NULL (outside a job) */
+static struct coro__io *cur_io(void)
+{
+    coro_sched_t *s = coro_sched_current();
+    return s ? coro__sched_io(s) : NULL;
+}
+
+/* A constructor's system call, with the fd's readiness word (READINESS in
+ * lib/io/epoll.c): an fd registered in dir and known not ready is not
+ * tried (-EAGAIN at once: the job parks, and the next event wakes it); a
+ * call that shows the fd not ready - EAGAIN, or a short transfer on a byte
+ * stream when `flags` has CORO__IOF_SHORT - clears the word's bit, unless
+ * an event came since the snapshot taken before the call. */
+static intptr_t rw_now(int fd, const void *buf, size_t len, int dir, unsigned flags)
+{
+    struct coro__io *io = cur_io();
+    uint64_t snap = io ? coro__io_rdy(io, fd) : 0;
+
+    if (coro__rdy_parks(snap, dir))
+        return -EAGAIN;
+    intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
+    if (io && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
+        coro__io_rdy_clear(io, fd, dir, snap);
+    return n;
+}
+
 /* fd's number names a new open file: forget what the calling job's
  * scheduler knew of it (a registration of an fd closed with close(2)) */
 static void new_fd(int fd)
@@ -225,10 +251,11 @@ static bool write_all_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops read_ops = {
-    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, read_attempt, NULL, NULL,
+    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_SHORT, read_attempt, NULL, NULL,
 };
 static const struct coro__io_ops write_ops = {
-    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_attempt, NULL, NULL,
+    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, CORO__IOF_SHORT, write_attempt, NULL,
+    NULL,
 };
 static const struct coro__io_ops write_all_ops = {
     { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_all_attempt, NULL, NULL,
@@ -243,7 +270,7 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
         return f;
-    intptr_t n = do_read(fd, buf, len);
+    intptr_t n = rw_now(fd, buf, len, CORO__DIR_RD, CORO__IOF_SHORT);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
@@ -260,7 +287,7 @@ coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
         return f;
-    intptr_t n = do_write(fd, buf, len);
+    intptr_t n = rw_now(fd, buf, len, CORO__DIR_WR, CORO__IOF_SHORT);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
@@ -279,7 +306,12 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
         return f;
-    intptr_t n = do_write_all(fd, &p, &len);
+    /* known not writable: park at once (no short-write rule: it loops) */
+    struct coro__io *io = cur_io();
+    uint64_t snap = io ? coro__io_rdy(io, fd) : 0;
+    intptr_t n = coro__rdy_parks(snap, CORO__DIR_WR) ? -EAGAIN : do_write_all(fd, &p, &len);
+    if (n == -EAGAIN && io)
+        coro__io_rdy_clear(io, fd, CORO__DIR_WR, snap);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
@@ -417,9 +449,13 @@ static int signal_prepare(coro_await_t *aw)
 static bool signal_attempt(coro_await_t *aw, intptr_t *res)
 {
     struct signalfd_siginfo si;
-    ssize_t n = read((int)aw->arg[0].i, &si, sizeof si);
+    ssize_t n;
 
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    do {
+        n = read((int)aw->arg[0].i, &si, sizeof si);
+    } while (n < 0 && errno == EINTR);
+    /* false only for "not ready": the caller clears the fd's readiness */
+    if (n < 0 && errno == EAGAIN)
         return false;       /* another waiter took it */
     *res = n == (ssize_t)sizeof si ? (intptr_t)si.ssi_signo : n < 0 ? -errno : -EIO;
     return true;
@@ -484,10 +520,14 @@ static bool child_attempt(coro_await_t *aw, intptr_t *res)
 {
     siginfo_t si;
 
+    int rc;
+
     memset(&si, 0, sizeof si);
-    if (waitid((idtype_t)P_PIDFD, (id_t)aw->arg[0].i, &si, WEXITED | WNOHANG) < 0) {
-        if (errno == EINTR)
-            return false;
+    /* false only for "not ready": the caller clears the fd's readiness */
+    do {
+        rc = waitid((idtype_t)P_PIDFD, (id_t)aw->arg[0].i, &si, WEXITED | WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
         /* coro_child armed only for a child of ours (its constructor got
          * no ECHILD); ECHILD now means another waiter reaped it: -ESRCH,
          * as io.h promises for a child already reaped */
