@@ -172,18 +172,13 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
-void coro__trace_long(struct coro__tring *r, coro_t *job, uint64_t t0, uint64_t now,
-                      unsigned why, const coro_await_t *aw)
+void coro__trace_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
+                      uint64_t t0, uint64_t now, const char *await)
 {
-    coro__tr_set(r, coro__tr_head(r), t0, job, (const void *)job->fn,
-                 CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, UINT32_MAX));
-    coro__tr_publish(r, coro__tr_head(r) + 1);
-    coro__tr_set(r, coro__tr_head(r), now, job, NULL, CORO__TR_LONG);
-    coro__tr_publish(r, coro__tr_head(r) + 1);
-    if (aw) {
-        coro__tr_set(r, coro__tr_head(r), now, job, aw->ops->name, CORO__TR_AWAIT);
-        coro__tr_publish(r, coro__tr_head(r) + 1);
-    }
+    coro__tr_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
+    coro__tr_put_at(r, now, job, NULL, CORO__TR_LONG);
+    if (await)
+        coro__tr_put_at(r, now, job, await, CORO__TR_AWAIT);
 }
 
 void coro__trace_io_thread_(coro_sched_t *s)
@@ -197,7 +192,7 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
     struct coro__trace *t = s->trace;
 
     if (w && w->s == s) {
-        coro__tr_put(w->tring, a, b, meta);
+        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     } else if (tls_io_sched == s) {
         coro__tr_put(t->io, a, b, meta);
     } else {

@@ -43,6 +43,12 @@ struct coro__tring {
     uint64_t head;          /* events ever written; atomic (the writer's release) */
     uint32_t mask;          /* cap - 1 */
     uint32_t lock;          /* the shared ring only: its writers' spinlock */
+    /* a worker's ring only, owner-only plain words (the clock readings a
+     * worker saves, coro__tr_stamp): */
+    uint64_t t_now;         /* the start of the step it runs (stamps its events) */
+    uint64_t t_next;        /* the end of its last step when that step finished the
+                               job and nothing happened since: the next step's
+                               start; 0 = read the clock */
     struct coro__tev ev[] __attribute__((aligned(CORO__CACHELINE)));
 };
 
@@ -68,8 +74,8 @@ CORO__HIDDEN void coro__trace_any(coro_sched_t *s, const void *a, const void *b,
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
 /* a step of at least 2^32 ticks: the step, then LONG (its end), then the
  * await's name if aw (the rare case of coro__trace_step, out of line) */
-CORO__HIDDEN void coro__trace_long(struct coro__tring *r, coro_t *job, uint64_t t0, uint64_t now,
-                                   unsigned why, const coro_await_t *aw);
+CORO__HIDDEN void coro__trace_long(struct coro__tring *r, const void *job, const void *fn,
+                                   uint64_t meta, uint64_t t0, uint64_t now, const char *await);
 
 /* ---- recording (inline: the worker's hot path) --------------------------------- */
 
@@ -109,12 +115,34 @@ static inline void coro__tr_publish(struct coro__tring *r, uint64_t h)
     __atomic_store_n(&r->head, h, __ATOMIC_RELEASE);
 }
 
-/* one event into r, the caller's own ring */
-static inline void coro__tr_put(struct coro__tring *r, const void *a, const void *b, uint64_t meta)
+/* one event into r, the caller's own ring, stamped ts */
+static inline void coro__tr_put_at(struct coro__tring *r, uint64_t ts, const void *a,
+                                   const void *b, uint64_t meta)
 {
     uint64_t h = coro__tr_head(r);
-    coro__tr_set(r, h, coro__trace_clock(), a, b, meta);
+    coro__tr_set(r, h, ts, a, b, meta);
     coro__tr_publish(r, h + 1);
+}
+
+/* one event into r, the caller's own ring (not a worker's), stamped now */
+static inline void coro__tr_put(struct coro__tring *r, const void *a, const void *b, uint64_t meta)
+{
+    coro__tr_put_at(r, coro__trace_clock(), a, b, meta);
+}
+
+/* The stamp of an event of worker ring r (the clock reading, about 13 ns
+ * on this machine's rdtsc, is most of what tracing costs a short job).
+ * In a job step - spawns and wakes - the step's start: an event is shown
+ * at the start of the step that made it, not where in the step.  Between
+ * steps - steals, parks, nudges, polls - the clock, and the next step
+ * reads the clock again rather than start at the last one's end (the
+ * worker did something else meanwhile). */
+static inline uint64_t coro__tr_stamp(struct coro__tring *r)
+{
+    if (coro__tls_in_job)
+        return r->t_now;
+    r->t_next = 0;
+    return coro__trace_clock();
 }
 
 /* from any thread of s: a worker of s writes its own ring inline */
@@ -122,7 +150,7 @@ static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, u
 {
     struct coro__worker *w = coro__tls_worker;
     if (CORO__LIKELY(w && w->s == s))
-        coro__tr_put(w->tring, a, b, meta);
+        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     else
         coro__trace_any(s, a, b, meta);
 }
@@ -154,14 +182,37 @@ static inline void coro__trace_wake(coro_t *job)
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {
     struct coro__worker *w = coro__tls_worker;
-    if (w && CORO__UNLIKELY(w->tring))
-        coro__tr_put(w->tring, rec, NULL, CORO__TR_THREAD_WAKE);
+    if (w && CORO__UNLIKELY(w->tring)) {
+        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
+        w->tring->t_next = 0;       /* a futex wake follows: not the next step's */
+    }
 }
 
-/* a step of a job begins: its start time (0 when tracing is off) */
+/* a step of a job begins: its start time (0 when tracing is off).  After
+ * a step that finished its job, with nothing but the job's finish and
+ * taking this job from a queue since (coro__trace_idle and the events
+ * between steps reset t_next), the end of that step: one clock reading
+ * per job, not two. */
 static inline uint64_t coro__trace_begin(struct coro__worker *w)
 {
-    return CORO__UNLIKELY(w->tring) ? coro__trace_clock() : 0;
+    struct coro__tring *r = w->tring;
+
+    if (CORO__LIKELY(!r))
+        return 0;
+    uint64_t t = r->t_next;
+    r->t_next = 0;
+    if (!t)
+        t = coro__trace_clock();
+    r->t_now = t;
+    return t;
+}
+
+/* the worker found no work (coro__find_work), or a thread begins to drive
+ * a single-threaded scheduler: its next step reads the clock */
+static inline void coro__trace_idle(struct coro__worker *w)
+{
+    if (CORO__UNLIKELY(w->tring))
+        w->tring->t_next = 0;
 }
 
 /* the step that began at *t0 ends (why: CORO__TR_END_*; aw: the await, for
@@ -176,37 +227,65 @@ static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_
 
     if (CORO__UNLIKELY(r)) {
         uint64_t now = coro__trace_clock(), d = now - *t0, h = coro__tr_head(r);
+        uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
         if (CORO__UNLIKELY(d >= UINT32_MAX)) {
-            coro__trace_long(r, job, *t0, now, why, aw);
+            coro__trace_long(r, job, (const void *)job->fn, meta, *t0, now,
+                             aw ? aw->ops->name : NULL);
         } else {
-            coro__tr_set(r, h, *t0, job, (const void *)job->fn,
-                         CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, d));
+            coro__tr_set(r, h, *t0, job, (const void *)job->fn, meta | d << 32);
             if (aw)
                 coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
             coro__tr_publish(r, h + 1);
         }
         *t0 = now;
+        r->t_now = now;     /* the step goes on when the await completes at once */
+        /* a finished job: coro__finish frees its frame and wakes its
+         * joiner, then the worker takes its next job, which starts here -
+         * unless an on_exit hook (user code) runs first, or the finish
+         * wakes a thread or a parked worker (a system call: those hooks
+         * clear t_next) */
+        if (why == CORO__TR_END_DONE)
+            r->t_next = job->on_exit ? 0 : now;
     }
 }
 
+/* a worker took jobs from another (never in a step): what it took is what
+ * it runs next, so that step starts at this event's stamp (t_next) */
 static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigned n)
 {
-    if (CORO__UNLIKELY(w->tring))
-        coro__tr_put(w->tring, (const void *)(uintptr_t)victim, NULL,
-                     CORO__TR_META(CORO__TR_STEAL, 0, 0, n));
+    struct coro__tring *r = w->tring;
+
+    if (CORO__UNLIKELY(r)) {
+        uint64_t t = coro__trace_clock();
+        coro__tr_put_at(r, t, (const void *)(uintptr_t)victim, NULL,
+                        CORO__TR_META(CORO__TR_STEAL, 0, 0, n));
+        r->t_next = t;
+    }
 }
 
+/* a worker goes to sleep (awake false) or is awake again (never in a
+ * step); park returns the job it found, if any, right after either */
 static inline void coro__trace_park(struct coro__worker *w, bool awake)
 {
-    if (CORO__UNLIKELY(w->tring))
-        coro__tr_put(w->tring, NULL, NULL, awake ? CORO__TR_UNPARK : CORO__TR_PARK);
+    struct coro__tring *r = w->tring;
+
+    if (CORO__UNLIKELY(r)) {
+        uint64_t t = coro__trace_clock();
+        coro__tr_put_at(r, t, NULL, NULL, awake ? CORO__TR_UNPARK : CORO__TR_PARK);
+        r->t_next = awake ? t : 0;
+    }
 }
 
-/* the caller claimed parked worker idx and wakes it */
+/* the caller claimed parked worker idx and wakes it (a futex wake
+ * follows: a worker's next step reads the clock) */
 static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
-    if (CORO__UNLIKELY(s->trace))
+    if (CORO__UNLIKELY(s->trace)) {
+        struct coro__worker *w = coro__tls_worker;
         coro__tr_any(s, NULL, NULL, CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx));
+        if (w && w->s == s)
+            w->tring->t_next = 0;
+    }
 }
 
 /* n < 0: epoll_wait is about to begin; else it returned n events */
