@@ -540,7 +540,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     int steps = 0;
 
     coro__tls_worker = w;
-    coro__trace_idle(w);        /* what ran before is not our business */
+    coro__trace_idle(w);        /* idle since its last step: the next one reads the clock */
     while (!done || !done(arg)) {
         coro_t *j = coro__find_work(w);
         if (!j && !block) {
