@@ -280,4 +280,4 @@ check-compile-fail:
 clean:
 	rm -rf build build-asan build-tsan corokit.pc
 
--include $(wildcard $(B)/*/*.d)
+-include $(wildcard $(B)/*/*.d $(B)/*/*/*.d)

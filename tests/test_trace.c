@@ -8,10 +8,12 @@
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "rt/rt.h"     /* white-box: the job state word, wait_obj, idle bits */
@@ -331,4 +333,85 @@ Test(trace, a_job_can_write_the_trace_while_the_workers_run, .timeout = 60)
     cr_assert(pycheck(f, "'coro-io' in lanes.values()"));
     coro_sched_destroy(s);
     unlink(f);
+}
+
+/* What the clock readings saved by the recorder must not distort (lib/sched/trace.h,
+ * coro__tr_stamp, coro__trace_begin): the spawns a step makes are stamped
+ * inside that step, on its lane; a worker's steps never overlap; a step that
+ * follows an idle spell starts after the spawn of its job, not at the end of
+ * the worker's previous step. */
+struct parent {
+    coro_t co;
+    struct job kid[3];
+};
+
+static int parent_body(coro_t *co)
+{
+    struct parent *p = CORO_SELF(co, struct parent);
+    CORO_BEGIN(co);
+    for (int i = 0; i < 3; i++)
+        coro_spawn(coro_sched_current(), &p->kid[i].co, empty_body, NULL);
+    CORO_END(co);
+}
+
+/* python: the step of job J, and the spawn event of job J */
+#define PY_STEP(j) "[e for e in jobs if e['args']['job']=='" j "']"
+#define PY_SPAWN(j) "[e for e in t if e.get('name')=='spawn' and e['args']['job']=='" j "']"
+
+Test(trace, the_spawns_of_a_step_are_stamped_inside_it_on_its_lane, .timeout = 60)
+{
+    char f[128], expr[2048], pj[32], kj[3][32];
+    coro_sched_t *s = traced(1, 1024);
+    struct parent *p = calloc(1, sizeof *p);
+
+    tmpname(f, sizeof f, "instep");
+    cr_assert_eq(coro_block_on(s, &p->co, parent_body, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(coro_join(&p->kid[i].co), 7);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    snprintf(pj, sizeof pj, "0x%" PRIxPTR, (uintptr_t)&p->co);
+    for (int i = 0; i < 3; i++)
+        snprintf(kj[i], sizeof kj[i], "0x%" PRIxPTR, (uintptr_t)&p->kid[i].co);
+    snprintf(expr, sizeof expr,
+             "(lambda P, K: len(P)==1 and all(len(k)==1 and k[0]['tid']==P[0]['tid'] and"
+             " P[0]['ts'] <= k[0]['ts'] <= P[0]['ts']+P[0]['dur'] for k in K))("
+             PY_STEP("%s") ", [" PY_SPAWN("%s") "," PY_SPAWN("%s") "," PY_SPAWN("%s") "])"
+             " and all(a['ts']+a['dur'] <= b['ts']+0.002 for l in set(e['tid'] for e in jobs)"
+             " for a,b in zip(sorted([e for e in jobs if e['tid']==l], key=lambda e:e['ts']),"
+             " sorted([e for e in jobs if e['tid']==l], key=lambda e:e['ts'])[1:]))",
+             pj, kj[0], kj[1], kj[2]);
+    cr_assert(pycheck(f, expr));
+    coro_sched_destroy(s);
+    free(p);
+    unlink(f);
+}
+
+Test(trace, a_step_after_an_idle_worker_starts_after_its_jobs_spawn, .timeout = 60)
+{
+    char f[128], expr[1024], aj[32], bj[32];
+    struct job a = { 0 }, b = { 0 };
+
+    for (int workers = 0; workers <= 1; workers++) {
+        coro_sched_t *s = traced(workers, 1024);
+        tmpname(f, sizeof f, "idle");
+        cr_assert_eq(coro_spawn(s, &a.co, empty_body, NULL), 0);
+        cr_assert_eq(coro_join(&a.co), 7);
+        /* the worker runs out of work and parks (its idle bit); a
+         * single-threaded scheduler is driven again by coro_join */
+        while (workers > 0 && !(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1))
+            sched_yield();
+        cr_assert_eq(coro_spawn(s, &b.co, empty_body, NULL), 0);
+        cr_assert_eq(coro_join(&b.co), 7);
+        cr_assert_eq(coro_sched_trace_write(s, f), 0);
+        snprintf(aj, sizeof aj, "0x%" PRIxPTR, (uintptr_t)&a.co);
+        snprintf(bj, sizeof bj, "0x%" PRIxPTR, (uintptr_t)&b.co);
+        snprintf(expr, sizeof expr,
+                 "(lambda A, B, SB: len(A)==1 and len(B)==1 and len(SB)==1 and"
+                 " B[0]['ts'] >= SB[0]['ts'] and B[0]['ts'] >= A[0]['ts']+A[0]['dur'])("
+                 PY_STEP("%s") "," PY_STEP("%s") "," PY_SPAWN("%s") ")",
+                 aj, bj, bj);
+        cr_assert(pycheck(f, expr), "workers=%d", workers);
+        coro_sched_destroy(s);
+        unlink(f);
+    }
 }

@@ -6,6 +6,7 @@
 
 #include "rt/rt.h"
 #include "sched/frame.h"
+#include "sched/trace.h"
 
 /* ---- single-threaded driving ---------------------------------------------------- */
 
@@ -43,6 +44,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     int steps = 0;
 
     coro__tls_worker = w;
+    coro__trace_idle(w);        /* idle since its last step: the next one reads the clock */
     while (!done || !done(arg)) {
         coro_t *j = coro__find_work(w);
         if (!j && !block) {

@@ -16,20 +16,27 @@
  * recent past, whatever ran before.
  *
  * Writer protocol (one writer per ring at a time): the event's four words
- * are stored relaxed into slot head % cap, then head+1 with release.  A
+ * are stored relaxed into slot head % cap, then head+1 with release (a
+ * step and the await that ended it: both slots, then head+2 with one
+ * release; CORO__TR_BATCH is that most).  A
  * reader (coro_sched_trace_write, any thread, while the scheduler runs)
  * loads head with acquire, copies the last min(head, cap) slots with
  * relaxed loads, then - after a full fence, so that its copies are ordered
  * before the second load (a seqlock's read side) - loads head again: the
  * slots the writer may have overwritten meanwhile (index < head2 - cap,
- * plus the one slot the writer may be filling without having published
- * it yet) are dropped.  Every access to an event word is atomic, so a
+ * plus the CORO__TR_BATCH slots the writer may be filling without having
+ * published them yet) are dropped.  Every access to an event word is atomic, so a
  * reader racing a writer reads stale or new words, never torn ones, and
  * the dropped range covers every slot that could be a mix.  When the
  * workers have stopped (coro_sched_destroy) nothing races.
  *
  * Time: rdtsc on x86 (cheaper than clock_gettime), converted to coro_now()
  * nanoseconds with two calibration points: ring creation and the write.
+ * A reading still costs 11-19 ns, most of what tracing costs a short job,
+ * so a worker reads the clock about once per job (lib/sched/trace.h,
+ * coro__tr_stamp and coro__trace_begin): its spawns and wakes take the
+ * start of the step that made them, and a step that follows a finished
+ * job with nothing in between starts at that job's end.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,23 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ck_malloc.h>
+
 #include "sched/trace.h"
 
 #define TRACE_DEFAULT_EVENTS 8192u       /* per ring with COROKIT_TRACE */
 #define TRACE_MAX_EVENTS (1u << 24)
-
-struct coro__tev {
-    uint64_t ts, a, b;
-    uint64_t meta;          /* type | (prio + 1) << 8 | cls << 16 | x << 32 */
-};
-_Static_assert(sizeof(struct coro__tev) == 32, "a trace event is 32 bytes");
-
-struct coro__tring {
-    uint64_t head;          /* events ever written; atomic (the writer's release) */
-    uint32_t mask;          /* cap - 1 */
-    uint32_t lock;          /* the shared ring only: its writers' spinlock */
-    struct coro__tev ev[] __attribute__((aligned(CORO__CACHELINE)));
-};
 
 struct coro__trace {
     uint32_t cap;
@@ -66,26 +62,42 @@ struct coro__trace {
 
 static __thread coro_sched_t *tls_io_sched;
 
-static inline uint64_t clock_raw(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_ia32_rdtsc();
-#else
-    return (uint64_t)coro__now();
-#endif
-}
+#define clock_raw coro__trace_clock
 
 static size_t ring_size(uint32_t cap)
 {
     return sizeof(struct coro__tring) + (size_t)cap * sizeof(struct coro__tev);
 }
 
+/* A ring, cache-line aligned; its slots are not zeroed (nothing reads a
+ * slot before it is written), so their pages are touched only as the ring
+ * fills: no memset of cap * 32 bytes per thread at create. */
 static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
 {
-    struct coro__tring *r = coro__alloc_aligned(s, ring_size(cap));
-    if (r)
-        r->mask = cap - 1;
+    size_t n = ring_size(cap) + CORO__CACHELINE + sizeof(void *);
+    char *raw = s->alloc ? s->alloc->malloc(n) : malloc(n);
+    if (!raw)
+        return NULL;
+    uintptr_t p = ((uintptr_t)raw + sizeof(void *) + CORO__CACHELINE - 1) &
+                  ~(uintptr_t)(CORO__CACHELINE - 1);
+    struct coro__tring *r = (struct coro__tring *)p;
+    memcpy((char *)r - sizeof(void *), &raw, sizeof raw);
+    memset(r, 0, sizeof *r);
+    r->mask = cap - 1;
     return r;
+}
+
+static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
+{
+    void *raw;
+
+    if (!r)
+        return;
+    memcpy(&raw, (char *)r - sizeof(void *), sizeof raw);
+    if (s->alloc)
+        s->alloc->free(raw, ring_size(cap) + CORO__CACHELINE + sizeof(void *), false);
+    else
+        free(raw);
 }
 
 int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
@@ -150,15 +162,13 @@ void coro__trace_fini(coro_sched_t *s)
     if (!t)
         return;
     for (int i = 0; i < s->nslots; i++) {
-        if (s->w[i] && s->w[i]->tring)
-            coro__free_aligned(s, s->w[i]->tring, ring_size(t->cap));
+        if (s->w[i])
+            ring_free(s, s->w[i]->tring, t->cap);
         if (s->w[i])
             s->w[i]->tring = NULL;
     }
-    if (t->io)
-        coro__free_aligned(s, t->io, ring_size(t->cap));
-    if (t->ext)
-        coro__free_aligned(s, t->ext, ring_size(t->cap));
+    ring_free(s, t->io, t->cap);
+    ring_free(s, t->ext, t->cap);
     if (t->path)
         coro__free(s, t->path, strlen(t->path) + 1);
     s->trace = NULL;
@@ -167,53 +177,13 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
-void coro__trace_put(struct coro__tring *r, unsigned type, const void *a, const void *b, int prio,
-                     unsigned cls, unsigned x)
+void coro__trace_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
+                      uint64_t t0, uint64_t now, const char *await)
 {
-    uint64_t h = r->head;      /* we are its only writer */
-    struct coro__tev *e = &r->ev[h & r->mask];
-    uint64_t meta = type | (uint64_t)(uint8_t)(prio + 1) << 8 | (uint64_t)(cls & 0xffff) << 16 |
-                    (uint64_t)x << 32;
-
-    /* relaxed: the release store of head below publishes them; a reader
-     * racing us drops this slot (opening essay) */
-    __atomic_store_n(&e->ts, clock_raw(), __ATOMIC_RELAXED);
-    __atomic_store_n(&e->a, (uint64_t)(uintptr_t)a, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->b, (uint64_t)(uintptr_t)b, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->meta, meta, __ATOMIC_RELAXED);
-    /* release: the event's words before the count a reader acquires */
-    __atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
-}
-
-uint64_t coro__trace_clock(void)
-{
-    return clock_raw();
-}
-
-void coro__trace_step_(struct coro__worker *w, coro_t *job, uint64_t *t0, unsigned why,
-                       const coro_await_t *aw)
-{
-    uint64_t now = clock_raw(), d = now - *t0;
-    unsigned x = d > UINT32_MAX ? UINT32_MAX : (unsigned)d;
-    struct coro__tring *r = w->tring;
-    uint64_t h = r->head;      /* we are its only writer */
-    struct coro__tev *e = &r->ev[h & r->mask];
-
-    /* the step, written in place (coro__trace_put with ts = *t0) */
-    __atomic_store_n(&e->ts, *t0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->a, (uint64_t)(uintptr_t)job, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->b, (uint64_t)(uintptr_t)job->fn, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->meta,
-                     (CORO__TR_STEP | why << 4) | (uint64_t)(uint8_t)(job->prio + 1) << 8 |
-                         (uint64_t)job->cls << 16 | (uint64_t)x << 32,
-                     __ATOMIC_RELAXED);
-    /* release: the event's words before the count a reader acquires */
-    __atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
-    if (CORO__UNLIKELY(x == UINT32_MAX))
-        coro__trace_put(r, CORO__TR_LONG, job, NULL, 0, 0, 0);
-    if (aw)
-        coro__trace_put(r, CORO__TR_AWAIT, job, aw->ops->name, 0, 0, 0);
-    *t0 = now;
+    coro__tr_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
+    coro__tr_put_at(r, now, job, NULL, CORO__TR_LONG);
+    if (await)
+        coro__tr_put_at(r, now, job, await, CORO__TR_AWAIT);
 }
 
 void coro__trace_io_thread_(coro_sched_t *s)
@@ -221,19 +191,18 @@ void coro__trace_io_thread_(coro_sched_t *s)
     tls_io_sched = s;
 }
 
-void coro__trace_any(coro_sched_t *s, unsigned type, const void *a, const void *b, int prio,
-                     unsigned cls, unsigned x)
+void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
 {
     struct coro__worker *w = coro__tls_worker;
     struct coro__trace *t = s->trace;
 
     if (w && w->s == s) {
-        coro__trace_put(w->tring, type, a, b, prio, cls, x);
+        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     } else if (tls_io_sched == s) {
-        coro__trace_put(t->io, type, a, b, prio, cls, x);
+        coro__tr_put(t->io, a, b, meta);
     } else {
         coro__spin_lock(&t->ext->lock);
-        coro__trace_put(t->ext, type, a, b, prio, cls, x);
+        coro__tr_put(t->ext, a, b, meta);
         coro__spin_unlock(&t->ext->lock);
     }
 }
@@ -266,8 +235,9 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
     /* full fence: the copies above happen before the second look at head */
     coro__fence_seq_cst();
     uint64_t h2 = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-    /* valid: index >= h2 - cap + 1 (the +1: the slot being filled) */
-    uint64_t lo = h2 >= cap ? h2 - cap + 1 : 0;
+    /* valid: index >= h2 - cap + CORO__TR_BATCH (the writer may be filling
+     * the CORO__TR_BATCH slots after h2 before it publishes them) */
+    uint64_t lo = h2 + CORO__TR_BATCH > cap ? h2 + CORO__TR_BATCH - cap : 0;
     if (lo < first)
         lo = first;
     if (lo >= h1) {
@@ -395,7 +365,7 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
     for (size_t i = 0; i < sn->n; i++) {
         const struct coro__tev *e = &sn->ev[i];
         unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
-        int eprio = (int)((e->meta >> 8) & 0xff) - 1;
+        int eprio = (int8_t)(e->meta >> 8);
         unsigned ecls = (unsigned)((e->meta >> 16) & 0xffff);
         unsigned x = (unsigned)(e->meta >> 32);
 

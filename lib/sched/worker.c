@@ -521,7 +521,10 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
 
 coro_t *coro__find_work(struct coro__worker *w)
 {
-    return find_work_(w, true);
+    coro_t *j = find_work_(w, true);
+    if (!j)
+        coro__trace_idle(w);
+    return j;
 }
 
 unsigned coro__worker_depth(struct coro__worker *w)
