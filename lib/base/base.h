@@ -77,6 +77,9 @@ CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 /* the absolute deadline of a relative timeout (ns; negative = none: -1;
  * one too far to represent: -1 too) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
+/* arm timerfd tfd (CLOCK_MONOTONIC) at the absolute deadline d in ns;
+ * INT64_MAX disarms it */
+CORO__HIDDEN void coro__timerfd_arm(int tfd, int64_t d);
 
 /* the log2 histogram bucket of a duration in ns (coro_sched_stats) */
 static inline unsigned coro__hist_bucket(int64_t ns)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* futex wait/wake and the monotonic clock. */
+/* futex wait/wake, the monotonic clock, deadlines and timerfds. */
 #include <errno.h>
 #include <linux/futex.h>
+#include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,4 +43,17 @@ int64_t coro__deadline(int64_t timeout)
         return -1;      /* CORO_FOREVER (others were refused before) */
     int64_t now = coro__now();
     return timeout > INT64_MAX - now ? -1 : now + timeout;
+}
+
+void coro__timerfd_arm(int tfd, int64_t d)
+{
+    struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+    if (d != INT64_MAX) {
+        if (d <= 0)
+            d = 1;      /* 0 would disarm */
+        its.it_value.tv_sec = d / 1000000000;
+        its.it_value.tv_nsec = d % 1000000000;
+    }
+    timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }

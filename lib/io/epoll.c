@@ -322,19 +322,12 @@ static void tfd_update(struct coro__io *io)
 {
     const struct coro__tnode *top = coro__heap_top(&io->heap);
     int64_t d = top ? top->deadline : INT64_MAX;
-    struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
     if (d == io->tfd_deadline)
         return;
     io->tfd_deadline = d;
-    if (d != INT64_MAX) {
-        if (d <= 0)
-            d = 1;      /* 0 would disarm */
-        its.it_value.tv_sec = d / 1000000000;
-        its.it_value.tv_nsec = d % 1000000000;
-    }
-    timerfd_settime(io->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    coro__timerfd_arm(io->tfd, d);
 }
 
 /* add a timer; -ECANCELED once cancelling (checked under the lock: see

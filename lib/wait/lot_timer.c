@@ -20,16 +20,8 @@
 
 static void tfd_set(struct coro__lotsched *ls, int64_t d)
 {
-    struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-
     ls->armed = d;
-    if (d != INT64_MAX) {
-        if (d <= 0)
-            d = 1;      /* 0 would disarm */
-        its.it_value.tv_sec = d / 1000000000;
-        its.it_value.tv_nsec = d % 1000000000;
-    }
-    timerfd_settime(ls->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    coro__timerfd_arm(ls->tfd, d);
 }
 
 static inline void tplace(struct coro__lotsched *ls, uint32_t i, struct tent t)
