@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     coro_sched_t *s;
     coro_t *frames = calloc(N, sizeof *frames);
     struct dec *kids = calloc(N, sizeof *kids);
-    double *t = calloc(rounds, sizeof *t);
+    double *t;
 
     (void)done_marker;
     if (strcmp(mode, "st") == 0) {
@@ -99,6 +99,15 @@ int main(int argc, char **argv)
         if (argc > 2)
             rounds = atoi(argv[2]);
     }
+    if (rounds < 1 || !frames || !kids) {
+        fprintf(stderr, "usage: spawn_cost st [rounds] | local|remote WORKERS [rounds] (rounds >= 1)\n");
+        return 2;
+    }
+    /* after the mode's arguments: "st 20" reads its round count above (the
+     * array was sized from the default once and overflowed) */
+    t = calloc((size_t)rounds, sizeof *t);
+    if (!t)
+        return 1;
     cfg.workers = workers;
     if (coro_sched_create(&s, &cfg) < 0)
         return 1;
