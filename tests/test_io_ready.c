@@ -276,9 +276,14 @@ static void edge_before_clear(int workers, bool pipe_)
     cr_assert_eq(coro_spawn(s, &r.co, ireader_body, NULL), 0);
     /* the first byte, once the reader waits (then registered): each read
      * of a byte injects the next */
-    for (int i = 0; i < 100000 && !(coro__io_rdy(coro__sched_io(s), fds[0]) & CORO__RDY_REG_RD);
-         i++)
+    /* bounded by time, not by a count of yields: under load 100,000 yields
+     * passed before the reader first ran, it then read the byte in its
+     * constructor (not registered: nothing injected) and waited for good */
+    for (int64_t until = coro_now() + 30000 * MS;
+         !(coro__io_rdy(coro__sched_io(s), fds[0]) & CORO__RDY_REG_RD);) {
+        cr_assert_lt(coro_now(), until, "the reader never registered its fd");
         sched_yield();
+    }
     cr_assert_eq(write(fds[1], "y", 1), 1);
     intptr_t res = coro_join(&r.co);
     __atomic_store_n(&inj_fd, -1, __ATOMIC_RELAXED);
