@@ -49,7 +49,7 @@ TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null
+    [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid" 2>/dev/null)" 2>/dev/null
     wait 2>/dev/null
     rm -rf "$TMP"
 }
