@@ -317,14 +317,20 @@ static void pending_add(struct coro__io *io, int d)
 
 /* ---- timers ---------------------------------------------------------------------------------- */
 
-/* under hlock: the timerfd at the heap's earliest deadline */
+/* under hlock: the timerfd never later than the heap's earliest deadline.
+ * Lazily: a timerfd armed earlier than needed - its timer was removed, as
+ * a connection's read timeout is at every request - is left to fire once
+ * for nothing (expire() then arms it for the next): a removal costs no
+ * system call.  One armed for a time that has passed has fired (or is
+ * about to) and is armed again. */
 static void tfd_update(struct coro__io *io)
 {
     const struct coro__tnode *top = coro__heap_top(&io->heap);
     int64_t d = top ? top->deadline : INT64_MAX;
+    int64_t armed = io->tfd_deadline;
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
-    if (d == io->tfd_deadline)
+    if (d == armed || (d > armed && armed > coro__now()))
         return;
     io->tfd_deadline = d;
     coro__timerfd_arm(io->tfd, d);
@@ -344,8 +350,10 @@ static int timer_add(struct coro__io *io, const struct coro__tnode *t)
         rc = -ECANCELED;
     } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
         pending_add(io, 1);
-        if (t->deadline < io->tfd_deadline) {
-            tfd_update(io);
+        /* relaxed: written under hlock, which we hold */
+        bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
+        tfd_update(io);     /* armed no later than t (lazily: see there) */
+        if (first) {
             /* nobody may hold the token: let the I/O thread see it */
             if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
                 __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
