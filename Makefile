@@ -260,6 +260,7 @@ uninstall:
 # lib/ in layers (docs/architecture.md): no upward include or symbol, no
 # circle of more than 3 object files
 check-layers: lib
+	$(Q)CC=$(CC) tools/check-layers.sh --self-test
 	$(Q)tools/check-layers.sh $(B)
 
 check-docs: lib

@@ -17,31 +17,63 @@
 # driver an idle worker waits in); both are written down in
 # docs/architecture.md.  Needs the library's objects: `make lib` first (the
 # Makefile's check-layers target does it).
+#
+# tools/check-layers.sh --self-test: builds a tiny tree with one upward
+# include, one upward symbol and a circle of 4 objects, and requires this
+# script to refuse it (and to accept the same tree without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${1:-build}
-[ -d "$B/obj" ] || { echo "check-layers: $B/obj is missing: run make lib first" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "check-layers: python3 is needed (tools/deps.sh)" >&2; exit 2; }
 
-python3 - "$B/obj" <<'EOF'
+if [ "${1:-}" = "--self-test" ]; then
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+    CC=${CC:-cc}
+    mk() {  # layer name "code"
+        mkdir -p "$T/src/$1" "$T/obj/$1"
+        printf '%s\n' "$3" >"$T/src/$1/$2.c"
+        $CC -c -o "$T/obj/$1/$2.o" "$T/src/$1/$2.c"
+    }
+    # good: rt uses sched uses base; a circle of 2 inside sched
+    mk base b 'int b_fn(void) { return 1; }'
+    mk sched s1 'int b_fn(void); int s2_fn(void); int s1_fn(void) { return b_fn() + s2_fn(); }'
+    mk sched s2 'int s1_fn(void); int s2_fn(void) { return 2; } int s2_g(void) { return s1_fn(); }'
+    mk rt r 'int s1_fn(void); int r_fn(void) { return s1_fn(); }'
+    LAYERS_SRC="$T/src" "$0" "$T" >/dev/null || { echo "check-layers: self-test: a good tree was refused" >&2; exit 1; }
+    # bad: base calls up into rt, and includes an rt header
+    mk base b 'int r_fn(void); int b_fn(void) { return r_fn(); }'
+    printf '#include "rt/r.h"\n' >>"$T/src/base/b.c"
+    out=$(LAYERS_SRC="$T/src" "$0" "$T" 2>&1) && { echo "check-layers: self-test: an upward call was accepted" >&2; exit 1; }
+    for want in "uses r_fn of rt/r.o" "includes rt/r.h from the higher layer rt" "a circle of 4 object files"; do
+        case $out in *"$want"*) ;; *) echo "check-layers: self-test: no \"$want\" in: $out" >&2; exit 1 ;; esac
+    done
+    echo "check-layers: self-test: an upward include, an upward symbol and a circle of 4 are refused"
+    exit 0
+fi
+
+B=${1:-build}
+[ -d "$B/obj" ] || { echo "check-layers: $B/obj is missing: run make lib first" >&2; exit 2; }
+
+LAYERS_SRC=${LAYERS_SRC:-lib} python3 - "$B/obj" <<'EOF'
 import glob, os, re, subprocess, sys
 from collections import defaultdict
 
 LAYERS = ["base", "sched", "wait", "io", "sync", "rt"]
 rank = {l: i for i, l in enumerate(LAYERS)}
 objdir = sys.argv[1]
+src = os.environ.get("LAYERS_SRC", "lib")
 bad = []
 
 # 1. every source and header of lib/ sits in a layer folder
-for p in sorted(glob.glob("lib/*.[ch]") + glob.glob("lib/*/*.[ch]")):
-    parts = p.split("/")
-    if len(parts) != 3 or parts[1] not in rank:
+for p in sorted(glob.glob(src + "/*.[ch]") + glob.glob(src + "/*/*.[ch]")):
+    parts = os.path.relpath(p, src).split("/")
+    if len(parts) != 2 or parts[0] not in rank:
         bad.append(f"{p}: not in a layer folder ({', '.join(LAYERS)})")
 
 # 2. includes go downward (or sideways within the layer)
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-for p in sorted(glob.glob("lib/*/*.[ch]")):
-    me = p.split("/")[1]
+for p in sorted(glob.glob(src + "/*/*.[ch]")):
+    me = os.path.relpath(p, src).split("/")[0]
     if me not in rank:
         continue
     for n, line in enumerate(open(p, encoding="utf-8"), 1):
