@@ -57,6 +57,11 @@
 #define CORO__BLOCKING_THREADS 512
 #define CORO__BLOCKING_KEEPALIVE_MS 10000
 
+/* ---- the tracer (sched/trace.c) -------------------------------------------- */
+/* events kept per ring when COROKIT_TRACE turns tracing on (32 bytes each:
+ * 256 KiB per worker; the config's .trace_events chooses otherwise) */
+#define CORO__TRACE_DEFAULT_EVENTS 8192u
+
 /* ---- the I/O context (io/epoll.c) ---------------------------------------- */
 /* events taken per epoll_wait */
 #define CORO__IO_EVENTS 256
@@ -74,7 +79,12 @@
  * comes within microseconds */
 #define CORO__IO_SPIN 64
 
-/* ---- waiting (wait/lot_timer.c, sched/frame.c) ---------------------------- */
+/* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame.c) ------------------ */
+/* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB
+ * of 64-byte buckets, few collisions with thousands of objects waited on
+ * at once) and 2^6 for a select's own key */
+#define CORO__LOT_BITS 16
+#define CORO__LOT_SEL_BITS 6
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */
 #define CORO__TIMER_PREALLOC 256

@@ -49,7 +49,6 @@
 
 #include "sched/trace.h"
 
-#define TRACE_DEFAULT_EVENTS 8192u       /* per ring with COROKIT_TRACE */
 #define TRACE_MAX_EVENTS (1u << 24)
 
 struct coro__trace {
@@ -111,7 +110,7 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     if (env && !*env)
         env = NULL;
     if (want == 0 && env)
-        want = TRACE_DEFAULT_EVENTS;
+        want = CORO__TRACE_DEFAULT_EVENTS;
     if (want == 0)
         return 0;
     uint32_t cap = 16;

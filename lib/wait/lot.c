@@ -83,10 +83,8 @@
 #include "wait/lot_impl.h"
 #include "sched/trace.h"
 
-#define LOT_BITS 16
-#define LOT_SIZE (1u << LOT_BITS)
-#define SEL_BITS 6
-#define SEL_SIZE (1u << SEL_BITS)
+#define LOT_SIZE (1u << CORO__LOT_BITS)
+#define SEL_SIZE (1u << CORO__LOT_SEL_BITS)
 #define NBUCKETS (LOT_SIZE + SEL_SIZE)
 
 struct coro__lotb {
@@ -98,7 +96,7 @@ struct coro__lotb {
 /* zero-initialised: in .bss, touched page by page (glibc's
  * PTHREAD_MUTEX_INITIALIZER is all zeros) */
 static struct bucket lot[LOT_SIZE];
-_Static_assert(LOT_BITS <= 16, "4 MiB of buckets at most");
+_Static_assert(CORO__LOT_BITS <= 16, "4 MiB of buckets at most");
 /* odd keys: a select's own key; taken only after an even bucket */
 static struct bucket sel_lot[SEL_SIZE];
 
@@ -123,8 +121,8 @@ static struct bucket *bucket_of(const void *key)
     /* the low 4 bits are ignored: k and k + 2 share a bucket */
     uint64_t h = ((uintptr_t)key >> 4) * 0x9e3779b97f4a7c15ull;
     if ((uintptr_t)key & 1)
-        return &sel_lot[h >> (64 - SEL_BITS)];
-    return &lot[h >> (64 - LOT_BITS)];
+        return &sel_lot[h >> (64 - CORO__LOT_SEL_BITS)];
+    return &lot[h >> (64 - CORO__LOT_BITS)];
 }
 
 static unsigned bucket_index(const struct bucket *b)
