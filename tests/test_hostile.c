@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
+#include "util.h"           /* mk, wait_suspended, joiner threads */
 
 #define MS 1000000LL
 
@@ -31,52 +32,6 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s = NULL;
-    c.workers = workers;
-    c.pin = false;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
-
-static bool suspended(coro_t *co)
-{
-    return (__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_SUSPENDED;
-}
-
-/* bounded (20 s): until co is suspended in an await */
-static void wait_suspended(coro_t *co)
-{
-    int64_t end = now_ns() + 20000 * MS;
-    while (!suspended(co)) {
-        cr_assert_lt(now_ns(), end, "the job never suspended");
-        sched_yield();
-    }
-}
-
-struct joiner { pthread_t t; coro_t *co; intptr_t res; };
-
-static void *join_main(void *arg)
-{
-    struct joiner *j = arg;
-    j->res = coro_join(j->co);
-    return NULL;
-}
-
-static void join_start(struct joiner *j, coro_t *co)
-{
-    j->co = co;
-    cr_assert_eq(pthread_create(&j->t, NULL, join_main, j), 0);
-}
-
-static intptr_t join_end(struct joiner *j)
-{
-    pthread_join(j->t, NULL);
-    return j->res;
 }
 
 /* ---- every timed await, parked with a huge timeout, then satisfied ------------- */

@@ -19,54 +19,10 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
+#include "util.h"           /* mk, wait_suspended, joiner threads */
 
 #define MS 1000000LL
 static const int wcounts[] = { 0, 1, 2, 4 };
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s = NULL;
-    c.workers = workers;
-    c.pin = false;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
-
-static bool suspended(coro_t *co)
-{
-    return (__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) == CORO__S_SUSPENDED;
-}
-
-static void wait_suspended(coro_t *co)
-{
-    int64_t end = coro_now() + 20000 * MS;
-    while (!suspended(co)) {
-        cr_assert_lt(coro_now(), end, "the job never suspended");
-        sched_yield();
-    }
-}
-
-struct joiner { pthread_t t; coro_t *co; intptr_t res; };
-
-static void *join_main(void *arg)
-{
-    struct joiner *j = arg;
-    j->res = coro_join(j->co);
-    return NULL;
-}
-
-static void join_start(struct joiner *j, coro_t *co)
-{
-    j->co = co;
-    cr_assert_eq(pthread_create(&j->t, NULL, join_main, j), 0);
-}
-
-static intptr_t join_end(struct joiner *j)
-{
-    pthread_join(j->t, NULL);
-    return j->res;
-}
 
 /* ---- one selecting job over a menu of branches ------------------------------------ */
 
