@@ -322,15 +322,16 @@ static void pending_add(struct coro__io *io, int d)
  * a connection's read timeout is at every request - is left to fire once
  * for nothing (expire() then arms it for the next): a removal costs no
  * system call.  One armed for a time that has passed has fired (or is
- * about to) and is armed again. */
-static void tfd_update(struct coro__io *io)
+ * about to) and is armed again.  now: the clock, if the caller has read
+ * it (0: read it here, only when the answer depends on it). */
+static void tfd_update(struct coro__io *io, int64_t now)
 {
     const struct coro__tnode *top = coro__heap_top(&io->heap);
     int64_t d = top ? top->deadline : INT64_MAX;
     int64_t armed = io->tfd_deadline;
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
-    if (d == armed || (d > armed && armed > coro__now()))
+    if (d == armed || (d > armed && armed > (now ? now : coro__now())))
         return;
     io->tfd_deadline = d;
     coro__timerfd_arm(io->tfd, d);
@@ -352,7 +353,7 @@ static int timer_add(struct coro__io *io, const struct coro__tnode *t)
         pending_add(io, 1);
         /* relaxed: written under hlock, which we hold */
         bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
-        tfd_update(io);     /* armed no later than t (lazily: see there) */
+        tfd_update(io, 0);  /* armed no later than t (lazily: see there) */
         if (first) {
             /* nobody may hold the token: let the I/O thread see it */
             if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
@@ -744,7 +745,7 @@ static int expire(struct coro__io *io)
         pthread_mutex_lock(&io->hlock);
         const struct coro__tnode *top = coro__heap_top(&io->heap);
         if (!top || top->deadline > now) {
-            tfd_update(io);
+            tfd_update(io, now);
             pthread_mutex_unlock(&io->hlock);
             return n;
         }
@@ -764,7 +765,7 @@ static int sweep(struct coro__io *io)
     for (;;) {
         pthread_mutex_lock(&io->hlock);
         if (!io->heap.n) {
-            tfd_update(io);
+            tfd_update(io, 0);
             pthread_mutex_unlock(&io->hlock);
             break;
         }
@@ -1226,7 +1227,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
             }
         }
         if (again)
-            tfd_update(io);
+            tfd_update(io, 0);
         pthread_mutex_unlock(&io->hlock);
         if (again)
             timer_fire(io, &t, -ECANCELED);
