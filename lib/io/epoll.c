@@ -775,6 +775,7 @@ static int sweep(struct coro__io *io)
         n++;
     }
     for (uint32_t c = 0; c < NCHUNKS; c++) {
+        /* acquire: pairs with ent_get's CAS that published a new chunk */
         struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
             struct fdent *e = &ch[i];
@@ -866,6 +867,7 @@ static void iot_drive(struct coro__io *io)
     int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
+    /* acquire: pairs with coro__io_destroy's release of stop */
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
         /* workers handle I/O again (coro__io_poll_now found events): leave
          * it to them rather than compete for each event */
@@ -895,6 +897,7 @@ static void iot_drive(struct coro__io *io)
         else if (++idle < CORO__IO_SPIN)
             sched_yield();
     }
+    /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
 }
 
@@ -1175,8 +1178,10 @@ void coro__io_destroy(struct coro__io *io)
     if (!io)
         return;
     if (io->threaded) {
+        /* release: what the caller did before the stop, for io_main's acquire */
         __atomic_store_n(&io->stop, 1, __ATOMIC_RELEASE);
         kick(io);
+        /* release: wakes io_main, which acquires the word and then reads stop */
         __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
         coro__futex_wake(&io->standby, 1);
         pthread_join(io->thread, NULL);
@@ -1233,6 +1238,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
             timer_fire(io, &t, -ECANCELED);
     }
     for (uint32_t c = 0; c < NCHUNKS; c++) {
+        /* acquire: pairs with ent_get's CAS that published a new chunk */
         struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
             struct fdent *e = &ch[i];
@@ -1333,6 +1339,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
     int n = 0;
 
     for (uint32_t c = 0; c < NCHUNKS; c++) {
+        /* acquire: pairs with ent_get's CAS that published a new chunk */
         struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
             struct fdent *e = &ch[i];

@@ -324,6 +324,7 @@ static void job_args(struct wctx *c, uint64_t job, int prio, unsigned cls)
 {
     char cpus[256] = "any";
 
+    /* acquire: pairs with coro__cls_intern's release of the count */
     if (cls > 0 && cls < __atomic_load_n(&c->s->ncls, __ATOMIC_ACQUIRE)) {
         struct coro__cls *k = coro__cls_get(c->s, cls);
         if (k && coro_cpuset_format(&k->cpus, cpus, sizeof cpus) >= (int)sizeof cpus)
