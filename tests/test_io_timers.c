@@ -247,3 +247,90 @@ Test(io_timers, a_timer_after_the_heap_emptied_and_the_timerfd_fired_still_fires
         coro_sched_destroy(s);
     }
 }
+
+/* ---- hostile: tiny and huge deadlines mixed with removed timers ---------------------- */
+
+/* A waits for each byte with a huge timeout (about 146 years), removed when
+ * the byte comes - the timerfd may stay armed for it; B, in between, sleeps
+ * 1 ns and reads another fd with a 1 ns timeout, then sends A the byte.
+ * B's tiny deadlines must fire at once whatever A's timers left armed. */
+struct huge_reader {
+    coro_t co;
+    int fd;
+    int rounds;
+    intptr_t bad;
+};
+
+static int huge_reader_body(coro_t *co)
+{
+    struct huge_reader *a = CORO_SELF(co, struct huge_reader);
+    static char b;
+    CORO_BEGIN(co);
+    for (; a->rounds > 0; a->rounds--) {
+        CORO_AWAIT(co, coro_read(a->fd, &b, 1, INT64_MAX / 2));
+        if (CORO_RESULT(co) != 1) {
+            a->bad = CORO_RESULT(co) ? CORO_RESULT(co) : -EIO;
+            break;
+        }
+    }
+    CORO_END(co);
+}
+
+struct tiny {
+    coro_t co;
+    int wfd, idle_fd;
+    int rounds;
+    intptr_t bad;
+    int64_t t0, worst;      /* ns: the longest round of 1 ns deadlines */
+};
+
+static int tiny_body(coro_t *co)
+{
+    struct tiny *t = CORO_SELF(co, struct tiny);
+    static char b;
+    CORO_BEGIN(co);
+    for (; t->rounds > 0; t->rounds--) {
+        t->t0 = coro_now();
+        CORO_AWAIT(co, coro_sleep(1));
+        if (CORO_RESULT(co) != 0)
+            t->bad = CORO_RESULT(co);
+        CORO_AWAIT(co, coro_read(t->idle_fd, &b, 1, 1));     /* nothing comes */
+        if (CORO_RESULT(co) != -ETIMEDOUT)
+            t->bad = CORO_RESULT(co) ? CORO_RESULT(co) : -EIO;
+        if (coro_now() - t->t0 > t->worst)
+            t->worst = coro_now() - t->t0;
+        CORO_AWAIT(co, coro_write(t->wfd, "x", 1, 10000 * MS));
+        if (CORO_RESULT(co) != 1)
+            t->bad = CORO_RESULT(co) ? CORO_RESULT(co) : -EIO;
+    }
+    CORO_END(co);
+}
+
+Test(io_timers, tiny_deadlines_beside_removed_huge_ones_are_never_late, .timeout = 120)
+{
+    for (int w = 0; w <= 2; w++) {
+        coro_sched_t *s = mk(w);
+        int p[2], q[2];
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p), 0);
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q), 0);
+        const int n = 500;
+        struct huge_reader a = { .fd = p[0], .rounds = n };
+        struct tiny t = { .wfd = p[1], .idle_fd = q[0], .rounds = n };
+        cr_assert_eq(coro_spawn(s, &a.co, huge_reader_body, NULL), 0);
+        cr_assert_eq(coro_spawn(s, &t.co, tiny_body, NULL), 0);
+        cr_assert_eq(coro_join(&t.co), 0);
+        cr_assert_eq(coro_join(&a.co), 0);
+        cr_assert_eq(t.bad, 0, "%d workers: %s", w, coro_strerror((int)t.bad));
+        cr_assert_eq(a.bad, 0, "%d workers: %s", w, coro_strerror((int)a.bad));
+        cr_assert_eq(a.rounds, 0);
+        /* generous: a round of two 1 ns deadlines, never held by a huge
+         * timer that is armed, removed, or gone */
+        cr_assert_lt(t.worst, 2000 * MS, "%d workers: a round of 1 ns deadlines took %lld ms", w,
+                     (long long)(t.worst / MS));
+        for (int k = 0; k < 2; k++) {
+            close(p[k]);
+            close(q[k]);
+        }
+        coro_sched_destroy(s);
+    }
+}
