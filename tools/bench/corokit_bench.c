@@ -803,6 +803,18 @@ int main(int argc, char **argv)
         for (int i = 0; i < BENCH_BUSY_JOBS; i++)
             join(&busy[i].co);
     }
+    if (getenv("BENCH_STATS")) {
+        /* where the jobs ran: BENCH_STATS=1 ./corokit_bench SHAPE ... */
+        for (int i = 0; i < W; i++) {
+            coro_worker_stats_t ws;
+            if (coro_sched_worker_stats(S, i, &ws) == 0)
+                fprintf(stderr,
+                        "worker %d: run %llu steals %llu stolen %llu parks %llu wakeups %llu\n", i,
+                        (unsigned long long)ws.jobs_run, (unsigned long long)ws.steals,
+                        (unsigned long long)ws.stolen, (unsigned long long)ws.parks,
+                        (unsigned long long)ws.wakeups);
+        }
+    }
     rc = coro_sched_destroy(S);
     if (rc != 0)
         die("coro_sched_destroy", rc);
