@@ -4,8 +4,8 @@
  * SHAPE (mimalloc's pages, "Mimalloc: Free List Sharding in Action",
  * Leijen, Zorn, de Moura 2019).  Frames come from slabs: 64 KiB blocks,
  * 64 KiB aligned, each serving one size class (64-byte steps up to
- * 2 KiB).  A slab starts with its header (struct slab, 1216 bytes: the
- * owner's two lines, the remote line, one state byte per block); blocks follow,
+ * 2 KiB).  A slab starts with its header (struct slab, 1216 bytes: a
+ * fixed line, the owner's line, the remote line, one state byte per block); blocks follow,
  * 64-byte aligned.  A frame larger than 2 KiB gets a slab of its own,
  * rounded up to 64 KiB ("big").  Every slab belongs for life to one pool:
  * a worker's (one per worker slot) or a plain thread's cache.  A pool is
@@ -23,20 +23,28 @@
  * space each) are made once and kept for the process's life.
  *
  * FREE LISTS (the invariant).  A block is in exactly one of: handed out
- * (st[i] = ALLOC or SPAWNED), the slab's local free list `free` (owner
- * only), the slab's remote list `rfree`, or never used (index >= bump).
- * `used` counts the blocks that are not on `free` and not behind bump; it
- * is the owner's alone.
- *   - The owner frees onto `free` and decrements `used`.
+ * (st[i] = ALLOC or SPAWNED), the slab's local free lists `free` and
+ * `rlist` (owner only), the slab's remote list in `rfree`, or never used
+ * (index >= bump).  Lists hold block indices + 1, linked through the
+ * blocks' first 4 bytes.  `used` counts the blocks that are not on the
+ * local lists and not behind bump; it is the owner's alone.
+ *   - The owner frees onto `free`, writes the state byte FREE and
+ *     decrements `used`.
  *   - Another thread pushes onto `rfree` (CAS, a Treiber push: there is no
  *     pop of single nodes, the owner takes the whole list with one
- *     exchange, so there is no ABA).  The word's low bit is PENDING: every
- *     push sets it, and the freer whose push found it clear then pushes the
+ *     exchange, so there is no ABA).  The word holds the head, the list's
+ *     length and PENDING (RF_WORD): the owner learns how many blocks came
+ *     back without walking them.  A spawned frame given back this way
+ *     keeps its state byte SPAWNED until it is handed out again (the
+ *     freer never touches the state line the owner writes).  Every push
+ *     sets PENDING, and the freer whose push found it clear then pushes the
  *     slab on its pool's `pending` stack (the same kind of push).  The
  *     owner takes `pending` whole, and per slab reads `pnext`, then
- *     exchanges the word with 0: the blocks and the cleared bit in one
- *     step, so a later free pushes the slab again and none is missed.  A
- *     slab is on `pending` at most once, so `pnext` has one writer.  The
+ *     exchanges the word with 0: the blocks, their count and the cleared
+ *     bit in one step, so a later free pushes the slab again and none is
+ *     missed.  The list taken becomes `free` if that is empty, else
+ *     `rlist` (used once `free` runs out).  A slab is on `pending` at most
+ *     once, so `pnext` has one writer.  The
  *     freer that set PENDING still touches the slab after its block is in
  *     (pnext); the slab cannot be given back meanwhile: its block counts in
  *     `used` until the owner collects it, which it does only once it finds
@@ -78,7 +86,15 @@
 #define NCLASS 32
 #define MAX_SMALL (NCLASS * 64)
 #define MAX_BLOCKS 1024
-#define RF_PENDING ((uintptr_t)1)     /* rfree's low bit: the slab is on pending */
+/* rfree, one word: bit 0 PENDING (the slab is on pending), bits 1-16
+ * the head block's index + 1 (0: empty), bits 17-32 the number of blocks
+ * on the list, so that the owner takes list and count in one exchange
+ * and never walks the list (each block was last written by its freer:
+ * a walk is one cache miss after another, each waiting for the last) */
+#define RF_PENDING ((uintptr_t)1)
+#define RF_HEAD(w) ((uint32_t)((w) >> 1) & 0xffffu)
+#define RF_COUNT(w) ((uint32_t)((w) >> 17) & 0xffffu)
+#define RF_WORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_PENDING)
 
 /* per-block state bytes */
 enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
@@ -86,17 +102,26 @@ enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
 struct fpool;
 
 struct slab {
-    /* the owner's line */
+    /* the fixed line: written when the slab is made or (empty, nobody
+     * else holding a block of it) reshaped; read by every freer, so that
+     * a free from another thread does not pull the owner's line */
     struct fpool *pool;         /* owner pool, fixed for life */
     struct coro__frames *fr;
     void *raw;                  /* what the allocator returned */
     size_t rawsize, size;       /* allocator size; slab size */
-    void *free;                 /* owner: local free list */
+    uint32_t bsize, nblocks;
+    uint32_t recip;             /* 2^32 / bsize, rounded up: index without a division */
+    uint8_t cls, big;
+    /* the owner's line: changes at every allocation and local free */
+    /* free lists of block indices + 1 (0: empty), linked through the
+     * blocks' first 4 bytes: `free` allocates; `rlist` holds a list taken
+     * from rfree while `free` was not empty */
+    uint32_t free __attribute__((aligned(CORO__CACHELINE)));
+    uint32_t rlist;
     struct slab *next, *prev;   /* owner: the class's avail list */
     struct slab *anext, *aprev; /* every slab of the pool (owner) / fr's big ones (fr->lock) */
-    uint32_t bsize, nblocks, bump, used;
-    uint32_t recip;             /* 2^32 / bsize, rounded up: index without a division */
-    uint8_t cls, big, in_avail;
+    uint32_t bump, used;
+    uint8_t in_avail;
     /* the remote line: other threads push here */
     uintptr_t rfree __attribute__((aligned(CORO__CACHELINE)));    /* atomic: list | PENDING */
     struct slab *pnext;         /* link on pool->pending */
@@ -328,7 +353,7 @@ static void slab_format(struct slab *sl, uint32_t bsize, int cls)
      * a fractional part and the next integer */
     sl->recip = (uint32_t)(((uint64_t)1 << 32) / bsize + 1);
     sl->cls = (uint8_t)cls;
-    sl->free = NULL;
+    sl->free = sl->rlist = 0;
     sl->bump = sl->used = 0;
     sl->next = sl->prev = NULL;
     sl->in_avail = 0;
@@ -349,7 +374,7 @@ static inline uint32_t block_index(struct slab *sl, const void *p)
 
 static inline bool has_room(const struct slab *sl)
 {
-    return sl->free || sl->bump < sl->nblocks;
+    return sl->free || sl->rlist || sl->bump < sl->nblocks;
 }
 
 static void avail_add(struct fclass *c, struct slab *sl)
@@ -402,6 +427,24 @@ static void slab_gained(struct fpool *p, struct slab *sl)
         avail_add(c, sl);
 }
 
+/* owner: a list of blocks (first index + 1) joins sl's free blocks */
+static void splice(struct slab *sl, uint32_t head)
+{
+    if (!sl->free) {
+        sl->free = head;
+    } else if (!sl->rlist) {
+        sl->rlist = head;
+    } else {
+        /* both in use (the owner freed blocks locally meanwhile): the
+         * rare case that walks */
+        uint32_t t = head, n;
+        while ((n = *(uint32_t *)block_at(sl, t - 1)))
+            t = n;
+        *(uint32_t *)block_at(sl, t - 1) = sl->rlist;
+        sl->rlist = head;
+    }
+}
+
 /* owner: take every remote free of the pool's pending slabs */
 static void collect(struct fpool *p)
 {
@@ -413,18 +456,11 @@ static void collect(struct fpool *p)
         /* acquire: pairs with the freers' CAS: the links and the frames'
          * last writes are visible; release: our read of pnext above
          * happens before the next freer's write of it (its CAS acquires
-         * this exchange) */
-        void *b = (void *)(__atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQ_REL) & ~RF_PENDING);
-        uint32_t n = 0;
-        while (b) {
-            void *bn = *(void **)b;
-            *(void **)b = sl->free;
-            sl->free = b;
-            b = bn;
-            n++;
-        }
-        if (n) {
-            sl->used -= n;
+         * this exchange).  The list and its count in one step */
+        uintptr_t w = __atomic_exchange_n(&sl->rfree, 0, __ATOMIC_ACQ_REL);
+        if (RF_HEAD(w)) {
+            sl->used -= RF_COUNT(w);
+            splice(sl, RF_HEAD(w));
             slab_gained(p, sl);
         }
         sl = next;
@@ -459,9 +495,18 @@ static void *pool_alloc(struct fpool *p, int ci)
         }
     }
     void *b;
+    if (!sl->free && sl->rlist) {
+        sl->free = sl->rlist;
+        sl->rlist = 0;
+    }
     if (sl->free) {
-        b = sl->free;
-        sl->free = *(void **)b;
+        b = block_at(sl, sl->free - 1);
+        sl->free = *(uint32_t *)b;
+        /* the next block to hand out was last written by whoever freed
+         * it, often another CPU: start fetching it now, not when the next
+         * allocation needs its link */
+        if (sl->free)
+            __builtin_prefetch(block_at(sl, sl->free - 1), 1);
     } else {
         b = block_at(sl, sl->bump++);
     }
@@ -472,22 +517,23 @@ static void *pool_alloc(struct fpool *p, int ci)
 /* owner: give block b of sl back */
 static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
 {
-    *(void **)b = sl->free;
-    sl->free = b;
+    *(uint32_t *)b = sl->free;
+    sl->free = block_index(sl, b) + 1;
     sl->used--;
     slab_gained(p, sl);
 }
 
 static void free_remote(struct slab *sl, void *b)
 {
+    uint32_t idx = block_index(sl, b) + 1;
     uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
     do
-        *(void **)b = (void *)(head & ~RF_PENDING);
-    /* release: the link and the frame's last writes (its state byte
-     * included) before the owner's exchange; acquire: the owner's read of
-     * pnext before its exchange happens before our write of pnext below */
-    while (!__atomic_compare_exchange_n(&sl->rfree, &head, (uintptr_t)b | RF_PENDING, true,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+        *(uint32_t *)b = RF_HEAD(head);
+    /* release: the link and the frame's last writes before the owner's
+     * exchange; acquire: the owner's read of pnext before its exchange
+     * happens before our write of pnext below */
+    while (!__atomic_compare_exchange_n(&sl->rfree, &head, RF_WORD(idx, RF_COUNT(head) + 1),
+                                        true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
     if (head & RF_PENDING)
         return;     /* the slab is (being put) on pending: no more touches */
     struct fpool *p = sl->pool;
@@ -791,6 +837,21 @@ void coro__frame_release(const coro_t *co)
 {
     struct slab *sl = slab_of(co);
     uint32_t i = block_index(sl, co);
+    void *b = block_at(sl, i);
+
+    if (!sl->big && my_pool(sl->fr, false) != sl->pool) {
+        /* another thread's block: onto its remote list, its state byte
+         * left SPAWNED until the owner hands the block out again (ALLOC).
+         * Reading or writing the byte here would pull the line of state
+         * bytes that the owner writes at every allocation and spawn: with
+         * a thief running the jobs right behind their spawner, one
+         * transfer per job.  Meanwhile coro_frame_free ignores the block
+         * (SPAWNED is not the caller's) and coro_spawn refuses it
+         * (-EBUSY).  The check for a second give-back is the owner's
+         * only. */
+        free_remote(sl, b);
+        return;
+    }
     /* a load and a store, not an exchange: only the one who gives a
      * spawned frame back writes its byte (coro_frame_free leaves SPAWNED
      * alone), and the slab's owner reads it again only after the block
@@ -800,5 +861,8 @@ void coro__frame_release(const coro_t *co)
         abort();
     }
     __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
-    release_block(sl, block_at(sl, i));
+    if (sl->big)
+        big_free(sl);
+    else
+        pool_free_local(sl->pool, sl, b);
 }
