@@ -90,7 +90,15 @@ struct empty {
 
 #ifdef BENCH_SYNC
 /* ---- spawn_many_local -------------------------------------------------- */
-static atomic_long rem;
+/* the count every job decrements, on a line of its own: beside S and W,
+ * which every spawn reads, each decrement would take that line away from
+ * the spawner (the twins keep theirs apart too: tbb's on the stack,
+ * tokio's and Go's in their own allocations) */
+static struct {
+    _Alignas(64) atomic_long v;
+    char pad[64 - sizeof(atomic_long)];
+} rem_;
+#define rem (rem_.v)
 static coro_event_t done_ev;
 
 static int dec_fn(coro_t *co)
