@@ -28,6 +28,12 @@
 /* runs in a row from the LIFO slot before the queues are looked at again:
  * the slot speeds up ping-pong, the bound keeps it from starving the rest */
 #define CORO__LIFO_MAX 3
+/* a thief takes a victim's LIFO slot only after seeing it full, with no
+ * new step started by the victim, for this long: a worker between two
+ * steps of a chain of spawns (finishing one job, about to run the next)
+ * takes about a microsecond here, and a job waits no more than this
+ * behind a long step while another worker is awake and idle */
+#define CORO__LIFO_STEAL_NS 5000
 /* the starvation bounds of priorities: after this many HIGH or NORMAL jobs
  * in a row while LOW jobs wait, one LOW job runs; after this many HIGH jobs
  * while NORMAL ones wait, one NORMAL job runs (docs/scheduling.md) */

@@ -142,6 +142,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         w->idx = i;
         w->cpu = s->nworkers ? cpus[i % ncpus] : -1;
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->lifo_watch = -1;
         w->served = coro__alloc(s, CORO__MAX_CLASSES * sizeof(uint16_t));
         if (!w->served)
             goto fail;

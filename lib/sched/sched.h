@@ -201,6 +201,11 @@ struct coro__worker {
     pthread_t thread;
     uint64_t tick;                      /* counts down to the next global-first look */
     unsigned lifo_streak;
+    /* the victim whose LIFO slot this worker saw full at its last look,
+     * and that victim's n_run then (sched/worker.c, steal_lifo) */
+    int lifo_watch;
+    uint64_t lifo_watch_run;
+    int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */

@@ -341,7 +341,7 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     if (global_first) {
         if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
             (j = coro__mq_pop(&w->inbox[pi])) || (j = coro__lq_pop(&w->yielded[pi])))
-            return j;
+            goto other;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
         __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) &&
@@ -350,12 +350,19 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
         w->lifo_streak++;
         return j;
     }
-    w->lifo_streak = 0;
     if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
         (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
         (j = coro__lq_pop(&w->yielded[pi])))
-        return j;
+        goto other;
     return NULL;
+other:
+    /* a pick from elsewhere ends the LIFO streak.  Nothing found leaves
+     * it as it is: at the bound, find_work_ then takes the slot before it
+     * steals (resetting the streak here made every fourth job of a chain
+     * go through a failed search, an epoll look, and the wake-up of a
+     * parked worker by the "last searcher") */
+    w->lifo_streak = 0;
+    return j;
 }
 
 static uint32_t rng_next(struct coro__worker *w)
@@ -443,6 +450,60 @@ static bool stop_searching(struct coro__worker *w)
     return __atomic_sub_fetch(&w->s->searching, 1, __ATOMIC_SEQ_CST) == 0;
 }
 
+static coro_t *take_lifo(struct coro__worker *w, struct coro__worker *v)
+{
+    /* acq_rel: pairs with the victim's exchange into its slot */
+    coro_t *j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
+    if (j) {
+        coro__trace_steal(w, v->idx, 1);
+        stat_inc(&w->n_steals);
+        stat_inc(&w->n_stolen);
+    }
+    w->lifo_watch = -1;
+    return j;
+}
+
+/* A victim's LIFO slot holds the job it spawned last, which it runs as
+ * soon as its current step ends: taking it while the victim is about to
+ * run it moves a chain of spawns to another CPU and back a few jobs apart
+ * (chained_spawn: one steal in four jobs, and every steal by a searching
+ * worker woke a parked one in its place, which stole it back).  tokio
+ * never steals the slot.  Here a thief takes it only when the victim has
+ * started no step for CORO__LIFO_STEAL_NS since the thief first saw the
+ * slot full: the victim is in a long step.  The thief is idle, so its
+ * clock reads cost nobody.  The last look before parking follows the same
+ * rule, so a job spawned just before a long step may wait for that step
+ * while this worker sleeps, as it does when every other worker was
+ * already parked at the spawn (docs/guide.md). */
+static coro_t *steal_lifo(struct coro__worker *w, int start)
+{
+    coro_sched_t *s = w->s;
+    int n = s->nslots;
+
+    if (w->lifo_watch >= 0) {
+        struct coro__worker *v = s->w[w->lifo_watch];
+        /* relaxed: n_run is a counter only its owner writes; a stale
+         * value delays the steal to a later look */
+        if (__atomic_load_n(&v->lifo, __ATOMIC_RELAXED) &&
+            __atomic_load_n(&v->n_run, __ATOMIC_RELAXED) == w->lifo_watch_run) {
+            if (coro__now() - w->lifo_watch_t >= CORO__LIFO_STEAL_NS)
+                return take_lifo(w, v);
+            return NULL;        /* not yet: keep watching it */
+        }
+        w->lifo_watch = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        struct coro__worker *v = s->w[(start + i) % n];
+        if (v == w || !__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
+            continue;
+        w->lifo_watch = v->idx;
+        w->lifo_watch_run = __atomic_load_n(&v->n_run, __ATOMIC_RELAXED);
+        w->lifo_watch_t = coro__now();
+        break;
+    }
+    return NULL;
+}
+
 static coro_t *steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
@@ -459,18 +520,8 @@ static coro_t *steal(struct coro__worker *w)
                 j = steal_from(w, v, pi);
         }
     }
-    for (int i = 0; i < n && !j; i++) {
-        struct coro__worker *v = s->w[(start + i) % n];
-        if (v != w && __atomic_load_n(&v->lifo, __ATOMIC_RELAXED)) {
-            /* acq_rel: pairs with the victim's exchange into its slot */
-            j = __atomic_exchange_n(&v->lifo, NULL, __ATOMIC_ACQ_REL);
-            if (j) {
-                coro__trace_steal(w, v->idx, 1);
-                stat_inc(&w->n_steals);
-                stat_inc(&w->n_stolen);
-            }
-        }
-    }
+    if (!j)
+        j = steal_lifo(w, start);
     return j;
 }
 
@@ -502,13 +553,17 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
     else
         for (int k = 0; k < CORO__NPRIO && !j; k++)
             j = pop_level(w, order[k], global_first);
-    if (!j && (!limit_steal || start_searching(w)))
-        j = steal(w);
-    /* acq_rel: the exchange takes the slot from thieves (who exchange it
-     * too); acquire pairs with the release that filled it (the job's
-     * frame is complete), release orders nothing but is free on x86 */
+    /* the LIFO slot after CORO__LIFO_MAX runs from it in a row, once
+     * every queue of ours came out empty: before stealing, so that a
+     * chain of spawns stays on this worker (the streak bound is there for
+     * our other queued jobs, and there are none).  acq_rel: the exchange
+     * takes the slot from thieves (who exchange it too); acquire pairs
+     * with the release that filled it (the job's frame is complete),
+     * release orders nothing but is free on x86 */
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
+    if (!j && (!limit_steal || start_searching(w)))
+        j = steal(w);
     if (j) {
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
