@@ -40,6 +40,8 @@ unsigned coro__mq_size(const struct coro__mq *q);
 void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size);
 bool coro__lq_push(struct coro__lq *q, struct coro *job);   /* owner only; false = full */
 struct coro *coro__lq_pop(struct coro__lq *q);              /* owner or thief */
+/* up to max jobs, oldest first, with one CAS; returns how many (thief) */
+unsigned coro__lq_pop_batch(struct coro__lq *q, struct coro **out, unsigned max);
 unsigned coro__lq_size(const struct coro__lq *q);
 
 #endif

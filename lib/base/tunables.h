@@ -13,6 +13,9 @@
  * holds a spawn burst of a fork-join level without overflow (tokio: 256). */
 #define CORO__LOCAL_SIZE 256
 #define CORO__INBOX_SIZE 256
+/* a plain thread's submission ring (NORMAL jobs it spawns; lib/sched/frame.c
+ * makes it with the thread's cache): full, its spawns take the inboxes */
+#define CORO__XQ_SIZE 1024
 #define CORO__CLASS_SIZE 1024
 /* at most this many affinity classes (distinct masks) per scheduler */
 #define CORO__MAX_CLASSES 4096

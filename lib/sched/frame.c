@@ -92,6 +92,8 @@
  * and never walks the list (each block was last written by its freer:
  * a walk is one cache miss after another, each waiting for the last) */
 #define RF_PENDING ((uintptr_t)1)
+/* a plain thread's submission ring (coro__thread_xq) */
+#define XQ_BYTES (sizeof(struct coro__xq) + CORO__XQ_SIZE * sizeof(ck_ring_buffer_t))
 #define RF_HEAD(w) ((uint32_t)((w) >> 1) & 0xffffu)
 #define RF_COUNT(w) ((uint32_t)((w) >> 17) & 0xffffu)
 #define RF_WORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_PENDING)
@@ -144,6 +146,7 @@ struct fpool {
     struct slab *all;           /* every slab of the pool (owner) */
     struct slab *empty;         /* empty slabs for any class (link: next) */
     uint32_t nempty;
+    struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
     struct slab *pending __attribute__((aligned(CORO__CACHELINE)));   /* atomic */
 };
 
@@ -732,11 +735,38 @@ void coro__frames_fini(coro_sched_t *s)
     for (struct fpool *p = fr->threads, *n; p; p = n) {
         n = p->tnext;
         pool_fini(p);
+        if (p->xq)
+            coro__free_aligned(s, p->xq, XQ_BYTES);
         coro__free_aligned(s, p, sizeof *p);
     }
     pthread_mutex_destroy(&fr->lock);
     coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
     s->frames = NULL;
+}
+
+/* ---- a plain thread's submission ring ---------------------------------------- */
+
+struct coro__xq *coro__thread_xq(coro_sched_t *s)
+{
+    struct coro__frames *fr = s->frames;
+    struct fpool *p = fr ? tc_get(fr, true) : NULL;
+
+    if (!p)
+        return NULL;
+    if (CORO__LIKELY(p->xq != NULL))
+        return p->xq;
+    struct coro__xq *q = coro__alloc_aligned(s, XQ_BYTES);
+    if (!q)
+        return NULL;
+    coro__lq_init(&q->q, q->buf, CORO__XQ_SIZE);
+    struct coro__xq *h = __atomic_load_n(&s->xqs, __ATOMIC_RELAXED);
+    do
+        q->next = h;
+    /* release: the ring's initialisation before workers reach it */
+    while (!__atomic_compare_exchange_n(&s->xqs, &h, q, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+    p->xq = q;
+    return q;
 }
 
 /* ---- the public calls -------------------------------------------------------------- */

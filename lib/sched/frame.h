@@ -28,4 +28,9 @@ CORO__HIDDEN void coro__frame_mark_spawned(uint8_t *state);
  * any thread. */
 CORO__HIDDEN void coro__frame_release(const coro_t *co);
 
+/* coro__thread_xq - the calling plain thread's submission ring for s,
+ * made on first use with the thread's frame cache; NULL when there is
+ * none (out of memory, or the thread uses more than 8 schedulers). */
+CORO__HIDDEN struct coro__xq *coro__thread_xq(coro_sched_t *s);
+
 #endif

@@ -186,6 +186,19 @@ struct coro__cls {
     struct coro__mq q[CORO__NPRIO];
 };
 
+/* A plain thread's submission ring for one scheduler (TBB gives an outside
+ * thread a slot of its arena the same way): the NORMAL "any CPU" jobs it
+ * spawns go here with one lock-free single-producer push (ck_ring SPMC),
+ * instead of an inbox's mutex per job.  Workers pop from it like the
+ * global queue (sched/worker.c).  Made with the thread's frame cache and
+ * handed with it to the next thread when the thread exits
+ * (lib/sched/frame.c); freed at destroy. */
+struct coro__xq {
+    struct coro__lq q;
+    struct coro__xq *next;              /* s->xqs; fixed once published */
+    ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
+};
+
 struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
@@ -271,6 +284,9 @@ struct coro_sched {
     void (*finish)(coro_t *job);
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/wait/lot.c) */
     struct coro__frames *frames;        /* pool frames (lib/sched/frame.c) */
+    /* atomic: every plain thread's submission ring (push-only list, each
+     * published with a release CAS; read with acquire) */
+    struct coro__xq *xqs;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
     /* diagnostics (lib/rt/diag.c), fixed at create: diag = stall_ns > 0 ||

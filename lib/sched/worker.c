@@ -105,6 +105,7 @@
 
 #include "sched/sched.h"
 #include "sched/trace.h"
+#include "sched/frame.h"
 
 /* round-robin position of a plain thread's submissions (its own: a shared
  * counter is one more contended RMW per spawn) */
@@ -272,8 +273,21 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
             notify(s, s->all_wmask, true);
         return;
     }
-    /* from outside the workers: hand it to an idle worker if there is one
-     * (Coop), else round-robin, then make sure someone is awake for it */
+    /* from outside the workers.  A NORMAL job goes to the thread's own
+     * submission ring: one lock-free push, no mutex (spawn_many_remote
+     * spent half its spawning thread's time in the inbox's); the workers
+     * take it as they take the global queue's, and notify wakes one if
+     * none is searching.  HIGH and LOW jobs, and a full ring: an inbox,
+     * looked at by its worker at that priority at every pick. */
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+        struct coro__xq *xq = coro__thread_xq(s);
+        if (xq && coro__lq_push(&xq->q, job)) {
+            notify(s, s->all_wmask, true);
+            return;
+        }
+    }
+    /* hand it to an idle worker if there is one (Coop), else round-robin,
+     * then make sure someone is awake for it */
     int idx = claim_idle(s, s->all_wmask);
     if (idx >= 0) {
         coro__mq_push(&s->w[idx]->inbox[pi], job);
@@ -332,18 +346,69 @@ static coro_t *pop_classes(struct coro__worker *w, int pi)
     return NULL;
 }
 
+/* take half of the n jobs of ring q (at least one) with one CAS: keep the
+ * first (keep_first), put the rest in ring dst (full: the global queue) */
+static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
+                            struct coro__lq *dst, bool keep_first, unsigned *got)
+{
+    coro_t *batch[CORO__LOCAL_SIZE / 2];
+    unsigned want = (n + 1) / 2;
+
+    if (want == 0)
+        return NULL;
+    if (want > CORO__LOCAL_SIZE / 2)
+        want = CORO__LOCAL_SIZE / 2;
+    unsigned k = coro__lq_pop_batch(q, batch, want);
+    for (unsigned i = keep_first ? 1 : 0; i < k; i++)
+        if (!coro__lq_push(dst, batch[i]))
+            push_global(w->s, batch[i]);
+    *got += k;
+    return k && keep_first ? batch[0] : NULL;
+}
+
+/* jobs from the plain threads' submission rings (NORMAL only): half of
+ * the first ring with any, the first to run, the rest to our local ring
+ * behind what it holds */
+static coro_t *pop_xq(struct coro__worker *w, bool keep_first)
+{
+    unsigned got = 0;
+    /* acquire: pairs with coro__thread_xq's release CAS (the ring is
+     * initialised) */
+    for (struct coro__xq *q = __atomic_load_n(&w->s->xqs, __ATOMIC_ACQUIRE); q; q = q->next) {
+        unsigned n = coro__lq_size(&q->q);
+        if (n == 0)
+            continue;
+        coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+                                 keep_first, &got);
+        if (j || got)
+            return j;
+    }
+    return NULL;
+}
+
+/* the periodic look at the submission rings (global_first): with jobs in
+ * our local ring, which may hold earlier jobs of the same ring, the batch
+ * goes behind them and none runs now - a thread's jobs keep their order,
+ * and they wait at most for the ring's jobs ahead of them */
+static coro_t *pop_xq_fair(struct coro__worker *w)
+{
+    return pop_xq(w, coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0);
+}
+
 static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
 {
     coro_sched_t *s = w->s;
     struct coro__cls *any = coro__cls_get(s, 0);
     coro_t *j;
 
+    bool normal = pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL);
     if (global_first) {
-        if ((j = coro__mq_pop(&any->q[pi])) || (j = pop_classes(w, pi)) ||
-            (j = coro__mq_pop(&w->inbox[pi])) || (j = coro__lq_pop(&w->yielded[pi])))
+        if ((j = coro__mq_pop(&any->q[pi])) || (normal && (j = pop_xq_fair(w))) ||
+            (j = pop_classes(w, pi)) || (j = coro__mq_pop(&w->inbox[pi])) ||
+            (j = coro__lq_pop(&w->yielded[pi])))
             goto other;
     }
-    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_streak < CORO__LIFO_MAX &&
+    if (normal && w->lifo_streak < CORO__LIFO_MAX &&
         __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) &&
         /* acq_rel: pairs with the exchange that put the job there */
         (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL))) {
@@ -352,7 +417,7 @@ static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
     }
     if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
         (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
-        (j = coro__lq_pop(&w->yielded[pi])))
+        (normal && (j = pop_xq(w, true))) || (j = coro__lq_pop(&w->yielded[pi])))
         goto other;
     return NULL;
 other:
@@ -375,18 +440,17 @@ static uint32_t rng_next(struct coro__worker *w)
     return w->rng = x;
 }
 
-static coro_t *pop_lq(void *q) { return coro__lq_pop(q); }
-static coro_t *pop_mq(void *q) { return coro__mq_pop(q); }
-
-/* take half of the n jobs of a victim's queue q (at least one): keep the
- * first, put the rest in the thief's ring dst (full: the global queue) */
-static coro_t *take_half(struct coro__worker *w, void *q, coro_t *(*pop)(void *), unsigned n,
-                         struct coro__lq *dst, unsigned *got)
+/* take half of the n jobs of a victim's inbox q (at least one), one
+ * dequeue each (its ring has a mutex among producers and an overflow
+ * list): keep the first, put the rest in the thief's ring dst (full: the
+ * global queue) */
+static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned n,
+                            struct coro__lq *dst, unsigned *got)
 {
     coro_t *first = NULL;
 
     for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
-        coro_t *j = pop(q);
+        coro_t *j = coro__mq_pop(q);
         if (!j)
             break;
         ++*got;
@@ -401,14 +465,14 @@ static coro_t *take_half(struct coro__worker *w, void *q, coro_t *(*pop)(void *)
 static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
 {
     unsigned got = 0;
-    coro_t *first = take_half(w, &v->local[pi], pop_lq, coro__lq_size(&v->local[pi]),
-                              &w->local[pi], &got);
+    coro_t *first = take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
+                                 &w->local[pi], true, &got);
     if (!first)
-        first = take_half(w, &v->inbox[pi], pop_mq, coro__mq_size(&v->inbox[pi]),
-                          &w->local[pi], &got);
+        first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
+                             &w->local[pi], &got);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
-        first = take_half(w, &v->yielded[pi], pop_lq, coro__lq_size(&v->yielded[pi]),
-                          &w->yielded[pi], &got);
+        first = take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
+                             &w->yielded[pi], true, &got);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
