@@ -351,7 +351,7 @@ typedef struct coro_sched_stats {
     int workers;            /* worker slots (1 when single-threaded) */
     bool histograms;        /* the hist_* arrays are filled (config .histograms) */
     uint64_t live_jobs;     /* spawned, not finished */
-    uint64_t global_depth;  /* injection queue depth */
+    uint64_t global_depth;  /* injection queue depth, plain threads' rings included */
     /* the workers' counters, summed */
     uint64_t jobs_run, steals, stolen, parks, wakeups, io_wakeups, queue_depth, stalls;
     /* with .histograms: ready (spawned, woken, yielded) to running, by

@@ -120,6 +120,18 @@ static void dump_queues(struct coro__dump *d)
             d->jobs += (int)n;
         }
     }
+    /* acquire: pairs with coro__thread_xq's release CAS */
+    int t = 0;
+    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next, t++) {
+        struct qlist q = { 0 };
+        dump_ring_peek(&q, &x->q.ring, x->q.buf);
+        if (!q.n)
+            continue;
+        fprintf(d->f, "  plain thread %d's submission ring, NORMAL:", t);
+        ql_print(d, &q);
+        fprintf(d->f, "\n    %u READY; any worker may take them\n", q.n);
+        d->jobs += (int)q.n;
+    }
     for (uint32_t c = 0; c < ncls; c++) {
         struct coro__cls *cl = coro__cls_get(s, c);
         if (!cl)

@@ -37,6 +37,10 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
     struct coro__cls *any = coro__cls_get(s, 0);
     for (int p = 0; p < CORO__NPRIO; p++)
         out->global_depth += coro__mq_size(&any->q[p]);
+    /* the plain threads' submission rings count as the injection queue
+     * (acquire: pairs with coro__thread_xq's release CAS) */
+    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next)
+        out->global_depth += coro__lq_size(&x->q);
     for (int i = 0; i < s->nslots; i++) {
         struct coro__worker *w = s->w[i];
         coro_worker_stats_t o;

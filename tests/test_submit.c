@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/* Where spawned jobs go (lib/sched/worker.c, lib/sched/frame.c): a plain
+ * thread's submission ring - one per thread and scheduler, handed to the
+ * next thread when its thread exits, spilling into the inboxes when full -
+ * and a chain of spawns, which stays on its worker. */
+#include "rt/rt.h"
+#include "util.h"
+
+#include <corokit/sync.h>
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cnt_job {
+    coro_t co;
+    atomic_long *n;
+};
+
+static int count_body(coro_t *co)
+{
+    struct cnt_job *j = CORO_SELF(co, struct cnt_job);
+    CORO_BEGIN(co);
+    atomic_fetch_add_explicit(j->n, 1, memory_order_relaxed);
+    CORO_END(co);
+}
+
+/* n fire-and-forget jobs in pool frames, spawned from the calling thread */
+static void spawn_counted(coro_sched_t *s, atomic_long *n, long count)
+{
+    for (long i = 0; i < count; i++) {
+        struct cnt_job *j = coro_frame_alloc(s, sizeof *j);
+        cr_assert_not_null(j);
+        j->n = n;
+        cr_assert_eq(coro_spawn(s, &j->co, count_body, NULL), 0);
+    }
+}
+
+struct spawner_arg {
+    coro_sched_t *s;
+    atomic_long *n;
+    long count;
+};
+
+static void *spawner_main(void *arg)
+{
+    struct spawner_arg *a = arg;
+    spawn_counted(a->s, a->n, a->count);
+    return NULL;        /* exits at once: its ring may still hold jobs */
+}
+
+/* a job that keeps its worker until released (it never awaits) */
+struct blocker {
+    coro_t co;
+    atomic_int started, release;
+};
+
+static int blocker_body(coro_t *co)
+{
+    struct blocker *b = CORO_SELF(co, struct blocker);
+    CORO_BEGIN(co);
+    atomic_store(&b->started, 1);
+    while (!atomic_load(&b->release))
+        usleep(50);
+    CORO_END(co);
+}
+
+static void wait_started(struct blocker *b)
+{
+    int64_t end = coro_now() + 20000000000LL;
+    while (!atomic_load(&b->started)) {
+        cr_assert_lt(coro_now(), end, "the blocker never started");
+        sched_yield();
+    }
+}
+
+static int count_rings(coro_sched_t *s)
+{
+    int n = 0;
+    /* acquire: as the workers read the list */
+    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next)
+        n++;
+    return n;
+}
+
+Test(submit, jobs_from_threads_that_exit_at_once_all_run_and_their_rings_are_reused,
+     .timeout = 120)
+{
+    for (int workers = 0; workers <= 2; workers++) {
+        coro_sched_t *s = mk(workers);
+        atomic_long n = 0;
+        const int rounds = 4, threads = 4;
+        const long per = 5000;
+
+        if (workers == 0) {
+            /* single-threaded: a thread drives while the others submit */
+            spawn_counted(s, &n, 1);
+        }
+        for (int r = 0; r < rounds; r++) {
+            pthread_t t[4];
+            struct spawner_arg a = { s, &n, per };
+            for (int i = 0; i < threads; i++)
+                cr_assert_eq(pthread_create(&t[i], NULL, spawner_main, &a), 0);
+            for (int i = 0; i < threads; i++)
+                pthread_join(t[i], NULL);
+            if (workers == 0)
+                cr_assert_geq(coro_sched_run(s), 0);
+        }
+        /* exited threads' rings went to the next threads: never more rings
+         * than threads alive at once (16 without the hand-over), plus the
+         * main thread's */
+        cr_assert_leq(count_rings(s), threads + 1, "workers %d: %d rings", workers,
+                      count_rings(s));
+        cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
+        cr_assert_eq(atomic_load(&n), (long)rounds * threads * per + (workers == 0),
+                     "workers %d: %ld jobs ran", workers, atomic_load(&n));
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
+
+Test(submit, a_full_ring_spills_into_the_inboxes_and_the_dump_shows_it, .timeout = 60)
+{
+    coro_sched_t *s = mk(1);
+    struct blocker b = { 0 };
+    atomic_long n = 0;
+    const long count = 3 * CORO__XQ_SIZE;
+
+    cr_assert_eq(coro_spawn(s, &b.co, blocker_body, NULL), 0);
+    wait_started(&b);
+    spawn_counted(s, &n, count);
+    coro_sched_stats_t st;
+    cr_assert_eq(coro_sched_stats(s, &st), 0);
+    cr_assert_geq(st.global_depth, CORO__XQ_SIZE - 1, "global_depth %lu",
+                  (unsigned long)st.global_depth);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    cr_assert_geq(coro_sched_dump(s, f), CORO__XQ_SIZE - 1);
+    fclose(f);
+    cr_assert_not_null(strstr(buf, "submission ring"), "%s", buf);
+    free(buf);
+    atomic_store(&b.release, 1);
+    cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
+    cr_assert_eq(atomic_load(&n), count);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+Test(submit, jobs_left_in_the_ring_of_a_thread_that_exited_still_run, .timeout = 60)
+{
+    coro_sched_t *s = mk(1);
+    struct blocker b = { 0 };
+    atomic_long n = 0;
+    struct spawner_arg a = { s, &n, 500 };
+    pthread_t t;
+
+    cr_assert_eq(coro_spawn(s, &b.co, blocker_body, NULL), 0);
+    wait_started(&b);
+    cr_assert_eq(pthread_create(&t, NULL, spawner_main, &a), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&n), 0, "the only worker is blocked");
+    atomic_store(&b.release, 1);
+    /* bounded: the worker runs them without any other submission */
+    int64_t end = coro_now() + 20000000000LL;
+    while (atomic_load(&n) < 500) {
+        cr_assert_lt(coro_now(), end, "%ld of 500 ran", atomic_load(&n));
+        sched_yield();
+    }
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+/* ---- a chain of spawns ------------------------------------------------------ */
+
+struct link {
+    coro_t co;
+    long left;
+    coro_event_t *done;
+};
+
+static int link_body(coro_t *co)
+{
+    struct link *l = CORO_SELF(co, struct link);
+    CORO_BEGIN(co);
+    if (l->left == 0) {
+        coro_event_set(l->done);
+    } else {
+        struct link *next = coro_frame_alloc(coro_sched_current(), sizeof *next);
+        cr_assert_not_null(next);
+        next->left = l->left - 1;
+        next->done = l->done;
+        cr_assert_eq(coro_spawn(coro_sched_current(), &next->co, link_body, NULL), 0);
+    }
+    CORO_END(co);
+}
+
+/* the chain's first job: starts it, then waits for its end */
+struct chain {
+    coro_t co;
+    long len;
+    coro_event_t done;
+};
+
+static int chain_body(coro_t *co)
+{
+    struct chain *c = CORO_SELF(co, struct chain);
+    CORO_BEGIN(co);
+    {
+        struct link *first = coro_frame_alloc(coro_sched_current(), sizeof *first);
+        cr_assert_not_null(first);
+        first->left = c->len;
+        first->done = &c->done;
+        cr_assert_eq(coro_spawn(coro_sched_current(), &first->co, link_body, NULL), 0);
+    }
+    CORO_AWAIT(co, coro_event_wait(&c->done, CORO_FOREVER));
+    CORO_END(co);
+}
+
+static uint64_t moves(coro_sched_t *s)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < 2; i++) {
+        coro_worker_stats_t w;
+        cr_assert_eq(coro_sched_worker_stats(s, i, &w), 0);
+        m += w.steals + w.wakeups;
+    }
+    return m;
+}
+
+/* Each job spawns the next and ends: the next waits in its worker's LIFO
+ * slot, and that worker runs it.  Before the fix one job in four went
+ * through a failed search for work, after which its worker, the last
+ * searcher to find work, woke the parked one: hundreds of wake-ups per
+ * 20,000 jobs, and with a thief taking the slot at once, thousands of
+ * moves of the chain between the CPUs. */
+Test(submit, a_chain_of_spawns_stays_on_its_worker, .timeout = 60)
+{
+    coro_sched_t *s = mk(2);
+    static struct chain c;
+
+    for (int round = 0; round < 5; round++) {
+        uint64_t m0 = moves(s);
+        c.len = 20000;
+        coro_event_init(&c.done);
+        cr_assert_geq(coro_block_on(s, &c.co, chain_body, NULL), 0);
+        coro_event_destroy(&c.done);
+        uint64_t m = moves(s) - m0;
+        /* a steal needs the chain's worker off its CPU for 5 us with the
+         * other awake and looking; a wake-up, a job queued elsewhere (the
+         * first job's and the waiter's wake-ups are among them) */
+        cr_assert_lt(m, 50, "round %d: %lu steals and wake-ups in a chain of %ld", round,
+                     (unsigned long)m, c.len);
+    }
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
