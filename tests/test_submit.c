@@ -253,3 +253,77 @@ Test(submit, a_chain_of_spawns_stays_on_its_worker, .timeout = 60)
     }
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* ---- a burst from a plain thread gets a worker per job ---------------------- */
+
+static atomic_int burst_started, burst_release;
+
+static int spin_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    atomic_fetch_add(&burst_started, 1);
+    while (!atomic_load(&burst_release))
+        sched_yield();      /* keeps its worker (never awaits) */
+    CORO_END(co);
+}
+
+static atomic_int warm_go;
+
+/* ends when the test starts its burst: its worker searches meanwhile */
+static int warm_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    while (!atomic_load(&warm_go))
+        ;
+    CORO_END(co);
+}
+
+static void wait_running(coro_t *co)
+{
+    int64_t end = coro_now() + 20000000000LL;
+    /* acquire: the job's state word, as its worker set it */
+    while ((__atomic_load_n(&co->state, __ATOMIC_ACQUIRE) & CORO__S_MASK) != CORO__S_RUNNING) {
+        cr_assert_lt(coro_now(), end, "the job never ran");
+        sched_yield();
+    }
+}
+
+/* As many jobs as workers, each keeping its worker, spawned at once from a
+ * plain thread right after a worker finished a job (it is still searching
+ * when they come): every job must get a worker.  The notifies of the
+ * burst see the searcher and wake nobody; the searcher takes half of the
+ * ring and wakes one worker, which took one job and woke nobody: two
+ * jobs waited behind the spinning ones for good, two workers parked. */
+Test(submit, a_burst_from_a_plain_thread_gets_a_worker_per_job, .timeout = 120)
+{
+    for (int workers = 2; workers <= 4; workers += 2) {
+        coro_sched_t *s = mk(workers);
+        coro_t *jobs = calloc((size_t)workers, sizeof *jobs);
+        cr_assert_not_null(jobs);
+        for (int round = 0; round < 200; round++) {
+            coro_t warm = { 0 };
+            atomic_store(&burst_started, 0);
+            atomic_store(&burst_release, 0);
+            atomic_store(&warm_go, 0);
+            memset(jobs, 0, (size_t)workers * sizeof *jobs);
+            /* a job that ends as the burst comes: its worker searches */
+            cr_assert_eq(coro_spawn(s, &warm, warm_body, NULL), 0);
+            wait_running(&warm);
+            atomic_store(&warm_go, 1);
+            for (int i = 0; i < workers; i++)
+                cr_assert_eq(coro_spawn(s, &jobs[i], spin_body, NULL), 0);
+            int64_t end = coro_now() + 20000000000LL;
+            while (atomic_load(&burst_started) < workers) {
+                cr_assert_lt(coro_now(), end, "workers %d, round %d: %d of %d jobs started",
+                             workers, round, atomic_load(&burst_started), workers);
+                sched_yield();
+            }
+            atomic_store(&burst_release, 1);
+            cr_assert_eq(coro_join(&warm), 0);
+            for (int i = 0; i < workers; i++)
+                cr_assert_eq(coro_join(&jobs[i]), 0);
+        }
+        free(jobs);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}

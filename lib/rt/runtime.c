@@ -70,9 +70,12 @@ static void stop_workers(coro_sched_t *s)
 static void sched_free(coro_sched_t *s)
 {
     coro__blocking_destroy(s);
-    coro__frames_fini(s);
     if (s->io)
         coro__io_destroy(s->io);
+    /* after every plain thread of the library stopped: the blocking
+     * pool's and the I/O thread submit through rings of their own, which
+     * live with their frame caches */
+    coro__frames_fini(s);
     if (s->trace && s->w)
         coro__trace_fini(s);    /* after every thread that records is gone */
     coro__lot_sched_fini(s);

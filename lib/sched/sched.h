@@ -220,6 +220,7 @@ struct coro__worker {
     uint64_t lifo_watch_run;
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
+    bool took_more;                     /* the last look took jobs besides the one it runs */
     uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;

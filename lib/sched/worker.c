@@ -276,13 +276,15 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     /* from outside the workers.  A NORMAL job goes to the thread's own
      * submission ring: one lock-free push, no mutex (spawn_many_remote
      * spent half its spawning thread's time in the inbox's); the workers
-     * take it as they take the global queue's, and notify wakes one if
-     * none is searching.  HIGH and LOW jobs, and a full ring: an inbox,
+     * take it as they take the global queue's, and an idle one is woken
+     * for it.  HIGH and LOW jobs, and a full ring: an inbox,
      * looked at by its worker at that priority at every pick. */
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
         struct coro__xq *xq = coro__thread_xq(s);
         if (xq && coro__lq_push(&xq->q, job)) {
-            notify(s, s->all_wmask, true);
+            /* any = false: wake an idle worker even when one searches,
+             * as the inboxes' hand-off to an idle worker did */
+            notify(s, s->all_wmask, false);
             return;
         }
     }
@@ -362,6 +364,8 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
         if (!coro__lq_push(dst, batch[i]))
             push_global(w->s, batch[i]);
+    if (k > (keep_first ? 1u : 0u))
+        w->took_more = true;
     *got += k;
     return k && keep_first ? batch[0] : NULL;
 }
@@ -454,10 +458,13 @@ static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned
         if (!j)
             break;
         ++*got;
-        if (!first)
+        if (!first) {
             first = j;
-        else if (!coro__lq_push(dst, j))
-            push_global(w->s, j);
+        } else {
+            w->took_more = true;
+            if (!coro__lq_push(dst, j))
+                push_global(w->s, j);
+        }
     }
     return first;
 }
@@ -705,6 +712,12 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
+    /* a woken worker searches (tokio's notified worker does): when it
+     * finds work and is the last searcher it wakes another, so a burst
+     * whose notifies found a searcher and woke only us still gets as
+     * many workers as it has jobs (io_standby: four jobs from a plain
+     * thread while one worker searched - two of them waited for good) */
+    start_searching(w);
 out:
     return j;
 }
@@ -1005,9 +1018,22 @@ void *coro__worker_main(void *arg)
             if (!j)
                 continue;
         }
-        /* the last searcher to find work wakes another in its place */
-        if (w->searching && stop_searching(w) && s->nworkers > 1)
+        /* the last searcher to find work wakes another in its place.  A
+         * worker that was not searching (woken, or in its last look before
+         * parking) but took more jobs than the one it runs - half a
+         * submission ring, half a victim's ring - wakes one for the rest:
+         * they sit in its local ring behind a step that may be long, and
+         * the notifies of their pushes may have counted on a searcher that
+         * is gone (io_standby: four jobs from a plain thread, two workers
+         * parked while two of them waited) */
+        bool more = w->took_more;
+        w->took_more = false;
+        if (w->searching) {
+            if (stop_searching(w) && s->nworkers > 1)
+                notify(s, s->all_wmask, true);
+        } else if (more && s->nworkers > 1) {
             notify(s, s->all_wmask, true);
+        }
         idle = 0;
         coro__run_job(w, j);
     }
