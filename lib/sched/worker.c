@@ -691,7 +691,18 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
     __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
     if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
-        __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+        /* relaxed: the bit only; the claimer's push is ours to see
+         * through the queue it used */
+        uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+        /* a notifier claimed us meanwhile: its wake was for a job pushed
+         * after our look began, which we may not be taking (the job we
+         * found may be another, and may run for long).  Pass the wake on
+         * (tools/model/search.pml: without it a job stayed queued with a
+         * worker asleep).  The claimer's mask is not known here: a job
+         * of a narrower class may wake a worker that cannot run it, and
+         * then waits for us as before */
+        if (j && !(old & bit) && s->nworkers > 1)
+            notify(s, s->all_wmask, false);
         goto out;
     }
     stat_inc(&w->n_parks);

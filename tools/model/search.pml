@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* The searching protocol of lib/sched/worker.c (its opening comment,
+ * STEALING and PARKING, and coro__worker_main) with batches: a plain
+ * thread's submission ring, a worker that takes half of a ring into its
+ * local ring and runs one, thieves, searchers, parked workers.
+ *
+ * Abstracted: every job runs for ever once started (the worst case for
+ * the jobs left queued: a worker that runs one never looks again); rings
+ * are counts; "half" of n is (n + 1) / 2; a worker parks on its epoch
+ * (the epoll variant of the park is park.pml's).  Each seq_cst RMW or
+ * load is one statement, in program order.
+ *
+ * Checked: when nothing can move any more, every job runs - none is left
+ * in a ring while a worker sleeps (monitor).  NW workers, NJ = NW jobs
+ * pushed by one plain thread; at most MAXS searchers (s->nslots / 2).
+ *
+ * Broken variants (make check-model expects spin to reject each):
+ *   -DBROKEN_ANY    the ring push's notify skips when a worker searches
+ *                   (the code before 8e87f54, whose other two changes - a
+ *                   woken worker searches, a worker that took more than
+ *                   it runs wakes one - this model shows are not needed
+ *                   for a plain thread's burst; they are for pushes to a
+ *                   worker's own ring, whose notify counts on searchers):
+ *                   a burst left jobs queued behind running ones with
+ *                   workers parked (io_standby under check-tsan)
+ *   -DBROKEN_BATON  a worker whose last look before parking found a job
+ *                   after a notifier claimed it keeps the wake (found by
+ *                   this model: the job the wake was for stayed queued)
+ */
+#define NW 3
+#define NJ 3
+#define MAXS 1
+
+byte X;                 /* the plain thread's submission ring */
+byte L[NW];             /* local rings */
+byte searching;         /* s->searching */
+bit idle[NW];           /* s->idle */
+byte epoch[NW];         /* w->futex */
+byte ran;               /* jobs started */
+
+/* notify(any): a fence, then (any: no searcher) claim one idle worker */
+inline notify(any)
+{
+    if
+    :: any && searching > 0 -> skip
+    :: else ->
+        if
+        :: atomic { idle[0] -> idle[0] = 0; epoch[0]++ }
+        :: atomic { idle[1] -> idle[1] = 0; epoch[1]++ }
+        :: atomic { idle[2] -> idle[2] = 0; epoch[2]++ }
+        :: atomic { !idle[0] && !idle[1] && !idle[2] -> skip }
+        fi
+    fi
+}
+
+proctype submitter()
+{
+    byte n = 0;
+    do
+    :: n < NJ ->
+        X++;                            /* lock-free push to its ring */
+#ifdef BROKEN_ANY
+        notify(1);
+#else
+        notify(0);                      /* wake an idle worker even if one searches */
+#endif
+        n++
+    :: else -> break
+    od
+}
+
+proctype worker(byte me)
+{
+    bit srch, more, got, steal_ok;
+    byte e, k, v;
+
+look:
+    /* one look (find_work_): own ring, the submission ring, then - as a
+     * searcher, or in the last look before parking - the others' rings */
+    got = 0; more = 0;
+    if
+    :: atomic { L[me] > 0 -> L[me]--; got = 1 }
+    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; L[me] = L[me] + k - 1;
+                more = (k > 1); got = 1 }
+    :: atomic { L[me] == 0 && X == 0 -> skip }
+    fi;
+    if
+    :: !got ->
+        if
+        :: srch -> steal_ok = 1
+        :: !srch && searching < MAXS -> searching++; srch = 1; steal_ok = 1
+        :: !srch && searching >= MAXS -> steal_ok = 0
+        fi;
+        if
+        :: steal_ok ->
+            v = 0;
+            do
+            :: v < NW && !got ->
+                if
+                :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
+                            L[me] = L[me] + k - 1; more = (k > 1); got = 1 }
+                :: else -> skip
+                fi;
+                v++
+            :: else -> break
+            od
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi;
+    if
+    :: got -> goto found
+    :: else -> skip
+    fi;
+
+    /* park: stop searching (no notify: the last look covers it), set the
+     * idle bit, look once more everywhere, sleep on the epoch */
+    if
+    :: srch -> searching--; srch = 0
+    :: else -> skip
+    fi;
+    e = epoch[me];
+    idle[me] = 1;
+    got = 0; more = 0;
+    if
+    :: atomic { L[me] > 0 -> L[me]--; got = 1 }
+    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; L[me] = L[me] + k - 1;
+                more = (k > 1); got = 1 }
+    :: atomic { L[me] == 0 && X == 0 -> skip }
+    fi;
+    v = 0;
+    do
+    :: v < NW && !got ->
+        if
+        :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
+                    L[me] = L[me] + k - 1; more = (k > 1); got = 1 }
+        :: else -> skip
+        fi;
+        v++
+    :: else -> break
+    od;
+    if
+    :: got ->
+        /* clear our bit; if a notifier cleared it first, its wake was
+         * meant for a job we may not be taking: pass it on */
+        if
+        :: atomic { idle[me] -> idle[me] = 0 }
+#ifndef BROKEN_BATON
+        :: atomic { !idle[me] -> skip }; notify(0)
+#else
+        :: atomic { !idle[me] -> skip }
+#endif
+        fi;
+        goto found
+    :: else -> skip
+    fi;
+end_park:
+    epoch[me] != e;                     /* futex_wait(&futex, e) */
+    idle[me] = 0;
+    if                                  /* a woken worker searches */
+    :: searching < MAXS -> searching++; srch = 1
+    :: else -> skip
+    fi;
+    goto look;
+
+found:
+    /* the last searcher to find work wakes another; a worker that was not
+     * searching but took more than the one it runs wakes one for the rest */
+    if
+    :: srch ->
+        searching--; srch = 0;
+        if
+        :: searching == 0 -> notify(1)
+        :: else -> skip
+        fi
+    :: !srch && more -> notify(1)
+    :: else -> skip
+    fi;
+    ran++
+    /* runs its job for ever: never looks again */
+}
+
+active proctype monitor()
+{
+    timeout -> assert(ran == NJ && X == 0 && L[0] == 0 && L[1] == 0 && L[2] == 0)
+}
+
+init
+{
+    atomic {
+        run worker(0); run worker(1); run worker(2);
+        run submitter()
+    }
+}
