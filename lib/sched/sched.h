@@ -263,8 +263,10 @@ struct coro_sched {
     /* parked workers: a bit per worker, set by the worker before its last
      * look for work and cleared by whoever claims it to wake it */
     uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
-    uint32_t searching;                 /* atomic: workers searching for work (sched/worker.c) */
-    uint32_t rr;                        /* atomic: round-robin for outside submissions */
+    /* atomic: workers searching for work (sched/worker.c).  A line of its
+     * own: thieves change it at every steal, and a notifier that finds no
+     * idle bit never reads it */
+    uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
     /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
      * when find_work returns one): 0 lets a worker look at NORMAL only */
     uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));

@@ -182,6 +182,15 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
      * s->idle, against the parker's seq_cst bit-set before its last look
      * and the searcher's seq_cst decrement (see the top) */
     coro__fence_seq_cst();
+    /* no parked worker the job may run on: nothing to do (one that parks
+     * later looks once more after its bit is set).  Read first: the idle
+     * words change only at parks, the searcher count at every steal, and
+     * a busy spawner would miss on it at every push */
+    bool some = false;
+    for (int i = 0, words = (s->nslots + 63) / 64; i < words && !some; i++)
+        some = (__atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i]) != 0;
+    if (!some)
+        return;
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
     /* the woken worker counts itself as a searcher once it runs (tokio
