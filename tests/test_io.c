@@ -1144,14 +1144,23 @@ Test(io, an_fd_is_registered_once_however_often_a_job_waits_on_it, .timeout = 60
          * is removed when the wait ends): one EPOLL_CTL_ADD in all */
         echo_rounds(s, sv[0], sv[1], 100, CORO_FOREVER);
         echo_rounds(s, sv[0], sv[1], 100, 10000 * MS);
-        uint64_t calls = __atomic_load_n(&ctl_calls, __ATOMIC_RELAXED);
-        cr_assert_leq(calls, 1, "%d workers: %llu epoll_ctl calls for 200 waits", w,
-                      (unsigned long long)calls);
         coro_sched_stats_t *st = calloc(1, sizeof *st);
         cr_assert_eq(coro_sched_stats(s, st), 0);
         uint64_t woke = st->io_wakeups;
+        /* the job must have waited for a byte at least once, or the test
+         * proves nothing; under a heavy load the peer can be ahead every
+         * time (a CPU hog made that happen once in six runs): more rounds
+         * until it waited, bounded */
+        for (int more = 0; woke == 0 && more < 100; more++) {
+            echo_rounds(s, sv[0], sv[1], 100, more % 2 ? 10000 * MS : CORO_FOREVER);
+            cr_assert_eq(coro_sched_stats(s, st), 0);
+            woke = st->io_wakeups;
+        }
         free(st);
         cr_assert_gt(woke, 0, "the job never waited: the test proves nothing");
+        uint64_t calls = __atomic_load_n(&ctl_calls, __ATOMIC_RELAXED);
+        cr_assert_leq(calls, 1, "%d workers: %llu epoll_ctl calls for all the waits", w,
+                      (unsigned long long)calls);
         watch(-1);
         close(sv[0]);
         close(sv[1]);
