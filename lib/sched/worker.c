@@ -5,18 +5,25 @@
  *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
  *     it spawned last), its local rings (one per priority, ck_ring SPMC:
  *     the owner pushes, owner and thieves pop), its inboxes (per priority,
- *     ck_ring MPMC + overflow: what other threads hand it), or the global
- *     injection queue (= class 0's MPMC queues);
+ *     ck_ring MPMC + overflow: what other threads hand it: HIGH and LOW
+ *     jobs, and NORMAL ones when a submission ring is full), a plain
+ *     thread's submission ring (NORMAL jobs it spawned or woke: ck_ring
+ *     SPMC, that thread pushes, workers pop; struct coro__xq), or the
+ *     global injection queue (= class 0's MPMC queues);
  *   - jobs of a narrower class: that class's per-priority MPMC queues, which
  *     only the workers the class allows look at.  They are never in a
  *     local ring, an inbox or a LIFO slot, so a thief never sees a job it
  *     may not run: it never has to dequeue one and put it back.
  *
  * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
- * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row), local ring,
- * inbox, served class queues, global queue; every CORO__GLOBAL_INTERVAL
- * (61) ticks the global and class queues and the inbox are looked at
- * first.  A yielding job (class 0) goes to its worker's yield ring, looked
+ * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row while other
+ * jobs wait), local ring, inbox, served class queues, global queue, the
+ * submission rings (NORMAL: half of the first non-empty one, one CAS);
+ * every CORO__GLOBAL_INTERVAL (61) ticks the global queue, the submission
+ * rings, the class queues and the inbox are looked at first (a ring's
+ * batch then goes behind the local ring's jobs: one thread's jobs keep
+ * their order).  With nothing else found, the LIFO slot again, before
+ * stealing.  A yielding job (class 0) goes to its worker's yield ring, looked
  * at last, and first every 61 ticks (tokio defers a yielding task until
  * its next driver poll, likewise): behind everything the worker has, so a
  * job that keeps yielding cannot starve the others, and never more than 61
@@ -27,10 +34,24 @@
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
  *
  * STEALING.  An idle worker visits the others from a random start, HIGH to
- * LOW, and takes half of a victim's local ring or inbox at that level (one
- * ck_ring SPMC/MPMC dequeue each: ck has no batch steal), keeps the first
- * and puts the rest in its own local ring; the victim's LIFO slot last.  At
- * most half the workers (at least one) steal at once (s->searching).
+ * LOW, and takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
+ * ck_ring's dequeue moved by n) or inbox (one dequeue each) at that level,
+ * keeps the first and puts the rest in its own local ring; the victim's
+ * LIFO slot last, and only once the victim started no step for
+ * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
+ * one) steal at once (s->searching).
+ *
+ * SEARCHING (tokio's rules; tools/model/search.pml).  A worker searching
+ * for work counts in s->searching, and a notify for a job any worker may
+ * run wakes nobody while one searches: the searcher will find the job.  A
+ * worker woken from its park searches.  The last searcher to find work
+ * wakes another in its place; a worker that was not searching but took
+ * more jobs than the one it runs (half a ring) wakes one for the rest; a
+ * plain thread's ring push wakes an idle worker even while one searches;
+ * and a worker whose last look before parking found a job after a
+ * notifier had claimed it passes the wake on.  Without the last three, a
+ * burst from a plain thread left jobs queued behind jobs that never
+ * await while workers slept.
  *
  * PARKING - the protocol, and why no wake-up is lost.
  *   worker W, when it found nothing:
