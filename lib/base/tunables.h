@@ -37,6 +37,12 @@
  * takes about a microsecond here, and a job waits no more than this
  * behind a long step while another worker is awake and idle */
 #define CORO__LIFO_STEAL_NS 5000
+/* a worker that parks while a job waits in another worker's LIFO slot
+ * sleeps at most this long before it looks again (worker.c park): the
+ * bound on how long such a job waits behind a long step while a worker is
+ * idle, at the price of that many wake-ups of an idle worker while a chain
+ * of spawns runs (1,000 a second) */
+#define CORO__LIFO_PARK_NS 1000000
 /* the starvation bounds of priorities: after this many HIGH or NORMAL jobs
  * in a row while LOW jobs wait, one LOW job runs; after this many HIGH jobs
  * while NORMAL ones wait, one NORMAL job runs (docs/scheduling.md) */
