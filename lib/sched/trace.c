@@ -39,6 +39,8 @@
  * job with nothing in between starts at that job's end.
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,15 +53,29 @@
 
 #define TRACE_MAX_EVENTS (1u << 24)
 
+
 struct coro__trace {
     uint32_t cap;
     struct coro__tring *io, *ext;
     char *path;             /* COROKIT_TRACE, or NULL */
     uint64_t tsc0;
     int64_t ns0;
+    uint64_t gen;           /* this trace's number: a thread's cached ring is its own */
+    uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
+    uint32_t nthr;          /* plain threads' rings in thr; atomic (release after the slot) */
+    uint32_t thr_lock;      /* taken to add one */
+    struct coro__tring *thr[CORO__TRACE_THREAD_RINGS];
 };
 
 static __thread coro_sched_t *tls_io_sched;
+
+/* the ring of this plain thread for the trace numbered gen (thread_ring);
+ * NULL ring: the thread uses the shared one */
+static __thread struct {
+    uint64_t gen;
+    struct coro__tring *ring;
+} tls_thr;
+static uint64_t trace_gens;     /* atomic: the last trace number given */
 
 #define clock_raw coro__trace_clock
 
@@ -83,7 +99,25 @@ static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
     memcpy((char *)r - sizeof(void *), &raw, sizeof raw);
     memset(r, 0, sizeof *r);
     r->mask = cap - 1;
+    r->krun = 1;            /* the first steps are read one by one */
     return r;
+}
+
+/* CORO__TRACE_RUN_NS in clock ticks: rdtsc's rate against coro_now()
+ * over 50 us (the runs' limit needs no more than a few per cent) */
+static uint64_t run_lim(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    int64_t n0 = coro__now(), n1;
+    uint64_t c0 = clock_raw(), c1;
+    do {
+        n1 = coro__now();
+        c1 = clock_raw();
+    } while (n1 - n0 < 50000);
+    return (uint64_t)((double)(c1 - c0) / (double)(n1 - n0) * CORO__TRACE_RUN_NS);
+#else
+    return CORO__TRACE_RUN_NS;
+#endif
 }
 
 static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
@@ -128,9 +162,14 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     }
     if (!(t->io = ring_new(s, cap)) || !(t->ext = ring_new(s, cap)))
         goto fail;
-    for (int i = 0; i < s->nslots; i++)
+    uint64_t lim = t->run_lim = run_lim();
+    /* relaxed: a unique number is all it needs */
+    t->gen = __atomic_add_fetch(&trace_gens, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < s->nslots; i++) {
         if (!(s->w[i]->tring = ring_new(s, cap)))
             goto fail;
+        s->w[i]->tring->run_lim = lim;
+    }
     t->ns0 = coro__now();
     t->tsc0 = clock_raw();
     s->trace = t;
@@ -168,6 +207,8 @@ void coro__trace_fini(coro_sched_t *s)
     }
     ring_free(s, t->io, t->cap);
     ring_free(s, t->ext, t->cap);
+    for (uint32_t i = 0; i < t->nthr; i++)
+        ring_free(s, t->thr[i], t->cap);
     if (t->path)
         coro__free(s, t->path, strlen(t->path) + 1);
     s->trace = NULL;
@@ -190,6 +231,60 @@ void coro__trace_io_thread_(coro_sched_t *s)
     tls_io_sched = s;
 }
 
+/* The ring of the calling plain thread, made at its first event: cached
+ * in tls_thr for one trace at a time (a thread that records into two
+ * traced schedulers by turns takes the slow path at each switch, and
+ * gets one ring per scheduler all the same: it finds its ring by its
+ * owner).  NULL when CORO__TRACE_THREAD_RINGS threads have one already. */
+static struct coro__tring *thread_ring(coro_sched_t *s, struct coro__trace *t)
+{
+    pthread_t self = pthread_self();
+    struct coro__tring *r = NULL;
+
+    coro__spin_lock(&t->thr_lock);
+    for (uint32_t i = 0; i < t->nthr && !r; i++)
+        if (pthread_equal(t->thr[i]->owner, self))
+            r = t->thr[i];
+    if (!r && t->nthr < CORO__TRACE_THREAD_RINGS && (r = ring_new(s, t->cap))) {
+        r->owner = self;
+        t->thr[t->nthr] = r;
+        /* release: the ring and its slot before the count a writer of the
+         * trace file acquires */
+        __atomic_store_n(&t->nthr, t->nthr + 1, __ATOMIC_RELEASE);
+    }
+    coro__spin_unlock(&t->thr_lock);
+    tls_thr.gen = t->gen;
+    tls_thr.ring = r;
+    return r;
+}
+
+static int64_t coarse_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A plain thread's events share readings as a worker's steps do (trace.h,
+ * "Runs"), but nothing tells where a plain thread's burst of spawns ends:
+ * so it reads the clock at its first event, at every CORO__TRACE_RUN_MAX-th,
+ * and whenever the kernel's coarse clock (one tick: 1-10 ms; a vDSO read,
+ * a third of rdtsc's cost here) moved since its last reading.  An event
+ * between two readings (ts 0) is placed when the trace is written
+ * (resolve_thread): evenly between them when they are close (a burst),
+ * else at the first (it happened after it, within the same tick). */
+static uint64_t thread_stamp(struct coro__tring *r)
+{
+    int64_t tick = coarse_now();
+
+    if (tick != r->tick || ++r->nrun >= CORO__TRACE_RUN_MAX) {
+        r->tick = tick;
+        r->nrun = 0;
+        return clock_raw();
+    }
+    return 0;
+}
+
 void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -200,9 +295,14 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
     } else if (tls_io_sched == s) {
         coro__tr_put(t->io, a, b, meta);
     } else {
-        coro__spin_lock(&t->ext->lock);
-        coro__tr_put(t->ext, a, b, meta);
-        coro__spin_unlock(&t->ext->lock);
+        struct coro__tring *r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
+        if (CORO__LIKELY(r)) {
+            coro__tr_put_at(r, thread_stamp(r), a, b, meta);
+        } else {
+            coro__spin_lock(&t->ext->lock);
+            coro__tr_put(t->ext, a, b, meta);
+            coro__spin_unlock(&t->ext->lock);
+        }
     }
 }
 
@@ -210,6 +310,8 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
 
 struct snap {
     struct coro__tev *ev;
+    uint64_t *end;          /* a STEP's end, once resolved (resolve) */
+    uint32_t *run;          /* the steps of its run (1: read on its own) */
     size_t n;
 };
 
@@ -222,7 +324,9 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
 
     out->n = 0;
     out->ev = coro__alloc(s, (size_t)cap * sizeof *out->ev);
-    if (!out->ev)
+    out->end = coro__alloc(s, (size_t)cap * sizeof *out->end);
+    out->run = coro__alloc(s, (size_t)cap * sizeof *out->run);
+    if (!out->ev || !out->end || !out->run)
         return -ENOMEM;
     for (uint64_t i = first; i < h1; i++) {
         struct coro__tev *e = &r->ev[i & r->mask], *d = &out->ev[i - first];
@@ -246,6 +350,121 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
     memmove(out->ev, out->ev + (lo - first), (size_t)(h1 - lo) * sizeof *out->ev);
     out->n = (size_t)(h1 - lo);
     return 0;
+}
+
+/* The times of a worker's runs ("Runs" in sched/trace.h).  Walk the
+ * events in their order, keeping A, the last reading; the steps of an open
+ * run wait until a reading B ends it (a step's read end or start, or any
+ * event stamped between steps), then get equal shares of [A, B] in their
+ * order.  Then every event with ts 0 (made in a step of a run) takes the
+ * start of the step that follows it in the ring: the step that made it.
+ * A run whose A fell out of the flight recorder is dropped; a run still
+ * open when the trace is written ends at t_end (the write). */
+struct pend {
+    size_t first;           /* the run's first step, SIZE_MAX = no run open */
+    uint64_t a;             /* the reading before it, 0 = not recorded */
+};
+
+static void close_run(struct snap *sn, struct pend *p, size_t last, uint64_t b)
+{
+    uint32_t m = 0, k = 0;
+
+    if (p->first == SIZE_MAX)
+        return;
+    for (size_t i = p->first; i <= last; i++)
+        if ((sn->ev[i].meta & 0xf) == CORO__TR_STEP)
+            m++;
+    if (p->a && b < p->a)
+        b = p->a;           /* a clock that went back (another CPU's TSC): no negative length */
+    for (size_t i = p->first; i <= last; i++) {
+        if ((sn->ev[i].meta & 0xf) != CORO__TR_STEP)
+            continue;
+        if (p->a) {
+            sn->ev[i].ts = p->a + (b - p->a) * k / m;
+            sn->end[i] = p->a + (b - p->a) * (k + 1) / m;
+        } else {
+            sn->ev[i].ts = sn->end[i] = 0;     /* dropped: its run began before the window */
+        }
+        sn->run[i] = m;
+        k++;
+    }
+    p->first = SIZE_MAX;
+}
+
+static void resolve(struct snap *sn, uint64_t t_end)
+{
+    struct pend p = { SIZE_MAX, 0 };
+    size_t n = sn->n;
+
+    for (size_t i = 0; i < n; i++) {
+        struct coro__tev *e = &sn->ev[i];
+        unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
+        uint32_t x = (uint32_t)(e->meta >> 32);
+
+        if (type == CORO__TR_STEP) {
+            if (!(why & CORO__TR_NOSTART)) {
+                close_run(sn, &p, i ? i - 1 : 0, e->ts);   /* its start: a reading */
+                p.a = e->ts;
+                if (why & CORO__TR_NOEND) {
+                    p.first = i;
+                } else {
+                    sn->end[i] = e->ts + x;
+                    if (x == UINT32_MAX && i + 1 < n &&
+                        (sn->ev[i + 1].meta & 0xf) == CORO__TR_LONG && sn->ev[i + 1].a == e->a)
+                        sn->end[i] = sn->ev[i + 1].ts;
+                    sn->run[i] = 1;
+                    p.a = sn->end[i];
+                }
+            } else {
+                if (p.first == SIZE_MAX)
+                    p.first = i;
+                if (!(why & CORO__TR_NOEND)) {
+                    uint64_t b = e->ts;                 /* its end: the run's */
+                    close_run(sn, &p, i, b);
+                    p.a = b;
+                }
+            }
+        } else if (type != CORO__TR_AWAIT && type != CORO__TR_LONG && e->ts) {
+            close_run(sn, &p, i, e->ts);                /* a reading between steps */
+            p.a = e->ts;
+        }
+    }
+    close_run(sn, &p, n ? n - 1 : 0, t_end);
+    /* events made in a step of a run: the start of that step */
+    uint64_t next = 0;
+    for (size_t i = n; i-- > 0;) {
+        struct coro__tev *e = &sn->ev[i];
+        unsigned type = (unsigned)(e->meta & 0xf);
+        if (type == CORO__TR_STEP)
+            next = e->ts;
+        else if (!e->ts && type != CORO__TR_AWAIT)
+            e->ts = next;
+    }
+}
+
+/* A plain thread's ring (thread_stamp): an event with ts 0 lies between
+ * the readings before and after it.  When those are at most
+ * CORO__TRACE_RUN_NS apart per event (a burst), the events between are
+ * spread evenly over them; else (the thread paused, or the next reading
+ * is not recorded yet) each is placed at the reading before it, which is
+ * at most one coarse-clock tick earlier than the event.  An event with
+ * no reading before it in the window is dropped. */
+static void resolve_thread(struct snap *sn, uint64_t lim)
+{
+    size_t n = sn->n, i = 0;
+
+    while (i < n && !sn->ev[i].ts)
+        i++;                            /* no reading before: dropped (ts 0) */
+    while (i < n) {
+        size_t j = i + 1;               /* ev[i] is a reading */
+        while (j < n && !sn->ev[j].ts)
+            j++;
+        uint64_t a = sn->ev[i].ts, m = j - i;
+        bool spread = j < n && sn->ev[j].ts >= a && sn->ev[j].ts - a <= m * lim;
+        for (size_t k = i + 1; k < j; k++)
+            sn->ev[k].ts = spread ? a + (sn->ev[j].ts - a) * (k - i) / m : a;
+        i = j;
+    }
 }
 
 struct wctx {
@@ -369,20 +588,27 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
         unsigned ecls = (unsigned)((e->meta >> 16) & 0xffff);
         unsigned x = (unsigned)(e->meta >> 32);
 
+        if (!e->ts)
+            continue;           /* made in a step that is not in the window */
         switch (type) {
         case CORO__TR_STEP: {
             const char *await = NULL;
-            double dur = to_us(c, e->ts + x) - to_us(c, e->ts);
+            double dur = to_us(c, sn->end[i]) - to_us(c, e->ts);
             size_t k = i + 1;
+            if (!e->ts)
+                break;          /* its run began before the window (resolve) */
             if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_LONG && sn->ev[k].a == e->a)
-                dur = to_us(c, sn->ev[k++].ts) - to_us(c, e->ts);
+                k++;
             if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_AWAIT && sn->ev[k].a == e->a)
                 await = (const char *)(uintptr_t)sn->ev[k].b;
             ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
             fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
             job_args(c, e->a, eprio, ecls);
-            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"}}", e->b,
-                    end_name(why), await ? " " : "", await ? await : "");
+            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"", e->b,
+                    end_name(why & 3), await ? " " : "", await ? await : "");
+            if (sn->run[i] > 1)
+                fprintf(c->f, ",\"run\":%" PRIu32, sn->run[i]);
+            fputs("}}", c->f);
             break;
         }
         case CORO__TR_SPAWN:
@@ -453,15 +679,18 @@ static void lane_name(struct wctx *c, int tid, const char *name)
 static int write_file(coro_sched_t *s, const char *path)
 {
     struct coro__trace *t = s->trace;
-    int n = s->nslots, rc = 0;
-    struct snap *sn = coro__alloc(s, (size_t)(n + 2) * sizeof *sn);
+    /* acquire: pairs with thread_ring's release (the rings in thr) */
+    int n = s->nslots, nthr = (int)__atomic_load_n(&t->nthr, __ATOMIC_ACQUIRE), rc = 0;
+    int nr = n + 2 + nthr;  /* workers, io, the shared ring, plain threads' */
+    struct snap *sn = coro__alloc(s, (size_t)nr * sizeof *sn);
     struct wctx c = { .s = s, .first = true, .tsc0 = t->tsc0, .ns0 = t->ns0 };
 
     if (!sn)
         return -ENOMEM;
-    memset(sn, 0, (size_t)(n + 2) * sizeof *sn);
-    for (int i = 0; i < n + 2 && rc == 0; i++) {
-        struct coro__tring *r = i < n ? s->w[i]->tring : i == n ? t->io : t->ext;
+    memset(sn, 0, (size_t)nr * sizeof *sn);
+    for (int i = 0; i < nr && rc == 0; i++) {
+        struct coro__tring *r = i < n ? s->w[i]->tring : i == n ? t->io : i == n + 1 ? t->ext
+                                                                                 : t->thr[i - n - 2];
         if (r == t->ext) {
             coro__spin_lock(&r->lock);      /* its writers do not hold head */
             rc = snapshot(s, r, t->cap, &sn[i]);
@@ -472,6 +701,12 @@ static int write_file(coro_sched_t *s, const char *path)
     }
     uint64_t tsc1 = clock_raw();
     int64_t ns1 = coro__now();
+    for (int i = 0; i < nr && rc == 0; i++) {
+        if (i < n + 2)
+            resolve(&sn[i], tsc1);
+        else
+            resolve_thread(&sn[i], t->run_lim);
+    }
     c.ns_per_tick = tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
     if (rc == 0) {
         c.f = fopen(path, "w");
@@ -494,18 +729,23 @@ static int write_file(coro_sched_t *s, const char *path)
         }
         lane_name(&c, n, "coro-io");
         lane_name(&c, n + 1, "threads");
-        for (int i = 0; i < n + 2; i++)
-            emit_ring(&c, &sn[i], i);
+        for (int i = 0; i < nr; i++)
+            emit_ring(&c, &sn[i], i < n + 2 ? i : n + 1);  /* every plain thread: "threads" */
         fputs("\n]}\n", c.f);
         if (ferror(c.f))
             rc = -EIO;
         if (fclose(c.f) != 0 && rc == 0)
             rc = -errno;
     }
-    for (int i = 0; i < n + 2; i++)
+    for (int i = 0; i < nr; i++) {
         if (sn[i].ev)
             coro__free(s, sn[i].ev, (size_t)t->cap * sizeof *sn[i].ev);
-    coro__free(s, sn, (size_t)(n + 2) * sizeof *sn);
+        if (sn[i].end)
+            coro__free(s, sn[i].end, (size_t)t->cap * sizeof *sn[i].end);
+        if (sn[i].run)
+            coro__free(s, sn[i].run, (size_t)t->cap * sizeof *sn[i].run);
+    }
+    coro__free(s, sn, (size_t)nr * sizeof *sn);
     return rc;
 }
 

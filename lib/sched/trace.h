@@ -12,11 +12,17 @@
 
 #include "sched/sched.h"
 
+#include <pthread.h>
+
 /* event types */
 enum {
     CORO__TR_SPAWN = 1,     /* a = job, b = body, prio, cls */
-    CORO__TR_STEP,          /* a job step: ts = its start, a = job, b = body, prio,
-                               cls, x = its length in clock ticks, y = CORO__TR_END_* */
+    CORO__TR_STEP,          /* a job step: a = job, b = body, prio, cls, why = its
+                               end (CORO__TR_END_*) and whether its start and end
+                               were read (CORO__TR_NOSTART, CORO__TR_NOEND): ts =
+                               its start, x = its length in clock ticks, when both
+                               were; ts = its start (NOEND) or its end (NOSTART)
+                               when one was; ts = 0 when neither */
     CORO__TR_AWAIT,         /* follows a step that ended at an await: a = job,
                                b = the await's name */
     CORO__TR_LONG,          /* follows a step too long for x: ts = its end */
@@ -28,13 +34,18 @@ enum {
     CORO__TR_POLL0,         /* epoll_wait begins */
     CORO__TR_POLL1,         /* epoll_wait returned x events */
     CORO__TR_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
+    CORO__TR_MARK,          /* a worker found no work: ts ends its open run */
 };
 enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
+/* STEP's why bits (4-7): the end (bits 4-5) and what was not read */
+#define CORO__TR_NOSTART 4u     /* the step's start is not its own reading */
+#define CORO__TR_NOEND 8u       /* nor its end: a later event's reading ends its run */
 
 /* One event: 32 bytes, four words.  meta = type (bits 0-3) | why (4-7,
  * STEP only) | prio as a byte (8-15, read back as int8_t) | cls (16-31) | x
  * (32-63).  The slots are never read before written (the reader copies
- * only the last min(head, cap) of them), so a new ring is not zeroed. */
+ * only the last min(head, cap) of them), so a new ring is not zeroed.
+ * ts = 0: not read (a worker's events in a run; see "Runs" below). */
 struct coro__tev {
     uint64_t ts, a, b, meta;
 };
@@ -45,10 +56,21 @@ struct coro__tring {
     uint32_t lock;          /* the shared ring only: its writers' spinlock */
     /* a worker's ring only, owner-only plain words (the clock readings a
      * worker saves, coro__tr_stamp): */
-    uint64_t t_now;         /* the start of the step it runs (stamps its events) */
+    uint64_t t_now;         /* the start of the step it runs (stamps its events);
+                               0 = not read (the step is in a run) */
     uint64_t t_next;        /* the end of its last step when that step finished the
                                job and nothing happened since: the next step's
-                               start; 0 = read the clock */
+                               start; 0 = read the clock (or, in a run, do not) */
+    uint64_t t_run;         /* the start of the open run's first step */
+    uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
+    uint32_t nrun;          /* steps of the open run recorded without a reading
+                               of their end; 0 = no run is open */
+    uint32_t krun;          /* the open run ends (its step's end is read) at this
+                               many steps: 1..CORO__TRACE_RUN_MAX, adaptive */
+    uint32_t idle;          /* looks for work that found none since its last step */
+    int64_t tick;           /* a plain thread's ring only: CLOCK_MONOTONIC_COARSE
+                               at its last reading (coro__trace_any) */
+    pthread_t owner;        /* ... and the thread */
     struct coro__tev ev[] __attribute__((aligned(CORO__CACHELINE)));
 };
 
@@ -130,18 +152,40 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
     coro__tr_put_at(r, coro__trace_clock(), a, b, meta);
 }
 
-/* The stamp of an event of worker ring r (the clock reading, about 13 ns
- * on this machine's rdtsc, is most of what tracing costs a short job).
- * In a job step - spawns and wakes - the step's start: an event is shown
- * at the start of the step that made it, not where in the step.  Between
- * steps - steals, parks, nudges, polls - the clock, and the next step
- * reads the clock again rather than start at the last one's end (the
- * worker did something else meanwhile). */
+/* ---- Runs: what a worker's clock readings promise ------------------------------
+ *
+ * A clock reading (rdtsc, 11-20 ns on this machine) was most of what
+ * tracing cost a short job, so a worker does not read the clock at every
+ * step.  Its steps come in RUNS: a run is a sequence of steps of one worker
+ * with nothing between them but finishing a job and taking the next from a
+ * queue; the start of a run's first step is a reading (or the end of the
+ * step before, when that finished its job), and the clock is read again
+ * only at the end of its krun-th step, or earlier when anything else
+ * happens (the worker finds no work, steals, parks, wakes a thread or a
+ * parked worker, or a job with an on_exit hook finishes: each of those
+ * reads the clock and ends the run).  The trace writer spreads a run's
+ * steps evenly over the time between the two readings around it: every
+ * step is drawn inside its run, in its order, never overlapping another,
+ * but its own start and length are exact only in a run of one step, and
+ * otherwise only as exact as the run is short.  krun adapts: a run whose
+ * steps averaged more than CORO__TRACE_RUN_NS makes the next run one step
+ * (every step read: long steps are always exact once seen), a shorter one
+ * doubles it up to CORO__TRACE_RUN_MAX.
+ *
+ * Events made in a step (spawns, wakes) carry the step's start: an event
+ * is shown at the start of the step that made it, not where in the step.
+ * In a run, that start is not known while the step runs: such events are
+ * recorded with ts 0 and take their step's place when the trace is
+ * written.  Between steps - steals, parks, nudges, polls - the clock. */
+
+/* the stamp of an event of worker ring r (0: the start of the step that
+ * makes it, once its run is over) */
 static inline uint64_t coro__tr_stamp(struct coro__tring *r)
 {
     if (coro__tls_in_job)
         return r->t_now;
     r->t_next = 0;
+    r->nrun = 0;            /* a reading between steps ends the open run */
     return coro__trace_clock();
 }
 
@@ -153,6 +197,14 @@ static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, u
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     else
         coro__trace_any(s, a, b, meta);
+}
+
+/* a step of worker ring r is about to make a system call (a futex wake):
+ * it ends its run, and the next run is one step */
+static inline void coro__tr_syscall(struct coro__tring *r)
+{
+    r->t_next = 0;
+    r->krun = 1;
 }
 
 /* ---- the hooks ---------------------------------------------------------------- */
@@ -184,15 +236,15 @@ static inline void coro__trace_thread_wake(const coro_t *rec)
     struct coro__worker *w = coro__tls_worker;
     if (w && CORO__UNLIKELY(w->tring)) {
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
-        w->tring->t_next = 0;       /* a futex wake follows: not the next step's */
+        coro__tr_syscall(w->tring);     /* a futex wake follows */
     }
 }
 
-/* a step of a job begins: its start time (0 when tracing is off).  After
- * a step that finished its job, with nothing but the job's finish and
- * taking this job from a queue since (coro__trace_idle and the events
- * between steps reset t_next), the end of that step: one clock reading
- * per job, not two. */
+/* a step of a job begins: its start time (0 when tracing is off, or when
+ * the step is in a run and its start is not read).  After a step that
+ * finished its job, with nothing but the job's finish and taking this job
+ * from a queue since (coro__trace_idle and the events between steps reset
+ * t_next), the end of that step: one clock reading per job, not two. */
 static inline uint64_t coro__trace_begin(struct coro__worker *w)
 {
     struct coro__tring *r = w->tring;
@@ -201,42 +253,108 @@ static inline uint64_t coro__trace_begin(struct coro__worker *w)
         return 0;
     uint64_t t = r->t_next;
     r->t_next = 0;
-    if (!t)
+    r->idle = 0;
+    if (!t && !r->nrun)
         t = coro__trace_clock();
     r->t_now = t;
     return t;
 }
 
-/* the worker found no work (coro__find_work), or a thread begins to drive
- * a single-threaded scheduler: its next step reads the clock */
-static inline void coro__trace_idle(struct coro__worker *w)
+/* the worker stops for a time nobody knows (a thread begins or ends
+ * driving a single-threaded scheduler): its open run ends here (a MARK
+ * event, the reading that closes it), and its next step reads the clock */
+static inline void coro__trace_pause(struct coro__worker *w)
 {
-    if (CORO__UNLIKELY(w->tring))
-        w->tring->t_next = 0;
+    struct coro__tring *r = w->tring;
+
+    if (CORO__UNLIKELY(r)) {
+        r->t_next = 0;
+        r->idle = 0;
+        if (r->nrun) {
+            r->nrun = 0;
+            coro__tr_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TR_MARK);
+        }
+    }
 }
 
-/* the step that began at *t0 ends (why: CORO__TR_END_*; aw: the await, for
- * AWAIT, recorded before arm: the job may be gone once arm returned
- * PENDING); *t0 = now (the next step, when the await completes at once).
- * One event per step, two when it ends at an await, published together;
- * aw is a constant at every call site, so its test folds away. */
+/* the worker looked for work and found none (coro__find_work).  The first
+ * such look leaves its open run open (the next step, if the next look
+ * finds one, goes on in the run: the run then holds that look, a few
+ * hundred ns); the second in a row ends it (coro__trace_pause) */
+static inline void coro__trace_idle(struct coro__worker *w)
+{
+    struct coro__tring *r = w->tring;
+
+    if (CORO__UNLIKELY(r)) {
+        r->t_next = 0;
+        if (r->nrun && !r->idle++)
+            return;
+        coro__trace_pause(w);
+    }
+}
+
+/* the step that began at *t0 (0: not read, in a run) ends (why:
+ * CORO__TR_END_*; aw: the await, for AWAIT, recorded before arm: the job
+ * may be gone once arm returned PENDING).  One event per step, two when it
+ * ends at an await, published together; aw is a constant at every call
+ * site, so its test folds away.  The clock is read only when the step ends
+ * its run ("Runs" above); *t0 = the reading, or 0 (the next step, when the
+ * await completes at once, goes on in the run). */
 static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_t *t0,
                                     unsigned why, const coro_await_t *aw)
 {
     struct coro__tring *r = w->tring;
 
     if (CORO__UNLIKELY(r)) {
-        uint64_t now = coro__trace_clock(), d = now - *t0, h = coro__tr_head(r);
+        uint64_t h = coro__tr_head(r), start = *t0;
         uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
-        if (CORO__UNLIKELY(d >= UINT32_MAX)) {
-            coro__trace_long(r, job, (const void *)job->fn, meta, *t0, now,
+        uint32_t n = r->nrun + 1;
+
+        /* an on_exit hook (user code) runs after a finished job's step:
+         * the run ends there, as it would at any other event */
+        if (n < r->krun && !(why == CORO__TR_END_DONE && job->on_exit)) {
+            if (start)
+                r->t_run = start;       /* a run's first step starts at a reading */
+            else
+                meta |= (uint64_t)CORO__TR_NOSTART << 4;
+            coro__tr_set(r, h, start, job, (const void *)job->fn,
+                         meta | (uint64_t)CORO__TR_NOEND << 4);
+            if (aw)
+                coro__tr_set(r, ++h, 0, job, aw->ops->name, CORO__TR_AWAIT);
+            coro__tr_publish(r, h + 1);
+            r->nrun = n;
+            *t0 = 0;
+            r->t_now = 0;
+            r->t_next = 0;
+            return;
+        }
+        uint64_t now = coro__trace_clock();
+        if (!start) {
+            /* the last step of a run: its end is the run's */
+            coro__tr_set(r, h, now, job, (const void *)job->fn,
+                         meta | (uint64_t)CORO__TR_NOSTART << 4);
+            if (aw)
+                coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
+            coro__tr_publish(r, h + 1);
+            start = r->t_run;
+        } else if (CORO__UNLIKELY(now - start >= UINT32_MAX)) {
+            coro__trace_long(r, job, (const void *)job->fn, meta, start, now,
                              aw ? aw->ops->name : NULL);
         } else {
-            coro__tr_set(r, h, *t0, job, (const void *)job->fn, meta | d << 32);
+            coro__tr_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
             if (aw)
                 coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
             coro__tr_publish(r, h + 1);
         }
+        /* the next run's length: one step after a run of long steps, twice
+         * this one's after short ones (a run's first step that was not
+         * read - a reading between steps ended the run - leaves t_run
+         * stale: the run looks long, the safe side) */
+        if (now - start > n * r->run_lim)
+            r->krun = 1;
+        else if (r->krun < CORO__TRACE_RUN_MAX)
+            r->krun <<= 1;
+        r->nrun = 0;
         *t0 = now;
         r->t_now = now;     /* the step goes on when the await completes at once */
         /* a finished job: coro__finish frees its frame and wakes its
@@ -259,6 +377,7 @@ static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigne
         uint64_t t = coro__trace_clock();
         coro__tr_put_at(r, t, (const void *)(uintptr_t)victim, NULL,
                         CORO__TR_META(CORO__TR_STEAL, 0, 0, n));
+        r->nrun = 0;
         r->t_next = t;
     }
 }
@@ -272,19 +391,20 @@ static inline void coro__trace_park(struct coro__worker *w, bool awake)
     if (CORO__UNLIKELY(r)) {
         uint64_t t = coro__trace_clock();
         coro__tr_put_at(r, t, NULL, NULL, awake ? CORO__TR_UNPARK : CORO__TR_PARK);
+        r->nrun = 0;
         r->t_next = awake ? t : 0;
     }
 }
 
 /* the caller claimed parked worker idx and wakes it (a futex wake
- * follows: a worker's next step reads the clock) */
+ * follows: it ends the caller's run, and its next step reads the clock) */
 static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
     if (CORO__UNLIKELY(s->trace)) {
         struct coro__worker *w = coro__tls_worker;
         coro__tr_any(s, NULL, NULL, CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx));
         if (w && w->s == s)
-            w->tring->t_next = 0;
+            coro__tr_syscall(w->tring);
     }
 }
 
