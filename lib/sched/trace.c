@@ -217,13 +217,57 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
-void coro__trace_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
+/* a step of at least 2^32 ticks: the step, then LONG (its end), then the
+ * await's name if any */
+static void step_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
                       uint64_t t0, uint64_t now, const char *await)
 {
     coro__tr_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
     coro__tr_put_at(r, now, job, NULL, CORO__TR_LONG);
     if (await)
         coro__tr_put_at(r, now, job, await, CORO__TR_AWAIT);
+}
+
+void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0, unsigned why,
+                          const char *await)
+{
+    uint64_t h = coro__tr_head(r), start = *t0, now = coro__trace_clock();
+    uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
+    uint32_t n = r->nrun + 1;
+
+    if (!start) {
+        /* the last step of a run: its end is the run's */
+        coro__tr_set(r, h, now, job, (const void *)job->fn,
+                     meta | (uint64_t)CORO__TR_NOSTART << 4);
+        if (await)
+            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
+        coro__tr_publish(r, h + 1);
+        start = r->t_run;
+    } else if (CORO__UNLIKELY(now - start >= UINT32_MAX)) {
+        step_long(r, job, (const void *)job->fn, meta, start, now, await);
+    } else {
+        coro__tr_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
+        if (await)
+            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
+        coro__tr_publish(r, h + 1);
+    }
+    /* the next run's length: one step after a run of long steps, twice
+     * this one's after short ones (a run's first step that was not read -
+     * a reading between steps ended the run - leaves t_run stale: the run
+     * looks long, the safe side) */
+    if (now - start > n * r->run_lim)
+        r->krun = 1;
+    else if (r->krun < CORO__TRACE_RUN_MAX)
+        r->krun <<= 1;
+    r->nrun = 0;
+    *t0 = now;
+    r->t_now = now;     /* the step goes on when the await completes at once */
+    /* a finished job: coro__finish frees its frame and wakes its joiner,
+     * then the worker takes its next job, which starts here - unless an
+     * on_exit hook (user code) runs first, or the finish wakes a thread or
+     * a parked worker (a system call: those hooks clear t_next) */
+    if (why == CORO__TR_END_DONE)
+        r->t_next = job->on_exit ? 0 : now;
 }
 
 void coro__trace_io_thread_(coro_sched_t *s)

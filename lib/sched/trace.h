@@ -94,10 +94,9 @@ CORO__HIDDEN void coro__trace_fini(coro_sched_t *s);
  * thread's ring or the shared one (under its lock); ts taken here */
 CORO__HIDDEN void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta);
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
-/* a step of at least 2^32 ticks: the step, then LONG (its end), then the
- * await's name if aw (the rare case of coro__trace_step, out of line) */
-CORO__HIDDEN void coro__trace_long(struct coro__tring *r, const void *job, const void *fn,
-                                   uint64_t meta, uint64_t t0, uint64_t now, const char *await);
+/* a step that ends its run (coro__trace_step's reading, out of line) */
+CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0,
+                                       unsigned why, const char *await);
 
 /* ---- recording (inline: the worker's hot path) --------------------------------- */
 
@@ -199,12 +198,17 @@ static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, u
         coro__trace_any(s, a, b, meta);
 }
 
-/* a step of worker ring r is about to make a system call (a futex wake):
- * it ends its run, and the next run is one step */
-static inline void coro__tr_syscall(struct coro__tring *r)
+/* the stamp of an event of worker ring r that a system call (a futex wake)
+ * follows: a reading, as it costs little beside the call.  It ends the
+ * open run (the steps before it end here, the step that makes the call
+ * holds it), and the next step reads the clock */
+static inline uint64_t coro__tr_syscall(struct coro__tring *r)
 {
+    uint64_t t = coro__trace_clock();
     r->t_next = 0;
-    r->krun = 1;
+    r->nrun = 0;
+    r->t_run = t;
+    return t;
 }
 
 /* ---- the hooks ---------------------------------------------------------------- */
@@ -234,10 +238,8 @@ static inline void coro__trace_wake(coro_t *job)
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {
     struct coro__worker *w = coro__tls_worker;
-    if (w && CORO__UNLIKELY(w->tring)) {
-        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
-        coro__tr_syscall(w->tring);     /* a futex wake follows */
-    }
+    if (w && CORO__UNLIKELY(w->tring))     /* a futex wake follows */
+        coro__tr_put_at(w->tring, coro__tr_syscall(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
 }
 
 /* a step of a job begins: its start time (0 when tracing is off, or when
@@ -298,72 +300,36 @@ static inline void coro__trace_idle(struct coro__worker *w)
  * may be gone once arm returned PENDING).  One event per step, two when it
  * ends at an await, published together; aw is a constant at every call
  * site, so its test folds away.  The clock is read only when the step ends
- * its run ("Runs" above); *t0 = the reading, or 0 (the next step, when the
- * await completes at once, goes on in the run). */
+ * its run ("Runs" above), out of line (coro__trace_step_end); else *t0 =
+ * 0 (the next step, when the await completes at once, goes on in the run).
+ * An on_exit hook (user code) runs after a finished job's step: the run
+ * ends there, as it would at any other event. */
 static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_t *t0,
                                     unsigned why, const coro_await_t *aw)
 {
     struct coro__tring *r = w->tring;
 
     if (CORO__UNLIKELY(r)) {
-        uint64_t h = coro__tr_head(r), start = *t0;
-        uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
         uint32_t n = r->nrun + 1;
-
-        /* an on_exit hook (user code) runs after a finished job's step:
-         * the run ends there, as it would at any other event */
-        if (n < r->krun && !(why == CORO__TR_END_DONE && job->on_exit)) {
-            if (start)
+        if (CORO__LIKELY(n < r->krun) && (why != CORO__TR_END_DONE || !job->on_exit)) {
+            uint64_t h = coro__tr_head(r), start = *t0;
+            uint64_t meta = CORO__TR_META(CORO__TR_STEP | (why | CORO__TR_NOEND) << 4, job->prio,
+                                          job->cls, 0);
+            if (start) {
                 r->t_run = start;       /* a run's first step starts at a reading */
-            else
+                r->t_now = 0;           /* the next step's events: not read */
+                *t0 = 0;
+            } else {
                 meta |= (uint64_t)CORO__TR_NOSTART << 4;
-            coro__tr_set(r, h, start, job, (const void *)job->fn,
-                         meta | (uint64_t)CORO__TR_NOEND << 4);
+            }
+            coro__tr_set(r, h, start, job, (const void *)job->fn, meta);
             if (aw)
                 coro__tr_set(r, ++h, 0, job, aw->ops->name, CORO__TR_AWAIT);
             coro__tr_publish(r, h + 1);
             r->nrun = n;
-            *t0 = 0;
-            r->t_now = 0;
-            r->t_next = 0;
-            return;
-        }
-        uint64_t now = coro__trace_clock();
-        if (!start) {
-            /* the last step of a run: its end is the run's */
-            coro__tr_set(r, h, now, job, (const void *)job->fn,
-                         meta | (uint64_t)CORO__TR_NOSTART << 4);
-            if (aw)
-                coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
-            coro__tr_publish(r, h + 1);
-            start = r->t_run;
-        } else if (CORO__UNLIKELY(now - start >= UINT32_MAX)) {
-            coro__trace_long(r, job, (const void *)job->fn, meta, start, now,
-                             aw ? aw->ops->name : NULL);
         } else {
-            coro__tr_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
-            if (aw)
-                coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
-            coro__tr_publish(r, h + 1);
+            coro__trace_step_end(r, job, t0, why, aw ? aw->ops->name : NULL);
         }
-        /* the next run's length: one step after a run of long steps, twice
-         * this one's after short ones (a run's first step that was not
-         * read - a reading between steps ended the run - leaves t_run
-         * stale: the run looks long, the safe side) */
-        if (now - start > n * r->run_lim)
-            r->krun = 1;
-        else if (r->krun < CORO__TRACE_RUN_MAX)
-            r->krun <<= 1;
-        r->nrun = 0;
-        *t0 = now;
-        r->t_now = now;     /* the step goes on when the await completes at once */
-        /* a finished job: coro__finish frees its frame and wakes its
-         * joiner, then the worker takes its next job, which starts here -
-         * unless an on_exit hook (user code) runs first, or the finish
-         * wakes a thread or a parked worker (a system call: those hooks
-         * clear t_next) */
-        if (why == CORO__TR_END_DONE)
-            r->t_next = job->on_exit ? 0 : now;
     }
 }
 
@@ -402,9 +368,11 @@ static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
     if (CORO__UNLIKELY(s->trace)) {
         struct coro__worker *w = coro__tls_worker;
-        coro__tr_any(s, NULL, NULL, CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx));
+        uint64_t meta = CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx);
         if (w && w->s == s)
-            coro__tr_syscall(w->tring);
+            coro__tr_put_at(w->tring, coro__tr_syscall(w->tring), NULL, NULL, meta);
+        else
+            coro__trace_any(s, NULL, NULL, meta);
     }
 }
 
