@@ -9,8 +9,10 @@
  * ON (config .trace_events > 0, or COROKIT_TRACE=FILE in the environment).
  * Rings: one per worker (written only by that worker: its thread, or the
  * thread driving a single-threaded scheduler, one at a time), one for the
- * I/O thread (written only by it), and one shared by every other thread
- * (plain threads spawning or waking jobs), whose writers take its
+ * I/O thread (written only by it), one for each of the first
+ * CORO__TRACE_THREAD_RINGS plain threads that record (spawning or waking
+ * jobs; written only by that thread, found through a thread-local cache),
+ * and one shared by the plain threads after those, whose writers take its
  * spinlock.  Each ring holds the last `cap` events (a power of two): a
  * writer overwrites the oldest, so the rings are a flight recorder of the
  * recent past, whatever ran before.
@@ -30,24 +32,30 @@
  * the dropped range covers every slot that could be a mix.  When the
  * workers have stopped (coro_sched_destroy) nothing races.
  *
- * Time: rdtsc on x86 (cheaper than clock_gettime), converted to coro_now()
- * nanoseconds with two calibration points: ring creation and the write.
- * A reading still costs 11-19 ns, most of what tracing costs a short job,
- * so a worker reads the clock about once per job (lib/sched/trace.h,
- * coro__tr_stamp and coro__trace_begin): its spawns and wakes take the
- * start of the step that made them, and a step that follows a finished
- * job with nothing in between starts at that job's end.
+ * Time: rdtsc on x86 (cheaper than clock_gettime: 11 ns against 22-27 in
+ * a loop here; the CPU has constant_tsc and nonstop_tsc), converted to
+ * coro_now() nanoseconds with two calibration points: ring creation and the
+ * write; coro_now() itself elsewhere.  A reading still cost about 20 ns in
+ * the spawn path, most of what tracing cost a short job, so a worker reads
+ * the clock about once per run of up to CORO__TRACE_RUN_MAX short steps
+ * (lib/sched/trace.h, "Runs", which says what the times then promise), and
+ * a plain thread once per CORO__TRACE_RUN_MAX events or coarse-clock tick
+ * (thread_stamp).  Events not read carry ts 0 and get their time here,
+ * when the trace is written (resolve, resolve_thread).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <time.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <ck_malloc.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "sched/trace.h"
 
@@ -68,6 +76,20 @@ struct coro__trace {
 };
 
 static __thread coro_sched_t *tls_io_sched;
+
+int coro__tr_rdtsc;
+
+/* the TSC runs at one rate on every CPU, in every C- and P-state: its
+ * readings on two CPUs compare, and one rate converts them */
+static int tsc_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d >> 8 & 1);
+#else
+    return 0;
+#endif
+}
 
 /* the ring of this plain thread for the trace numbered gen (thread_ring);
  * NULL ring: the thread uses the shared one */
@@ -103,11 +125,11 @@ static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
     return r;
 }
 
-/* CORO__TRACE_RUN_NS in clock ticks: rdtsc's rate against coro_now()
- * over 50 us (the runs' limit needs no more than a few per cent) */
+/* CORO__TRACE_RUN_NS in clock ticks: the clock's rate against coro_now()
+ * over 50 us (the runs' limit needs no more than a few per cent; 1 tick
+ * per ns when the clock is coro_now()) */
 static uint64_t run_lim(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
     int64_t n0 = coro__now(), n1;
     uint64_t c0 = clock_raw(), c1;
     do {
@@ -115,9 +137,6 @@ static uint64_t run_lim(void)
         c1 = clock_raw();
     } while (n1 - n0 < 50000);
     return (uint64_t)((double)(c1 - c0) / (double)(n1 - n0) * CORO__TRACE_RUN_NS);
-#else
-    return CORO__TRACE_RUN_NS;
-#endif
 }
 
 static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
@@ -162,6 +181,7 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     }
     if (!(t->io = ring_new(s, cap)) || !(t->ext = ring_new(s, cap)))
         goto fail;
+    __atomic_store_n(&coro__tr_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
     uint64_t lim = t->run_lim = run_lim();
     /* relaxed: a unique number is all it needs */
     t->gen = __atomic_add_fetch(&trace_gens, 1, __ATOMIC_RELAXED);
@@ -522,13 +542,11 @@ struct wctx {
     char last_name[256];
 };
 
+/* ticks to microseconds since the trace began (ns_per_tick is 1 when the
+ * clock is coro_now()) */
 static double to_us(const struct wctx *c, uint64_t ts)
 {
-#if defined(__x86_64__) || defined(__i386__)
     return ((double)(int64_t)(ts - c->tsc0) * c->ns_per_tick) / 1000.0;
-#else
-    return (double)((int64_t)ts - c->ns0) / 1000.0;
-#endif
 }
 
 static void json_str(FILE *f, const char *p)

@@ -100,13 +100,19 @@ CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint6
 
 /* ---- recording (inline: the worker's hot path) --------------------------------- */
 
+/* 1: read the TSC (x86 with an invariant TSC: CPUID 0x80000007 EDX bit 8,
+ * "constant_tsc nonstop_tsc" in /proc/cpuinfo); 0: coro__now()
+ * (clock_gettime).  Set by coro__trace_init before its first reading;
+ * atomic (relaxed: every scheduler stores the same value) */
+extern int coro__tr_rdtsc CORO__HIDDEN;
+
 static inline uint64_t coro__trace_clock(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    return __builtin_ia32_rdtsc();
-#else
-    return (uint64_t)coro__now();
+    if (CORO__LIKELY(__atomic_load_n(&coro__tr_rdtsc, __ATOMIC_RELAXED)))
+        return __builtin_ia32_rdtsc();
 #endif
+    return (uint64_t)coro__now();
 }
 
 /* the next event's number in r: the caller is r's only writer */
@@ -153,29 +159,38 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
 
 /* ---- Runs: what a worker's clock readings promise ------------------------------
  *
- * A clock reading (rdtsc, 11-20 ns on this machine) was most of what
- * tracing cost a short job, so a worker does not read the clock at every
- * step.  Its steps come in RUNS: a run is a sequence of steps of one worker
- * with nothing between them but finishing a job and taking the next from a
- * queue; the start of a run's first step is a reading (or the end of the
- * step before, when that finished its job), and the clock is read again
- * only at the end of its krun-th step, or earlier when anything else
- * happens (the worker finds no work, steals, parks, wakes a thread or a
- * parked worker, or a job with an on_exit hook finishes: each of those
- * reads the clock and ends the run).  The trace writer spreads a run's
- * steps evenly over the time between the two readings around it: every
- * step is drawn inside its run, in its order, never overlapping another,
- * but its own start and length are exact only in a run of one step, and
- * otherwise only as exact as the run is short.  krun adapts: a run whose
- * steps averaged more than CORO__TRACE_RUN_NS makes the next run one step
- * (every step read: long steps are always exact once seen), a shorter one
- * doubles it up to CORO__TRACE_RUN_MAX.
+ * A clock reading (rdtsc: 11 ns in a loop, about 20 ns in the spawn path
+ * on this VM) was most of what tracing cost a job of 100-300 ns, so a
+ * worker does not read the clock at every step.  Its steps come in RUNS:
+ * steps of one worker with nothing between them but finishing a job,
+ * taking the next from a queue, and at most one look for work that found
+ * none.  A run's first step starts at a reading (or at the end of the step
+ * before, when that finished its job and was read); the clock is read
+ * again at the end of its krun-th step, or earlier when anything else
+ * happens: the worker looks for work twice in vain, steals, parks, or is
+ * about to wake a thread or a parked worker (read before the system call,
+ * in the step that makes it, if any), or a job with an on_exit hook
+ * finishes.  krun adapts: a run whose steps averaged more than
+ * CORO__TRACE_RUN_NS makes the next run one step, a shorter one doubles it
+ * up to CORO__TRACE_RUN_MAX.
  *
- * Events made in a step (spawns, wakes) carry the step's start: an event
- * is shown at the start of the step that made it, not where in the step.
- * In a run, that start is not known while the step runs: such events are
- * recorded with ts 0 and take their step's place when the trace is
- * written.  Between steps - steals, parks, nudges, polls - the clock. */
+ * The trace writer (trace.c, resolve) spreads a run's steps evenly over
+ * the time between the readings around it.  So, on a worker's lane:
+ * - the steps are in the order they ran and never overlap;
+ * - a run's span is exact (two readings), and its steps share it evenly: a
+ *   step's own start and length are exact in a run of one step (no "run"
+ *   arg in the JSON); in a run of n they are the run's average, so a step
+ *   longer than the others of its run is drawn up to n times too short
+ *   (the next runs are then single steps).  The stall detector (.stall_ns)
+ *   and the histograms time every step on its own;
+ * - a step that wakes a thread or a parked worker in a run is drawn from
+ *   that wake's reading on (the steps before it end there);
+ * - spawns and wakes made in a step are drawn at the start of that step
+ *   (in a run, its start is not known while it runs: they are recorded
+ *   with ts 0 and placed when the trace is written);
+ * - a step after an idle spell starts at a reading taken after its job was
+ *   taken from its queue, so after the job's spawn or wake.
+ * Between steps - steals, parks, nudges, polls - events are read. */
 
 /* the stamp of an event of worker ring r (0: the start of the step that
  * makes it, once its run is over) */
