@@ -353,13 +353,18 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
 {
     struct coro__worker *w = coro__tls_worker;
     struct coro__trace *t = s->trace;
+    struct coro__tring *r = tls_thr.ring;
 
-    if (w && w->s == s) {
+    /* a plain thread that has its ring in this trace first: the others
+     * (a worker of s, the I/O thread) never take one in it */
+    if (CORO__LIKELY(r && tls_thr.gen == t->gen)) {
+        coro__tr_put_at(r, thread_stamp(r), a, b, meta);
+    } else if (w && w->s == s) {
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     } else if (tls_io_sched == s) {
         coro__tr_put(t->io, a, b, meta);
     } else {
-        struct coro__tring *r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
+        r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
         if (CORO__LIKELY(r)) {
             coro__tr_put_at(r, thread_stamp(r), a, b, meta);
         } else {
