@@ -237,6 +237,27 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
+void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta)
+{
+    uint64_t t = coro__trace_clock();
+    coro__tr_put_at(r, t, a, NULL, meta);
+    r->t_next = 0;
+    r->nrun = 0;
+    r->t_run = t;
+}
+
+void coro__trace_idle_(struct coro__tring *r, bool end)
+{
+    r->t_next = 0;
+    if (r->nrun && !end && !r->idle++)
+        return;             /* the first vain look: the run goes on */
+    r->idle = 0;
+    if (r->nrun) {
+        r->nrun = 0;
+        coro__tr_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TR_MARK);
+    }
+}
+
 /* a step of at least 2^32 ticks: the step, then LONG (its end), then the
  * await's name if any */
 static void step_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,

@@ -94,6 +94,13 @@ CORO__HIDDEN void coro__trace_fini(coro_sched_t *s);
  * thread's ring or the shared one (under its lock); ts taken here */
 CORO__HIDDEN void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta);
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
+/* an event of worker ring r that a system call (a futex wake) follows:
+ * stamped with a reading, as it costs little beside the call.  It ends the
+ * open run (the steps before it end here, the step that makes the call
+ * holds it), and the next step reads the clock */
+CORO__HIDDEN void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta);
+/* a look for work found none (end: or the worker stops): coro__trace_idle */
+CORO__HIDDEN void coro__trace_idle_(struct coro__tring *r, bool end);
 /* a step that ends its run (coro__trace_step's reading, out of line) */
 CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0,
                                        unsigned why, const char *await);
@@ -213,19 +220,6 @@ static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, u
         coro__trace_any(s, a, b, meta);
 }
 
-/* the stamp of an event of worker ring r that a system call (a futex wake)
- * follows: a reading, as it costs little beside the call.  It ends the
- * open run (the steps before it end here, the step that makes the call
- * holds it), and the next step reads the clock */
-static inline uint64_t coro__tr_syscall(struct coro__tring *r)
-{
-    uint64_t t = coro__trace_clock();
-    r->t_next = 0;
-    r->nrun = 0;
-    r->t_run = t;
-    return t;
-}
-
 /* ---- the hooks ---------------------------------------------------------------- */
 
 /* the calling thread is s's I/O thread (io_main): its events go to the I/O lane */
@@ -249,12 +243,13 @@ static inline void coro__trace_wake(coro_t *job)
 }
 
 /* a plain thread's record in the lot is woken (lib/wait/lot.c): w->sched is not set
- * for those, so the scheduler is the waker's, if it is a worker */
+ * for those, so the scheduler is the waker's, if it is a worker.  Out of
+ * line (a futex wake follows) */
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {
     struct coro__worker *w = coro__tls_worker;
-    if (w && CORO__UNLIKELY(w->tring))     /* a futex wake follows */
-        coro__tr_put_at(w->tring, coro__tr_syscall(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
+    if (w && CORO__UNLIKELY(w->tring))
+        coro__trace_syscall_(w->tring, rec, CORO__TR_THREAD_WAKE);
 }
 
 /* a step of a job begins: its start time (0 when tracing is off, or when
@@ -282,32 +277,19 @@ static inline uint64_t coro__trace_begin(struct coro__worker *w)
  * event, the reading that closes it), and its next step reads the clock */
 static inline void coro__trace_pause(struct coro__worker *w)
 {
-    struct coro__tring *r = w->tring;
-
-    if (CORO__UNLIKELY(r)) {
-        r->t_next = 0;
-        r->idle = 0;
-        if (r->nrun) {
-            r->nrun = 0;
-            coro__tr_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TR_MARK);
-        }
-    }
+    if (CORO__UNLIKELY(w->tring))
+        coro__trace_idle_(w->tring, true);
 }
 
 /* the worker looked for work and found none (coro__find_work).  The first
  * such look leaves its open run open (the next step, if the next look
  * finds one, goes on in the run: the run then holds that look, a few
- * hundred ns); the second in a row ends it (coro__trace_pause) */
+ * hundred ns); the second in a row ends it, as coro__trace_pause.  Out of
+ * line when on: coro__find_work stays small enough to inline when off */
 static inline void coro__trace_idle(struct coro__worker *w)
 {
-    struct coro__tring *r = w->tring;
-
-    if (CORO__UNLIKELY(r)) {
-        r->t_next = 0;
-        if (r->nrun && !r->idle++)
-            return;
-        coro__trace_pause(w);
-    }
+    if (CORO__UNLIKELY(w->tring))
+        coro__trace_idle_(w->tring, false);
 }
 
 /* the step that began at *t0 (0: not read, in a run) ends (why:
@@ -378,14 +360,15 @@ static inline void coro__trace_park(struct coro__worker *w, bool awake)
 }
 
 /* the caller claimed parked worker idx and wakes it (a futex wake
- * follows: it ends the caller's run, and its next step reads the clock) */
+ * follows: a worker reads the clock before it, which ends its run, and
+ * its next step reads the clock; out of line) */
 static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
     if (CORO__UNLIKELY(s->trace)) {
         struct coro__worker *w = coro__tls_worker;
         uint64_t meta = CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx);
         if (w && w->s == s)
-            coro__tr_put_at(w->tring, coro__tr_syscall(w->tring), NULL, NULL, meta);
+            coro__trace_syscall_(w->tring, NULL, meta);
         else
             coro__trace_any(s, NULL, NULL, meta);
     }
