@@ -34,7 +34,8 @@ enum {
     CORO__TR_POLL0,         /* epoll_wait begins */
     CORO__TR_POLL1,         /* epoll_wait returned x events */
     CORO__TR_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
-    CORO__TR_MARK,          /* a worker found no work: ts ends its open run */
+    CORO__TR_MARK,          /* a worker found no work twice, or stops driving:
+                               ts ends its open run */
 };
 enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
 /* STEP's why bits (4-7): the end (bits 4-5) and what was not read */
@@ -91,7 +92,8 @@ CORO__HIDDEN void coro__trace_write_env(coro_sched_t *s);
 /* free the rings: after every thread that records into them is gone */
 CORO__HIDDEN void coro__trace_fini(coro_sched_t *s);
 /* record from a thread of s that is not one of its workers: the I/O
- * thread's ring or the shared one (under its lock); ts taken here */
+ * thread's ring, the plain thread's own (thread_stamp decides whether ts
+ * is read) or the shared one (under its lock, ts read) */
 CORO__HIDDEN void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta);
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
 /* an event of worker ring r that a system call (a futex wake) follows:
@@ -188,7 +190,7 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
  *   step's own start and length are exact in a run of one step (no "run"
  *   arg in the JSON); in a run of n they are the run's average, so a step
  *   longer than the others of its run is drawn up to n times too short
- *   (the next runs are then single steps).  The stall detector (.stall_ns)
+ *   (the next run is then a single step).  The stall detector (.stall_ns)
  *   and the histograms time every step on its own;
  * - a step that wakes a thread or a parked worker in a run is drawn from
  *   that wake's reading on (the steps before it end there);
