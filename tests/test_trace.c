@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -414,4 +415,167 @@ Test(trace, a_step_after_an_idle_worker_starts_after_its_jobs_spawn, .timeout = 
         coro_sched_destroy(s);
         unlink(f);
     }
+}
+
+/* Runs (lib/sched/trace.h): a worker reads the clock once per run of up to
+ * CORO__TRACE_RUN_MAX short steps, and the writer spreads a run's steps
+ * evenly between the readings around it.  What that must keep: some steps
+ * share a run (the "run" arg; no step had one before runs), a worker's
+ * steps never overlap, and every spawn lies inside a step of its lane. */
+struct spawner {
+    coro_t co;
+    struct job *kids;
+    int n;
+};
+
+static int spawner_body(coro_t *co)
+{
+    struct spawner *p = CORO_SELF(co, struct spawner);
+    CORO_BEGIN(co);
+    for (int i = 0; i < p->n; i++)
+        coro_spawn(coro_sched_current(), &p->kids[i].co, empty_body, NULL);
+    CORO_END(co);
+}
+
+Test(trace, runs_of_short_steps_share_a_reading_and_keep_every_step_in_place, .timeout = 60)
+{
+    char f[128];
+    enum { N = 2000 };
+    coro_sched_t *s = traced(1, 1 << 13);
+    struct spawner *p = calloc(1, sizeof *p);
+
+    p->kids = calloc(N, sizeof *p->kids);
+    p->n = N;
+    tmpname(f, sizeof f, "runs");
+    cr_assert_eq(coro_block_on(s, &p->co, spawner_body, NULL), 0);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(coro_join(&p->kids[i].co), 7);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    /* the parent's step and its 2,000 spawns, then 2,000 steps: the last
+     * 8,192 events of the ring hold all of them */
+    cr_assert(pycheck(
+        f, "(lambda L: len(L)==2001 and any(e['args'].get('run',1)>1 for e in L)"
+           " and all(a['ts']+a['dur'] <= b['ts']+0.002 for a,b in zip(L, L[1:]))"
+           " and all(any(x['ts']-0.002 <= e['ts'] <= x['ts']+x['dur']+0.002 for x in L[:1])"
+           "         for e in t if e.get('name')=='spawn' and lane(e).startswith('coro-w')))"
+           "(sorted([e for e in jobs if lane(e).startswith('coro-w')], key=lambda e:e['ts']))"));
+    coro_sched_destroy(s);
+    free(p->kids);
+    free(p);
+    unlink(f);
+}
+
+/* A run's time is exact even when its steps are not: 200 empty jobs make
+ * runs of CORO__TRACE_RUN_MAX, then a job whose 10 steps each work 2 ms
+ * and yield.  The first run that holds such a step is shared evenly (here
+ * every step is as long as the others, so each shows its 2 ms); it ends
+ * sharing, and the next steps are read one by one: each of the 10 steps
+ * shows at least 1.9 ms, and the last two are not in a run. */
+static int64_t spin_until(int64_t t)
+{
+    int64_t now;
+    while ((now = coro_now()) < t)
+        ;
+    return now;
+}
+
+struct busy {
+    coro_t co;
+    int i;
+};
+
+static int busy_body(coro_t *co)
+{
+    struct busy *b = CORO_SELF(co, struct busy);
+    CORO_BEGIN(co);
+    for (b->i = 0; b->i < 10; b->i++) {
+        spin_until(coro_now() + 2000000);
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+Test(trace, long_steps_end_sharing_and_a_runs_time_is_exact, .timeout = 60)
+{
+    char f[128], expr[1024];
+    coro_sched_t *s = traced(1, 1 << 12);
+    struct busy b = { 0 };
+
+    tmpname(f, sizeof f, "long");
+    run_some(s, 200);
+    /* the worker parks (its idle bit): its run of empty steps is over, so
+     * the busy job's steps begin a run of their own */
+    while (!(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1))
+        sched_yield();
+    cr_assert_eq(coro_spawn(s, &b.co, busy_body, NULL), 0);
+    cr_assert_eq(coro_join(&b.co), 0);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    snprintf(expr, sizeof expr,
+             "(lambda B: len(B)==11 and all(e['dur'] >= 1900 for e in B[:10])"
+             " and all('run' not in e['args'] for e in B[8:10])"
+             " and any(e['args'].get('run',1)>1 for e in jobs))"
+             "(sorted([e for e in jobs if e['args']['job']=='%p'], key=lambda e:e['ts']))",
+             (void *)&b.co);
+    cr_assert(pycheck(f, expr));
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+/* Plain threads: each of the first CORO__TRACE_THREAD_RINGS gets a ring of
+ * its own, the others share the locked one; all their events go to the
+ * "threads" lane.  20 threads spawn 50 jobs each: every spawn is there,
+ * stamped (none dropped: a thread's first event reads the clock), and each
+ * thread's spawns are in the order it made them. */
+enum { THREADS = 20, PER_THREAD = 50 };
+
+struct spawning_thread {
+    coro_sched_t *s;
+    struct job jobs[PER_THREAD];
+};
+
+static void *spawn_thread(void *arg)
+{
+    struct spawning_thread *st = arg;
+    for (int i = 0; i < PER_THREAD; i++)
+        cr_assert_eq(coro_spawn(st->s, &st->jobs[i].co, empty_body, NULL), 0);
+    for (int i = 0; i < PER_THREAD; i++)
+        cr_assert_eq(coro_join(&st->jobs[i].co), 7);
+    return NULL;
+}
+
+Test(trace, plain_threads_spawns_all_appear_in_the_order_each_made_them, .timeout = 60)
+{
+    char f[128];
+    static struct spawning_thread st[THREADS];
+    pthread_t th[THREADS];
+    coro_sched_t *s = traced(2, 1 << 12);
+    FILE *order;
+    char of[160];
+
+    tmpname(f, sizeof f, "threads");
+    for (int i = 0; i < THREADS; i++) {
+        st[i].s = s;
+        cr_assert_eq(pthread_create(&th[i], NULL, spawn_thread, &st[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    /* the jobs of each thread, in spawn order, one line per thread */
+    snprintf(of, sizeof of, "%s.order", f);
+    cr_assert_not_null(order = fopen(of, "w"));
+    for (int i = 0; i < THREADS; i++)
+        for (int k = 0; k < PER_THREAD; k++)
+            fprintf(order, "%p%c", (void *)&st[i].jobs[k].co, k + 1 < PER_THREAD ? ' ' : '\n');
+    fclose(order);
+    char expr[1024];
+    snprintf(expr, sizeof expr,
+             "(lambda S, O: len(S)==%d and all(lane(e)=='threads' and e['ts']>0 for e in S.values())"
+             " and all(S[a]['ts'] <= S[b]['ts'] for l in O for a,b in zip(l, l[1:])))"
+             "({e['args']['job']: e for e in t if e.get('name')=='spawn'},"
+             " [l.split() for l in open('%s')])",
+             THREADS * PER_THREAD, of);
+    cr_assert(pycheck(f, expr));
+    coro_sched_destroy(s);
+    unlink(f);
+    unlink(of);
 }

@@ -76,6 +76,17 @@
 /* events kept per ring when COROKIT_TRACE turns tracing on (32 bytes each:
  * 256 KiB per worker; the config's .trace_events chooses otherwise) */
 #define CORO__TRACE_DEFAULT_EVENTS 8192u
+/* a worker's run of short steps shares one clock reading (sched/trace.h):
+ * at most this many steps (a power of two; 1 = a reading per step), and
+ * only while the steps of its last run averaged at most CORO__TRACE_RUN_NS
+ * (a longer run drops the next to one step; a short one doubles it).  The
+ * reading (rdtsc, 11-20 ns here) was most of what tracing cost jobs of
+ * 100-300 ns */
+#define CORO__TRACE_RUN_MAX 8u
+#define CORO__TRACE_RUN_NS 1000u
+/* plain threads (not workers, not the I/O thread) that get a ring of their
+ * own, written without a lock; the others share one under a spinlock */
+#define CORO__TRACE_THREAD_RINGS 16
 
 /* ---- the I/O context (io/epoll.c) ---------------------------------------- */
 /* events taken per epoll_wait */

@@ -44,7 +44,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     int steps = 0;
 
     coro__tls_worker = w;
-    coro__trace_idle(w);        /* idle since its last step: the next one reads the clock */
+    coro__trace_pause(w);       /* idle since its last step: the next one reads the clock */
     while (!done || !done(arg)) {
         coro_t *j = coro__find_work(w);
         if (!j && !block) {
@@ -81,6 +81,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
             steps++;
         }
     }
+    coro__trace_pause(w);       /* ends its open run (sched/trace.h) before another thread drives */
     coro__tls_worker = saved;
     return steps;
 }

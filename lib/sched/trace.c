@@ -9,8 +9,10 @@
  * ON (config .trace_events > 0, or COROKIT_TRACE=FILE in the environment).
  * Rings: one per worker (written only by that worker: its thread, or the
  * thread driving a single-threaded scheduler, one at a time), one for the
- * I/O thread (written only by it), and one shared by every other thread
- * (plain threads spawning or waking jobs), whose writers take its
+ * I/O thread (written only by it), one for each of the first
+ * CORO__TRACE_THREAD_RINGS plain threads that record (spawning or waking
+ * jobs; written only by that thread, found through a thread-local cache),
+ * and one shared by the plain threads after those, whose writers take its
  * spinlock.  Each ring holds the last `cap` events (a power of two): a
  * writer overwrites the oldest, so the rings are a flight recorder of the
  * recent past, whatever ran before.
@@ -30,26 +32,35 @@
  * the dropped range covers every slot that could be a mix.  When the
  * workers have stopped (coro_sched_destroy) nothing races.
  *
- * Time: rdtsc on x86 (cheaper than clock_gettime), converted to coro_now()
- * nanoseconds with two calibration points: ring creation and the write.
- * A reading still costs 11-19 ns, most of what tracing costs a short job,
- * so a worker reads the clock about once per job (lib/sched/trace.h,
- * coro__tr_stamp and coro__trace_begin): its spawns and wakes take the
- * start of the step that made them, and a step that follows a finished
- * job with nothing in between starts at that job's end.
+ * Time: rdtsc on x86 (cheaper than clock_gettime: 11 ns against 22-27 in
+ * a loop here; the CPU has constant_tsc and nonstop_tsc), converted to
+ * coro_now() nanoseconds with two calibration points: ring creation and the
+ * write; coro_now() itself elsewhere.  A reading still cost about 20 ns in
+ * the spawn path, most of what tracing cost a short job, so a worker reads
+ * the clock about once per run of up to CORO__TRACE_RUN_MAX short steps
+ * (lib/sched/trace.h, "Runs", which says what the times then promise), and
+ * a plain thread once per CORO__TRACE_RUN_MAX events or coarse-clock tick
+ * (thread_stamp).  Events not read carry ts 0 and get their time here,
+ * when the trace is written (resolve, resolve_thread).
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <ck_malloc.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "sched/trace.h"
 
 #define TRACE_MAX_EVENTS (1u << 24)
+
 
 struct coro__trace {
     uint32_t cap;
@@ -57,9 +68,36 @@ struct coro__trace {
     char *path;             /* COROKIT_TRACE, or NULL */
     uint64_t tsc0;
     int64_t ns0;
+    uint64_t gen;           /* this trace's number: a thread's cached ring is its own */
+    uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
+    uint32_t nthr;          /* plain threads' rings in thr; atomic (release after the slot) */
+    uint32_t thr_lock;      /* taken to add one */
+    struct coro__tring *thr[CORO__TRACE_THREAD_RINGS];
 };
 
 static __thread coro_sched_t *tls_io_sched;
+
+int coro__tr_rdtsc;
+
+/* the TSC runs at one rate on every CPU, in every C- and P-state: its
+ * readings on two CPUs compare, and one rate converts them */
+static int tsc_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d >> 8 & 1);
+#else
+    return 0;
+#endif
+}
+
+/* the ring of this plain thread for the trace numbered gen (thread_ring);
+ * NULL ring: the thread uses the shared one */
+static __thread struct {
+    uint64_t gen;
+    struct coro__tring *ring;
+} tls_thr;
+static uint64_t trace_gens;     /* atomic: the last trace number given */
 
 #define clock_raw coro__trace_clock
 
@@ -83,7 +121,22 @@ static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
     memcpy((char *)r - sizeof(void *), &raw, sizeof raw);
     memset(r, 0, sizeof *r);
     r->mask = cap - 1;
+    r->krun = 1;            /* the first steps are read one by one */
     return r;
+}
+
+/* CORO__TRACE_RUN_NS in clock ticks: the clock's rate against coro_now()
+ * over 50 us (the runs' limit needs no more than a few per cent; 1 tick
+ * per ns when the clock is coro_now()) */
+static uint64_t run_lim(void)
+{
+    int64_t n0 = coro__now(), n1;
+    uint64_t c0 = clock_raw(), c1;
+    do {
+        n1 = coro__now();
+        c1 = clock_raw();
+    } while (n1 - n0 < 50000);
+    return (uint64_t)((double)(c1 - c0) / (double)(n1 - n0) * CORO__TRACE_RUN_NS);
 }
 
 static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
@@ -128,9 +181,15 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     }
     if (!(t->io = ring_new(s, cap)) || !(t->ext = ring_new(s, cap)))
         goto fail;
-    for (int i = 0; i < s->nslots; i++)
+    __atomic_store_n(&coro__tr_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
+    uint64_t lim = t->run_lim = run_lim();
+    /* relaxed: a unique number is all it needs */
+    t->gen = __atomic_add_fetch(&trace_gens, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < s->nslots; i++) {
         if (!(s->w[i]->tring = ring_new(s, cap)))
             goto fail;
+        s->w[i]->tring->run_lim = lim;
+    }
     t->ns0 = coro__now();
     t->tsc0 = clock_raw();
     s->trace = t;
@@ -168,6 +227,8 @@ void coro__trace_fini(coro_sched_t *s)
     }
     ring_free(s, t->io, t->cap);
     ring_free(s, t->ext, t->cap);
+    for (uint32_t i = 0; i < t->nthr; i++)
+        ring_free(s, t->thr[i], t->cap);
     if (t->path)
         coro__free(s, t->path, strlen(t->path) + 1);
     s->trace = NULL;
@@ -176,7 +237,30 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
-void coro__trace_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
+void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta)
+{
+    uint64_t t = coro__trace_clock();
+    coro__tr_put_at(r, t, a, NULL, meta);
+    r->t_next = 0;
+    r->nrun = 0;
+    r->t_run = t;
+}
+
+void coro__trace_idle_(struct coro__tring *r, bool end)
+{
+    r->t_next = 0;
+    if (r->nrun && !end && !r->idle++)
+        return;             /* the first vain look: the run goes on */
+    r->idle = 0;
+    if (r->nrun) {
+        r->nrun = 0;
+        coro__tr_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TR_MARK);
+    }
+}
+
+/* a step of at least 2^32 ticks: the step, then LONG (its end), then the
+ * await's name if any */
+static void step_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
                       uint64_t t0, uint64_t now, const char *await)
 {
     coro__tr_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
@@ -185,24 +269,130 @@ void coro__trace_long(struct coro__tring *r, const void *job, const void *fn, ui
         coro__tr_put_at(r, now, job, await, CORO__TR_AWAIT);
 }
 
+void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0, unsigned why,
+                          const char *await)
+{
+    uint64_t h = coro__tr_head(r), start = *t0, now = coro__trace_clock();
+    uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
+    uint32_t n = r->nrun + 1;
+
+    if (!start) {
+        /* the last step of a run: its end is the run's */
+        coro__tr_set(r, h, now, job, (const void *)job->fn,
+                     meta | (uint64_t)CORO__TR_NOSTART << 4);
+        if (await)
+            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
+        coro__tr_publish(r, h + 1);
+        start = r->t_run;
+    } else if (CORO__UNLIKELY(now - start >= UINT32_MAX)) {
+        step_long(r, job, (const void *)job->fn, meta, start, now, await);
+    } else {
+        coro__tr_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
+        if (await)
+            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
+        coro__tr_publish(r, h + 1);
+    }
+    /* the next run's length: one step after a run of long steps, twice
+     * this one's after short ones (a run's first step that was not read -
+     * a reading between steps ended the run - leaves t_run stale: the run
+     * looks long, the safe side) */
+    if (now - start > n * r->run_lim)
+        r->krun = 1;
+    else if (r->krun < CORO__TRACE_RUN_MAX)
+        r->krun <<= 1;
+    r->nrun = 0;
+    *t0 = now;
+    r->t_now = now;     /* the step goes on when the await completes at once */
+    /* a finished job: coro__finish frees its frame and wakes its joiner,
+     * then the worker takes its next job, which starts here - unless an
+     * on_exit hook (user code) runs first, or the finish wakes a thread or
+     * a parked worker (a system call: those hooks clear t_next) */
+    if (why == CORO__TR_END_DONE)
+        r->t_next = job->on_exit ? 0 : now;
+}
+
 void coro__trace_io_thread_(coro_sched_t *s)
 {
     tls_io_sched = s;
+}
+
+/* The ring of the calling plain thread, made at its first event: cached
+ * in tls_thr for one trace at a time (a thread that records into two
+ * traced schedulers by turns takes the slow path at each switch, and
+ * gets one ring per scheduler all the same: it finds its ring by its
+ * owner).  NULL when CORO__TRACE_THREAD_RINGS threads have one already. */
+static struct coro__tring *thread_ring(coro_sched_t *s, struct coro__trace *t)
+{
+    pthread_t self = pthread_self();
+    struct coro__tring *r = NULL;
+
+    coro__spin_lock(&t->thr_lock);
+    for (uint32_t i = 0; i < t->nthr && !r; i++)
+        if (pthread_equal(t->thr[i]->owner, self))
+            r = t->thr[i];
+    if (!r && t->nthr < CORO__TRACE_THREAD_RINGS && (r = ring_new(s, t->cap))) {
+        r->owner = self;
+        t->thr[t->nthr] = r;
+        /* release: the ring and its slot before the count a writer of the
+         * trace file acquires */
+        __atomic_store_n(&t->nthr, t->nthr + 1, __ATOMIC_RELEASE);
+    }
+    coro__spin_unlock(&t->thr_lock);
+    tls_thr.gen = t->gen;
+    tls_thr.ring = r;
+    return r;
+}
+
+static int64_t coarse_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A plain thread's events share readings as a worker's steps do (trace.h,
+ * "Runs"), but nothing tells where a plain thread's burst of spawns ends:
+ * so it reads the clock at its first event, at every CORO__TRACE_RUN_MAX-th,
+ * and whenever the kernel's coarse clock (one tick: 1-10 ms; a vDSO read,
+ * a third of rdtsc's cost here) moved since its last reading.  An event
+ * between two readings (ts 0) is placed when the trace is written
+ * (resolve_thread): evenly between them when they are close (a burst),
+ * else at the first (it happened after it, within the same tick). */
+static uint64_t thread_stamp(struct coro__tring *r)
+{
+    int64_t tick = coarse_now();
+
+    if (tick != r->tick || ++r->nrun >= CORO__TRACE_RUN_MAX) {
+        r->tick = tick;
+        r->nrun = 0;
+        return clock_raw();
+    }
+    return 0;
 }
 
 void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
 {
     struct coro__worker *w = coro__tls_worker;
     struct coro__trace *t = s->trace;
+    struct coro__tring *r = tls_thr.ring;
 
-    if (w && w->s == s) {
+    /* a plain thread that has its ring in this trace first: the others
+     * (a worker of s, the I/O thread) never take one in it */
+    if (CORO__LIKELY(r && tls_thr.gen == t->gen)) {
+        coro__tr_put_at(r, thread_stamp(r), a, b, meta);
+    } else if (w && w->s == s) {
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     } else if (tls_io_sched == s) {
         coro__tr_put(t->io, a, b, meta);
     } else {
-        coro__spin_lock(&t->ext->lock);
-        coro__tr_put(t->ext, a, b, meta);
-        coro__spin_unlock(&t->ext->lock);
+        r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
+        if (CORO__LIKELY(r)) {
+            coro__tr_put_at(r, thread_stamp(r), a, b, meta);
+        } else {
+            coro__spin_lock(&t->ext->lock);
+            coro__tr_put(t->ext, a, b, meta);
+            coro__spin_unlock(&t->ext->lock);
+        }
     }
 }
 
@@ -210,6 +400,8 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
 
 struct snap {
     struct coro__tev *ev;
+    uint64_t *end;          /* a STEP's end, once resolved (resolve) */
+    uint32_t *run;          /* the steps of its run (1: read on its own) */
     size_t n;
 };
 
@@ -222,7 +414,9 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
 
     out->n = 0;
     out->ev = coro__alloc(s, (size_t)cap * sizeof *out->ev);
-    if (!out->ev)
+    out->end = coro__alloc(s, (size_t)cap * sizeof *out->end);
+    out->run = coro__alloc(s, (size_t)cap * sizeof *out->run);
+    if (!out->ev || !out->end || !out->run)
         return -ENOMEM;
     for (uint64_t i = first; i < h1; i++) {
         struct coro__tev *e = &r->ev[i & r->mask], *d = &out->ev[i - first];
@@ -248,6 +442,121 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
     return 0;
 }
 
+/* The times of a worker's runs ("Runs" in sched/trace.h).  Walk the
+ * events in their order, keeping A, the last reading; the steps of an open
+ * run wait until a reading B ends it (a step's read end or start, or any
+ * event stamped between steps), then get equal shares of [A, B] in their
+ * order.  Then every event with ts 0 (made in a step of a run) takes the
+ * start of the step that follows it in the ring: the step that made it.
+ * A run whose A fell out of the flight recorder is dropped; a run still
+ * open when the trace is written ends at t_end (the write). */
+struct pend {
+    size_t first;           /* the run's first step, SIZE_MAX = no run open */
+    uint64_t a;             /* the reading before it, 0 = not recorded */
+};
+
+static void close_run(struct snap *sn, struct pend *p, size_t last, uint64_t b)
+{
+    uint32_t m = 0, k = 0;
+
+    if (p->first == SIZE_MAX)
+        return;
+    for (size_t i = p->first; i <= last; i++)
+        if ((sn->ev[i].meta & 0xf) == CORO__TR_STEP)
+            m++;
+    if (p->a && b < p->a)
+        b = p->a;           /* a clock that went back (another CPU's TSC): no negative length */
+    for (size_t i = p->first; i <= last; i++) {
+        if ((sn->ev[i].meta & 0xf) != CORO__TR_STEP)
+            continue;
+        if (p->a) {
+            sn->ev[i].ts = p->a + (b - p->a) * k / m;
+            sn->end[i] = p->a + (b - p->a) * (k + 1) / m;
+        } else {
+            sn->ev[i].ts = sn->end[i] = 0;     /* dropped: its run began before the window */
+        }
+        sn->run[i] = m;
+        k++;
+    }
+    p->first = SIZE_MAX;
+}
+
+static void resolve(struct snap *sn, uint64_t t_end)
+{
+    struct pend p = { SIZE_MAX, 0 };
+    size_t n = sn->n;
+
+    for (size_t i = 0; i < n; i++) {
+        struct coro__tev *e = &sn->ev[i];
+        unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
+        uint32_t x = (uint32_t)(e->meta >> 32);
+
+        if (type == CORO__TR_STEP) {
+            if (!(why & CORO__TR_NOSTART)) {
+                close_run(sn, &p, i ? i - 1 : 0, e->ts);   /* its start: a reading */
+                p.a = e->ts;
+                if (why & CORO__TR_NOEND) {
+                    p.first = i;
+                } else {
+                    sn->end[i] = e->ts + x;
+                    if (x == UINT32_MAX && i + 1 < n &&
+                        (sn->ev[i + 1].meta & 0xf) == CORO__TR_LONG && sn->ev[i + 1].a == e->a)
+                        sn->end[i] = sn->ev[i + 1].ts;
+                    sn->run[i] = 1;
+                    p.a = sn->end[i];
+                }
+            } else {
+                if (p.first == SIZE_MAX)
+                    p.first = i;
+                if (!(why & CORO__TR_NOEND)) {
+                    uint64_t b = e->ts;                 /* its end: the run's */
+                    close_run(sn, &p, i, b);
+                    p.a = b;
+                }
+            }
+        } else if (type != CORO__TR_AWAIT && type != CORO__TR_LONG && e->ts) {
+            close_run(sn, &p, i, e->ts);                /* a reading between steps */
+            p.a = e->ts;
+        }
+    }
+    close_run(sn, &p, n ? n - 1 : 0, t_end);
+    /* events made in a step of a run: the start of that step */
+    uint64_t next = 0;
+    for (size_t i = n; i-- > 0;) {
+        struct coro__tev *e = &sn->ev[i];
+        unsigned type = (unsigned)(e->meta & 0xf);
+        if (type == CORO__TR_STEP)
+            next = e->ts;
+        else if (!e->ts && type != CORO__TR_AWAIT)
+            e->ts = next;
+    }
+}
+
+/* A plain thread's ring (thread_stamp): an event with ts 0 lies between
+ * the readings before and after it.  When those are at most
+ * CORO__TRACE_RUN_NS apart per event (a burst), the events between are
+ * spread evenly over them; else (the thread paused, or the next reading
+ * is not recorded yet) each is placed at the reading before it, which is
+ * at most one coarse-clock tick earlier than the event.  An event with
+ * no reading before it in the window is dropped. */
+static void resolve_thread(struct snap *sn, uint64_t lim)
+{
+    size_t n = sn->n, i = 0;
+
+    while (i < n && !sn->ev[i].ts)
+        i++;                            /* no reading before: dropped (ts 0) */
+    while (i < n) {
+        size_t j = i + 1;               /* ev[i] is a reading */
+        while (j < n && !sn->ev[j].ts)
+            j++;
+        uint64_t a = sn->ev[i].ts, m = j - i;
+        bool spread = j < n && sn->ev[j].ts >= a && sn->ev[j].ts - a <= m * lim;
+        for (size_t k = i + 1; k < j; k++)
+            sn->ev[k].ts = spread ? a + (sn->ev[j].ts - a) * (k - i) / m : a;
+        i = j;
+    }
+}
+
 struct wctx {
     FILE *f;
     coro_sched_t *s;
@@ -259,13 +568,11 @@ struct wctx {
     char last_name[256];
 };
 
+/* ticks to microseconds since the trace began (ns_per_tick is 1 when the
+ * clock is coro_now()) */
 static double to_us(const struct wctx *c, uint64_t ts)
 {
-#if defined(__x86_64__) || defined(__i386__)
     return ((double)(int64_t)(ts - c->tsc0) * c->ns_per_tick) / 1000.0;
-#else
-    return (double)((int64_t)ts - c->ns0) / 1000.0;
-#endif
 }
 
 static void json_str(FILE *f, const char *p)
@@ -369,20 +676,27 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
         unsigned ecls = (unsigned)((e->meta >> 16) & 0xffff);
         unsigned x = (unsigned)(e->meta >> 32);
 
+        if (!e->ts)
+            continue;           /* made in a step that is not in the window */
         switch (type) {
         case CORO__TR_STEP: {
             const char *await = NULL;
-            double dur = to_us(c, e->ts + x) - to_us(c, e->ts);
+            double dur = to_us(c, sn->end[i]) - to_us(c, e->ts);
             size_t k = i + 1;
+            if (!e->ts)
+                break;          /* its run began before the window (resolve) */
             if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_LONG && sn->ev[k].a == e->a)
-                dur = to_us(c, sn->ev[k++].ts) - to_us(c, e->ts);
+                k++;
             if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_AWAIT && sn->ev[k].a == e->a)
                 await = (const char *)(uintptr_t)sn->ev[k].b;
             ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
             fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
             job_args(c, e->a, eprio, ecls);
-            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"}}", e->b,
-                    end_name(why), await ? " " : "", await ? await : "");
+            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"", e->b,
+                    end_name(why & 3), await ? " " : "", await ? await : "");
+            if (sn->run[i] > 1)
+                fprintf(c->f, ",\"run\":%" PRIu32, sn->run[i]);
+            fputs("}}", c->f);
             break;
         }
         case CORO__TR_SPAWN:
@@ -453,15 +767,18 @@ static void lane_name(struct wctx *c, int tid, const char *name)
 static int write_file(coro_sched_t *s, const char *path)
 {
     struct coro__trace *t = s->trace;
-    int n = s->nslots, rc = 0;
-    struct snap *sn = coro__alloc(s, (size_t)(n + 2) * sizeof *sn);
+    /* acquire: pairs with thread_ring's release (the rings in thr) */
+    int n = s->nslots, nthr = (int)__atomic_load_n(&t->nthr, __ATOMIC_ACQUIRE), rc = 0;
+    int nr = n + 2 + nthr;  /* workers, io, the shared ring, plain threads' */
+    struct snap *sn = coro__alloc(s, (size_t)nr * sizeof *sn);
     struct wctx c = { .s = s, .first = true, .tsc0 = t->tsc0, .ns0 = t->ns0 };
 
     if (!sn)
         return -ENOMEM;
-    memset(sn, 0, (size_t)(n + 2) * sizeof *sn);
-    for (int i = 0; i < n + 2 && rc == 0; i++) {
-        struct coro__tring *r = i < n ? s->w[i]->tring : i == n ? t->io : t->ext;
+    memset(sn, 0, (size_t)nr * sizeof *sn);
+    for (int i = 0; i < nr && rc == 0; i++) {
+        struct coro__tring *r = i < n ? s->w[i]->tring : i == n ? t->io : i == n + 1 ? t->ext
+                                                                                 : t->thr[i - n - 2];
         if (r == t->ext) {
             coro__spin_lock(&r->lock);      /* its writers do not hold head */
             rc = snapshot(s, r, t->cap, &sn[i]);
@@ -472,6 +789,12 @@ static int write_file(coro_sched_t *s, const char *path)
     }
     uint64_t tsc1 = clock_raw();
     int64_t ns1 = coro__now();
+    for (int i = 0; i < nr && rc == 0; i++) {
+        if (i < n + 2)
+            resolve(&sn[i], tsc1);
+        else
+            resolve_thread(&sn[i], t->run_lim);
+    }
     c.ns_per_tick = tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
     if (rc == 0) {
         c.f = fopen(path, "w");
@@ -494,18 +817,23 @@ static int write_file(coro_sched_t *s, const char *path)
         }
         lane_name(&c, n, "coro-io");
         lane_name(&c, n + 1, "threads");
-        for (int i = 0; i < n + 2; i++)
-            emit_ring(&c, &sn[i], i);
+        for (int i = 0; i < nr; i++)
+            emit_ring(&c, &sn[i], i < n + 2 ? i : n + 1);  /* every plain thread: "threads" */
         fputs("\n]}\n", c.f);
         if (ferror(c.f))
             rc = -EIO;
         if (fclose(c.f) != 0 && rc == 0)
             rc = -errno;
     }
-    for (int i = 0; i < n + 2; i++)
+    for (int i = 0; i < nr; i++) {
         if (sn[i].ev)
             coro__free(s, sn[i].ev, (size_t)t->cap * sizeof *sn[i].ev);
-    coro__free(s, sn, (size_t)(n + 2) * sizeof *sn);
+        if (sn[i].end)
+            coro__free(s, sn[i].end, (size_t)t->cap * sizeof *sn[i].end);
+        if (sn[i].run)
+            coro__free(s, sn[i].run, (size_t)t->cap * sizeof *sn[i].run);
+    }
+    coro__free(s, sn, (size_t)nr * sizeof *sn);
     return rc;
 }
 

@@ -12,11 +12,17 @@
 
 #include "sched/sched.h"
 
+#include <pthread.h>
+
 /* event types */
 enum {
     CORO__TR_SPAWN = 1,     /* a = job, b = body, prio, cls */
-    CORO__TR_STEP,          /* a job step: ts = its start, a = job, b = body, prio,
-                               cls, x = its length in clock ticks, y = CORO__TR_END_* */
+    CORO__TR_STEP,          /* a job step: a = job, b = body, prio, cls, why = its
+                               end (CORO__TR_END_*) and whether its start and end
+                               were read (CORO__TR_NOSTART, CORO__TR_NOEND): ts =
+                               its start, x = its length in clock ticks, when both
+                               were; ts = its start (NOEND) or its end (NOSTART)
+                               when one was; ts = 0 when neither */
     CORO__TR_AWAIT,         /* follows a step that ended at an await: a = job,
                                b = the await's name */
     CORO__TR_LONG,          /* follows a step too long for x: ts = its end */
@@ -28,13 +34,19 @@ enum {
     CORO__TR_POLL0,         /* epoll_wait begins */
     CORO__TR_POLL1,         /* epoll_wait returned x events */
     CORO__TR_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
+    CORO__TR_MARK,          /* a worker found no work twice, or stops driving:
+                               ts ends its open run */
 };
 enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
+/* STEP's why bits (4-7): the end (bits 4-5) and what was not read */
+#define CORO__TR_NOSTART 4u     /* the step's start is not its own reading */
+#define CORO__TR_NOEND 8u       /* nor its end: a later event's reading ends its run */
 
 /* One event: 32 bytes, four words.  meta = type (bits 0-3) | why (4-7,
  * STEP only) | prio as a byte (8-15, read back as int8_t) | cls (16-31) | x
  * (32-63).  The slots are never read before written (the reader copies
- * only the last min(head, cap) of them), so a new ring is not zeroed. */
+ * only the last min(head, cap) of them), so a new ring is not zeroed.
+ * ts = 0: not read (a worker's events in a run; see "Runs" below). */
 struct coro__tev {
     uint64_t ts, a, b, meta;
 };
@@ -45,10 +57,21 @@ struct coro__tring {
     uint32_t lock;          /* the shared ring only: its writers' spinlock */
     /* a worker's ring only, owner-only plain words (the clock readings a
      * worker saves, coro__tr_stamp): */
-    uint64_t t_now;         /* the start of the step it runs (stamps its events) */
+    uint64_t t_now;         /* the start of the step it runs (stamps its events);
+                               0 = not read (the step is in a run) */
     uint64_t t_next;        /* the end of its last step when that step finished the
                                job and nothing happened since: the next step's
-                               start; 0 = read the clock */
+                               start; 0 = read the clock (or, in a run, do not) */
+    uint64_t t_run;         /* the start of the open run's first step */
+    uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
+    uint32_t nrun;          /* steps of the open run recorded without a reading
+                               of their end; 0 = no run is open */
+    uint32_t krun;          /* the open run ends (its step's end is read) at this
+                               many steps: 1..CORO__TRACE_RUN_MAX, adaptive */
+    uint32_t idle;          /* looks for work that found none since its last step */
+    int64_t tick;           /* a plain thread's ring only: CLOCK_MONOTONIC_COARSE
+                               at its last reading (coro__trace_any) */
+    pthread_t owner;        /* ... and the thread */
     struct coro__tev ev[] __attribute__((aligned(CORO__CACHELINE)));
 };
 
@@ -69,23 +92,36 @@ CORO__HIDDEN void coro__trace_write_env(coro_sched_t *s);
 /* free the rings: after every thread that records into them is gone */
 CORO__HIDDEN void coro__trace_fini(coro_sched_t *s);
 /* record from a thread of s that is not one of its workers: the I/O
- * thread's ring or the shared one (under its lock); ts taken here */
+ * thread's ring, the plain thread's own (thread_stamp decides whether ts
+ * is read) or the shared one (under its lock, ts read) */
 CORO__HIDDEN void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta);
 CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
-/* a step of at least 2^32 ticks: the step, then LONG (its end), then the
- * await's name if aw (the rare case of coro__trace_step, out of line) */
-CORO__HIDDEN void coro__trace_long(struct coro__tring *r, const void *job, const void *fn,
-                                   uint64_t meta, uint64_t t0, uint64_t now, const char *await);
+/* an event of worker ring r that a system call (a futex wake) follows:
+ * stamped with a reading, as it costs little beside the call.  It ends the
+ * open run (the steps before it end here, the step that makes the call
+ * holds it), and the next step reads the clock */
+CORO__HIDDEN void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta);
+/* a look for work found none (end: or the worker stops): coro__trace_idle */
+CORO__HIDDEN void coro__trace_idle_(struct coro__tring *r, bool end);
+/* a step that ends its run (coro__trace_step's reading, out of line) */
+CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0,
+                                       unsigned why, const char *await);
 
 /* ---- recording (inline: the worker's hot path) --------------------------------- */
+
+/* 1: read the TSC (x86 with an invariant TSC: CPUID 0x80000007 EDX bit 8,
+ * "constant_tsc nonstop_tsc" in /proc/cpuinfo); 0: coro__now()
+ * (clock_gettime).  Set by coro__trace_init before its first reading;
+ * atomic (relaxed: every scheduler stores the same value) */
+extern int coro__tr_rdtsc CORO__HIDDEN;
 
 static inline uint64_t coro__trace_clock(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    return __builtin_ia32_rdtsc();
-#else
-    return (uint64_t)coro__now();
+    if (CORO__LIKELY(__atomic_load_n(&coro__tr_rdtsc, __ATOMIC_RELAXED)))
+        return __builtin_ia32_rdtsc();
 #endif
+    return (uint64_t)coro__now();
 }
 
 /* the next event's number in r: the caller is r's only writer */
@@ -130,18 +166,49 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
     coro__tr_put_at(r, coro__trace_clock(), a, b, meta);
 }
 
-/* The stamp of an event of worker ring r (the clock reading, about 13 ns
- * on this machine's rdtsc, is most of what tracing costs a short job).
- * In a job step - spawns and wakes - the step's start: an event is shown
- * at the start of the step that made it, not where in the step.  Between
- * steps - steals, parks, nudges, polls - the clock, and the next step
- * reads the clock again rather than start at the last one's end (the
- * worker did something else meanwhile). */
+/* ---- Runs: what a worker's clock readings promise ------------------------------
+ *
+ * A clock reading (rdtsc: 11 ns in a loop, about 20 ns in the spawn path
+ * on this VM) was most of what tracing cost a job of 100-300 ns, so a
+ * worker does not read the clock at every step.  Its steps come in RUNS:
+ * steps of one worker with nothing between them but finishing a job,
+ * taking the next from a queue, and at most one look for work that found
+ * none.  A run's first step starts at a reading (or at the end of the step
+ * before, when that finished its job and was read); the clock is read
+ * again at the end of its krun-th step, or earlier when anything else
+ * happens: the worker looks for work twice in vain, steals, parks, or is
+ * about to wake a thread or a parked worker (read before the system call,
+ * in the step that makes it, if any), or a job with an on_exit hook
+ * finishes.  krun adapts: a run whose steps averaged more than
+ * CORO__TRACE_RUN_NS makes the next run one step, a shorter one doubles it
+ * up to CORO__TRACE_RUN_MAX.
+ *
+ * The trace writer (trace.c, resolve) spreads a run's steps evenly over
+ * the time between the readings around it.  So, on a worker's lane:
+ * - the steps are in the order they ran and never overlap;
+ * - a run's span is exact (two readings), and its steps share it evenly: a
+ *   step's own start and length are exact in a run of one step (no "run"
+ *   arg in the JSON); in a run of n they are the run's average, so a step
+ *   longer than the others of its run is drawn up to n times too short
+ *   (the next run is then a single step).  The stall detector (.stall_ns)
+ *   and the histograms time every step on its own;
+ * - a step that wakes a thread or a parked worker in a run is drawn from
+ *   that wake's reading on (the steps before it end there);
+ * - spawns and wakes made in a step are drawn at the start of that step
+ *   (in a run, its start is not known while it runs: they are recorded
+ *   with ts 0 and placed when the trace is written);
+ * - a step after an idle spell starts at a reading taken after its job was
+ *   taken from its queue, so after the job's spawn or wake.
+ * Between steps - steals, parks, nudges, polls - events are read. */
+
+/* the stamp of an event of worker ring r (0: the start of the step that
+ * makes it, once its run is over) */
 static inline uint64_t coro__tr_stamp(struct coro__tring *r)
 {
     if (coro__tls_in_job)
         return r->t_now;
     r->t_next = 0;
+    r->nrun = 0;            /* a reading between steps ends the open run */
     return coro__trace_clock();
 }
 
@@ -178,21 +245,20 @@ static inline void coro__trace_wake(coro_t *job)
 }
 
 /* a plain thread's record in the lot is woken (lib/wait/lot.c): w->sched is not set
- * for those, so the scheduler is the waker's, if it is a worker */
+ * for those, so the scheduler is the waker's, if it is a worker.  Out of
+ * line (a futex wake follows) */
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {
     struct coro__worker *w = coro__tls_worker;
-    if (w && CORO__UNLIKELY(w->tring)) {
-        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), rec, NULL, CORO__TR_THREAD_WAKE);
-        w->tring->t_next = 0;       /* a futex wake follows: not the next step's */
-    }
+    if (w && CORO__UNLIKELY(w->tring))
+        coro__trace_syscall_(w->tring, rec, CORO__TR_THREAD_WAKE);
 }
 
-/* a step of a job begins: its start time (0 when tracing is off).  After
- * a step that finished its job, with nothing but the job's finish and
- * taking this job from a queue since (coro__trace_idle and the events
- * between steps reset t_next), the end of that step: one clock reading
- * per job, not two. */
+/* a step of a job begins: its start time (0 when tracing is off, or when
+ * the step is in a run and its start is not read).  After a step that
+ * finished its job, with nothing but the job's finish and taking this job
+ * from a queue since (coro__trace_idle and the events between steps reset
+ * t_next), the end of that step: one clock reading per job, not two. */
 static inline uint64_t coro__trace_begin(struct coro__worker *w)
 {
     struct coro__tring *r = w->tring;
@@ -201,51 +267,68 @@ static inline uint64_t coro__trace_begin(struct coro__worker *w)
         return 0;
     uint64_t t = r->t_next;
     r->t_next = 0;
-    if (!t)
+    r->idle = 0;
+    if (!t && !r->nrun)
         t = coro__trace_clock();
     r->t_now = t;
     return t;
 }
 
-/* the worker found no work (coro__find_work), or a thread begins to drive
- * a single-threaded scheduler: its next step reads the clock */
+/* the worker stops for a time nobody knows (a thread begins or ends
+ * driving a single-threaded scheduler): its open run ends here (a MARK
+ * event, the reading that closes it), and its next step reads the clock */
+static inline void coro__trace_pause(struct coro__worker *w)
+{
+    if (CORO__UNLIKELY(w->tring))
+        coro__trace_idle_(w->tring, true);
+}
+
+/* the worker looked for work and found none (coro__find_work).  The first
+ * such look leaves its open run open (the next step, if the next look
+ * finds one, goes on in the run: the run then holds that look, a few
+ * hundred ns); the second in a row ends it, as coro__trace_pause.  Out of
+ * line when on: coro__find_work stays small enough to inline when off */
 static inline void coro__trace_idle(struct coro__worker *w)
 {
     if (CORO__UNLIKELY(w->tring))
-        w->tring->t_next = 0;
+        coro__trace_idle_(w->tring, false);
 }
 
-/* the step that began at *t0 ends (why: CORO__TR_END_*; aw: the await, for
- * AWAIT, recorded before arm: the job may be gone once arm returned
- * PENDING); *t0 = now (the next step, when the await completes at once).
- * One event per step, two when it ends at an await, published together;
- * aw is a constant at every call site, so its test folds away. */
+/* the step that began at *t0 (0: not read, in a run) ends (why:
+ * CORO__TR_END_*; aw: the await, for AWAIT, recorded before arm: the job
+ * may be gone once arm returned PENDING).  One event per step, two when it
+ * ends at an await, published together; aw is a constant at every call
+ * site, so its test folds away.  The clock is read only when the step ends
+ * its run ("Runs" above), out of line (coro__trace_step_end); else *t0 =
+ * 0 (the next step, when the await completes at once, goes on in the run).
+ * An on_exit hook (user code) runs after a finished job's step: the run
+ * ends there, as it would at any other event. */
 static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_t *t0,
                                     unsigned why, const coro_await_t *aw)
 {
     struct coro__tring *r = w->tring;
 
     if (CORO__UNLIKELY(r)) {
-        uint64_t now = coro__trace_clock(), d = now - *t0, h = coro__tr_head(r);
-        uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
-        if (CORO__UNLIKELY(d >= UINT32_MAX)) {
-            coro__trace_long(r, job, (const void *)job->fn, meta, *t0, now,
-                             aw ? aw->ops->name : NULL);
-        } else {
-            coro__tr_set(r, h, *t0, job, (const void *)job->fn, meta | d << 32);
+        uint32_t n = r->nrun + 1;
+        if (CORO__LIKELY(n < r->krun) && (why != CORO__TR_END_DONE || !job->on_exit)) {
+            uint64_t h = coro__tr_head(r), start = *t0;
+            uint64_t meta = CORO__TR_META(CORO__TR_STEP | (why | CORO__TR_NOEND) << 4, job->prio,
+                                          job->cls, 0);
+            if (start) {
+                r->t_run = start;       /* a run's first step starts at a reading */
+                r->t_now = 0;           /* the next step's events: not read */
+                *t0 = 0;
+            } else {
+                meta |= (uint64_t)CORO__TR_NOSTART << 4;
+            }
+            coro__tr_set(r, h, start, job, (const void *)job->fn, meta);
             if (aw)
-                coro__tr_set(r, ++h, now, job, aw->ops->name, CORO__TR_AWAIT);
+                coro__tr_set(r, ++h, 0, job, aw->ops->name, CORO__TR_AWAIT);
             coro__tr_publish(r, h + 1);
+            r->nrun = n;
+        } else {
+            coro__trace_step_end(r, job, t0, why, aw ? aw->ops->name : NULL);
         }
-        *t0 = now;
-        r->t_now = now;     /* the step goes on when the await completes at once */
-        /* a finished job: coro__finish frees its frame and wakes its
-         * joiner, then the worker takes its next job, which starts here -
-         * unless an on_exit hook (user code) runs first, or the finish
-         * wakes a thread or a parked worker (a system call: those hooks
-         * clear t_next) */
-        if (why == CORO__TR_END_DONE)
-            r->t_next = job->on_exit ? 0 : now;
     }
 }
 
@@ -259,6 +342,7 @@ static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigne
         uint64_t t = coro__trace_clock();
         coro__tr_put_at(r, t, (const void *)(uintptr_t)victim, NULL,
                         CORO__TR_META(CORO__TR_STEAL, 0, 0, n));
+        r->nrun = 0;
         r->t_next = t;
     }
 }
@@ -272,19 +356,23 @@ static inline void coro__trace_park(struct coro__worker *w, bool awake)
     if (CORO__UNLIKELY(r)) {
         uint64_t t = coro__trace_clock();
         coro__tr_put_at(r, t, NULL, NULL, awake ? CORO__TR_UNPARK : CORO__TR_PARK);
+        r->nrun = 0;
         r->t_next = awake ? t : 0;
     }
 }
 
 /* the caller claimed parked worker idx and wakes it (a futex wake
- * follows: a worker's next step reads the clock) */
+ * follows: a worker reads the clock before it, which ends its run, and
+ * its next step reads the clock; out of line) */
 static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
     if (CORO__UNLIKELY(s->trace)) {
         struct coro__worker *w = coro__tls_worker;
-        coro__tr_any(s, NULL, NULL, CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx));
+        uint64_t meta = CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx);
         if (w && w->s == s)
-            w->tring->t_next = 0;
+            coro__trace_syscall_(w->tring, NULL, meta);
+        else
+            coro__trace_any(s, NULL, NULL, meta);
     }
 }
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The tracer under concurrency: workers record steps, steals, parks and
- * wakes, the I/O thread its polls, plain threads spawn (the shared ring,
- * under its spinlock) while another plain thread writes the trace again
- * and again (the seqlock read side of lib/sched/trace.c).  TSan checks that no
- * access races; the check here: every write succeeds and every job runs. */
+/* The tracer under concurrency: workers record steps (in runs that share
+ * a clock reading), steals, parks and wakes, the I/O thread its polls,
+ * SPAWNERS plain threads spawn - the first 16 get rings of their own,
+ * registered while the trace is being read, the others share the locked
+ * ring (CORO__TRACE_THREAD_RINGS) - while another plain thread writes the
+ * trace again and again (the seqlock read side of lib/sched/trace.c).
+ * TSan checks that no access races; the check here: every write succeeds
+ * and every job runs. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -66,7 +69,8 @@ static void *write_thread(void *arg)
 int main(int argc, char **argv)
 {
     enum scen_mode m = scenario_mode(argc, argv);
-    int n = SCEN_N(m, 500, 2000, 50000);
+    enum { SPAWNERS = 18 };
+    int n = SCEN_N(m, 500, 2000, 50000) / 8;
 
     for (int k = 0; k < SCEN_NWORKERS; k++) {
         coro_sched_t *s;
@@ -74,15 +78,15 @@ int main(int argc, char **argv)
         c.workers = scen_workers[k];
         c.trace_events = 256;           /* small: the rings wrap while read */
         SCEN_CHECK(coro_sched_create(&s, &c) == 0, "create");
-        struct spawner sp[2];
-        pthread_t th[2], wt;
+        struct spawner sp[SPAWNERS];
+        pthread_t th[SPAWNERS], wt;
         __atomic_store_n(&stop, 0, __ATOMIC_RELEASE);
         pthread_create(&wt, NULL, write_thread, s);
-        for (int t = 0; t < 2; t++) {
+        for (int t = 0; t < SPAWNERS; t++) {
             sp[t] = (struct spawner){ s, calloc((size_t)n, sizeof(struct job)), n };
             pthread_create(&th[t], NULL, spawn_thread, &sp[t]);
         }
-        for (int t = 0; t < 2; t++) {
+        for (int t = 0; t < SPAWNERS; t++) {
             pthread_join(th[t], NULL);
             for (int i = 0; i < n; i++)
                 SCEN_CHECK(sp[t].jobs[i].i == 3, "job %d ran to its end", i);
