@@ -181,6 +181,8 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     }
     if (!(t->io = ring_new(s, cap)) || !(t->ext = ring_new(s, cap)))
         goto fail;
+    /* relaxed: the same answer whoever writes it (the CPU's), read by the
+     * clock reads of any trace; no other data hangs on it */
     __atomic_store_n(&coro__tr_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
     uint64_t lim = t->run_lim = run_lim();
     /* relaxed: a unique number is all it needs */

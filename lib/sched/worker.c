@@ -208,6 +208,7 @@ static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
      * words change only at parks, the searcher count at every steal, and
      * a busy spawner would miss on it at every push */
     bool some = false;
+    /* relaxed: the fence above orders these reads after our push */
     for (int i = 0, words = (s->nslots + 63) / 64; i < words && !some; i++)
         some = (__atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i]) != 0;
     if (!some)
@@ -599,6 +600,7 @@ static coro_t *steal_lifo(struct coro__worker *w, int start)
     }
     for (int i = 0; i < n; i++) {
         struct coro__worker *v = s->w[(start + i) % n];
+        /* relaxed: hints; the slot is taken with take_lifo's exchange */
         if (v == w || !__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
             continue;
         w->lifo_watch = v->idx;
