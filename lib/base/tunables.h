@@ -51,8 +51,11 @@
 /* awaits that complete at once before a forced yield: a job whose I/O is
  * always ready cannot keep its worker forever (tokio's budget is 128) */
 #define CORO__BUDGET 128
-/* finished jobs a worker counts before it takes them off the scheduler's
- * live count: one contended RMW per 64 finishes instead of per finish */
+/* a worker's spare units of the scheduler's live count (rt/runtime.c
+ * SHUTDOWN): it adds this many at once for the jobs it spawns, and gives
+ * back what it holds above this many once it holds twice as many: one
+ * RMW on the shared word per 64 spawns or finishes in a burst, and none
+ * while spawns and finishes alternate (chains, fork-join) */
 #define CORO__LIVE_BATCH 64
 
 /* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */

@@ -96,16 +96,20 @@ void coro__finish(coro_t *job)
         run_on_exit(on_exit, job);
     if (pool && !(last & CORO__JOINERS_MASK))
         coro__frame_release(job);       /* no thread joiner: give it back now */
-    /* a worker takes its finished jobs off s->live in batches, so that
-     * the line a spawning thread increments does not bounce on every
-     * finish; it flushes before it parks and at once after shutdown
-     * began (relaxed: a stale "open" only delays the flush to the park) */
+    /* a worker keeps the unit of a job that ended here as a spare (the
+     * next spawn on this worker takes it) and gives spares back in
+     * batches, so that the line every spawn and finish would change does
+     * not bounce; it gives them all back before it parks and at once
+     * after shutdown began (relaxed: a stale "open" only delays that to
+     * the park; rt/runtime.c SHUTDOWN) */
     struct coro__worker *w = coro__tls_worker;
-    if (w && w->s == s && s->nworkers > 0 && !__atomic_load_n(&s->closed, __ATOMIC_RELAXED)) {
+    if (w && w->s == s && s->nworkers > 0) {
         /* owner-only; atomic stores for coro_sched_stats' racy read */
-        __atomic_store_n(&w->unflushed, w->unflushed + 1, __ATOMIC_RELAXED);
-        if (w->unflushed >= CORO__LIVE_BATCH)
-            coro__flush_live(w);
+        __atomic_store_n(&w->spare, w->spare + 1, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&s->closed, __ATOMIC_RELAXED))
+            coro__flush_live(w, 0);
+        else if (w->spare >= 2 * CORO__LIVE_BATCH)
+            coro__flush_live(w, CORO__LIVE_BATCH);
         return;
     }
     /* acq_rel: everything this job did happens before shutdown's return */

@@ -13,10 +13,20 @@
  * every arm checks (the parking lot and the I/O thread check it under the
  * lock they insert under), and wakes every job already waiting with
  * -ECANCELED.  Shutdown returns when live == CLOSED: every queue is empty.
- * Workers take finished jobs off live in batches (coro__flush_live): before
- * they park, and at once when s->closed is set, so a drain is never held up
- * by a batch: the last finishes before the drain ends happen on workers that
- * then either see closed or park.
+ *
+ * SPARE UNITS.  A worker holds units of live that belong to no job
+ * (w->spare): the unit of a job that finished on it, and units it added
+ * ahead, CORO__LIVE_BATCH at a time, for the jobs it spawns.  A spawn on a
+ * worker takes a spare unit when it has one and s->closed looks clear -
+ * no RMW: the unit is in the count already, so the job counted before any
+ * close that comes later, and shutdown waits for it; a spawn that sees
+ * closed set goes through the RMW and fails.  Spares only ever make live
+ * larger than the jobs alive, never smaller, so no shutdown returns while a
+ * job lives.  A worker gives its spares back above 2 * CORO__LIVE_BATCH
+ * (down to one batch), all of them before it parks, and all at every
+ * finish once s->closed is set, so a drain is never held up by them: the
+ * last finishes before the drain ends happen on workers that then either
+ * see closed or park (tools/model/shutdown.pml).
  */
 #include <ck_malloc.h>
 #include <limits.h>
@@ -206,6 +216,41 @@ int coro_sched_destroy(coro_sched_t *s)
 
 /* ---- spawn ------------------------------------------------------------------- */
 
+/* adds n to the live count unless it is closed (undone then: false).
+ * acq_rel on the live word: ordered against shutdown's RMW (top of file) */
+static bool add_live(coro_sched_t *s, uint32_t n)
+{
+    if (!(__atomic_fetch_add(&s->live, n, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED))
+        return true;
+    if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(&s->live, INT_MAX);
+    return false;
+}
+
+/* counts a new job in s->live; false once the scheduler is closed.  On a
+ * worker, from its spare units (top of file): a unit already in the count
+ * changes owner, no RMW; with none left it adds a batch at once */
+static bool count_live(coro_sched_t *s)
+{
+    struct coro__worker *w = coro__tls_worker;
+
+    /* relaxed closed: a stale "open" takes a unit that is in the count
+     * already, so the job counted before the close (top of file) */
+    if (w && w->s == s && s->nworkers > 0 && !__atomic_load_n(&s->closed, __ATOMIC_RELAXED)) {
+        if (CORO__LIKELY(w->spare)) {
+            /* owner-only; atomic store for coro_sched_stats' racy read */
+            __atomic_store_n(&w->spare, w->spare - 1, __ATOMIC_RELAXED);
+            return true;
+        }
+        if (add_live(s, CORO__LIVE_BATCH)) {
+            __atomic_store_n(&w->spare, CORO__LIVE_BATCH - 1, __ATOMIC_RELAXED);
+            return true;
+        }
+        return false;
+    }
+    return add_live(s, 1);
+}
+
 int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
 {
     int prio = opts ? opts->priority : CORO_PRIO_NORMAL;
@@ -270,10 +315,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             break;
     }
-    /* acq_rel on the live word: ordered against shutdown's RMW (top of file) */
-    if (__atomic_fetch_add(&s->live, 1, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED) {
-        if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
-            coro__futex_wake(&s->live, INT_MAX);
+    if (!count_live(s)) {
         /* give the frame back as it was; a joiner that came meanwhile
          * sees it (acq_rel) and is woken */
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);

@@ -33,7 +33,7 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
     out->histograms = s->hist;
     out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
     for (int i = 0; i < s->nworkers; i++)       /* approximate while running */
-        out->live_jobs -= __atomic_load_n(&s->w[i]->unflushed, __ATOMIC_RELAXED);
+        out->live_jobs -= __atomic_load_n(&s->w[i]->spare, __ATOMIC_RELAXED);
     struct coro__cls *any = coro__cls_get(s, 0);
     for (int p = 0; p < CORO__NPRIO; p++)
         out->global_depth += coro__mq_size(&any->q[p]);

@@ -17,8 +17,10 @@
  * atomic RMW so that flags set by other threads are never lost.
  *
  *   IDLE      zeroed frame, never spawned
- *   READY     in exactly one queue; whoever dequeues it owns it
- *   RUNNING   a worker is inside its body (or arming its awaitable)
+ *   READY     in exactly one queue, or running: whoever dequeued it owns
+ *             it, and runs it without touching this word (a worker's
+ *             w->cur names the job it runs; a RUNNING state, 2, was one
+ *             locked instruction per step that nothing read)
  *   SUSPENDED its awaitable is (being) armed: exactly one waker, the one
  *             that removes it from the wait structure, makes it READY
  *   DONE      finished; the frame may be spawned again
@@ -35,7 +37,6 @@
  */
 #define CORO__S_IDLE      0u
 #define CORO__S_READY     1u
-#define CORO__S_RUNNING   2u
 #define CORO__S_SUSPENDED 3u
 #define CORO__S_DONE      4u
 #define CORO__S_CHILD     5u
@@ -221,7 +222,11 @@ struct coro__worker {
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
     bool took_more;                     /* the last look took jobs besides the one it runs */
-    uint32_t unflushed;                 /* finished jobs not yet taken off s->live */
+    /* units of s->live this worker holds for no job: jobs it finished and
+     * has not taken off yet, and units it added ahead for the jobs it
+     * spawns (rt/runtime.c SHUTDOWN).  Owner-only; atomic stores for
+     * coro_sched_stats' racy read */
+    uint32_t spare;
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;
     struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
@@ -381,8 +386,8 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */
 CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
-/* take the jobs worker w finished off s->live (sched/worker.c) */
-CORO__HIDDEN void coro__flush_live(struct coro__worker *w);
+/* give back worker w's spare units of s->live but `keep` (sched/worker.c) */
+CORO__HIDDEN void coro__flush_live(struct coro__worker *w, uint32_t keep);
 
 /* ---- reports (sched/report.c) ------------------------------------------------
  * the stall report (hook or stderr) of a step of job on w that has run dur

@@ -145,8 +145,9 @@ static inline void cpu_relax(void)
  * other threads may OR flags into the upper bits meanwhile. */
 static inline void set_state(coro_t *job, uint32_t from, uint32_t to)
 {
-    /* acq_rel: RUNNING acquires what the waker wrote (the result);
-     * SUSPENDED/READY release what the body wrote to the frame */
+    /* acq_rel: SUSPENDED releases what the body wrote to the frame to
+     * its waker; READY after an arm that completed at once acquires what
+     * the awaitable's owner wrote (the result) */
     __atomic_add_fetch(&job->state, to - from, __ATOMIC_ACQ_REL);
 }
 
@@ -333,18 +334,19 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     notify(s, s->all_wmask, true);
 }
 
-/* take the jobs this worker finished off s->live (coro__finish counts them
- * in w->unflushed; rt/runtime.c) */
-void coro__flush_live(struct coro__worker *w)
+/* give this worker's spare units of s->live back but `keep` (coro__finish
+ * and coro_spawn count them in w->spare; rt/runtime.c SHUTDOWN) */
+void coro__flush_live(struct coro__worker *w, uint32_t keep)
 {
     coro_sched_t *s = w->s;
-    uint32_t n = w->unflushed;
+    uint32_t n = w->spare;
 
-    if (!n)
+    if (n <= keep)
         return;
-    __atomic_store_n(&w->unflushed, 0, __ATOMIC_RELAXED);
-    /* acq_rel: what the n jobs did happens before shutdown's return, which
-     * acquires live == CLOSED (rt/runtime.c SHUTDOWN) */
+    n -= keep;
+    __atomic_store_n(&w->spare, keep, __ATOMIC_RELAXED);
+    /* acq_rel: what the jobs that ended here did happens before
+     * shutdown's return, which acquires live == CLOSED */
     if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
         coro__futex_wake(&s->live, INT_MAX);
 }
@@ -721,7 +723,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     coro_t *j;
 
     stop_searching(w);          /* the last look below covers what we leave */
-    coro__flush_live(w);        /* shutdown may be waiting for our count */
+    coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
@@ -873,7 +875,10 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     int64_t t0 = 0;
     bool stalled = false;
 
-    set_state(job, CORO__S_READY, CORO__S_RUNNING);
+    /* the job stays READY while it runs: no store to its state word here
+     * (one locked instruction per step saved).  Whoever dequeued it owns
+     * it, and nothing else tells a queued job from a running one (the
+     * dump asks w->cur); the queue's pop acquired what its waker wrote */
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
@@ -922,8 +927,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         if (st == CORO__ST_YIELD) {
             STEP_END();
             coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
-            set_state(job, CORO__S_RUNNING, CORO__S_READY);
-            coro__tls_in_job = 0;
+            coro__tls_in_job = 0;     /* READY already: requeue it */
             coro__submit(s, job, true);
             return false;
         }
@@ -980,7 +984,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             continue;
         }
         coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
-        set_state(job, CORO__S_RUNNING, CORO__S_SUSPENDED);
+        set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
             /* the job may already run elsewhere: do not touch it */
@@ -990,7 +994,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
-            set_state(job, CORO__S_SUSPENDED, CORO__S_RUNNING);
+            set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */

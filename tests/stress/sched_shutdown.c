@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Scenario: shutdown (DRAIN and CANCEL) while plain threads spawn and jobs
- * wait on each other; no lost wake-up on submit-to-parked-worker. */
+/* Scenario: shutdown (DRAIN and CANCEL) while plain threads and jobs spawn
+ * and jobs wait on each other; no lost wake-up on submit-to-parked-worker.
+ * The jobs' spawns take their workers' spare units of the live count
+ * (lib/rt/runtime.c SPARE UNITS): each accepted job must still run before
+ * shutdown returns, and none may be accepted after a refusal. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <time.h>
@@ -55,6 +58,39 @@ static void *spawn_loop(void *arg)
     return NULL;
 }
 
+/* a job that spawns fire-and-forget jobs on pool frames until refused */
+struct forker {
+    coro_t co;
+    coro_sched_t *s;
+    long *ran;
+    int i, n, ok, refused, after;
+};
+
+static int fork_body(coro_t *co)
+{
+    struct forker *f = CORO_SELF(co, struct forker);
+    CORO_BEGIN(co);
+    for (f->i = 0; f->i < f->n; f->i++) {
+        struct job *j = coro_frame_alloc(f->s, sizeof *j);
+        SCEN_CHECK(j, "coro_frame_alloc");
+        j->ran = f->ran;
+        int rc = coro_spawn(f->s, &j->co, count_body, NULL);
+        SCEN_CHECK(rc == 0 || rc == -ESHUTDOWN, "spawn from a job: %s", coro_strerror(rc));
+        if (rc == 0) {
+            f->ok++;
+            if (f->refused)
+                f->after++;     /* accepted after a refusal: must not be */
+        } else {
+            coro_frame_free(j);
+            if (++f->refused > 50)
+                break;
+        }
+        if (f->i % 16 == 15)
+            CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
 int main(int argc, char **argv)
 {
     enum scen_mode mode = scenario_mode(argc, argv);
@@ -83,6 +119,11 @@ int main(int argc, char **argv)
                 sp[t].jobs = calloc(n, sizeof(struct job));
                 pthread_create(&th[t], NULL, spawn_loop, &sp[t]);
             }
+            struct forker fk[4];
+            for (int t = 0; t < 4; t++) {
+                fk[t] = (struct forker){ .s = s, .n = n, .ran = &ran };
+                SCEN_CHECK(coro_spawn(s, &fk[t].co, fork_body, NULL) == 0, "spawn forker");
+            }
             usleep(2000);
             int how = mode_i ? CORO_CANCEL : CORO_DRAIN;
             if (how == CORO_DRAIN) {
@@ -96,8 +137,18 @@ int main(int argc, char **argv)
                 ok += sp[t].ok;
                 free(sp[t].jobs);
             }
-            SCEN_CHECK(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == ok + 1000,
-                       "ran %ld, accepted %ld + 1000 waiters", ran, ok);
+            long fok = 0;
+            for (int t = 0; t < 4; t++) {
+                SCEN_CHECK(fk[t].after == 0, "forker %d: %d spawns accepted after a refusal", t,
+                           fk[t].after);
+                fok += fk[t].ok;
+            }
+            SCEN_CHECK(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == ok + fok + 1000,
+                       "ran %ld, accepted %ld from threads + %ld from jobs + 1000 waiters", ran,
+                       ok, fok);
+            coro_sched_stats_t st;
+            coro_sched_stats(s, &st);
+            SCEN_CHECK(st.live_jobs == 0, "live_jobs %lld after shutdown", (long long)st.live_jobs);
             for (int i = 0; i < 1000; i++)
                 SCEN_CHECK(how == CORO_DRAIN || waiters[i].got == -ECANCELED, "waiter got %ld",
                            (long)waiters[i].got);

@@ -16,13 +16,29 @@
  * finishes and both shutdowns return (monitor at timeout: no deadlock,
  * nothing lost).
  *
+ * A worker's spare units (runtime.c SPARE UNITS), with a batch of 2: a
+ * worker spawns jobs of its own, taking a spare unit when it has one and
+ * its read of s->closed says open - modelled as a read that may always be
+ * stale, the worst a relaxed load can do - and adding a batch otherwise;
+ * its jobs finish on it (their unit becomes a spare; all are given back
+ * once it sees s->closed, those above 2 batches otherwise); it gives
+ * them all back when it parks, and may be woken to spawn again.  `alive`
+ * counts the jobs really alive: live may be larger, never smaller.
+ *
  * Broken variants (make check-model expects spin to reject each):
  *   -DBROKEN_ORDER   CORO_CANCEL takes shut_lock before it cancels (the
  *                    order before the fix: it waits behind the drain)
  *   -DBROKEN_SPAWN   a spawn checks CLOSED and counts itself in two steps
+ *   -DBROKEN_SPARE   a worker that adds a batch keeps the whole batch as
+ *                    spares (the unit of the job it spawns counted twice)
+ *   -DBROKEN_PARK    a worker parks without giving its spares back
  */
-byte live;              /* jobs spawned and not finished */
+#define BATCH 2
+byte live;              /* units: jobs spawned and not finished, + spares */
+byte alive;             /* jobs spawned and not finished */
 bit closed;             /* the CLOSED bit of the same word */
+bit closedflag;         /* s->closed, set after the bit */
+byte spare;             /* the worker's spare units */
 bit cancelling;         /* s->cancelling */
 bit shut_lock, cancel_lock;
 bit shut_done;
@@ -31,7 +47,50 @@ byte spawned, finished, returned;
 proctype job()
 {
     cancelling;                 /* a wait only a cancel ends */
-    atomic { live--; finished++ }
+    atomic { live--; alive--; finished++ }
+}
+
+/* one worker: spawns up to 2 jobs of its own, which it runs itself */
+proctype worker()
+{
+    byte k, running;            /* jobs it spawned, those still running */
+    do
+    :: k < 2 ->                 /* coro_spawn on the worker: count_live */
+        k++;
+        if
+        :: spare > 0 ->         /* s->closed read "open", stale or not */
+            atomic { spare--; alive++; spawned++; running++ }
+        :: spare == 0 ->        /* "open", no spare: add a batch */
+            atomic {
+                if
+                :: !closed -> live = live + BATCH; alive++; spawned++; running++;
+#ifdef BROKEN_SPARE
+                    spare = BATCH
+#else
+                    spare = BATCH - 1
+#endif
+                :: else -> skip                 /* -ESHUTDOWN */
+                fi
+            }
+        :: closedflag ->        /* "closed" seen: add_live(1), fails */
+            atomic { if :: !closed -> live++; alive++; spawned++; running++ :: else -> skip fi }
+        fi
+    :: running > 0 ->           /* one of its jobs ends: coro__finish */
+        atomic { running--; alive--; finished++; spare++ };
+        if
+        :: closedflag -> atomic { live = live - spare; spare = 0 }
+        :: !closedflag && spare >= 2 * BATCH -> atomic { live = live - (spare - BATCH); spare = BATCH }
+        :: !closedflag && spare < 2 * BATCH -> skip
+        fi
+    :: running == 0 ->          /* idle: park (coro__flush_live(w, 0)) */
+#ifndef BROKEN_PARK
+        atomic { live = live - spare; spare = 0 };
+#endif
+        if
+        :: k == 2 -> break
+        :: else -> skip         /* woken: it may spawn again */
+        fi
+    od
 }
 
 proctype spawner()
@@ -39,9 +98,9 @@ proctype spawner()
     bit ok;
 #ifdef BROKEN_SPAWN
     ok = !closed;
-    if :: ok -> live++ :: else -> skip fi;
+    if :: ok -> live++; alive++ :: else -> skip fi;
 #else
-    atomic { if :: !closed -> live++; ok = 1 :: else -> ok = 0 fi }
+    atomic { if :: !closed -> live++; alive++; ok = 1 :: else -> ok = 0 fi }
 #endif
     if
     :: ok -> atomic { spawned++; run job() }
@@ -60,7 +119,7 @@ inline shutdown(mode)
 {
 #ifndef BROKEN_ORDER
     if
-    :: mode == 1 && !shut_done -> closed = 1; cancel_all()
+    :: mode == 1 && !shut_done -> closed = 1; closedflag = 1; cancel_all()
     :: else -> skip
     fi;
 #endif
@@ -69,15 +128,16 @@ inline shutdown(mode)
     :: shut_done -> skip
     :: else ->
         closed = 1;
+        closedflag = 1;         /* s->closed, the store after the RMW */
 #ifdef BROKEN_ORDER
         if :: mode == 1 -> cancel_all() :: else -> skip fi;
 #endif
         live == 0;              /* wait_all: futex on the live word */
-        assert(live == 0 && closed);
+        assert(live == 0 && alive == 0 && closed);
         shut_done = 1
     fi;
     shut_lock = 0;
-    assert(live == 0);          /* no shutdown returns while a job lives */
+    assert(alive == 0);         /* no shutdown returns while a job lives */
     returned++
 }
 
@@ -86,13 +146,13 @@ proctype canceller() { shutdown(1) }
 
 active proctype monitor()
 {
-    timeout -> assert(returned == 2 && finished == spawned && live == 0)
+    timeout -> assert(returned == 2 && finished == spawned && live == 0 && alive == 0)
 }
 
 init
 {
     atomic {
-        run spawner(); run spawner();
+        run spawner(); run spawner(); run worker();
         run drainer(); run canceller()
     }
 }
