@@ -254,6 +254,66 @@ Test(submit, a_chain_of_spawns_stays_on_its_worker, .timeout = 60)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
+/* ---- the jobs one step spawns run in the order it spawned them ------------- */
+
+enum { BURST = 200 };   /* under the local ring's 256: nothing overflows */
+
+struct seq_job {
+    coro_t co;
+    int id;
+    int *log, *n;
+};
+
+static int seq_body(coro_t *co)
+{
+    struct seq_job *j = CORO_SELF(co, struct seq_job);
+    CORO_BEGIN(co);
+    j->log[(*j->n)++] = j->id;      /* one worker: no race */
+    CORO_END(co);
+}
+
+struct burst {
+    coro_t co;
+    int log[BURST], n;
+};
+
+static int burst_body(coro_t *co)
+{
+    struct burst *b = CORO_SELF(co, struct burst);
+    CORO_BEGIN(co);
+    for (int i = 0; i < BURST; i++) {
+        struct seq_job *j = coro_frame_alloc(coro_sched_current(), sizeof *j);
+        cr_assert_not_null(j);
+        j->id = i;
+        j->log = b->log;
+        j->n = &b->n;
+        cr_assert_eq(coro_spawn(coro_sched_current(), &j->co, seq_body, NULL), 0);
+    }
+    CORO_END(co);
+}
+
+/* A step's first job goes to the LIFO slot, its later ones to the ring
+ * behind it.  Before, every spawn took the slot and pushed the one before
+ * into the ring: the last job ran first (199, 0, 1, ..., 198), and a burst
+ * paid one locked exchange per job. */
+Test(submit, the_jobs_one_step_spawns_run_in_the_order_it_spawned_them)
+{
+    coro_sched_t *s = mk(1);
+    for (int round = 0; round < 3; round++) {
+        static struct burst b;
+        memset(&b, 0, sizeof b);
+        cr_assert_geq(coro_block_on(s, &b.co, burst_body, NULL), 0);
+        /* block_on returns when the spawner ends; its jobs may still run */
+        cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0, "drain");
+        cr_assert_eq(b.n, BURST, "round %d: %d of %d jobs ran", round, b.n, BURST);
+        for (int i = 0; i < BURST; i++)
+            cr_assert_eq(b.log[i], i, "round %d: job %d ran %dth", round, b.log[i], i);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+        s = mk(1);
+    }
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
 /* ---- a burst from a plain thread gets a worker per job ---------------------- */
 
 static atomic_int burst_started, burst_release;

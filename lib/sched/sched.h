@@ -215,6 +215,7 @@ struct coro__worker {
     pthread_t thread;
     uint64_t tick;                      /* counts down to the next global-first look */
     unsigned lifo_streak;
+    uint64_t lifo_run;                  /* n_run when a job last went to lifo */
     /* the victim whose LIFO slot this worker saw full at its last look,
      * and that victim's n_run then (sched/worker.c, steal_lifo) */
     int lifo_watch;

@@ -288,9 +288,13 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
                 push_global(s, job);
             goto out;
         }
-        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
-            /* the newest job goes to the LIFO slot; the one it displaces
-             * to the back of the local ring */
+        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_run != w->n_run) {
+            /* the first job a step hands off goes to the LIFO slot; the
+             * one it displaces to the back of the local ring.  The step's
+             * later ones go to the ring behind it: a burst keeps its order
+             * and pays one exchange, not one per job (tokio exchanges
+             * every time; its slot is not stealable, a plain store) */
+            w->lifo_run = w->n_run;
             /* acq_rel: publishes the job's fields to a thief that takes
              * the slot, and acquires the displaced job's */
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
