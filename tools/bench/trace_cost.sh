@@ -11,6 +11,8 @@
 #   SHAPES="spawn_many_local spawn_many_remote ping_pong chained_spawn"
 #   WORKERS="1 2"  N=11  REPS=20           (the defaults)
 #   VERBOSE=1: every pair on stderr
+#   BASE=OTHER_BIN: also run OTHER_BIN traced in each alternation (a tree
+#   before a change), and print its on/off against BIN's off
 #
 # The machine is shared: quote the load (printed) beside the figures.
 set -euo pipefail
@@ -34,10 +36,12 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else prin
 
 
 echo "# $(date -u +%H:%M) load $(cut -d' ' -f1-3 /proc/loadavg) bin=$BIN N=$N REPS=$REPS"
-printf '%-20s %2s %12s %12s %7s %7s\n' shape W off_ns on_ns on/off pairs
+printf '%-20s %2s %12s %12s %7s %7s' shape W off_ns on_ns on/off pairs
+[ -z "${BASE:-}" ] || printf ' %12s %7s %7s' base_on_ns on/off pairs
+echo
 for shape in $SHAPES; do
     for w in $WORKERS; do
-        offs=() ons=() ratios=()
+        offs=() ons=() ratios=() bons=() bratios=()
         for ((i = 0; i < N; i++)); do
             off=$(env -u COROKIT_TRACE "$BIN" "$shape" "$w" "$REPS" |
                   sed -n 's/.*ns=\([0-9]*\).*/\1/p' | median)
@@ -45,12 +49,24 @@ for shape in $SHAPES; do
                  sed -n 's/.*ns=\([0-9]*\).*/\1/p' | median)
             offs+=("$off") ons+=("$on")
             ratios+=("$(awk -v a="$on" -v b="$off" 'BEGIN{printf "%.4f", a/b}')")
-            [ -z "${VERBOSE:-}" ] || echo "  $shape $w off=$off on=$on" >&2
+            if [ -n "${BASE:-}" ]; then
+                bon=$(COROKIT_TRACE=$TRACE_FILE "$BASE" "$shape" "$w" "$REPS" |
+                      sed -n 's/.*ns=\([0-9]*\).*/\1/p' | median)
+                bons+=("$bon")
+                bratios+=("$(awk -v a="$bon" -v b="$off" 'BEGIN{printf "%.4f", a/b}')")
+            fi
+            [ -z "${VERBOSE:-}" ] || echo "  $shape $w off=$off on=$on ${bon:+base_on=$bon}" >&2
         done
         moff=$(printf '%s\n' "${offs[@]}" | median)
         mon=$(printf '%s\n' "${ons[@]}" | median)
         mr=$(printf '%s\n' "${ratios[@]}" | median)
-        printf '%-20s %2s %12.0f %12.0f %7.3f %7.3f\n' "$shape" "$w" "$moff" "$mon" \
+        printf '%-20s %2s %12.0f %12.0f %7.3f %7.3f' "$shape" "$w" "$moff" "$mon" \
             "$(awk -v a="$mon" -v b="$moff" 'BEGIN{print a/b}')" "$mr"
+        if [ -n "${BASE:-}" ]; then
+            mb=$(printf '%s\n' "${bons[@]}" | median)
+            printf ' %12.0f %7.3f %7.3f' "$mb" "$(awk -v a="$mb" -v b="$moff" 'BEGIN{print a/b}')" \
+                "$(printf '%s\n' "${bratios[@]}" | median)"
+        fi
+        echo
     done
 done
