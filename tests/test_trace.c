@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -466,11 +467,12 @@ Test(trace, runs_of_short_steps_share_a_reading_and_keep_every_step_in_place, .t
 }
 
 /* A run's time is exact even when its steps are not: 200 empty jobs make
- * runs of CORO__TRACE_RUN_MAX, then a job whose 10 steps each work 2 ms
- * and yield.  The first run that holds such a step is shared evenly (here
- * every step is as long as the others, so each shows its 2 ms); it ends
- * sharing, and the next steps are read one by one: each of the 10 steps
- * shows at least 1.9 ms, and the last two are not in a run. */
+ * runs of CORO__TRACE_RUN_MAX, then a job whose BUSY_STEPS steps each work
+ * 2 ms and yield.  The first run that holds such a step is shared evenly
+ * (here every step is as long as the others, so each shows its 2 ms); it
+ * ends sharing, and the next steps are read one by one: each of the steps
+ * shows at least 1.9 ms, and the last four are not in a run. */
+#define BUSY_STEPS ((int)CORO__TRACE_RUN_MAX + 4)
 static int64_t spin_until(int64_t t)
 {
     int64_t now;
@@ -488,7 +490,7 @@ static int busy_body(coro_t *co)
 {
     struct busy *b = CORO_SELF(co, struct busy);
     CORO_BEGIN(co);
-    for (b->i = 0; b->i < 10; b->i++) {
+    for (b->i = 0; b->i < BUSY_STEPS; b->i++) {
         spin_until(coro_now() + 2000000);
         CORO_YIELD(co);
     }
@@ -511,11 +513,11 @@ Test(trace, long_steps_end_sharing_and_a_runs_time_is_exact, .timeout = 60)
     cr_assert_eq(coro_join(&b.co), 0);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
-             "(lambda B: len(B)==11 and all(e['dur'] >= 1900 for e in B[:10])"
-             " and all('run' not in e['args'] for e in B[8:10])"
+             "(lambda B: len(B)==%d and all(e['dur'] >= 1900 for e in B[:%d])"
+             " and all('run' not in e['args'] for e in B[%d:%d])"
              " and any(e['args'].get('run',1)>1 for e in jobs))"
              "(sorted([e for e in jobs if e['args']['job']=='%p'], key=lambda e:e['ts']))",
-             (void *)&b.co);
+             BUSY_STEPS + 1, BUSY_STEPS, BUSY_STEPS - 4, BUSY_STEPS, (void *)&b.co);
     cr_assert(pycheck(f, expr));
     coro_sched_destroy(s);
     unlink(f);
@@ -578,4 +580,87 @@ Test(trace, plain_threads_spawns_all_appear_in_the_order_each_made_them, .timeou
     coro_sched_destroy(s);
     unlink(f);
     unlink(of);
+}
+
+/* A plain thread reads the clock at its first event, at every
+ * CORO__TRACE_THREAD_RUN-th and whenever the coarse clock ticked
+ * (sched/trace.h, coro__tr_thread_stamp); an event between readings is
+ * drawn at the reading before it, or spread over a burst: never later than
+ * it happened, at most one coarse tick (1-10 ms) earlier.  So a spawn made
+ * after a pause of 50 ms, with no reading due by the count, is drawn at
+ * least 40 ms after the spawn before the pause, and not after its job's
+ * step (the worker was idle: that step starts at a reading after it). */
+Test(trace, a_plain_threads_spawn_after_a_pause_is_drawn_after_the_pause, .timeout = 60)
+{
+    char f[128], expr[1024], aj[32], bj[32];
+    static struct job j[3];
+
+    coro_sched_t *s = traced(1, 1 << 12);
+    tmpname(f, sizeof f, "pause");
+    cr_assert_eq(coro_spawn(s, &j[0].co, empty_body, NULL), 0);   /* read: the first */
+    cr_assert_eq(coro_spawn(s, &j[1].co, empty_body, NULL), 0);
+    cr_assert_eq(coro_join(&j[0].co), 7);
+    cr_assert_eq(coro_join(&j[1].co), 7);
+    /* the pause is what is measured here, not a way to order events */
+    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    cr_assert_eq(coro_spawn(s, &j[2].co, empty_body, NULL), 0);
+    cr_assert_eq(coro_join(&j[2].co), 7);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    snprintf(aj, sizeof aj, "0x%" PRIxPTR, (uintptr_t)&j[1].co);
+    snprintf(bj, sizeof bj, "0x%" PRIxPTR, (uintptr_t)&j[2].co);
+    snprintf(expr, sizeof expr,
+             "(lambda A, B, SB: len(A)==1 and len(B)==1 and len(SB)==1 and"
+             " B[0]['ts'] - A[0]['ts'] >= 40000 and B[0]['ts'] <= SB[0]['ts'])("
+             PY_SPAWN("%s") "," PY_SPAWN("%s") "," PY_STEP("%s") ")",
+             aj, bj, bj);
+    cr_assert(pycheck(f, expr));
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
+/* A plain thread finds its ring through a thread-local cache, checked
+ * inline against the trace's number (sched/trace.h, coro__tr_any): a
+ * thread that spawns into two traced schedulers by turns records each
+ * spawn in the trace of the scheduler it went to, and so does a thread
+ * whose cached ring belonged to a scheduler destroyed since (a new one may
+ * get the old one's address). */
+static bool spawns_are(const char *f, coro_t *const *jobs, int n)
+{
+    char expr[1024];
+    int k = snprintf(expr, sizeof expr,
+                     "(lambda S: all(lane(e)=='threads' and e['ts']>0 for e in S) and"
+                     " [e['args']['job'] for e in S]==[");
+    for (int i = 0; i < n; i++)
+        k += snprintf(expr + k, sizeof expr - (size_t)k, "'0x%" PRIxPTR "',", (uintptr_t)jobs[i]);
+    snprintf(expr + k, sizeof expr - (size_t)k,
+             "])(sorted([e for e in t if e.get('name')=='spawn'], key=lambda e: e['ts']))");
+    return pycheck(f, expr);
+}
+
+Test(trace, a_thread_spawning_into_two_traced_schedulers_records_each_in_its_own, .timeout = 60)
+{
+    char f1[128], f2[128];
+    static struct job j[6];
+
+    for (int round = 0; round < 2; round++) {
+        coro_sched_t *s1 = traced(1, 1 << 10), *s2 = traced(0, 1 << 10);
+        tmpname(f1, sizeof f1, "two1");
+        tmpname(f2, sizeof f2, "two2");
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(coro_spawn(i % 2 ? s2 : s1, &j[i].co, empty_body, NULL), 0);
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(coro_join(&j[i].co), 7);
+        cr_assert_eq(coro_sched_trace_write(s1, f1), 0);
+        cr_assert_eq(coro_sched_trace_write(s2, f2), 0);
+        coro_t *in1[] = { &j[0].co, &j[2].co, &j[4].co }, *in2[] = { &j[1].co, &j[3].co, &j[5].co };
+        cr_assert(spawns_are(f1, in1, 3), "round %d", round);
+        cr_assert(spawns_are(f2, in2, 3), "round %d", round);
+        /* the next round's schedulers: this thread's cached ring is s2's
+         * (or s1's), both freed here */
+        coro_sched_destroy(s1);
+        coro_sched_destroy(s2);
+        unlink(f1);
+        unlink(f2);
+    }
 }

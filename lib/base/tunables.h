@@ -85,11 +85,14 @@
  * (a longer run drops the next to one step; a short one doubles it).  The
  * reading (rdtsc, 11-20 ns here) was most of what tracing cost jobs of
  * 100-300 ns */
-#define CORO__TRACE_RUN_MAX 8u
+#define CORO__TRACE_RUN_MAX 16u
 #define CORO__TRACE_RUN_NS 1000u
 /* plain threads (not workers, not the I/O thread) that get a ring of their
  * own, written without a lock; the others share one under a spinlock */
 #define CORO__TRACE_THREAD_RINGS 16
+/* a plain thread reads the clock at least every this many events (and at
+ * every coarse-clock tick: sched/trace.h, coro__tr_thread_stamp) */
+#define CORO__TRACE_THREAD_RUN 32u
 
 /* ---- the I/O context (io/epoll.c) ---------------------------------------- */
 /* events taken per epoll_wait */

@@ -39,9 +39,9 @@
  * the spawn path, most of what tracing cost a short job, so a worker reads
  * the clock about once per run of up to CORO__TRACE_RUN_MAX short steps
  * (lib/sched/trace.h, "Runs", which says what the times then promise), and
- * a plain thread once per CORO__TRACE_RUN_MAX events or coarse-clock tick
- * (thread_stamp).  Events not read carry ts 0 and get their time here,
- * when the trace is written (resolve, resolve_thread).
+ * a plain thread once per CORO__TRACE_THREAD_RUN events or coarse-clock
+ * tick (coro__tr_thread_stamp, trace.h).  Events not read carry ts 0 and
+ * get their time here, when the trace is written (resolve, resolve_thread).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,19 +62,6 @@
 #define TRACE_MAX_EVENTS (1u << 24)
 
 
-struct coro__trace {
-    uint32_t cap;
-    struct coro__tring *io, *ext;
-    char *path;             /* COROKIT_TRACE, or NULL */
-    uint64_t tsc0;
-    int64_t ns0;
-    uint64_t gen;           /* this trace's number: a thread's cached ring is its own */
-    uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
-    uint32_t nthr;          /* plain threads' rings in thr; atomic (release after the slot) */
-    uint32_t thr_lock;      /* taken to add one */
-    struct coro__tring *thr[CORO__TRACE_THREAD_RINGS];
-};
-
 static __thread coro_sched_t *tls_io_sched;
 
 int coro__tr_rdtsc;
@@ -92,11 +79,9 @@ static int tsc_invariant(void)
 }
 
 /* the ring of this plain thread for the trace numbered gen (thread_ring);
- * NULL ring: the thread uses the shared one */
-static __thread struct {
-    uint64_t gen;
-    struct coro__tring *ring;
-} tls_thr;
+ * NULL ring: the thread uses the shared one (trace.h, coro__tr_any) */
+__thread struct coro__tr_thr coro__tls_trthr;
+#define tls_thr coro__tls_trthr
 static uint64_t trace_gens;     /* atomic: the last trace number given */
 
 #define clock_raw coro__trace_clock
@@ -345,51 +330,22 @@ static struct coro__tring *thread_ring(coro_sched_t *s, struct coro__trace *t)
     return r;
 }
 
-static int64_t coarse_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* A plain thread's events share readings as a worker's steps do (trace.h,
- * "Runs"), but nothing tells where a plain thread's burst of spawns ends:
- * so it reads the clock at its first event, at every CORO__TRACE_RUN_MAX-th,
- * and whenever the kernel's coarse clock (one tick: 1-10 ms; a vDSO read,
- * a third of rdtsc's cost here) moved since its last reading.  An event
- * between two readings (ts 0) is placed when the trace is written
- * (resolve_thread): evenly between them when they are close (a burst),
- * else at the first (it happened after it, within the same tick). */
-static uint64_t thread_stamp(struct coro__tring *r)
-{
-    int64_t tick = coarse_now();
-
-    if (tick != r->tick || ++r->nrun >= CORO__TRACE_RUN_MAX) {
-        r->tick = tick;
-        r->nrun = 0;
-        return clock_raw();
-    }
-    return 0;
-}
-
 void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
 {
     struct coro__worker *w = coro__tls_worker;
     struct coro__trace *t = s->trace;
-    struct coro__tring *r = tls_thr.ring;
+    struct coro__tring *r;
 
-    /* a plain thread that has its ring in this trace first: the others
-     * (a worker of s, the I/O thread) never take one in it */
-    if (CORO__LIKELY(r && tls_thr.gen == t->gen)) {
-        coro__tr_put_at(r, thread_stamp(r), a, b, meta);
-    } else if (w && w->s == s) {
+    /* a plain thread with a ring in this trace took coro__tr_any's inline
+     * path; the others (a worker of s, the I/O thread) never take one */
+    if (w && w->s == s) {
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     } else if (tls_io_sched == s) {
         coro__tr_put(t->io, a, b, meta);
     } else {
         r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
         if (CORO__LIKELY(r)) {
-            coro__tr_put_at(r, thread_stamp(r), a, b, meta);
+            coro__tr_put_at(r, coro__tr_thread_stamp(r), a, b, meta);
         } else {
             coro__spin_lock(&t->ext->lock);
             coro__tr_put(t->ext, a, b, meta);
@@ -534,7 +490,7 @@ static void resolve(struct snap *sn, uint64_t t_end)
     }
 }
 
-/* A plain thread's ring (thread_stamp): an event with ts 0 lies between
+/* A plain thread's ring (coro__tr_thread_stamp): an event with ts 0 lies between
  * the readings before and after it.  When those are at most
  * CORO__TRACE_RUN_NS apart per event (a burst), the events between are
  * spread evenly over them; else (the thread paused, or the next reading
