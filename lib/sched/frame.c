@@ -30,7 +30,9 @@
  * local lists and not behind bump; it is the owner's alone.
  *   - The owner frees onto `free`, writes the state byte FREE and
  *     decrements `used`.
- *   - Another thread pushes onto `rfree` (CAS, a Treiber push: there is no
+ *   - Another thread pushes onto `rfree` (a worker a list of up to
+ *     OUT_MAX blocks it gathered, OUTBOX below; a plain thread one block)
+ *     (CAS, a Treiber push: there is no
  *     pop of single nodes, the owner takes the whole list with one
  *     exchange, so there is no ABA).  The word holds the head, the list's
  *     length and PENDING (RF_WORD): the owner learns how many blocks came
@@ -98,6 +100,11 @@
 #define RF_COUNT(w) ((uint32_t)((w) >> 17) & 0xffffu)
 #define RF_WORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_PENDING)
 
+/* a worker's outbox (free_remote): slabs it holds blocks of at once, and
+ * the blocks it holds per slab before it pushes them */
+#define OUT_SLOTS 4
+#define OUT_MAX 32
+
 /* per-block state bytes */
 enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
 
@@ -147,6 +154,12 @@ struct fpool {
     struct slab *empty;         /* empty slabs for any class (link: next) */
     uint32_t nempty;
     struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
+    /* a worker's pool: blocks of other pools' slabs it gave back and has
+     * not pushed yet, one list per slab (OUTBOX below; owner only) */
+    struct outbox {
+        struct slab *sl;
+        uint32_t head, tail, n;     /* block indices + 1, linked as in rfree */
+    } out[OUT_SLOTS];
     struct slab *pending __attribute__((aligned(CORO__CACHELINE)));   /* atomic */
 };
 
@@ -526,16 +539,18 @@ static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
     slab_gained(p, sl);
 }
 
-static void free_remote(struct slab *sl, void *b)
+/* push the list first..last (indices + 1, n blocks, linked) onto sl's
+ * remote list */
+static void push_remote(struct slab *sl, uint32_t first, uint32_t last, uint32_t n)
 {
-    uint32_t idx = block_index(sl, b) + 1;
+    void *tail = block_at(sl, last - 1);
     uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
     do
-        *(uint32_t *)b = RF_HEAD(head);
-    /* release: the link and the frame's last writes before the owner's
+        *(uint32_t *)tail = RF_HEAD(head);
+    /* release: the links and the frames' last writes before the owner's
      * exchange; acquire: the owner's read of pnext before its exchange
      * happens before our write of pnext below */
-    while (!__atomic_compare_exchange_n(&sl->rfree, &head, RF_WORD(idx, RF_COUNT(head) + 1),
+    while (!__atomic_compare_exchange_n(&sl->rfree, &head, RF_WORD(first, RF_COUNT(head) + n),
                                         true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
     if (head & RF_PENDING)
         return;     /* the slab is (being put) on pending: no more touches */
@@ -546,6 +561,61 @@ static void free_remote(struct slab *sl, void *b)
     /* release: pnext before the slab is seen on the list */
     while (!__atomic_compare_exchange_n(&p->pending, &ph, sl, true, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
+}
+
+/* OUTBOX.  A worker that gives back blocks of other pools' slabs (it ran
+ * jobs it stole, or that a plain thread spawned) keeps them in lists per
+ * slab and pushes each list with one CAS once it holds OUT_MAX blocks of
+ * that slab, needs the slot for another slab, or parks (coro__frames_flush)
+ * or exits.  One CAS on the slab's remote line per OUT_MAX frees instead of
+ * one per free: that line is the owner's too (collect exchanges it), and
+ * each push pulled it across.  The blocks count in their slab's `used`
+ * until the owner collects them, so a slab stays alive while an outbox
+ * holds blocks of it; at most OUT_SLOTS * OUT_MAX blocks per worker wait.
+ * Plain threads push at once: nothing would tell them to flush. */
+static void out_flush(struct outbox *o)
+{
+    if (o->n)
+        push_remote(o->sl, o->head, o->tail, o->n);
+    o->sl = NULL;
+    o->n = o->head = o->tail = 0;
+}
+
+static void free_remote(struct fpool *mine, struct slab *sl, void *b)
+{
+    uint32_t idx = block_index(sl, b) + 1;
+
+    if (!mine) {
+        push_remote(sl, idx, idx, 1);
+        return;
+    }
+    struct outbox *o = NULL;
+    for (int i = 0; i < OUT_SLOTS; i++)
+        if (mine->out[i].sl == sl) {
+            o = &mine->out[i];
+            break;
+        }
+    if (!o) {
+        /* a slot by slab address: consecutive slabs take different ones */
+        o = &mine->out[((uintptr_t)sl >> SLAB_SHIFT) % OUT_SLOTS];
+        out_flush(o);
+        o->sl = sl;
+        o->tail = idx;
+    }
+    *(uint32_t *)b = o->head;
+    o->head = idx;
+    if (++o->n >= OUT_MAX)
+        out_flush(o);
+}
+
+void coro__frames_flush(coro_sched_t *s)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (!s->frames || !w || w->s != s || s->nworkers == 0)
+        return;
+    struct fpool *p = s->frames->wp[w->idx];
+    for (int i = 0; i < OUT_SLOTS; i++)
+        out_flush(&p->out[i]);
 }
 
 /* ---- thread caches -------------------------------------------------------------- */
@@ -667,6 +737,14 @@ static inline struct fpool *my_pool(struct coro__frames *fr, bool create)
     if (w && w->s == fr->s)
         return fr->wp[w->idx];
     return tc_get(fr, create);
+}
+
+/* p (the caller's pool) when it has an outbox: a worker's, while the
+ * workers run (a single-threaded scheduler's pool passes between drivers) */
+static inline struct fpool *outbox_of(struct coro__frames *fr, struct fpool *p)
+{
+    struct coro__worker *w = coro__tls_worker;
+    return p && w && w->s == fr->s && fr->s->nworkers > 0 ? p : NULL;
 }
 
 /* ---- scheduler hooks -------------------------------------------------------------- */
@@ -813,7 +891,7 @@ static void release_block(struct slab *sl, void *b)
     if (p == sl->pool)
         pool_free_local(p, sl, b);
     else
-        free_remote(sl, b);
+        free_remote(outbox_of(sl->fr, p), sl, b);
 }
 
 void coro_frame_free(void *frame)
@@ -869,7 +947,8 @@ void coro__frame_release(const coro_t *co)
     uint32_t i = block_index(sl, co);
     void *b = block_at(sl, i);
 
-    if (!sl->big && my_pool(sl->fr, false) != sl->pool) {
+    struct fpool *mine = sl->big ? NULL : my_pool(sl->fr, false);
+    if (!sl->big && mine != sl->pool) {
         /* another thread's block: onto its remote list, its state byte
          * left SPAWNED until the owner hands the block out again (ALLOC).
          * Reading or writing the byte here would pull the line of state
@@ -879,7 +958,7 @@ void coro__frame_release(const coro_t *co)
          * (SPAWNED is not the caller's) and coro_spawn refuses it
          * (-EBUSY).  The check for a second give-back is the owner's
          * only. */
-        free_remote(sl, b);
+        free_remote(outbox_of(sl->fr, mine), sl, b);
         return;
     }
     /* a load and a store, not an exchange: only the one who gives a

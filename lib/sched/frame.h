@@ -28,6 +28,10 @@ CORO__HIDDEN void coro__frame_mark_spawned(uint8_t *state);
  * any thread. */
 CORO__HIDDEN void coro__frame_release(const coro_t *co);
 
+/* coro__frames_flush - a worker of s pushes the frames of other pools it
+ * gave back and still holds (its outbox, lib/sched/frame.c) to their
+ * owners: before it parks and before it exits.  Other threads: nothing. */
+CORO__HIDDEN void coro__frames_flush(coro_sched_t *s);
 /* coro__thread_xq - the calling plain thread's submission ring for s,
  * made on first use with the thread's frame cache; NULL when there is
  * none (out of memory, or the thread uses more than 8 schedulers). */

@@ -728,6 +728,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
 
     stop_searching(w);          /* the last look below covers what we leave */
     coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
+    coro__frames_flush(s);      /* their owners may be waiting for frames */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
@@ -1099,6 +1100,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
     }
+    coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;
     return NULL;
 }
