@@ -119,32 +119,67 @@ Test(submit, jobs_from_threads_that_exit_at_once_all_run_and_their_rings_are_reu
     }
 }
 
-Test(submit, a_full_ring_spills_into_the_inboxes_and_the_dump_shows_it, .timeout = 60)
+/* a job that logs its number (one worker: no race) */
+struct ord_job {
+    coro_t co;
+    long id;
+    long *log;
+    atomic_long *n;
+};
+
+static int ord_body(coro_t *co)
+{
+    struct ord_job *j = CORO_SELF(co, struct ord_job);
+    CORO_BEGIN(co);
+    j->log[atomic_fetch_add_explicit(j->n, 1, memory_order_relaxed)] = j->id;
+    CORO_END(co);
+}
+
+/* A burst past the ring's size: the thread moves the ring's older half to
+ * the global queue with one CAS and one lock (before: one inbox lock per
+ * job past the ring).  Every job runs once, in the order it was spawned
+ * (one worker: the global queue is looked at before the rings).  The
+ * first version of the move pushed each job that fitted twice: every job
+ * ran twice. */
+Test(submit, a_full_ring_moves_its_older_half_to_the_global_queue_and_keeps_order,
+     .timeout = 60)
 {
     coro_sched_t *s = mk(1);
     struct blocker b = { 0 };
     atomic_long n = 0;
-    const long count = 3 * CORO__XQ_SIZE;
+    const long count = 3 * CORO__XQ_SIZE + 7;
+    long *log = calloc((size_t)count + 64, sizeof *log);
+    cr_assert_not_null(log);
 
     cr_assert_eq(coro_spawn(s, &b.co, blocker_body, NULL), 0);
     wait_started(&b);
-    spawn_counted(s, &n, count);
+    for (long i = 0; i < count; i++) {
+        struct ord_job *j = coro_frame_alloc(s, sizeof *j);
+        cr_assert_not_null(j);
+        j->id = i;
+        j->log = log;
+        j->n = &n;
+        cr_assert_eq(coro_spawn(s, &j->co, ord_body, NULL), 0);
+    }
     coro_sched_stats_t st;
     cr_assert_eq(coro_sched_stats(s, &st), 0);
-    cr_assert_geq(st.global_depth, CORO__XQ_SIZE - 1, "global_depth %lu",
-                  (unsigned long)st.global_depth);
+    cr_assert_eq(st.global_depth, (uint64_t)count, "global_depth %lu",
+                 (unsigned long)st.global_depth);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     cr_assert_not_null(f);
-    cr_assert_geq(coro_sched_dump(s, f), CORO__XQ_SIZE - 1);
+    cr_assert_geq(coro_sched_dump(s, f), CORO__XQ_SIZE / 2);
     fclose(f);
     cr_assert_not_null(strstr(buf, "submission ring"), "%s", buf);
     free(buf);
     atomic_store(&b.release, 1);
     cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
-    cr_assert_eq(atomic_load(&n), count);
+    cr_assert_eq(atomic_load(&n), count, "%ld runs of %ld jobs", atomic_load(&n), count);
+    for (long i = 0; i < count; i++)
+        cr_assert_eq(log[i], i, "job %ld ran %ldth", log[i], i);
     cr_assert_eq(coro_sched_destroy(s), 0);
+    free(log);
 }
 
 Test(submit, jobs_left_in_the_ring_of_a_thread_that_exited_still_run, .timeout = 60)

@@ -260,6 +260,21 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
     coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
 }
 
+/* a plain thread's ring is full: move its older half to the global queue
+ * with one CAS (the thread pops its own ring as a consumer would) and one
+ * lock, as a worker's full local ring does.  One lock per half ring where
+ * each job of a burst past the ring took an inbox's lock (10 % of the
+ * spawning thread's time in spawn_many_remote).  Workers look at the
+ * global queue before the rings, so the older half still runs first */
+static void xq_overflow(coro_sched_t *s, struct coro__xq *xq)
+{
+    coro_t *batch[CORO__XQ_SIZE / 2];
+    unsigned n = coro__lq_pop_batch(&xq->q, batch, CORO__XQ_SIZE / 2);
+
+    if (n)
+        coro__mq_push_batch(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(CORO_PRIO_NORMAL)], batch, n);
+}
+
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -317,7 +332,9 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * looked at by its worker at that priority at every pick. */
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
         struct coro__xq *xq = coro__thread_xq(s);
-        if (xq && coro__lq_push(&xq->q, job)) {
+        /* full: make room, then the second push succeeds */
+        if (xq && (coro__lq_push(&xq->q, job) ||
+                   (xq_overflow(s, xq), coro__lq_push(&xq->q, job)))) {
             /* any = false: wake an idle worker even when one searches,
              * as the inboxes' hand-off to an idle worker did */
             notify(s, s->all_wmask, false);
@@ -397,6 +414,14 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
         return NULL;
     if (want > CORO__LOCAL_SIZE / 2)
         want = CORO__LOCAL_SIZE / 2;
+    /* no more than dst has room for (a ring holds size - 1): a job that
+     * did not fit went to the global queue, which the periodic look
+     * takes first, and ran ahead of the ones before it in dst */
+    unsigned room = CORO__LOCAL_SIZE - 1 - coro__lq_size(dst) + (keep_first ? 1 : 0);
+    if (want > room)
+        want = room;
+    if (want == 0)
+        return NULL;
     unsigned k = coro__lq_pop_batch(q, batch, want);
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
         if (!coro__lq_push(dst, batch[i]))
