@@ -1023,12 +1023,24 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
         n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
+    /* the kick was for us: take it off the eventfd while we still hold
+     * the token.  Read after letting go (as handle() did), it could take
+     * the kick of the next holder, written for it in between, which then
+     * slept in epoll_wait for good - a worker never woke for destroy
+     * (stress/sched_shutdown, 1 run in about 100) */
+    for (int i = 0; i < n; i++)
+        if (evs[i].data.u64 == TAG_EVFD) {
+            uint64_t v;
+            ssize_t r = read(io->evfd, &v, sizeof v);
+            (void)r;
+            break;
+        }
     /* seq_cst: orders our handling so far before the next taker
      * (release), and is the store half of wake_standby's Dekker */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
     awake(arg);
-    handle(io, evs, n > 0 ? n : 0, &kicked, true, 0);
+    handle(io, evs, n > 0 ? n : 0, &kicked, false, 0);   /* not the holder now */
     return 0;
 }
 

@@ -4,14 +4,17 @@
  *
  * Abstracted: the queues are one count q (a worker that looks finds any
  * queued job: a woken worker looks everywhere, steals included); a job's
- * run is one step; epoll_wait is "until the eventfd is written" (I/O
- * readiness itself is not modelled: only the wake-up path through it).
+ * run is one step; epoll_wait is "until the eventfd is readable", and the
+ * read that empties it a statement of its own (I/O readiness itself is
+ * not modelled: only the wake-up path through it).
  * Spin interleaves whole statements in one global order, so each seq_cst
  * RMW / load of the C code is one statement here, in program order; the
  * broken variants put back the reordering a missing fence would allow.
  *
  * Checked: no lost wake-up - when nothing can move any more (timeout),
- * every submitted job has run (monitor) - and no job runs twice (a job is
+ * every submitted job has run and every worker has left after the
+ * stopper (stop_workers: stopping, then each worker's epoch and wake-up)
+ * asked them to (monitor) - and no job runs twice (a job is
  * taken by one atomic decrement; ran counts them).
  *
  * Broken variants (make check-model expects spin to reject each):
@@ -19,6 +22,10 @@
  *                     its push is visible (the seq_cst fence of step a gone)
  *   -DBROKEN_RECHECK  a worker that took the poll token waits in epoll
  *                     without reading its epoch again
+ *   -DBROKEN_LATEREAD a worker woken in epoll lets the token go before it
+ *                     reads the eventfd (the code before the fix: its read
+ *                     could take the kick written for the next holder,
+ *                     which slept in epoll_wait for good)
  */
 #define NW 2            /* workers */
 #define NS 2            /* submitting threads */
@@ -30,6 +37,8 @@ bit idle[NW];           /* s->idle */
 byte epoch[NW];         /* w->futex */
 byte driver;            /* the poll token: 0 free, i + 1 = worker i */
 bit evfd;               /* the eventfd: written -> the holder's epoll_wait ends */
+bit stopping;           /* s->stopping (coro_sched_destroy) */
+byte exited;            /* workers that saw it and left */
 
 inline notify(snap0, snap1)
 {
@@ -82,41 +91,69 @@ proctype worker(byte me)
     byte e;
     do
     :: atomic { q > 0 -> q--; ran++ }          /* found work: run it */
-    :: q == 0 ->
+    :: q == 0 && stopping -> break             /* nothing left: leave */
+    :: q == 0 && !stopping ->
         e = epoch[me];                         /* 1. the park epoch */
         idle[me] = 1;                          /* 2. seq_cst RMW */
         if
         :: atomic { q > 0 -> q--; ran++ }      /* 3. one more look: found */
-        :: q == 0 ->                           /* 3. nothing */
+        :: q == 0 && stopping -> skip          /* 3. stopping: no wait */
+        :: q == 0 && !stopping ->              /* 3. nothing */
             if
             :: atomic { driver == 0 -> driver = me + 1 } ->  /* took the token */
 #ifndef BROKEN_RECHECK
                 if
-                :: epoch[me] != e -> skip      /* woken meanwhile: no wait */
+                :: epoch[me] != e -> driver = 0  /* woken meanwhile: no wait */
                 :: else ->
 #endif
-end_epoll:          atomic { evfd == 1 -> evfd = 0 }        /* epoll_wait */
-#ifndef BROKEN_RECHECK
-                fi;
+end_epoll:          evfd == 1;                          /* epoll_wait returns */
+#ifdef BROKEN_LATEREAD
+                    driver = 0;                         /* let the token go */
+                    evfd = 0                            /* then read the eventfd */
+#else
+                    evfd = 0;                           /* read the eventfd */
+                    driver = 0                          /* then let the token go */
 #endif
-                driver = 0
+#ifndef BROKEN_RECHECK
+                fi
+#endif
             :: else ->
 end_futex:      epoch[me] != e                 /* 4. futex_wait(&futex, e) */
             fi
         fi;
         idle[me] = 0                           /* 5. clear the bit if set */
+    od;
+    exited++
+}
+
+/* coro_sched_destroy after the drain: stop_workers sets stopping, then
+ * bumps every worker's epoch and wakes it where it sleeps */
+proctype stopper()
+{
+    byte k = 0;
+    ran == NS * PER;            /* destroy drains first */
+    stopping = 1;
+    do
+    :: k < NW ->
+        epoch[k]++;
+        if
+        :: driver == k + 1 -> evfd = 1
+        :: else -> skip
+        fi;
+        k++
+    :: else -> break
     od
 }
 
 active proctype monitor()
 {
-    timeout -> assert(q == 0 && ran == NS * PER)
+    timeout -> assert(q == 0 && ran == NS * PER && exited == NW)
 }
 
 init
 {
     atomic {
         run worker(0); run worker(1);
-        run submitter(); run submitter()
+        run submitter(); run submitter(); run stopper()
     }
 }
