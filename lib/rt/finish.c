@@ -112,8 +112,6 @@ void coro__finish(coro_t *job)
             coro__flush_live(w, CORO__LIVE_BATCH);
         return;
     }
-    /* acq_rel: everything this job did happens before shutdown's return */
-    if (__atomic_sub_fetch(&s->live, 1, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
-        coro__futex_wake(&s->live, INT_MAX);
+    coro__live_sub(&s->live, 1);
 }
 

@@ -222,8 +222,7 @@ static bool add_live(coro_sched_t *s, uint32_t n)
 {
     if (!(__atomic_fetch_add(&s->live, n, __ATOMIC_ACQ_REL) & CORO__LIVE_CLOSED))
         return true;
-    if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
-        coro__futex_wake(&s->live, INT_MAX);
+    coro__live_sub(&s->live, n);
     return false;
 }
 

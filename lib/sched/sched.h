@@ -8,6 +8,7 @@
 #include "base/base.h"
 #include "base/mq.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 /* ---- the job state word (coro_t.state) ---------------------------------
@@ -307,6 +308,15 @@ struct coro_sched {
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u
+
+/* take n jobs' units off s->live; the last one out after a close wakes
+ * shutdown.  acq_rel: what those jobs did happens before shutdown's
+ * return, which acquires live == CLOSED (rt/runtime.c SHUTDOWN) */
+static inline void coro__live_sub(uint32_t *live, uint32_t n)
+{
+    if (__atomic_sub_fetch(live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
+        coro__futex_wake(live, INT_MAX);
+}
 
 /* The drive word of a single-threaded scheduler (s->w[0]->started_st, a
  * futex): bit 0 says a thread drives the scheduler; bits 1-15 count the

@@ -248,7 +248,10 @@ static void push_global(coro_sched_t *s, coro_t *job)
 }
 
 /* local ring full: move half of it and job to the global queue, under one
- * lock (tokio) */
+ * lock (tokio).  One pop per job: taking the half with one CAS
+ * (coro__lq_pop_batch, as spill_half does) measured 1.2x slower on
+ * spawn_many_local at 2 workers (15 interleaved rounds; not explained -
+ * the batch CAS races the thief's steals of the same ring) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
@@ -260,19 +263,17 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
     coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
 }
 
-/* a plain thread's ring is full: move its older half to the global queue
- * with one CAS (the thread pops its own ring as a consumer would) and one
- * lock, as a worker's full local ring does.  One lock per half ring where
- * each job of a burst past the ring took an inbox's lock (10 % of the
- * spawning thread's time in spawn_many_remote).  Workers look at the
- * global queue before the rings, so the older half still runs first */
-static void xq_overflow(coro_sched_t *s, struct coro__xq *xq)
+/* a plain thread's submission ring is full: move its older half to the
+ * global queue with one CAS (the thread takes from its own ring as a
+ * worker would) and one lock.  Workers look at the global queue before
+ * the rings, so the older half still runs first */
+static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
 {
     coro_t *batch[CORO__XQ_SIZE / 2];
-    unsigned n = coro__lq_pop_batch(&xq->q, batch, CORO__XQ_SIZE / 2);
+    unsigned n = coro__lq_pop_batch(q, batch, CORO__XQ_SIZE / 2);
 
     if (n)
-        coro__mq_push_batch(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(CORO_PRIO_NORMAL)], batch, n);
+        coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -332,9 +333,14 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * looked at by its worker at that priority at every pick. */
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
         struct coro__xq *xq = coro__thread_xq(s);
-        /* full: make room, then the second push succeeds */
-        if (xq && (coro__lq_push(&xq->q, job) ||
-                   (xq_overflow(s, xq), coro__lq_push(&xq->q, job)))) {
+        bool pushed = xq && coro__lq_push(&xq->q, job);
+        if (xq && !pushed) {
+            /* full: its older half to the global queue (one inbox lock
+             * per job past the ring was 10 % of a spawning thread) */
+            spill_half(s, &xq->q, pi);
+            pushed = coro__lq_push(&xq->q, job);
+        }
+        if (pushed) {
             /* any = false: wake an idle worker even when one searches,
              * as the inboxes' hand-off to an idle worker did */
             notify(s, s->all_wmask, false);
@@ -365,11 +371,9 @@ void coro__flush_live(struct coro__worker *w, uint32_t keep)
     if (n <= keep)
         return;
     n -= keep;
+    /* owner-only; atomic store for coro_sched_stats' racy read */
     __atomic_store_n(&w->spare, keep, __ATOMIC_RELAXED);
-    /* acq_rel: what the jobs that ended here did happens before
-     * shutdown's return, which acquires live == CLOSED */
-    if (__atomic_sub_fetch(&s->live, n, __ATOMIC_ACQ_REL) == CORO__LIVE_CLOSED)
-        coro__futex_wake(&s->live, INT_MAX);
+    coro__live_sub(&s->live, n);
 }
 
 /* the one way a suspended job becomes READY (sched/sched.h) */
