@@ -519,10 +519,18 @@ static void *pool_alloc(struct fpool *p, int ci)
         b = block_at(sl, sl->free - 1);
         sl->free = *(uint32_t *)b;
         /* the next block to hand out was last written by whoever freed
-         * it, often another CPU: start fetching it now, not when the next
-         * allocation needs its link */
-        if (sl->free)
-            __builtin_prefetch(block_at(sl, sl->free - 1), 1);
+         * it, often another CPU: start fetching it now, for writing, not
+         * when the next allocation needs its link.  Its second line too
+         * (coro_t alone is two): coro_frame_alloc's memset writes both,
+         * and coro_spawn's state CAS waited for that store to drain
+         * (perf annotate: 62 % of coro_spawn's samples on the CAS from a
+         * plain thread, 47 % with both lines fetched) */
+        if (sl->free) {
+            char *nb = block_at(sl, sl->free - 1);
+            __builtin_prefetch(nb, 1);
+            if (sl->bsize > CORO__CACHELINE)
+                __builtin_prefetch(nb + CORO__CACHELINE, 1);
+        }
     } else {
         b = block_at(sl, sl->bump++);
     }
