@@ -7,8 +7,17 @@
  *                                       the last one signals
  *   spawn_cost remote WORKERS [rounds]  spawn_many_remote: a plain thread
  *                                       spawns 10,000 empty jobs, joins each
+ *   spawn_cost split WORKERS [rounds]   spawn_many_remote as make bench runs
+ *                                       it (pool frames, fire and forget, a
+ *                                       counter and an event), one line per
+ *                                       round: the wall time, the spawn loop's
+ *                                       wall and CPU time, the spawner's CPU,
+ *                                       the jobs each worker ran - where the
+ *                                       shape's bimodal times come from
  * Prints every round and the median.  Build: make tools (or see Makefile). */
+#define _GNU_SOURCE
 #include <corokit.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +85,54 @@ static int root_body(coro_t *co)
     CORO_END(co);
 }
 
+/* split: the counter and the event of a round */
+static long split_left;
+static coro_event_t split_done;
+
+static int split_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    if (__atomic_sub_fetch(&split_left, 1, __ATOMIC_RELAXED) == 0)
+        coro_event_set(&split_done);
+    CORO_END(co);
+}
+
+static double thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double split_round(coro_sched_t *s, int workers)
+{
+    uint64_t before[CORO_MAX_WORKERS];
+    for (int i = 0; i < workers; i++)
+        before[i] = wstat(s, i).jobs_run;
+    split_left = N;
+    coro_event_init(&split_done);
+    double t0 = now_ns(), c0 = thread_cpu_ns();
+    for (int i = 0; i < N; i++) {
+        coro_t *k = coro_frame_alloc(s, sizeof *k);
+        if (!k || coro_spawn(s, k, split_body, NULL) != 0) {
+            fprintf(stderr, "spawn_cost: spawn failed\n");
+            exit(1);
+        }
+    }
+    double loop = now_ns() - t0, cpu = thread_cpu_ns() - c0;
+    int on = sched_getcpu();
+    coro_event_wait_blocking(&split_done, CORO_FOREVER);
+    double wall = now_ns() - t0;
+    coro_event_destroy(&split_done);
+    printf("wall %6.0f us  spawn loop %6.0f us (cpu %6.0f us) on CPU %d  jobs run:", wall / 1e3,
+           loop / 1e3, cpu / 1e3, on);
+    for (int i = 0; i < workers; i++)
+        printf(" w%d (CPU %d) %5lu", i, wstat(s, i).cpu,
+               (unsigned long)(wstat(s, i).jobs_run - before[i]));
+    printf("\n");
+    return wall;
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -100,7 +157,7 @@ int main(int argc, char **argv)
             rounds = atoi(argv[2]);
     }
     if (rounds < 1 || !frames || !kids) {
-        fprintf(stderr, "usage: spawn_cost st [rounds] | local|remote WORKERS [rounds] (rounds >= 1)\n");
+        fprintf(stderr, "usage: spawn_cost st [rounds] | local|remote|split WORKERS [rounds] (rounds >= 1)\n");
         return 2;
     }
     /* after the mode's arguments: "st 20" reads its round count above (the
@@ -120,6 +177,13 @@ int main(int argc, char **argv)
         } else if (strcmp(mode, "local") == 0) {
             struct root root = { .s = s, .kids = kids };
             coro_block_on(s, &root.co, root_body, NULL);
+        } else if (strcmp(mode, "split") == 0) {
+            if (r == 0)
+                split_round(s, workers);        /* warm-up: printed, not counted */
+            else {
+                double wall = split_round(s, workers);
+                t0 = now_ns() - wall;   /* the round's own wall time */
+            }
         } else {
             for (int i = 0; i < N; i++)
                 coro_spawn(s, &frames[i], empty, NULL);
