@@ -540,3 +540,62 @@ Test(frame, a_thread_caches_frames_of_eight_schedulers_at_most, .timeout = 30)
         cr_assert_eq(coro_sched_destroy(s[i]), 0);
     }
 }
+
+/* Workers give a plain thread's frames back in lists (the outbox, then
+ * the slab's remote list) that the plain thread's next allocations walk.
+ * Frames handed out again are zeroed in every byte, at every size class
+ * around one line, and the same block comes back many times over: a link
+ * mis-read, or a block taken twice, shows here as a non-zero byte or a
+ * duplicate address (a look-ahead experiment's mutant that handed a block
+ * out twice failed here) */
+struct scribble {
+    coro_t co;
+    unsigned char bytes[];
+};
+
+static long scribbles_left;
+
+static int scribble_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    __atomic_sub_fetch(&scribbles_left, 1, __ATOMIC_RELEASE);
+    CORO_END(co);
+}
+
+Test(frame, frames_given_back_by_workers_come_back_zeroed_and_distinct, .timeout = 120)
+{
+    enum { N = 3000, ROUNDS = 6 };
+    static const size_t sizes[] = { sizeof(coro_t), sizeof(coro_t) + 1, sizeof(coro_t) + 64, 500 };
+    void **v = calloc(N, sizeof *v);
+    for (int k = 1; k < NCOUNTS; k++) {
+        coro_sched_t *s = mk(counts[k], false);
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            for (int r = 0; r < ROUNDS; r++) {
+                __atomic_store_n(&scribbles_left, N, __ATOMIC_RELAXED);
+                for (long i = 0; i < N; i++) {
+                    unsigned char *f = coro_frame_alloc(s, sizes[z]);
+                    cr_assert_not_null(f);
+                    for (size_t b = 0; b < sizes[z]; b++)
+                        cr_assert_eq(f[b], 0, "workers %d, size %zu, round %d: byte %zu is %d",
+                                     counts[k], sizes[z], r, b, f[b]);
+                    v[i] = f;
+                }
+                qsort(v, N, sizeof *v, cmp_ptr);
+                for (long i = 1; i < N; i++)
+                    cr_assert_neq(v[i], v[i - 1], "a block handed out twice");
+                for (long i = 0; i < N; i++) {
+                    struct scribble *sc = v[i];
+                    /* the bytes after coro_t: dirty them, so that only the
+                     * allocator's zeroing can clean them */
+                    if (sizes[z] > sizeof(coro_t))
+                        memset(sc->bytes, 0xab, sizes[z] - sizeof(coro_t));
+                    cr_assert_eq(coro_spawn(s, &sc->co, scribble_body, NULL), 0);
+                }
+                while (__atomic_load_n(&scribbles_left, __ATOMIC_ACQUIRE) != 0)
+                    sched_yield();
+            }
+        }
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+    free(v);
+}
