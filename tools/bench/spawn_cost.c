@@ -13,7 +13,8 @@
  *                                       round: the wall time, the spawn loop's
  *                                       wall and CPU time, the spawner's CPU,
  *                                       the jobs each worker ran - where the
- *                                       shape's bimodal times come from
+ *                                       shape's bimodal times come from;
+ *                                       PIN=CPU pins the spawning thread
  * Prints every round and the median.  Build: make tools (or see Makefile). */
 #define _GNU_SOURCE
 #include <corokit.h>
@@ -168,6 +169,13 @@ int main(int argc, char **argv)
     cfg.workers = workers;
     if (coro_sched_create(&s, &cfg) < 0)
         return 1;
+    if (getenv("PIN")) {        /* the spawning thread's placement, fixed */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(atoi(getenv("PIN")), &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            perror("spawn_cost: PIN");
+    }
     for (int r = 0; r < rounds + 1; r++) {      /* round 0 warms up */
         double t0 = now_ns();
         if (strcmp(mode, "st") == 0) {
