@@ -103,6 +103,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "io/io.h"
 #include "sched/trace.h"
 
@@ -185,7 +186,7 @@ static inline void cpu_relax(void)
 static void kick(struct coro__io *io)
 {
     uint64_t one = 1;
-    ssize_t r = write(io->evfd, &one, sizeof one);
+    ssize_t r = coro__write(io->evfd, &one, sizeof one);
     (void)r;    /* EAGAIN: the counter is saturated, the poller is awake anyway */
 }
 
@@ -814,12 +815,12 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         uint64_t v;
         if (tag == TAG_EVFD) {
             if (holder) {
-                ssize_t r = read(io->evfd, &v, sizeof v);
+                ssize_t r = coro__read(io->evfd, &v, sizeof v);
                 (void)r;
             }
             *kicked = true;
         } else if (tag == TAG_TFD) {
-            ssize_t r = read(io->tfd, &v, sizeof v);
+            ssize_t r = coro__read(io->tfd, &v, sizeof v);
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
@@ -851,7 +852,7 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
     *kicked = false;
     coro__trace_poll(io->s, -1);
-    int n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
+    int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
     coro__trace_poll(io->s, n);
     return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
@@ -1022,7 +1023,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
-        n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
+        n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
     /* the kick was for us: take it off the eventfd while we still hold
      * the token.  Read after letting go (as handle() did), it could take
      * the kick of the next holder, written for it in between, which then
@@ -1031,7 +1032,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     for (int i = 0; i < n; i++)
         if (evs[i].data.u64 == TAG_EVFD) {
             uint64_t v;
-            ssize_t r = read(io->evfd, &v, sizeof v);
+            ssize_t r = coro__read(io->evfd, &v, sizeof v);
             (void)r;
             break;
         }
@@ -1061,7 +1062,7 @@ int coro__io_poll_now(struct coro__io *io)
     if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
         !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
         __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
-    int n = epoll_wait(io->epfd, evs, 64, 0);
+    int n = coro__epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
     /* relaxed: a hint to the I/O thread that workers are handling I/O */

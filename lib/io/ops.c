@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "io/io.h"
 
 #ifndef P_PIDFD
@@ -52,8 +53,8 @@ static int set_nonblock(int fd)
 static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {
-        ssize_t n = out ? send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-                        : recv(fd, buf, len, MSG_DONTWAIT);
+        ssize_t n = out ? coro__send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                        : coro__recv(fd, buf, len, MSG_DONTWAIT);
         if (n >= 0)
             return n;
         if (errno == EINTR)
@@ -64,7 +65,7 @@ static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
         if (rc < 0)
             return rc;
         do {
-            n = out ? write(fd, buf, len) : read(fd, buf, len);
+            n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
         } while (n < 0 && errno == EINTR);
         return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
     }
@@ -137,7 +138,7 @@ static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     for (;;) {
         socklen_t l = len ? *len : 0;
-        int c = accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int c = coro__accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c >= 0 && len)
             *len = l;
         if (c >= 0)
