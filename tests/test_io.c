@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sys.h"     /* coro__sys_libc: our stand-ins for libc's calls below */
 #include "rt/rt.h"            /* the parking-lot timer hook test, coro__sched_io */
 
 #define ECHO_NO_MAIN
@@ -1067,6 +1068,15 @@ Test(io, a_parking_lot_wait_times_out_through_the_io_timer, .timeout = 30)
 static int watched_fd = -1;         /* atomic: epoll_ctl calls on this fd are counted */
 static uint64_t ctl_calls, ctl_dels;
 static uint64_t worker_epoll_events;    /* epoll_wait returns with events on a coro-w thread */
+
+/* the library makes its hot system calls itself (lib/base/sys.h), past
+ * libc's functions: route them through libc, where the stand-ins below
+ * see them (set before main, so before any scheduler; Criterion forks
+ * each test from here) */
+__attribute__((constructor)) static void calls_via_libc(void)
+{
+    coro__sys_libc = true;
+}
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {

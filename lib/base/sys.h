@@ -15,7 +15,9 @@
  * How: on x86-64 with GNU C, the `syscall` instruction inline (the kernel
  * ABI: number in rax, arguments in rdi rsi rdx r10 r8 r9, rcx and r11
  * clobbered, -errno in rax on failure), and errno set from it as libc does,
- * so these are drop-in replacements: -1 and errno on failure.  Elsewhere,
+ * so these are drop-in replacements: -1 and errno on failure (the _r forms
+ * return -errno and leave errno alone: the hot path then reads no TLS).
+ * Elsewhere,
  * glibc's syscall(2), which is not a cancellation point either (one
  * out-of-line call more, still no locked instruction).
  *
@@ -35,8 +37,19 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/base.h"
+
+/* Test hook: true routes every wrapper below through libc's function of
+ * the same name, which white-box tests replace with their own (they link
+ * the library statically and define recv, read, epoll_wait ... to count
+ * or inject).  Set once before any scheduler exists; read relaxed (one
+ * load and a branch never taken in production).  Defined in lib/io/ops.c. */
+CORO__HIDDEN extern bool coro__sys_libc;
+#define CORO__VIA_LIBC() CORO__UNLIKELY(__atomic_load_n(&coro__sys_libc, __ATOMIC_RELAXED))
+
+/* the raw call: its result, or -errno (nothing stored in errno) */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CORO_LIBC_SYSCALLS)
-static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+static inline long coro__sysr6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
     long ret;
     register long r10 __asm__("r10") = a4;
@@ -48,46 +61,85 @@ static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long 
                      : "=a"(ret)
                      : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
                      : "rcx", "r11", "memory");
+    return ret;     /* -4095 .. -1: -errno */
+}
+#else
+static inline long coro__sysr6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long ret = syscall(nr, a1, a2, a3, a4, a5, a6);
+    return ret == -1 ? -errno : ret;
+}
+#endif
+
+/* as libc's: -1 with errno on failure */
+static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long ret = coro__sysr6(nr, a1, a2, a3, a4, a5, a6);
     if ((unsigned long)ret > -4096UL) {
         errno = (int)-ret;
         return -1;
     }
     return ret;
 }
-#else
-static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+
+/* recv / send as -errno: the I/O operations' own convention */
+static inline long coro__recv_r(int fd, void *buf, size_t len, int flags)
 {
-    return syscall(nr, a1, a2, a3, a4, a5, a6);
+    if (CORO__VIA_LIBC()) {
+        ssize_t n = recv(fd, buf, len, flags);
+        return n < 0 ? -errno : n;
+    }
+    return coro__sysr6(SYS_recvfrom, fd, (long)buf, (long)len, flags, 0, 0);
 }
-#endif
+
+static inline long coro__send_r(int fd, const void *buf, size_t len, int flags)
+{
+    if (CORO__VIA_LIBC()) {
+        ssize_t n = send(fd, buf, len, flags);
+        return n < 0 ? -errno : n;
+    }
+    return coro__sysr6(SYS_sendto, fd, (long)buf, (long)len, flags, 0, 0);
+}
 
 static inline ssize_t coro__recv(int fd, void *buf, size_t len, int flags)
 {
+    if (CORO__VIA_LIBC())
+        return recv(fd, buf, len, flags);
     return coro__sys6(SYS_recvfrom, fd, (long)buf, (long)len, flags, 0, 0);
 }
 
 static inline ssize_t coro__send(int fd, const void *buf, size_t len, int flags)
 {
+    if (CORO__VIA_LIBC())
+        return send(fd, buf, len, flags);
     return coro__sys6(SYS_sendto, fd, (long)buf, (long)len, flags, 0, 0);
 }
 
 static inline ssize_t coro__read(int fd, void *buf, size_t len)
 {
+    if (CORO__VIA_LIBC())
+        return read(fd, buf, len);
     return coro__sys6(SYS_read, fd, (long)buf, (long)len, 0, 0, 0);
 }
 
 static inline ssize_t coro__write(int fd, const void *buf, size_t len)
 {
+    if (CORO__VIA_LIBC())
+        return write(fd, buf, len);
     return coro__sys6(SYS_write, fd, (long)buf, (long)len, 0, 0, 0);
 }
 
 static inline int coro__accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 {
+    if (CORO__VIA_LIBC())
+        return accept4(fd, addr, alen, flags);
     return (int)coro__sys6(SYS_accept4, fd, (long)addr, (long)alen, flags, 0, 0);
 }
 
 static inline int coro__epoll_wait(int epfd, struct epoll_event *evs, int max, int ms)
 {
+    if (CORO__VIA_LIBC())
+        return epoll_wait(epfd, evs, max, ms);
 #ifdef SYS_epoll_wait
     return (int)coro__sys6(SYS_epoll_wait, epfd, (long)evs, max, ms, 0, 0);
 #else

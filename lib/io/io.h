@@ -155,8 +155,23 @@ CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *
  * (the caller goes on as before).  op: 0 read, 1 write, 2 write_all;
  * timeout: the call's (relative), used only if the fd number turns out
  * to have been reused for something epoll can wait for. */
-CORO__HIDDEN bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
-                                coro_await_t *a);
+CORO__HIDDEN bool coro__file_op_(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                 coro_await_t *a);
+/* the cached kind of each fd number below CORO__FD_KINDS (lib/io/file.c):
+ * atomic bytes, relaxed (a hint that the pool checks again) */
+#define CORO__FD_KINDS 65536
+#define CORO__FD_POLL 1         /* known not a file: epoll waits for it */
+CORO__HIDDEN extern uint8_t coro__fd_kinds[CORO__FD_KINDS];
+
+static inline bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                 coro_await_t *a)
+{
+    /* a socket or pipe seen before: no call (every read and write asks) */
+    if ((unsigned)fd < CORO__FD_KINDS &&
+        __atomic_load_n(&coro__fd_kinds[fd], __ATOMIC_RELAXED) == CORO__FD_POLL)
+        return false;
+    return coro__file_op_(fd, buf, len, timeout, op, a);
+}
 
 /* ---- the I/O hook --------------------------------------------------------------
  * The I/O context (lib/io/epoll.c), created with the scheduler.

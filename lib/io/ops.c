@@ -31,6 +31,8 @@
 # define P_PIDFD 3
 #endif
 
+bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
+
 int64_t coro_now(void)
 {
     return coro__now();
@@ -50,17 +52,19 @@ static int set_nonblock(int fd)
 
 /* sockets: send/recv with MSG_DONTWAIT, their own flags untouched;
  * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
+_Static_assert(EWOULDBLOCK == EAGAIN, "a raw call's EWOULDBLOCK is taken for EAGAIN");
+
 static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {
-        ssize_t n = out ? coro__send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-                        : coro__recv(fd, buf, len, MSG_DONTWAIT);
+        long n = out ? coro__send_r(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                     : coro__recv_r(fd, buf, len, MSG_DONTWAIT);
         if (n >= 0)
             return n;
-        if (errno == EINTR)
+        if (n == -EINTR)
             continue;
-        if (errno != ENOTSOCK)
-            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        if (n != -ENOTSOCK)
+            return n;   /* EWOULDBLOCK is EAGAIN (asserted above) */
         int rc = set_nonblock(fd);
         if (rc < 0)
             return rc;
