@@ -195,7 +195,8 @@ static void kick(struct coro__io *io)
 
 /* ---- the fd table ------------------------------------------------------------------------ */
 
-static void ent_lock(struct fdent *e)
+__attribute__((noinline))
+static void ent_lock_slow(struct fdent *e)
 {
     /* acquire: pairs with ent_unlock's release */
     for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
@@ -206,6 +207,14 @@ static void ent_lock(struct fdent *e)
                 cpu_relax();
         }
     }
+}
+
+/* the uncontended take inline (two per wait and wake-up), the spin out of line */
+static inline void ent_lock(struct fdent *e)
+{
+    /* acquire: pairs with ent_unlock's release */
+    if (CORO__UNLIKELY(__atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE)))
+        ent_lock_slow(e);
 }
 
 static void ent_unlock(struct fdent *e)
@@ -274,18 +283,7 @@ static inline uint64_t rdy_load(struct fdent *e)
 
 static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
 {
-    uint64_t bit = coro__rdy_bit(dir);
-    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
-    uint64_t cur = snap;
-
-    if (!(snap & reg))
-        return;     /* no registration: nothing is known, nothing to clear */
-    /* seq_cst: the CAS reads the newest word; an event (or registration)
-     * whose RMW came first has moved the tick, and we leave the bit */
-    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
-           !__atomic_compare_exchange_n(&e->rdy, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST))
-        ;
+    coro__rdy_clear(&e->rdy, dir, snap);
 }
 
 /* does fd's type make a short read (write) mean "drained" ("full")?  A
@@ -309,6 +307,12 @@ uint64_t coro__io_rdy(struct coro__io *io, int fd)
 {
     struct fdent *e = ent_get(io, fd, false);
     return e ? rdy_load(e) : 0;
+}
+
+uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    return e ? &e->rdy : NULL;
 }
 
 void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap)
@@ -395,7 +399,8 @@ static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out
 
 /* every completion of an fd awaitable, whoever completes it: the
  * awaitable's own fd is forgotten then released, a new fd forgotten */
-static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+__attribute__((noinline))
+static void fd_done_(struct coro__io *io, coro_await_t *aw, intptr_t res)
 {
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     if (ops->flags & CORO__IOF_OWNFD)
@@ -406,6 +411,14 @@ static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
         coro__io_forget(io, (int)res);
 }
 
+/* inline: read and write have nothing to do here */
+static inline void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->fini || (ops->flags & (CORO__IOF_OWNFD | CORO__IOF_NEWFD)))
+        fd_done_(io, aw, res);
+}
+
 static void finish(struct coro__io *io, coro_t *job, intptr_t res)
 {
     fd_done(io, &job->top->aw, res);
@@ -413,23 +426,30 @@ static void finish(struct coro__io *io, coro_t *job, intptr_t res)
     coro__wake(job, res);       /* from here the job is not ours */
 }
 
+/* under e's lock: the timer of slot dir's waiter off the heap */
+__attribute__((noinline))
+static void slot_untime(struct coro__io *io, struct fdent *e, int dir)
+{
+    struct coro__tnode t;
+
+    e->timed[dir] = 0;
+    pthread_mutex_lock(&io->hlock);
+    if (e->hidx[dir] != NO_TIMER)
+        heap_take(io, (uint32_t)e->hidx[dir], &t);
+    pthread_mutex_unlock(&io->hlock);
+}
+
 /* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
-static coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+static inline coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
 {
     coro_t *job = e->w[dir];
-    struct coro__tnode t;
 
     if (!job)
         return NULL;
     e->w[dir] = NULL;
     pending_add(io, -1);
-    if (e->timed[dir]) {
-        e->timed[dir] = 0;
-        pthread_mutex_lock(&io->hlock);
-        if (e->hidx[dir] != NO_TIMER)
-            heap_take(io, (uint32_t)e->hidx[dir], &t);
-        pthread_mutex_unlock(&io->hlock);
-    }
+    if (e->timed[dir])
+        slot_untime(io, e, dir);
     return job;
 }
 

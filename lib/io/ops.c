@@ -54,24 +54,36 @@ static int set_nonblock(int fd)
  * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
 _Static_assert(EWOULDBLOCK == EAGAIN, "a raw call's EWOULDBLOCK is taken for EAGAIN");
 
-static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
+/* not a socket: switch it to O_NONBLOCK (once: it stays) and use
+ * read/write */
+__attribute__((noinline, cold))
+static intptr_t do_rw_other(int fd, void *buf, size_t len, bool out)
+{
+    int rc = set_nonblock(fd);
+    if (rc < 0)
+        return rc;
+    ssize_t n;
+    do {
+        n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+/* inline in its three callers, the rare paths out of line: the call with
+ * the fallback inside cost ~20 instructions of prologue and epilogue per
+ * operation (callgrind, io_pingpong) */
+static inline intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {
         long n = out ? coro__send_r(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
                      : coro__recv_r(fd, buf, len, MSG_DONTWAIT);
-        if (n >= 0)
+        if (CORO__LIKELY(n >= 0))
             return n;
         if (n == -EINTR)
             continue;
-        if (n != -ENOTSOCK)
+        if (CORO__LIKELY(n != -ENOTSOCK))
             return n;   /* EWOULDBLOCK is EAGAIN (asserted above) */
-        int rc = set_nonblock(fd);
-        if (rc < 0)
-            return rc;
-        do {
-            n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
-        } while (n < 0 && errno == EINTR);
-        return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        return do_rw_other(fd, buf, len, out);
     }
 }
 
@@ -115,13 +127,14 @@ static struct coro__io *cur_io(void)
 static intptr_t rw_now(int fd, const void *buf, size_t len, int dir, unsigned flags)
 {
     struct coro__io *io = cur_io();
-    uint64_t snap = io ? coro__io_rdy(io, fd) : 0;
+    uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
+    uint64_t snap = coro__rdy_load(word);
 
     if (coro__rdy_parks(snap, dir))
         return -EAGAIN;
     intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
-    if (io && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
-        coro__io_rdy_clear(io, fd, dir, snap);
+    if (word && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
+        coro__rdy_clear(word, dir, snap);
     return n;
 }
 
