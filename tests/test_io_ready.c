@@ -223,15 +223,6 @@ static void inject_after(int fd, ssize_t n, size_t len)
     errno = saved;
 }
 
-/* the library makes its hot system calls itself (lib/base/sys.h), past
- * libc's functions: route them through libc, where the stand-ins below
- * see them (set before main, so before any scheduler; Criterion forks
- * each test from here) */
-__attribute__((constructor)) static void calls_via_libc(void)
-{
-    coro__sys_libc = true;
-}
-
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     ssize_t n = syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
@@ -271,6 +262,10 @@ static int ireader_body(coro_t *co)
 
 static void edge_before_clear(int workers, bool pipe_)
 {
+    /* the library makes its hot system calls itself (lib/base/sys.h), past
+     * libc's recv and read: route them through libc, where the stand-ins
+     * above inject (this test's process only: Criterion forks each test) */
+    coro__sys_libc = true;
     coro_sched_t *s = mk(workers);
     int fds[2];
     const long n = 150;

@@ -92,8 +92,12 @@ static inline long coro__sysr6(long nr, long a1, long a2, long a3, long a4, long
 #else
 static inline long coro__sysr6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
+    int saved = errno;      /* as the inline form: errno untouched */
     long ret = syscall(nr, a1, a2, a3, a4, a5, a6);
-    return ret == -1 ? -errno : ret;
+    if (ret == -1)
+        ret = -errno;
+    errno = saved;
+    return ret;
 }
 #endif
 
@@ -112,8 +116,11 @@ static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long 
 static inline long coro__recv_r(int fd, void *buf, size_t len, int flags)
 {
     if (CORO__VIA_LIBC()) {
+        int saved = errno;      /* the _r forms leave errno alone */
         ssize_t n = recv(fd, buf, len, flags);
-        return n < 0 ? -errno : n;
+        long r = n < 0 ? -errno : n;
+        errno = saved;
+        return r;
     }
     return coro__sysr6(SYS_recvfrom, fd, (long)buf, (long)len, flags, 0, 0);
 }
@@ -121,8 +128,11 @@ static inline long coro__recv_r(int fd, void *buf, size_t len, int flags)
 static inline long coro__send_r(int fd, const void *buf, size_t len, int flags)
 {
     if (CORO__VIA_LIBC()) {
+        int saved = errno;      /* the _r forms leave errno alone */
         ssize_t n = send(fd, buf, len, flags);
-        return n < 0 ? -errno : n;
+        long r = n < 0 ? -errno : n;
+        errno = saved;
+        return r;
     }
     return coro__sysr6(SYS_sendto, fd, (long)buf, (long)len, flags, 0, 0);
 }
