@@ -103,6 +103,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "io/io.h"
 #include "sched/trace.h"
 
@@ -156,11 +157,14 @@ struct coro__io {
     uint32_t standby;       /* futex word of the I/O thread's standby */
     uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
     uint32_t stop;          /* the I/O thread exits */
-    uint32_t npending;      /* waiters + timers (coro__io_pending) */
     uint32_t swept;
     int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
     uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
-    uint64_t n_woke[2];     /* fd waiters taken by an event: [0] a worker or the
+    /* written at every wait and wake: a line of its own, apart from the
+     * token's, which idle workers read */
+    uint32_t npending __attribute__((aligned(CORO__CACHELINE)));  /* waiters + timers
+                                                                     (coro__io_pending) */
+    uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));     /* fd waiters taken by an event: [0] a worker or the
                                single-threaded driver, [1] the I/O thread */
 
     /* the fd table: chunks created once (CAS), freed by destroy */
@@ -185,13 +189,14 @@ static inline void cpu_relax(void)
 static void kick(struct coro__io *io)
 {
     uint64_t one = 1;
-    ssize_t r = write(io->evfd, &one, sizeof one);
+    ssize_t r = coro__write(io->evfd, &one, sizeof one);
     (void)r;    /* EAGAIN: the counter is saturated, the poller is awake anyway */
 }
 
 /* ---- the fd table ------------------------------------------------------------------------ */
 
-static void ent_lock(struct fdent *e)
+__attribute__((noinline))
+static void ent_lock_slow(struct fdent *e)
 {
     /* acquire: pairs with ent_unlock's release */
     for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
@@ -204,35 +209,55 @@ static void ent_lock(struct fdent *e)
     }
 }
 
+/* the uncontended take inline (two per wait and wake-up), the spin out of line */
+static inline void ent_lock(struct fdent *e)
+{
+    /* acquire: pairs with ent_unlock's release */
+    if (CORO__UNLIKELY(__atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE)))
+        ent_lock_slow(e);
+}
+
 static void ent_unlock(struct fdent *e)
 {
     /* release: what we wrote under the lock before the next holder's reads */
     __atomic_store_n(&e->lock, 0, __ATOMIC_RELEASE);
 }
 
-/* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
- * is out of range */
-static struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+/* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
+__attribute__((noinline, cold))
+static struct fdent *chunk_new(struct coro__io *io, struct fdent **slot)
 {
-    if (fd < 0 || (uint32_t)fd >= MAX_FDS)
+    struct fdent *c = NULL;
+    struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
+    if (!n)
+        return NULL;
+    memset(n, 0, CHUNK * sizeof *n);
+    for (uint32_t i = 0; i < CHUNK; i++)
+        n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
+    /* acq_rel: publishes n's contents; on failure acquires the winner's */
+    if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return n;
+    coro__free(io->s, n, CHUNK * sizeof *n);
+    return c;
+}
+
+/* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
+ * is out of range.  Inline, the chunk's creation out of line: it is on
+ * every wait, wake and readiness look (~10 per io_pingpong round trip),
+ * where the out-of-line call with the creation path cost ~26
+ * instructions (callgrind) against ~6 now */
+static inline struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+{
+    if (CORO__UNLIKELY((uint32_t)fd >= MAX_FDS))     /* negative ones too */
         return NULL;
     struct fdent **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
-    /* acquire: the chunk's initialised entries, published by the CAS below */
+    /* acquire: the chunk's initialised entries, published by chunk_new's CAS */
     struct fdent *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!c && create) {
-        struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
-        if (!n)
+    if (CORO__UNLIKELY(!c)) {
+        if (!create || !(c = chunk_new(io, slot)))
             return NULL;
-        memset(n, 0, CHUNK * sizeof *n);
-        for (uint32_t i = 0; i < CHUNK; i++)
-            n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
-        /* acq_rel: publishes n's contents; on failure acquires the winner's */
-        if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            c = n;
-        else
-            coro__free(io->s, n, CHUNK * sizeof *n);
     }
-    return c ? &c[(uint32_t)fd & (CHUNK - 1)] : NULL;
+    return &c[(uint32_t)fd & (CHUNK - 1)];
 }
 
 /* ---- readiness words (READINESS at the top) ------------------------------------------ */
@@ -258,18 +283,7 @@ static inline uint64_t rdy_load(struct fdent *e)
 
 static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
 {
-    uint64_t bit = coro__rdy_bit(dir);
-    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
-    uint64_t cur = snap;
-
-    if (!(snap & reg))
-        return;     /* no registration: nothing is known, nothing to clear */
-    /* seq_cst: the CAS reads the newest word; an event (or registration)
-     * whose RMW came first has moved the tick, and we leave the bit */
-    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
-           !__atomic_compare_exchange_n(&e->rdy, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST))
-        ;
+    coro__rdy_clear(&e->rdy, dir, snap);
 }
 
 /* does fd's type make a short read (write) mean "drained" ("full")?  A
@@ -293,6 +307,12 @@ uint64_t coro__io_rdy(struct coro__io *io, int fd)
 {
     struct fdent *e = ent_get(io, fd, false);
     return e ? rdy_load(e) : 0;
+}
+
+uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    return e ? &e->rdy : NULL;
 }
 
 void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap)
@@ -379,7 +399,8 @@ static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out
 
 /* every completion of an fd awaitable, whoever completes it: the
  * awaitable's own fd is forgotten then released, a new fd forgotten */
-static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+__attribute__((noinline))
+static void fd_done_(struct coro__io *io, coro_await_t *aw, intptr_t res)
 {
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     if (ops->flags & CORO__IOF_OWNFD)
@@ -390,6 +411,14 @@ static void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
         coro__io_forget(io, (int)res);
 }
 
+/* inline: read and write have nothing to do here */
+static inline void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->fini || (ops->flags & (CORO__IOF_OWNFD | CORO__IOF_NEWFD)))
+        fd_done_(io, aw, res);
+}
+
 static void finish(struct coro__io *io, coro_t *job, intptr_t res)
 {
     fd_done(io, &job->top->aw, res);
@@ -397,23 +426,30 @@ static void finish(struct coro__io *io, coro_t *job, intptr_t res)
     coro__wake(job, res);       /* from here the job is not ours */
 }
 
+/* under e's lock: the timer of slot dir's waiter off the heap */
+__attribute__((noinline))
+static void slot_untime(struct coro__io *io, struct fdent *e, int dir)
+{
+    struct coro__tnode t;
+
+    e->timed[dir] = 0;
+    pthread_mutex_lock(&io->hlock);
+    if (e->hidx[dir] != NO_TIMER)
+        heap_take(io, (uint32_t)e->hidx[dir], &t);
+    pthread_mutex_unlock(&io->hlock);
+}
+
 /* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
-static coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+static inline coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
 {
     coro_t *job = e->w[dir];
-    struct coro__tnode t;
 
     if (!job)
         return NULL;
     e->w[dir] = NULL;
     pending_add(io, -1);
-    if (e->timed[dir]) {
-        e->timed[dir] = 0;
-        pthread_mutex_lock(&io->hlock);
-        if (e->hidx[dir] != NO_TIMER)
-            heap_take(io, (uint32_t)e->hidx[dir], &t);
-        pthread_mutex_unlock(&io->hlock);
-    }
+    if (e->timed[dir])
+        slot_untime(io, e, dir);
     return job;
 }
 
@@ -672,7 +708,8 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         }
     }
     ent_unlock(e);
-    coro__wl_wake(&wl);
+    if (wl.head)        /* a select's record fired: rare */
+        coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             fd_resume(io, e, dir, job[dir]);
@@ -814,12 +851,12 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         uint64_t v;
         if (tag == TAG_EVFD) {
             if (holder) {
-                ssize_t r = read(io->evfd, &v, sizeof v);
+                ssize_t r = coro__read(io->evfd, &v, sizeof v);
                 (void)r;
             }
             *kicked = true;
         } else if (tag == TAG_TFD) {
-            ssize_t r = read(io->tfd, &v, sizeof v);
+            ssize_t r = coro__read(io->tfd, &v, sizeof v);
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
@@ -851,7 +888,7 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
 
     *kicked = false;
     coro__trace_poll(io->s, -1);
-    int n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
+    int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
     coro__trace_poll(io->s, n);
     return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
@@ -1022,7 +1059,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
     int n = 0;
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
-        n = epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
+        n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
     /* the kick was for us: take it off the eventfd while we still hold
      * the token.  Read after letting go (as handle() did), it could take
      * the kick of the next holder, written for it in between, which then
@@ -1031,7 +1068,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     for (int i = 0; i < n; i++)
         if (evs[i].data.u64 == TAG_EVFD) {
             uint64_t v;
-            ssize_t r = read(io->evfd, &v, sizeof v);
+            ssize_t r = coro__read(io->evfd, &v, sizeof v);
             (void)r;
             break;
         }
@@ -1061,11 +1098,19 @@ int coro__io_poll_now(struct coro__io *io)
     if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
         !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
         __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
-    int n = epoll_wait(io->epfd, evs, 64, 0);
+    int n = coro__epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
-    /* relaxed: a hint to the I/O thread that workers are handling I/O */
-    __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
+    /* relaxed: a hint to the I/O thread that workers are handling I/O.
+     * A load and a store, not an RMW (a locked instruction at every event
+     * a worker takes this way): every reader of poll_gen only compares it
+     * with an earlier look (!=), so two bumps that race and count once, or
+     * a store that moves it back, still read as "moved"; the one miss - a
+     * store of exactly the value a reader saw - hides one look, which
+     * only delays a hint (iot_drive's hand-back, io_main's deep standby,
+     * coro__io_park's choice of futex or epoll), never a wake-up */
+    __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     return handle(io, evs, n, &kicked, false, 0);
 }
 

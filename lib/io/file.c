@@ -36,11 +36,13 @@
 
 #include "io/io.h"
 
-#define KINDS 65536
-enum { K_UNKNOWN, K_POLL, K_FILE };
+#define KINDS CORO__FD_KINDS
+#define kinds coro__fd_kinds
+enum { K_UNKNOWN, K_POLL = CORO__FD_POLL, K_FILE };
 
-/* atomic bytes, relaxed: a kind is a hint that the pool checks again */
-static uint8_t kinds[KINDS];
+/* atomic bytes, relaxed: a kind is a hint that the pool checks again
+ * (coro__file_op in io/io.h reads it inline) */
+uint8_t coro__fd_kinds[KINDS];
 
 static int kind_of(int fd)
 {
@@ -129,7 +131,7 @@ static const struct coro__pool_ops read_ops = { { "file_read", coro__blocking_ar
 static const struct coro__pool_ops write_ops = { { "file_write", coro__blocking_arm },
                                                  file_run };
 
-bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
+bool coro__file_op_(int fd, const void *buf, size_t len, int64_t timeout, int op,
                    coro_await_t *a)
 {
     int k = fd < KINDS ? __atomic_load_n(&kinds[fd], __ATOMIC_RELAXED) : K_UNKNOWN;

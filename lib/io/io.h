@@ -104,6 +104,33 @@ static inline bool coro__rdy_parks(uint64_t w, int dir)
 
 /* fd's readiness word now (0: nothing known).  Any thread, lock-free. */
 CORO__HIDDEN uint64_t coro__io_rdy(struct coro__io *io, int fd);
+/* where fd's readiness word lives (NULL: fd has no entry yet, nothing is
+ * known), for a snapshot and a clear with one look-up: the constructors'
+ * path (lib/io/ops.c).  The entry lives as long as the scheduler. */
+CORO__HIDDEN uint64_t *coro__io_rdy_word(struct coro__io *io, int fd);
+
+static inline uint64_t coro__rdy_load(const uint64_t *w)
+{
+    /* seq_cst: read before the system call it is a snapshot for */
+    return w ? __atomic_load_n(w, __ATOMIC_SEQ_CST) : 0;
+}
+
+/* coro__io_rdy_clear on the word itself */
+static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
+{
+    uint64_t bit = coro__rdy_bit(dir);
+    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
+    uint64_t cur = snap;
+
+    if (!(snap & reg))
+        return;     /* no registration: nothing is known, nothing to clear */
+    /* seq_cst: the CAS reads the newest word; an event (or registration)
+     * whose RMW came first has moved the tick, and we leave the bit */
+    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
+           !__atomic_compare_exchange_n(w, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+        ;
+}
 /* an operation in dir started after `snap` (coro__io_rdy) found fd not
  * ready: clear dir's bit unless an event came since (the tick moved) or
  * snap is of no registration in dir.  Any thread, lock-free. */
@@ -155,8 +182,23 @@ CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *
  * (the caller goes on as before).  op: 0 read, 1 write, 2 write_all;
  * timeout: the call's (relative), used only if the fd number turns out
  * to have been reused for something epoll can wait for. */
-CORO__HIDDEN bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
-                                coro_await_t *a);
+CORO__HIDDEN bool coro__file_op_(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                 coro_await_t *a);
+/* the cached kind of each fd number below CORO__FD_KINDS (lib/io/file.c):
+ * atomic bytes, relaxed (a hint that the pool checks again) */
+#define CORO__FD_KINDS 65536
+#define CORO__FD_POLL 1         /* known not a file: epoll waits for it */
+CORO__HIDDEN extern uint8_t coro__fd_kinds[CORO__FD_KINDS];
+
+static inline bool coro__file_op(int fd, const void *buf, size_t len, int64_t timeout, int op,
+                                 coro_await_t *a)
+{
+    /* a socket or pipe seen before: no call (every read and write asks) */
+    if ((unsigned)fd < CORO__FD_KINDS &&
+        __atomic_load_n(&coro__fd_kinds[fd], __ATOMIC_RELAXED) == CORO__FD_POLL)
+        return false;
+    return coro__file_op_(fd, buf, len, timeout, op, a);
+}
 
 /* ---- the I/O hook --------------------------------------------------------------
  * The I/O context (lib/io/epoll.c), created with the scheduler.

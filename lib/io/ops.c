@@ -24,11 +24,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "io/io.h"
 
 #ifndef P_PIDFD
 # define P_PIDFD 3
 #endif
+
+bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
 
 int64_t coro_now(void)
 {
@@ -49,24 +52,38 @@ static int set_nonblock(int fd)
 
 /* sockets: send/recv with MSG_DONTWAIT, their own flags untouched;
  * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
-static intptr_t do_rw(int fd, void *buf, size_t len, bool out)
+_Static_assert(EWOULDBLOCK == EAGAIN, "a raw call's EWOULDBLOCK is taken for EAGAIN");
+
+/* not a socket: switch it to O_NONBLOCK (once: it stays) and use
+ * read/write */
+__attribute__((noinline, cold))
+static intptr_t do_rw_other(int fd, void *buf, size_t len, bool out)
+{
+    int rc = set_nonblock(fd);
+    if (rc < 0)
+        return rc;
+    ssize_t n;
+    do {
+        n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+/* inline in its three callers, the rare paths out of line: the call with
+ * the fallback inside cost ~20 instructions of prologue and epilogue per
+ * operation (callgrind, io_pingpong) */
+static inline intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {
-        ssize_t n = out ? send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-                        : recv(fd, buf, len, MSG_DONTWAIT);
-        if (n >= 0)
+        long n = out ? coro__send_r(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                     : coro__recv_r(fd, buf, len, MSG_DONTWAIT);
+        if (CORO__LIKELY(n >= 0))
             return n;
-        if (errno == EINTR)
+        if (n == -EINTR)
             continue;
-        if (errno != ENOTSOCK)
-            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-        int rc = set_nonblock(fd);
-        if (rc < 0)
-            return rc;
-        do {
-            n = out ? write(fd, buf, len) : read(fd, buf, len);
-        } while (n < 0 && errno == EINTR);
-        return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        if (CORO__LIKELY(n != -ENOTSOCK))
+            return n;   /* EWOULDBLOCK is EAGAIN (asserted above) */
+        return do_rw_other(fd, buf, len, out);
     }
 }
 
@@ -110,13 +127,14 @@ static struct coro__io *cur_io(void)
 static intptr_t rw_now(int fd, const void *buf, size_t len, int dir, unsigned flags)
 {
     struct coro__io *io = cur_io();
-    uint64_t snap = io ? coro__io_rdy(io, fd) : 0;
+    uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
+    uint64_t snap = coro__rdy_load(word);
 
     if (coro__rdy_parks(snap, dir))
         return -EAGAIN;
     intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
-    if (io && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
-        coro__io_rdy_clear(io, fd, dir, snap);
+    if (word && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
+        coro__rdy_clear(word, dir, snap);
     return n;
 }
 
@@ -137,7 +155,7 @@ static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
     for (;;) {
         socklen_t l = len ? *len : 0;
-        int c = accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int c = coro__accept4(fd, addr, len ? &l : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c >= 0 && len)
             *len = l;
         if (c >= 0)

@@ -11,8 +11,11 @@
 #   CONNS="64 1000" wrk -c values
 #   WORKERS=2       httpd's workers and nginx's worker_processes
 #   NO_INSTALL=1    do not apt-get nginx-light / wrk when missing
+#   FLOOR=1         also run tools/bench/http_floor.c (no library: WORKERS
+#                   threads on epoll, one recv and one send per request),
+#                   the floor that tells what httpd could reach here
 # nginx runs from a temp dir with its own config (no root config touched),
-# on 127.0.0.1:18081; httpd on 18080.  Everything started here is stopped
+# on 127.0.0.1:18081; httpd on 18080; the floor on 18082.  Everything started here is stopped
 # on exit.
 set -uo pipefail
 
@@ -24,6 +27,8 @@ CONNS=${CONNS:-"64 1000"}
 WORKERS=${WORKERS:-2}
 HTTPD_PORT=18080
 NGINX_PORT=18081
+FLOOR_PORT=18082
+FLOOR=${FLOOR:-}
 
 say() { printf '== %s\n' "$*" >&2; }
 
@@ -43,6 +48,11 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 make -C "$ROOT" -s samples >&2 || exit 1
 HTTPD=$ROOT/build/samples/httpd
 [ -x "$HTTPD" ] || { echo "no $HTTPD" >&2; exit 1; }
+if [ -n "$FLOOR" ]; then
+    mkdir -p "$HERE/build"
+    ${CC:-gcc} -std=gnu11 -O2 -Wall -Wextra -Werror -pthread "$HERE/http_floor.c" \
+        -o "$HERE/build/http_floor" >&2 || exit 1
+fi
 
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 TMP=$(mktemp -d)
@@ -86,28 +96,40 @@ PIDS+=($!)
 up() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; return 1; }
 up "$NGINX_PORT" || { echo "nginx did not start:" >&2; cat "$TMP/error.log" >&2; exit 1; }
 up "$HTTPD_PORT" || { echo "httpd did not start" >&2; exit 1; }
+if [ -n "$FLOOR" ]; then
+    "$HERE/build/http_floor" "$FLOOR_PORT" "$WORKERS" &
+    PIDS+=($!)
+    up "$FLOOR_PORT" || { echo "http_floor did not start" >&2; exit 1; }
+fi
 
 rps() { wrk -t2 -c"$2" -d"$DURATION" "http://127.0.0.1:$1/" 2>/dev/null | awk '/^Requests\/sec:/ { print $2 }'; }
 median() { sort -n | awk '{ v[n++] = $1 } END { print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
 
 echo "httpd (corokit, $WORKERS workers) vs nginx-light ($WORKERS worker processes), wrk -t2 -d$DURATION, $(nproc) CPUs, $(uname -r)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+port_of() { case $1 in h) echo "$HTTPD_PORT" ;; n) echo "$NGINX_PORT" ;; f) echo "$FLOOR_PORT" ;; esac; }
+SERVERS="h n"
+[ -n "$FLOOR" ] && SERVERS="h n f"
 for c in $CONNS; do
-    : >"$TMP/h.$c"
-    : >"$TMP/n.$c"
+    for x in $SERVERS; do : >"$TMP/$x.$c"; done
     for r in $(seq "$ROUNDS"); do
-        # alternate which goes first
-        if [ $((r % 2)) = 1 ]; then
-            rps "$HTTPD_PORT" "$c" >>"$TMP/h.$c"
-            rps "$NGINX_PORT" "$c" >>"$TMP/n.$c"
-        else
-            rps "$NGINX_PORT" "$c" >>"$TMP/n.$c"
-            rps "$HTTPD_PORT" "$c" >>"$TMP/h.$c"
-        fi
+        # rotate which goes first
+        order=$SERVERS
+        for _ in $(seq $(((r - 1) % $(echo $SERVERS | wc -w)))); do
+            order="${order#* } ${order%% *}"
+        done
+        for x in $order; do
+            rps "$(port_of "$x")" "$c" >>"$TMP/$x.$c"
+        done
     done
     h=$(median <"$TMP/h.$c")
     n=$(median <"$TMP/n.$c")
     printf -- '-c%-5s httpd  median %10.0f req/s  runs: %s\n' "$c" "$h" "$(tr '\n' ' ' <"$TMP/h.$c")"
     printf -- '-c%-5s nginx  median %10.0f req/s  runs: %s\n' "$c" "$n" "$(tr '\n' ' ' <"$TMP/n.$c")"
+    if [ -n "$FLOOR" ]; then
+        f=$(median <"$TMP/f.$c")
+        printf -- '-c%-5s floor  median %10.0f req/s  runs: %s\n' "$c" "$f" "$(tr '\n' ' ' <"$TMP/f.$c")"
+        awk -v f="$f" -v n="$n" -v h="$h" -v c="$c" 'BEGIN { printf "-c%-5s floor/nginx = %.2f  httpd/floor = %.2f\n", c, (n > 0 ? f / n : 0), (f > 0 ? h / f : 0) }'
+    fi
     awk -v h="$h" -v n="$n" -v c="$c" 'BEGIN { printf "-c%-5s httpd/nginx = %.2f\n", c, (n > 0 ? h / n : 0) }'
 done
