@@ -160,12 +160,13 @@ struct coro__io {
     uint32_t swept;
     int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
     uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
-    /* written at every wait and wake: a line of its own, apart from the
-     * token's, which idle workers read */
-    uint32_t npending __attribute__((aligned(CORO__CACHELINE)));  /* waiters + timers
-                                                                     (coro__io_pending) */
-    uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));     /* fd waiters taken by an event: [0] a worker or the
-                               single-threaded driver, [1] the I/O thread */
+    /* written at every wait and wake: lines of their own, apart from the
+     * token's, which idle workers and the I/O thread read */
+    uint32_t npending __attribute__((aligned(CORO__CACHELINE)));   /* waiters + timers
+                                                                      (coro__io_pending) */
+    uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));  /* fd waiters taken by an
+                               event: [0] a worker or the single-threaded driver,
+                               [1] the I/O thread */
 
     /* the fd table: chunks created once (CAS), freed by destroy */
     struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
