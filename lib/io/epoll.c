@@ -135,7 +135,7 @@ struct fdent {
     int32_t hidx[2];        /* their timers' heap indexes: under hlock */
     uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS above):
                                atomic; changed under the lock, except the
-                               lock-free clears of coro__io_rdy_clear */
+                               lock-free clears of coro__rdy_clear */
 };
 
 struct source {
@@ -278,8 +278,7 @@ static void rdy_update(struct fdent *e, uint64_t clear, uint64_t set)
 
 static inline uint64_t rdy_load(struct fdent *e)
 {
-    /* seq_cst: read before the system call it is a snapshot for */
-    return __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+    return coro__rdy_load(&e->rdy);
 }
 
 static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
@@ -304,23 +303,10 @@ static uint64_t fd_stream(int fd)
     return 0;
 }
 
-uint64_t coro__io_rdy(struct coro__io *io, int fd)
-{
-    struct fdent *e = ent_get(io, fd, false);
-    return e ? rdy_load(e) : 0;
-}
-
 uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
 {
     struct fdent *e = ent_get(io, fd, false);
     return e ? &e->rdy : NULL;
-}
-
-void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap)
-{
-    struct fdent *e = ent_get(io, fd, false);
-    if (e)
-        rdy_clear(e, dir, snap);
 }
 
 static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)

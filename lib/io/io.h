@@ -77,9 +77,10 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
 /* ---- readiness words (lib/io/epoll.c's essay, READINESS) ---------------------
  * Each fd entry keeps one 64-bit word: the low byte holds flags, the rest
  * counts the epoll events seen for the fd (the tick).  A thread reads the
- * word (coro__io_rdy) BEFORE its system call; if the call then shows the
- * fd not ready (EAGAIN, or a short transfer on a byte stream) it clears
- * the direction's bit with coro__io_rdy_clear, which succeeds only if the
+ * word (coro__rdy_load of coro__io_rdy_word) BEFORE its system call; if
+ * the call then shows the fd not ready (EAGAIN, or a short transfer on a
+ * byte stream) it clears the direction's bit with coro__rdy_clear, which
+ * succeeds only if the
  * tick has not moved since the read: an event that came in between keeps
  * the bit set, so it is never lost (tokio's ScheduledIo). */
 #define CORO__RDY_RD 1u         /* readable: an event came and nothing showed it gone */
@@ -102,8 +103,6 @@ static inline bool coro__rdy_parks(uint64_t w, int dir)
     return (w & (reg | coro__rdy_bit(dir))) == reg;
 }
 
-/* fd's readiness word now (0: nothing known).  Any thread, lock-free. */
-CORO__HIDDEN uint64_t coro__io_rdy(struct coro__io *io, int fd);
 /* where fd's readiness word lives (NULL: fd has no entry yet, nothing is
  * known), for a snapshot and a clear with one look-up: the constructors'
  * path (lib/io/ops.c).  The entry lives as long as the scheduler. */
@@ -115,7 +114,10 @@ static inline uint64_t coro__rdy_load(const uint64_t *w)
     return w ? __atomic_load_n(w, __ATOMIC_SEQ_CST) : 0;
 }
 
-/* coro__io_rdy_clear on the word itself */
+/* an operation in dir started after `snap` (coro__rdy_load) found the fd
+ * of word w not ready: clear dir's bit unless an event came since (the
+ * tick moved) or snap is of no registration in dir.  Any thread,
+ * lock-free. */
 static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
 {
     uint64_t bit = coro__rdy_bit(dir);
@@ -131,10 +133,7 @@ static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
                                         __ATOMIC_SEQ_CST))
         ;
 }
-/* an operation in dir started after `snap` (coro__io_rdy) found fd not
- * ready: clear dir's bit unless an event came since (the tick moved) or
- * snap is of no registration in dir.  Any thread, lock-free. */
-CORO__HIDDEN void coro__io_rdy_clear(struct coro__io *io, int fd, int dir, uint64_t snap);
+
 /* the operation of aw (ops->flags), started after snap, ended (done) with
  * res: clear on would-block, or on a short transfer of a byte stream */
 static inline bool coro__rdy_drained(uint64_t snap, unsigned flags, bool done, intptr_t res,

@@ -326,10 +326,11 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
         return f;
     /* known not writable: park at once (no short-write rule: it loops) */
     struct coro__io *io = cur_io();
-    uint64_t snap = io ? coro__io_rdy(io, fd) : 0;
+    uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
+    uint64_t snap = coro__rdy_load(word);
     intptr_t n = coro__rdy_parks(snap, CORO__DIR_WR) ? -EAGAIN : do_write_all(fd, &p, &len);
-    if (n == -EAGAIN && io)
-        coro__io_rdy_clear(io, fd, CORO__DIR_WR, snap);
+    if (n == -EAGAIN && word)
+        coro__rdy_clear(word, CORO__DIR_WR, snap);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
