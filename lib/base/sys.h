@@ -112,15 +112,21 @@ static inline long coro__sys6(long nr, long a1, long a2, long a3, long a4, long 
     return ret;
 }
 
+/* a libc call's result n as -errno, errno put back to `saved`: the _r
+ * forms leave errno alone on both paths */
+static inline long coro__libc_r(ssize_t n, int saved)
+{
+    long r = n < 0 ? -errno : n;
+    errno = saved;
+    return r;
+}
+
 /* recv / send as -errno: the I/O operations' own convention */
 static inline long coro__recv_r(int fd, void *buf, size_t len, int flags)
 {
     if (CORO__VIA_LIBC()) {
-        int saved = errno;      /* the _r forms leave errno alone */
-        ssize_t n = recv(fd, buf, len, flags);
-        long r = n < 0 ? -errno : n;
-        errno = saved;
-        return r;
+        int saved = errno;
+        return coro__libc_r(recv(fd, buf, len, flags), saved);
     }
     return coro__sysr6(SYS_recvfrom, fd, (long)buf, (long)len, flags, 0, 0);
 }
@@ -128,11 +134,8 @@ static inline long coro__recv_r(int fd, void *buf, size_t len, int flags)
 static inline long coro__send_r(int fd, const void *buf, size_t len, int flags)
 {
     if (CORO__VIA_LIBC()) {
-        int saved = errno;      /* the _r forms leave errno alone */
-        ssize_t n = send(fd, buf, len, flags);
-        long r = n < 0 ? -errno : n;
-        errno = saved;
-        return r;
+        int saved = errno;
+        return coro__libc_r(send(fd, buf, len, flags), saved);
     }
     return coro__sysr6(SYS_sendto, fd, (long)buf, (long)len, flags, 0, 0);
 }
