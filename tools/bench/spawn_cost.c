@@ -177,7 +177,7 @@ int main(int argc, char **argv)
             perror("spawn_cost: PIN");
     }
     for (int r = 0; r < rounds + 1; r++) {      /* round 0 warms up */
-        double t0 = now_ns();
+        double t0 = now_ns(), took = -1;   /* split: the round's own wall time, no printf */
         if (strcmp(mode, "st") == 0) {
             for (int i = 0; i < N; i++)
                 coro_spawn(s, &frames[i], empty, NULL);
@@ -186,12 +186,7 @@ int main(int argc, char **argv)
             struct root root = { .s = s, .kids = kids };
             coro_block_on(s, &root.co, root_body, NULL);
         } else if (strcmp(mode, "split") == 0) {
-            if (r == 0)
-                split_round(s, workers);        /* warm-up: printed, not counted */
-            else {
-                double wall = split_round(s, workers);
-                t0 = now_ns() - wall;   /* the round's own wall time */
-            }
+            took = split_round(s, workers);     /* round 0 too: printed, not counted */
         } else {
             for (int i = 0; i < N; i++)
                 coro_spawn(s, &frames[i], empty, NULL);
@@ -199,7 +194,7 @@ int main(int argc, char **argv)
                 coro_join(&frames[i]);
         }
         if (r > 0)
-            t[r - 1] = (now_ns() - t0) / N;
+            t[r - 1] = (took >= 0 ? took : now_ns() - t0) / N;
     }
     qsort(t, rounds, sizeof *t, cmp);
     printf("spawn_cost %s workers=%d: median %.0f ns/job (min %.0f, max %.0f, %d rounds of %d)\n",
