@@ -32,15 +32,8 @@
 #include "base/mq.h"
 #include "base/base.h"
 
-
-#ifdef CORO__TSAN
-# include <sanitizer/tsan_interface.h>
-# define TSAN_RELEASE(p) __tsan_release(p)
-# define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-# define TSAN_RELEASE(p) ((void)(p))
-# define TSAN_ACQUIRE(p) ((void)(p))
-#endif
+#define TSAN_RELEASE(p) CORO__TSAN_RELEASE(p)
+#define TSAN_ACQUIRE(p) CORO__TSAN_ACQUIRE(p)
 
 int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
 {
@@ -101,16 +94,10 @@ void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
     pthread_mutex_unlock(&q->lock);
 }
 
-coro_t *coro__mq_pop(struct coro__mq *q)
+coro_t *coro__mq_pop_slow(struct coro__mq *q)
 {
     coro_t *job = NULL;
 
-    if (ck_ring_dequeue_spmc(&q->ring, q->buf, &job)) {
-        TSAN_ACQUIRE(q);
-        return job;
-    }
-    if (__atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED) == 0)
-        return NULL;
     pthread_mutex_lock(&q->lock);
     /* another consumer may have refilled the ring while we waited for the
      * lock: its jobs are older than the list's, take one of them first.
@@ -155,11 +142,6 @@ coro_t *coro__mq_pop(struct coro__mq *q)
     return job;
 }
 
-unsigned coro__mq_size(const struct coro__mq *q)
-{
-    return ck_ring_size(&q->ring) + __atomic_load_n(&q->overflow_n, __ATOMIC_RELAXED);
-}
-
 void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
 {
     ck_ring_init(&q->ring, size);
@@ -170,16 +152,6 @@ bool coro__lq_push(struct coro__lq *q, coro_t *job)
 {
     TSAN_RELEASE(q);
     return ck_ring_enqueue_spmc(&q->ring, q->buf, job);
-}
-
-coro_t *coro__lq_pop(struct coro__lq *q)
-{
-    coro_t *job;
-
-    if (!ck_ring_dequeue_spmc(&q->ring, q->buf, &job))
-        return NULL;
-    TSAN_ACQUIRE(q);
-    return job;
 }
 
 /* ck_ring_dequeue_spmc for up to max slots at once: the same loads,
@@ -208,9 +180,4 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
     } while (!ck_pr_cas_uint_value(&r->c_head, c, c + n, &c));
     TSAN_ACQUIRE(q);
     return n;
-}
-
-unsigned coro__lq_size(const struct coro__lq *q)
-{
-    return ck_ring_size(&q->ring);
 }

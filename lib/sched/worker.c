@@ -103,8 +103,9 @@
  * events, so the jobs it wakes into its own queues wake no one: it runs
  * them when it returns from park.
  *
- * IDLE.  A worker that finds nothing first looks at the epoll set without
- * blocking (coro__io_poll_now, once per idle phase): readiness its jobs
+ * IDLE.  A worker that finds nothing in its own queues first looks at the
+ * epoll set without blocking (coro__io_poll_now, once per idle phase,
+ * before it steals): readiness its jobs
  * wait for is usually there, and taking it here runs the woken job on
  * this worker with no thread wake-up at all.  What it woke is in its own
  * queues and it runs it next, so it stops searching without waking a
@@ -667,7 +668,23 @@ static coro_t *steal(struct coro__worker *w)
     return j;
 }
 
-static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
+/* a job was found: the anti-starvation counters and the count of queued
+ * HIGH and LOW jobs */
+static coro_t *found_(struct coro__worker *w, coro_t *j)
+{
+    if (j) {
+        int pi = CORO__PRIO_IDX(j->prio);
+        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
+        w->since_low = pi > 0 ? w->since_low + 1 : 0;
+        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
+            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
+    }
+    return j;
+}
+
+/* our own queues, the shared ones and the submission rings: everything
+ * but the other workers' queues */
+static coro_t *find_own_(struct coro__worker *w, bool limit_steal)
 {
     static const int normal_order[] = { 2, 1, 0 };
     static const int normal_first[] = { 1, 2, 0 };
@@ -704,16 +721,16 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
      * release orders nothing but is free on x86 */
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
+    return j;
+}
+
+static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
+{
+    coro_t *j = find_own_(w, limit_steal);
+
     if (!j && (!limit_steal || start_searching(w)))
         j = steal(w);
-    if (j) {
-        int pi = CORO__PRIO_IDX(j->prio);
-        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
-        w->since_low = pi > 0 ? w->since_low + 1 : 0;
-        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
-            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
-    }
-    return j;
+    return found_(w, j);
 }
 
 coro_t *coro__find_work(struct coro__worker *w)
@@ -1072,16 +1089,21 @@ void *coro__worker_main(void *arg)
                          __ATOMIC_RELAXED);
     }
     for (;;) {
-        coro_t *j = coro__find_work(w);
-        if (!j) {
-            /* acquire: pairs with stop_workers' release */
-            if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
-                break;
-            /* look at the I/O first: the readiness our own jobs wait for
-             * is often there already, and taking it here saves the
-             * wake-up of the thread blocked in epoll_wait (and the
-             * hand-off from it) */
-            if (idle == 0 && s->io) {
+        coro_t *j;
+        if (idle == 0 && s->io) {
+            /* the first look of an idle phase, with I/O: our own queues,
+             * then the epoll set, and only then the other workers'.  The
+             * readiness our own jobs wait for is often there already;
+             * taking it here runs the woken job on this worker with no
+             * thread wake-up (and the hand-off from the thread blocked in
+             * epoll_wait), and before stealing it costs no turn as a
+             * searcher (two locked RMWs on the shared count, and a look
+             * at every other worker's queues, per wake-up: io_pingpong) */
+            j = found_(w, find_own_(w, true));
+            if (!j) {
+                /* acquire: pairs with stop_workers' release */
+                if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+                    break;
                 if (s->drv->poll_now(s->io) > 0) {
                     /* what we woke is in our own queues, and we run it
                      * next: wake another worker only for the rest (the
@@ -1092,7 +1114,15 @@ void *coro__worker_main(void *arg)
                     continue;
                 }
                 activity = s->drv->activity(s->io);
+                j = coro__find_work(w);
             }
+        } else {
+            j = coro__find_work(w);
+        }
+        if (!j) {
+            /* acquire: pairs with stop_workers' release */
+            if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+                break;
             if (!s->oversubscribed && idle < CORO__IDLE_PAUSES) {
                 idle++;
                 cpu_relax();
