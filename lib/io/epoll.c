@@ -854,8 +854,14 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             done++;
         }
     }
+    /* relaxed load and store, not a locked add at every event: [1] has
+     * one writer (the I/O thread), and [0] only feeds coro__io_woken_by,
+     * whose readers ask whether workers took events at all - two workers
+     * racing here lose a count, never the fact */
     if (woke)
-        __atomic_add_fetch(&io->n_woke[who], (uint64_t)woke, __ATOMIC_RELAXED);
+        __atomic_store_n(&io->n_woke[who],
+                         __atomic_load_n(&io->n_woke[who], __ATOMIC_RELAXED) + (uint64_t)woke,
+                         __ATOMIC_RELAXED);
     return done + expire(io);
 }
 

@@ -224,6 +224,10 @@ struct coro__worker {
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
     bool took_more;                     /* the last look took jobs besides the one it runs */
+    /* while it polls epoll between jobs: the first NORMAL job the poll
+     * wakes is kept here, not queued, and run next (sched/worker.c) */
+    bool catching;
+    coro_t *caught;
     /* units of s->live this worker holds for no job: jobs it finished and
      * has not taken off yet, and units it added ahead for the jobs it
      * spawns (rt/runtime.c SHUTDOWN).  Owner-only; atomic stores for

@@ -298,6 +298,20 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         return;
     }
     if (w && w->s == s) {
+        if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
+            pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
+            /* relaxed: as find_own_'s look; a HIGH or LOW job queued
+             * anywhere sends this one the usual way, to be picked in
+             * priority order */
+            __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) == 0) {
+            /* woken by this worker's own look at epoll (worker_main): it
+             * runs the job next, straight from here.  Private until then,
+             * as a job in a step's hands is: no queue, no atomic, nobody
+             * to wake (the LIFO slot would cost an exchange to put it
+             * there and one to take it back) */
+            w->caught = job;
+            return;
+        }
         if (yield) {
             /* the back of everything this worker has (tokio defers a
              * yielding task the same way); full: the global queue */
@@ -1104,17 +1118,33 @@ void *coro__worker_main(void *arg)
                 /* acquire: pairs with stop_workers' release */
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
-                if (s->drv->poll_now(s->io) > 0) {
-                    /* what we woke is in our own queues, and we run it
-                     * next: wake another worker only for the rest (the
-                     * last searcher's wake below would wake one for
-                     * nothing at every event of a conversation) */
-                    if (stop_searching(w) && s->nworkers > 1 && coro__worker_depth(w) > 1)
+                w->catching = true;
+                int n = s->drv->poll_now(s->io);
+                w->catching = false;
+                if (n > 0 || w->caught) {
+                    /* what we woke is ours to run next (w->caught, else in
+                     * our own queues): wake another worker only for the
+                     * rest (the last searcher's wake below would wake one
+                     * for nothing at every event of a conversation) */
+                    j = w->caught;
+                    w->caught = NULL;
+                    /* a HIGH or LOW job woken after it, by the same look:
+                     * the caught one queues as any other, to be picked in
+                     * priority order (relaxed: as find_own_'s look) */
+                    if (j && __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) != 0) {
+                        coro__submit(s, j, false);
+                        j = NULL;
+                    }
+                    if (stop_searching(w) && s->nworkers > 1 &&
+                        coro__worker_depth(w) + (j != NULL) > 1)
                         notify(s, s->all_wmask, true);
-                    continue;
+                    if (!j)
+                        continue;
+                    j = found_(w, j);
+                } else {
+                    activity = s->drv->activity(s->io);
+                    j = coro__find_work(w);
                 }
-                activity = s->drv->activity(s->io);
-                j = coro__find_work(w);
             }
         } else {
             j = coro__find_work(w);
