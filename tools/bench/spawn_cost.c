@@ -107,9 +107,11 @@ static double thread_cpu_ns(void)
 
 static double split_round(coro_sched_t *s, int workers)
 {
-    uint64_t before[CORO_MAX_WORKERS];
-    for (int i = 0; i < workers; i++)
+    uint64_t before[CORO_MAX_WORKERS], woken[CORO_MAX_WORKERS];
+    for (int i = 0; i < workers; i++) {
         before[i] = wstat(s, i).jobs_run;
+        woken[i] = wstat(s, i).wakeups;
+    }
     split_left = N;
     coro_event_init(&split_done);
     double t0 = now_ns(), c0 = thread_cpu_ns();
@@ -128,8 +130,9 @@ static double split_round(coro_sched_t *s, int workers)
     printf("wall %6.0f us  spawn loop %6.0f us (cpu %6.0f us) on CPU %d  jobs run:", wall / 1e3,
            loop / 1e3, cpu / 1e3, on);
     for (int i = 0; i < workers; i++)
-        printf(" w%d (CPU %d) %5lu", i, wstat(s, i).cpu,
-               (unsigned long)(wstat(s, i).jobs_run - before[i]));
+        printf(" w%d (CPU %d) %5lu (woken %lu)", i, wstat(s, i).cpu,
+               (unsigned long)(wstat(s, i).jobs_run - before[i]),
+               (unsigned long)(wstat(s, i).wakeups - woken[i]));
     printf("\n");
     return wall;
 }
