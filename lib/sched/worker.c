@@ -107,9 +107,9 @@
  * epoll set without blocking (coro__io_poll_now, once per idle phase,
  * before it steals): readiness its jobs
  * wait for is usually there, and taking it here runs the woken job on
- * this worker with no thread wake-up at all.  What it woke is in its own
- * queues and it runs it next, so it stops searching without waking a
- * successor unless more than that job is queued.  Then: < 4 empty looks
+ * this worker with no thread wake-up at all.  The first NORMAL job it
+ * wakes is kept aside (w->caught) and run next, the rest are in its own
+ * queues, so it wakes no successor unless more than that job is queued.  Then: < 4 empty looks
  * spin, 4..15 sched_yield, then park - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
