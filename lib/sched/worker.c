@@ -277,7 +277,7 @@ static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
         coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
 }
 
-void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
 {
     struct coro__worker *w = coro__tls_worker;
     int pi = CORO__PRIO_IDX(job->prio);
@@ -376,6 +376,11 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     notify(s, s->all_wmask, true);
 }
 
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+{
+    submit_(s, job, yield);
+}
+
 /* give this worker's spare units of s->live back but `keep` (coro__finish
  * and coro_spawn count them in w->spare; rt/runtime.c SHUTDOWN) */
 void coro__flush_live(struct coro__worker *w, uint32_t keep)
@@ -399,12 +404,12 @@ void coro__wake(coro_t *job, intptr_t res)
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
      * release: the result is visible to the worker that acquires RUNNING */
     __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
-    coro__submit(job->sched, job, false);
+    submit_(job->sched, job, false);
 }
 
 /* ---- looking for work -------------------------------------------------------- */
 
-static coro_t *pop_classes(struct coro__worker *w, int pi)
+static inline coro_t *pop_classes(struct coro__worker *w, int pi)
 {
     coro_sched_t *s = w->s;
     /* acquire: the served[] entries before nserved were written first */
@@ -454,7 +459,7 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
 /* jobs from the plain threads' submission rings (NORMAL only): half of
  * the first ring with any, the first to run, the rest to our local ring
  * behind what it holds */
-static coro_t *pop_xq(struct coro__worker *w, bool keep_first)
+static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first)
 {
     unsigned got = 0;
     /* acquire: pairs with coro__thread_xq's release CAS (the ring is
@@ -480,7 +485,7 @@ static coro_t *pop_xq_fair(struct coro__worker *w)
     return pop_xq(w, coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0);
 }
 
-static coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
+static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
 {
     coro_sched_t *s = w->s;
     struct coro__cls *any = coro__cls_get(s, 0);
@@ -698,7 +703,7 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
 
 /* our own queues, the shared ones and the submission rings: everything
  * but the other workers' queues */
-static coro_t *find_own_(struct coro__worker *w, bool limit_steal)
+static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
 {
     static const int normal_order[] = { 2, 1, 0 };
     static const int normal_first[] = { 1, 2, 0 };
