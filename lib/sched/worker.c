@@ -108,9 +108,9 @@
  * before it steals): readiness its jobs
  * wait for is usually there, and taking it here runs the woken job on
  * this worker with no thread wake-up at all.  The first NORMAL job it
- * wakes is kept aside (w->caught) and run next, the rest are in its own
- * queues, so it wakes no successor unless more than that job is queued.  Then: < 4 empty looks
- * spin, 4..15 sched_yield, then park - in epoll only if no other worker
+ * wakes is kept aside (w->caught) and run next; the rest go to its own
+ * queues, whose pushes notify as usual.  Then: < 4 empty looks spin,
+ * 4..15 sched_yield, then park - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
@@ -743,13 +743,18 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
     return j;
 }
 
+/* the other workers' queues, as a searcher (limit_steal: if there is
+ * room for one more) */
+static coro_t *find_others_(struct coro__worker *w, bool limit_steal)
+{
+    return !limit_steal || start_searching(w) ? steal(w) : NULL;
+}
+
 static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
 {
     coro_t *j = find_own_(w, limit_steal);
 
-    if (!j && (!limit_steal || start_searching(w)))
-        j = steal(w);
-    return found_(w, j);
+    return found_(w, j ? j : find_others_(w, limit_steal));
 }
 
 coro_t *coro__find_work(struct coro__worker *w)
@@ -1128,9 +1133,10 @@ void *coro__worker_main(void *arg)
                 w->catching = false;
                 if (n > 0 || w->caught) {
                     /* what we woke is ours to run next (w->caught, else in
-                     * our own queues): wake another worker only for the
-                     * rest (the last searcher's wake below would wake one
-                     * for nothing at every event of a conversation) */
+                     * our own queues).  We are no searcher here (we steal
+                     * only after this look), so no last searcher's wake is
+                     * ours to send: the submits of what the look queued
+                     * notified as any push does */
                     j = w->caught;
                     w->caught = NULL;
                     /* a HIGH or LOW job woken after it, by the same look:
@@ -1140,15 +1146,14 @@ void *coro__worker_main(void *arg)
                         coro__submit(s, j, false);
                         j = NULL;
                     }
-                    if (stop_searching(w) && s->nworkers > 1 &&
-                        coro__worker_depth(w) + (j != NULL) > 1)
-                        notify(s, s->all_wmask, true);
                     if (!j)
                         continue;
                     j = found_(w, j);
                 } else {
+                    /* our own queues were just looked at: the others' */
                     activity = s->drv->activity(s->io);
-                    j = coro__find_work(w);
+                    if (!(j = found_(w, find_others_(w, true))))
+                        coro__trace_idle(w);
                 }
             }
         } else {
