@@ -32,8 +32,6 @@
 #include "base/mq.h"
 #include "base/base.h"
 
-#define TSAN_RELEASE(p) CORO__TSAN_RELEASE(p)
-#define TSAN_ACQUIRE(p) CORO__TSAN_ACQUIRE(p)
 
 int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
 {
@@ -54,7 +52,7 @@ void coro__mq_push(struct coro__mq *q, coro_t *job)
 {
     pthread_mutex_lock(&q->lock);
     if (q->overflow_n == 0) {
-        TSAN_RELEASE(q);
+        CORO__TSAN_RELEASE(q);
         if (ck_ring_enqueue_spmc(&q->ring, q->buf, job)) {
             pthread_mutex_unlock(&q->lock);
             return;
@@ -78,7 +76,7 @@ void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
 
     pthread_mutex_lock(&q->lock);
     if (q->overflow_n == 0) {
-        TSAN_RELEASE(q);
+        CORO__TSAN_RELEASE(q);
         for (; i < n && ck_ring_enqueue_spmc(&q->ring, q->buf, jobs[i]); i++)
             ;
     }
@@ -105,7 +103,7 @@ coro_t *coro__mq_pop_slow(struct coro__mq *q)
      * empty until our own refill below */
     if (ck_ring_dequeue_spmc(&q->ring, q->buf, &job)) {
         pthread_mutex_unlock(&q->lock);
-        TSAN_ACQUIRE(q);
+        CORO__TSAN_ACQUIRE(q);
         return job;
     }
     job = q->head;
@@ -124,7 +122,7 @@ coro_t *coro__mq_pop_slow(struct coro__mq *q)
         while (n && moved <= CORO__MQ_REFILL) {
             coro_t *nx = n->next;
             n->next = NULL;     /* before the enqueue publishes it */
-            TSAN_RELEASE(q);    /* after that write (TSan's view of ck's release) */
+            CORO__TSAN_RELEASE(q);    /* after that write (TSan's view of ck's release) */
             if (!ck_ring_enqueue_spmc(&q->ring, q->buf, n)) {
                 n->next = nx;   /* ring full (popped meanwhile is fine) */
                 break;
@@ -150,7 +148,7 @@ void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
 
 bool coro__lq_push(struct coro__lq *q, coro_t *job)
 {
-    TSAN_RELEASE(q);
+    CORO__TSAN_RELEASE(q);
     return ck_ring_enqueue_spmc(&q->ring, q->buf, job);
 }
 
@@ -178,6 +176,6 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
             out[i] = q->buf[(c + i) & mask].value;
         ck_pr_fence_store_atomic(); /* the loads before the head moves */
     } while (!ck_pr_cas_uint_value(&r->c_head, c, c + n, &c));
-    TSAN_ACQUIRE(q);
+    CORO__TSAN_ACQUIRE(q);
     return n;
 }
