@@ -32,7 +32,6 @@
 #include "base/mq.h"
 #include "base/base.h"
 
-
 int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
 {
     /* size must be a power of two (ck does not check); capacity is size-1 */
