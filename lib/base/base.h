@@ -86,6 +86,28 @@ static inline void coro__spin_unlock(uint32_t *l)
 CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
 CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
 
+/* ---- asymmetric fences (base/futex.c) ------------------------------------------
+ * A Dekker pair whose one side runs at every spawn and the other at every
+ * park pays its full barrier on the rare side only: the frequent side keeps
+ * a compiler barrier, the rare side calls membarrier(2)
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full barrier on every
+ * CPU that runs one of our threads before it returns (sched/worker.c
+ * PARKING has the protocol).  register: once per scheduler create (the
+ * kernel's registration is per process; the first, with other threads
+ * running, waits for an RCU grace period, a few ms); 0 when usable,
+ * -ENOSYS without kernel support (before Linux 4.14, or filtered by
+ * seccomp), -ENOTSUP when COROKIT_MEMBARRIER=0 is set in the environment.
+ * heavy: 0, or -errno if the call failed (the caller then must not sleep
+ * for good). */
+CORO__HIDDEN int coro__membarrier_register(void);
+CORO__HIDDEN int coro__membarrier_heavy(void);
+
+/* the frequent side: orders nothing at run time, only the compiler */
+static inline void coro__fence_light(void)
+{
+    __asm__ __volatile__("" ::: "memory");
+}
+
 /* ---- time ------------------------------------------------------------------- */
 CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 /* the absolute deadline of a relative timeout (ns; negative = none: -1;

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* futex wait/wake, the monotonic clock, deadlines and timerfds. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/futex.h>
+#if defined(__has_include)
+# if __has_include(<linux/membarrier.h>)
+#  include <linux/membarrier.h>
+#  define CORO__HAVE_MEMBARRIER 1
+# endif
+#endif
 #include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -36,6 +44,41 @@ void coro__futex_wake(uint32_t *addr, int n)
 {
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
+
+#if defined(CORO__HAVE_MEMBARRIER) && defined(SYS_membarrier)
+int coro__membarrier_register(void)
+{
+    const char *e = getenv("COROKIT_MEMBARRIER");
+
+    if (e && strcmp(e, "0") == 0)
+        return -ENOTSUP;
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+        !(q & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+        return -ENOSYS;
+    /* per process, and cheap once done: the kernel returns at once */
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) < 0)
+        return errno == EPERM || errno == EINVAL ? -ENOSYS : -errno;
+    return 0;
+}
+
+int coro__membarrier_heavy(void)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
+        return -errno;
+    return 0;
+}
+#else
+int coro__membarrier_register(void)
+{
+    return -ENOSYS;
+}
+
+int coro__membarrier_heavy(void)
+{
+    return -ENOSYS;
+}
+#endif
 
 int64_t coro__deadline(int64_t timeout)
 {

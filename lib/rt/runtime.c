@@ -137,6 +137,10 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->stall_arg = c.stall_arg;
     s->hist = c.histograms;
     s->diag = c.stall_ns > 0 || c.histograms;
+    /* before any worker exists: every notify and park of s agrees.  A
+     * single-threaded scheduler keeps the fence (its driver parks rarely
+     * and plain threads' spawns into it are not its hot path) */
+    s->asym = s->nworkers > 0 && coro__membarrier_register() == 0;
     pthread_mutex_init(&s->shut_lock, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)

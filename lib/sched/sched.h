@@ -261,6 +261,9 @@ struct coro_sched {
     int nslots;                         /* worker structs (max(1, nworkers)) */
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
+    /* fixed at create: notify's fence is a compiler barrier and a parking
+     * worker calls membarrier(2) instead (sched/worker.c PARKING) */
+    bool asym;
     struct coro__trace *trace;          /* NULL = tracing off (lib/sched/trace.c) */
     struct ck_malloc *alloc;
     struct coro__worker **w;

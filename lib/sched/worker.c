@@ -201,10 +201,17 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
  * every worker, so a searching worker covers it */
 static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
 {
-    /* seq_cst fence: orders our push before the reads of s->searching and
-     * s->idle, against the parker's seq_cst bit-set before its last look
-     * and the searcher's seq_cst decrement (see the top) */
-    coro__fence_seq_cst();
+    /* step a: orders our push before the reads of s->searching and
+     * s->idle, against the parker's bit-set and searcher decrement before
+     * its last look (see the top).  With s->asym the parker's membarrier
+     * is the barrier of both sides: here only the compiler's (a full
+     * barrier here drained the store buffer at every spawn: the spawner's
+     * stores to lines a worker reads - the ring slot, the frame - waited
+     * for their transfer; PARKING at the top has the measurements) */
+    if (CORO__LIKELY(s->asym))
+        coro__fence_light();
+    else
+        coro__fence_seq_cst();
     /* no parked worker the job may run on: nothing to do (one that parks
      * later looks once more after its bit is set).  Read first: the idle
      * words change only at parks, the searcher count at every steal, and
@@ -803,6 +810,14 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* seq_cst: the bit is visible before our last look (protocol step 2) */
     __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+    /* with s->asym a notifier fences with the compiler only: its push may
+     * still sit in its CPU's store buffer, its reads of our bit done
+     * before our store.  membarrier runs a full barrier on each CPU that
+     * runs one of our threads: after it, every push whose notify missed
+     * our bit is visible to the look below (PARKING at the top).  If it
+     * fails (it cannot once registered; a scheduler inherited across a
+     * fork would see -EPERM) we sleep with a timeout only */
+    bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
     if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         /* relaxed: the bit only; the claimer's push is ours to see
          * through the queue it used */
@@ -829,12 +844,14 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
         } else {
             coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
         }
-    } else if (w->lifo_watch >= 0) {
+    } else if (w->lifo_watch >= 0 || timed) {
         /* our last look saw a job in another worker's LIFO slot and left
          * it there (steal_lifo: the slot's owner may be about to run it).
          * If that worker is in fact in a long step, nobody would wake us
          * for the job: sleep at most CORO__LIFO_PARK_NS, then look again
-         * (the watch then takes the job if the owner started no step) */
+         * (the watch then takes the job if the owner started no step).
+         * Or the membarrier failed: a push may have reached no one, and
+         * the look after the timeout sees it */
         coro__futex_wait(&w->futex, epoch, coro__now() + CORO__LIFO_PARK_NS);
     } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
                                            &ib) < 0) {
