@@ -17,9 +17,19 @@
  * asked them to (monitor) - and no job runs twice (a job is
  * taken by one atomic decrement; ran counts them).
  *
+ * Two modes, each verified (make check-model runs the model as it is and
+ * with each -DALSO_* name below):
+ *   (default)         asymmetric (s->asym, membarrier(2)): the submitter
+ *                     fences with the compiler only, so its push may sit in
+ *                     its store buffer (pend) while it reads the idle bits;
+ *                     a parking worker's membarrier after step 2 drains
+ *                     every thread's buffer before its last look
+ *   -DALSO_FENCE      the fallback (no membarrier, COROKIT_MEMBARRIER=0):
+ *                     the submitter's seq_cst fence of step a, no drain
+ *
  * Broken variants (make check-model expects spin to reject each):
- *   -DBROKEN_FENCE    the submitter's read of the idle bits happens before
- *                     its push is visible (the seq_cst fence of step a gone)
+ *   -DBROKEN_FENCE    neither: the submitter reads the idle bits before its
+ *                     push is visible and the parker calls no membarrier
  *   -DBROKEN_RECHECK  a worker that took the poll token waits in epoll
  *                     without reading its epoch again
  *   -DBROKEN_LATEREAD a worker woken in epoll lets the token go before it
@@ -39,6 +49,14 @@ byte driver;            /* the poll token: 0 free, i + 1 = worker i */
 bit evfd;               /* the eventfd: written -> the holder's epoll_wait ends */
 bit stopping;           /* s->stopping (coro_sched_destroy) */
 byte exited;            /* workers that saw it and left */
+bit pend[NS];           /* a submitter's push still in its store buffer */
+
+/* membarrier(2) in the parker: a full barrier on every CPU running one of
+ * our threads, so every buffered push is visible after it */
+inline drain_all()
+{
+    atomic { q = q + pend[0] + pend[1]; pend[0] = 0; pend[1] = 0 }
+}
 
 inline notify(snap0, snap1)
 {
@@ -67,20 +85,29 @@ inline notify(snap0, snap1)
     fi
 }
 
-proctype submitter()
+proctype submitter(byte me)
 {
     byte n = 0, k;
     bit won, s0, s1;
     do
     :: n < PER ->
-#ifdef BROKEN_FENCE
-        s0 = idle[0]; s1 = idle[1];   /* read before the push is visible */
-        q++;
-#else
+#ifdef ALSO_FENCE
         q++;                          /* the push of a READY job */
         s0 = 1; s1 = 1;               /* a: fence; b: read the bits now */
-#endif
         notify(s0, s1);
+#else
+        pend[me] = 1;                 /* the push, in our store buffer */
+        s0 = 1; s1 = 1;               /* a: the compiler's barrier only */
+        if                            /* the buffer drains before our reads, */
+        :: atomic { pend[me] -> q++; pend[me] = 0 }
+        :: skip                       /* or after them (or a membarrier does) */
+        fi;
+        notify(s0, s1);
+        if                            /* drained by now, at the latest */
+        :: atomic { pend[me] -> q++; pend[me] = 0 }
+        :: atomic { !pend[me] -> skip }
+        fi
+#endif
         n++
     :: else -> break
     od
@@ -95,6 +122,9 @@ proctype worker(byte me)
     :: q == 0 && !stopping ->
         e = epoch[me];                         /* 1. the park epoch */
         idle[me] = 1;                          /* 2. seq_cst RMW */
+#if !defined(ALSO_FENCE) && !defined(BROKEN_FENCE)
+        drain_all();                           /* 2b. membarrier */
+#endif
         if
         :: atomic { q > 0 -> q--; ran++ }      /* 3. one more look: found */
         :: q == 0 && stopping -> skip          /* 3. stopping: no wait */
@@ -154,6 +184,6 @@ init
 {
     atomic {
         run worker(0); run worker(1);
-        run submitter(); run submitter(); run stopper()
+        run submitter(0); run submitter(1); run stopper()
     }
 }

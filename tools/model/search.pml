@@ -14,7 +14,19 @@
  * in a ring while a worker sleeps (monitor).  NW workers, NJ = NW jobs
  * pushed by one plain thread; at most MAXS searchers (s->nslots / 2).
  *
+ * Two modes, each verified (make check-model runs the model as it is and
+ * with each -DALSO_* name below):
+ *   (default)       asymmetric (s->asym, membarrier(2)): every notify's
+ *                   fence is the compiler's only, so the pushes before it
+ *                   (the plain thread's to its ring, a worker's of the rest
+ *                   of a batch to its own) may sit in a store buffer (pX,
+ *                   pL) while it reads s->searching and the idle bits; a
+ *                   parking worker's membarrier after its bit-set drains
+ *                   every buffer before its last look
+ *   -DALSO_FENCE    the fallback: notify's seq_cst fence, no membarrier
+ *
  * Broken variants (make check-model expects spin to reject each):
+ *   -DBROKEN_FENCE  neither: light notifies and no membarrier
  *   -DBROKEN_ANY    the ring push's notify skips when a worker searches
  *                   (the code before 8e87f54, whose other two changes - a
  *                   woken worker searches, a worker that took more than
@@ -37,6 +49,31 @@ byte searching;         /* s->searching */
 bit idle[NW];           /* s->idle */
 byte epoch[NW];         /* w->futex */
 byte ran;               /* jobs started */
+byte pX;                /* pushes to X still in the plain thread's store buffer */
+byte pL[NW];            /* pushes to L[i] still in worker i's */
+
+#ifdef ALSO_FENCE
+#define PUSHL(i, n) L[i] = L[i] + (n)
+#else
+#define PUSHL(i, n) pL[i] = pL[i] + (n)
+#endif
+
+/* membarrier(2) in a parking worker: every thread's buffer drained */
+inline drain_all()
+{
+    atomic {
+        X = X + pX; pX = 0;
+        L[0] = L[0] + pL[0]; pL[0] = 0;
+        L[1] = L[1] + pL[1]; pL[1] = 0;
+        L[2] = L[2] + pL[2]; pL[2] = 0
+    }
+}
+
+/* worker i's buffer drains (before its notify's reads, or after) */
+inline drain_own(i)
+{
+    atomic { L[i] = L[i] + pL[i]; pL[i] = 0 }
+}
 
 /* notify(any): a fence, then (any: no searcher) claim one idle worker */
 inline notify(any)
@@ -58,12 +95,21 @@ proctype submitter()
     byte n = 0;
     do
     :: n < NJ ->
-        X++;                            /* lock-free push to its ring */
+#ifdef ALSO_FENCE
+        X++;                            /* lock-free push to its ring; fence */
+#else
+        pX++;                           /* the push, in its store buffer */
+        if
+        :: atomic { pX > 0 -> X = X + pX; pX = 0 }
+        :: skip
+        fi;
+#endif
 #ifdef BROKEN_ANY
         notify(1);
 #else
         notify(0);                      /* wake an idle worker even if one searches */
 #endif
+        atomic { X = X + pX; pX = 0 };  /* drained by now, at the latest */
         n++
     :: else -> break
     od
@@ -80,7 +126,7 @@ look:
     got = 0; more = 0;
     if
     :: atomic { L[me] > 0 -> L[me]--; got = 1 }
-    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; L[me] = L[me] + k - 1;
+    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; PUSHL(me, k - 1);
                 more = (k > 1); got = 1 }
     :: atomic { L[me] == 0 && X == 0 -> skip }
     fi;
@@ -98,7 +144,7 @@ look:
             :: v < NW && !got ->
                 if
                 :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
-                            L[me] = L[me] + k - 1; more = (k > 1); got = 1 }
+                            PUSHL(me, k - 1); more = (k > 1); got = 1 }
                 :: else -> skip
                 fi;
                 v++
@@ -121,10 +167,13 @@ look:
     fi;
     e = epoch[me];
     idle[me] = 1;
+#if !defined(ALSO_FENCE) && !defined(BROKEN_FENCE)
+    drain_all();                        /* membarrier */
+#endif
     got = 0; more = 0;
     if
     :: atomic { L[me] > 0 -> L[me]--; got = 1 }
-    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; L[me] = L[me] + k - 1;
+    :: atomic { L[me] == 0 && X > 0 -> k = (X + 1) / 2; X = X - k; PUSHL(me, k - 1);
                 more = (k > 1); got = 1 }
     :: atomic { L[me] == 0 && X == 0 -> skip }
     fi;
@@ -133,7 +182,7 @@ look:
     :: v < NW && !got ->
         if
         :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
-                    L[me] = L[me] + k - 1; more = (k > 1); got = 1 }
+                    PUSHL(me, k - 1); more = (k > 1); got = 1 }
         :: else -> skip
         fi;
         v++
@@ -167,6 +216,10 @@ found:
     /* the last searcher to find work wakes another; a worker that was not
      * searching but took more than the one it runs wakes one for the rest */
     if
+    :: drain_own(me)
+    :: skip
+    fi;
+    if
     :: srch ->
         searching--; srch = 0;
         if
@@ -176,13 +229,15 @@ found:
     :: !srch && more -> notify(1)
     :: else -> skip
     fi;
+    drain_own(me);
     ran++
     /* runs its job for ever: never looks again */
 }
 
 active proctype monitor()
 {
-    timeout -> assert(ran == NJ && X == 0 && L[0] == 0 && L[1] == 0 && L[2] == 0)
+    timeout -> assert(ran == NJ && X == 0 && L[0] == 0 && L[1] == 0 && L[2] == 0 &&
+                      pX == 0 && pL[0] == 0 && pL[1] == 0 && pL[2] == 0)
 }
 
 init
