@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct cnt_job {
@@ -422,4 +423,99 @@ Test(submit, a_burst_from_a_plain_thread_gets_a_worker_per_job, .timeout = 120)
         free(jobs);
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
+}
+
+/* ---- spawns meet parked workers (sched/worker.c PARKING) ----------------- */
+
+static uint64_t sum_stat(coro_sched_t *s, int workers, bool wakeups)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < workers; i++) {
+        coro_worker_stats_t ws;
+        cr_assert_eq(coro_sched_worker_stats(s, i, &ws), 0);
+        n += wakeups ? ws.wakeups : ws.parks;
+    }
+    return n;
+}
+
+/* rounds of 1-8 jobs from this thread, each round spawned once a worker
+ * parked again after the last: every push races a worker's park */
+static void bursts_meet_parks(coro_sched_t *s, int workers, int rounds)
+{
+    atomic_long n = 0;
+    long want = 0;
+    for (int round = 0; round < rounds; round++) {
+        uint64_t parks = sum_stat(s, workers, false);
+        long k = 1 + round % 8;
+        spawn_counted(s, &n, k);
+        want += k;
+        int64_t end = coro_now() + 20000000000LL;
+        while (atomic_load(&n) < want) {
+            cr_assert_lt(coro_now(), end, "round %d: %ld of %ld jobs ran (asym %d)", round,
+                         atomic_load(&n), want, s->asym);
+            sched_yield();
+        }
+        /* the worker that ran them parks again before the next round */
+        while (sum_stat(s, workers, false) == parks) {
+            cr_assert_lt(coro_now(), end, "round %d: no worker parked", round);
+            sched_yield();
+        }
+    }
+}
+
+/* what coro_sched_create should pick: membarrier's fast path when the
+ * kernel offers it and the environment does not turn it off */
+static bool kernel_has_membarrier(void)
+{
+#ifdef SYS_membarrier
+    long q = syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
+    return q > 0 && (q & 8 /* PRIVATE_EXPEDITED */) && (q & 16 /* REGISTER_ */);
+#else
+    return false;
+#endif
+}
+
+Test(submit, spawns_from_a_plain_thread_that_meet_parking_workers_all_run_in_both_fence_modes,
+     .timeout = 240)
+{
+    for (int off = 0; off <= 1; off++) {
+        if (off)
+            setenv("COROKIT_MEMBARRIER", "0", 1);
+        else
+            unsetenv("COROKIT_MEMBARRIER");
+        for (int workers = 1; workers <= 3; workers += 2) {
+            coro_sched_t *s = mk(workers);
+            cr_assert_eq(s->asym, !off && kernel_has_membarrier(),
+                         "COROKIT_MEMBARRIER=%s: asym %d", off ? "0" : "(unset)", s->asym);
+            bursts_meet_parks(s, workers, 400);
+            cr_assert_eq(coro_sched_destroy(s), 0);
+        }
+    }
+    /* a single-threaded scheduler keeps the fence */
+    unsetenv("COROKIT_MEMBARRIER");
+    coro_sched_t *st = mk(0);
+    cr_assert_not(st->asym);
+    cr_assert_eq(coro_sched_destroy(st), 0);
+}
+
+Test(submit, a_failed_membarrier_parks_with_a_timeout_and_loses_no_job, .timeout = 120)
+{
+    unsetenv("COROKIT_MEMBARRIER");
+    if (!kernel_has_membarrier())
+        cr_skip_test("no membarrier(2) here: the fence path is the only one");
+    coro_sched_t *s = mk(2);
+    cr_assert(s->asym);
+    coro__membarrier_fail = true;
+    bursts_meet_parks(s, 2, 200);
+    /* idle now: a parked worker whose membarrier failed wakes on its own
+     * (every CORO__LIFO_PARK_NS, 1 ms) and parks again; with the call
+     * working it sleeps until someone wakes it */
+    uint64_t w0 = sum_stat(s, 2, true);
+    int64_t end = coro_now() + 20000000000LL;
+    while (sum_stat(s, 2, true) < w0 + 5) {
+        cr_assert_lt(coro_now(), end, "the parked workers never woke on their own");
+        usleep(1000);
+    }
+    coro__membarrier_fail = false;
+    cr_assert_eq(coro_sched_destroy(s), 0);
 }

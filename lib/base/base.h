@@ -101,6 +101,9 @@ CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
  * for good). */
 CORO__HIDDEN int coro__membarrier_register(void);
 CORO__HIDDEN int coro__membarrier_heavy(void);
+/* test hook: true makes coro__membarrier_heavy fail with -EPERM (read
+ * relaxed, on the park path only) */
+CORO__HIDDEN extern bool coro__membarrier_fail;
 
 /* the frequent side: orders nothing at run time, only the compiler */
 static inline void coro__fence_light(void)
