@@ -96,7 +96,7 @@ CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
  * kernel's registration is per process; the first, with other threads
  * running, waits for an RCU grace period, a few ms); 0 when usable,
  * -ENOSYS without kernel support (before Linux 4.14, or filtered by
- * seccomp), -ENOTSUP when COROKIT_MEMBARRIER=0 is set in the environment.
+ * seccomp, or COROKIT_MEMBARRIER=0 in the environment).
  * heavy: 0, or -errno if the call failed (the caller then must not sleep
  * for good). */
 CORO__HIDDEN int coro__membarrier_register(void);

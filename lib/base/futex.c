@@ -53,7 +53,7 @@ int coro__membarrier_register(void)
     const char *e = getenv("COROKIT_MEMBARRIER");
 
     if (e && strcmp(e, "0") == 0)
-        return -ENOTSUP;
+        return -ENOSYS;     /* turned off: as if the kernel had none */
     long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
         !(q & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))

@@ -61,7 +61,7 @@
  *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
  *     5. clear W's bit if still set
  *   a submitter S, after any push of a READY job (local, inbox, class):
- *     a. seq_cst fence
+ *     a. seq_cst fence (with s->asym: a compiler barrier, below)
  *     b. read s->idle & (workers the job's class allows)
  *     c. for such a bit: atomically clear it; the one that cleared it owns
  *        the wake: W.futex++ then futex_wake(&W.futex)
@@ -75,6 +75,23 @@
  *   either sees the new epoch or is woken by futex_wake.  A woken worker
  *   looks everywhere, steals included, so it finds the job wherever S put
  *   it.  Spurious wakes only cost a look.
+ *   Asymmetric (s->asym, set at create when membarrier(2) registers): S
+ *   runs at every spawn and W at every park, so W carries the barrier of
+ *   both: after step 2 it calls membarrier(PRIVATE_EXPEDITED), a full
+ *   barrier on every CPU running one of our threads, and S's step a is a
+ *   compiler barrier.  A push S made before that barrier point is visible
+ *   to W's step 3; S's reads after it see W's bit (the store-then-load of
+ *   each side is still split by a full barrier, now one per CPU run by
+ *   the kernel).  The searcher decrement of a parking worker (before step
+ *   2) is covered the same way; a searcher that stops because it found
+ *   work, and any other notify, is light too: whatever push it missed is
+ *   seen at the next park's membarrier or by the worker its wake reaches
+ *   (a claim is a locked RMW: the push is visible before the wake).
+ *   tools/model/park.pml and search.pml check both modes.  S's full
+ *   barrier had to wait for its store buffer, where a spawn's stores to
+ *   lines a worker last held (frame, ring slot, tail) were queued: a
+ *   plain thread's spawn loop 901 -> 628 µs per 10,000 spawns
+ *   (docs/architecture.md, "Parking").
  *
  * BUDGET AND CANCEL.  A job gets CORO__BUDGET (128) awaits that complete at
  * once per run; the next one (coro__complete) travels as a yield carrying
