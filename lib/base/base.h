@@ -111,6 +111,26 @@ static inline void coro__fence_light(void)
     __asm__ __volatile__("" ::: "memory");
 }
 
+/* ---- prefetch for writing (base/futex.c sets the flag) -----------------------
+ * gcc and clang turn __builtin_prefetch(p, 1) into prefetcht0 unless the
+ * target has PRFCHW: the line then comes in shared, and the first store
+ * still waits for the other copies to go.  prefetchw takes it exclusive.
+ * The flag is CPUID's PRFCHW bit, read by coro__cpu_init (at every
+ * scheduler create, before any pool frame exists). */
+CORO__HIDDEN extern bool coro__has_prefetchw;
+CORO__HIDDEN void coro__cpu_init(void);
+
+static inline void coro__prefetch_w(const void *p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (CORO__LIKELY(coro__has_prefetchw)) {
+        __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
+        return;
+    }
+#endif
+    __builtin_prefetch(p, 1);
+}
+
 /* ---- time ------------------------------------------------------------------- */
 CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
 /* the absolute deadline of a relative timeout (ns; negative = none: -1;

@@ -2,6 +2,9 @@
 /* futex wait/wake, the monotonic clock, deadlines and timerfds. */
 #include <errno.h>
 #include <stdlib.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+# include <cpuid.h>
+#endif
 #include <string.h>
 #include <linux/futex.h>
 #if defined(__has_include)
@@ -46,6 +49,17 @@ void coro__futex_wake(uint32_t *addr, int n)
 }
 
 bool coro__membarrier_fail;
+bool coro__has_prefetchw;
+
+void coro__cpu_init(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    /* CPUID 0x80000001: ECX bit 8 = PRFCHW (3DNowPrefetch) */
+    if (__get_cpuid(0x80000001u, &a, &b, &c, &d))
+        __atomic_store_n(&coro__has_prefetchw, (c >> 8) & 1, __ATOMIC_RELAXED);
+#endif
+}
 
 #if defined(CORO__HAVE_MEMBARRIER) && defined(SYS_membarrier)
 int coro__membarrier_register(void)

@@ -141,6 +141,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
      * single-threaded scheduler keeps the fence (its driver parks rarely
      * and plain threads' spawns into it are not its hot path) */
     s->asym = s->nworkers > 0 && coro__membarrier_register() == 0;
+    coro__cpu_init();
     pthread_mutex_init(&s->shut_lock, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
