@@ -189,6 +189,8 @@ fuzz: deps
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
 	$(Q)tools/run-scenarios.sh $(B) quick
+	@echo "scenarios again with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)"
+	$(Q)COROKIT_MEMBARRIER=0 tools/run-scenarios.sh $(B) quick
 
 check-asan: deps
 	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp print_suppressions=0" \

@@ -123,7 +123,9 @@ CORO__HIDDEN void coro__cpu_init(void);
 static inline void coro__prefetch_w(const void *p)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (CORO__LIKELY(coro__has_prefetchw)) {
+    /* relaxed: a hint with nothing to order; set once per create to the
+     * same value, read by any thread that allocates a frame */
+    if (CORO__LIKELY(__atomic_load_n(&coro__has_prefetchw, __ATOMIC_RELAXED))) {
         __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
         return;
     }

@@ -526,8 +526,8 @@ static void *pool_alloc(struct fpool *p, int ci)
          * (perf annotate: 62 % of coro_spawn's samples on the CAS from a
          * plain thread, 47 % with both lines fetched).  prefetchw, not
          * prefetcht0: a shared copy still waits for an upgrade at the
-         * memset (spawn_many_remote p50 874 -> 711 µs, 8 x 15
-         * interleaved iterations) */
+         * memset (spawn_many_remote p50 785 -> 749 µs, 8 x 15
+         * interleaved iterations; oneTBB 726 in the same minutes) */
         if (sl->free) {
             char *nb = block_at(sl, sl->free - 1);
             coro__prefetch_w(nb);
