@@ -23,36 +23,50 @@
  * freed before the scheduler, so a pointer to an entry stays valid) holds,
  * under its spinlock, the waiting reader and writer (w[dir]), and the
  * READINESS word `rdy` (tokio's ScheduledIo): flags in the low byte -
- * readable / writable (CORO__RDY_RD/WR), registered per direction
- * (CORO__RDY_REG_*), a byte stream (CORO__RDY_STREAM: SO_TYPE is
- * SOCK_STREAM, or a pipe/FIFO; learnt at ADD) - and above them the TICK,
- * the count of epoll events seen for the fd (and of registrations).
- * Invariant: a direction's bit is clear only if an operation, started
- * after the word showed the current tick, found the fd not ready, and no
- * event has come since.  So a clear bit of a registered direction means
- * "would block": the constructors of read/write/write_all (lib/io/ops.c)
- * and fd_wait park at once, without the system call.
- *   an event for dir (poller, under the lock): tick + 1, bit set (a CAS
- *     loop, one RMW); a waiter in the slot is taken and its operation run
+ * readable / writable (CORO__RDY_RD/WR), the sticky end states
+ * (CORO__RDY_RD_CLOSED from EPOLLRDHUP, EPOLLHUP or EPOLLERR;
+ * CORO__RDY_WR_CLOSED from EPOLLHUP or EPOLLERR), registered per direction
+ * (CORO__RDY_REG_*) - and above them the TICK, the count of epoll events
+ * seen for the fd (and of registrations).
+ * The word is a hint that may cost a system call, never one that skips a
+ * needed call.  Every constructor (lib/io/ops.c) makes its call whatever
+ * the word says: the word cannot know of a number closed with close(2)
+ * and reused, and a timeout of 0 must try.  The word is read only by a
+ * job about to park whose own call just got EAGAIN (fd_wait), to choose
+ * "park" or "try again".
+ * Invariant: a direction's bits are clear only if an operation, started
+ * after the word showed the current tick, got EAGAIN, and no event has
+ * come since.  So clear bits of a registered direction mean "would block".
+ *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
+ *     set, and its closed bit when the event says so (a CAS loop, one
+ *     RMW); a waiter in the slot is taken and its operation run
  *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
- *     call; after EAGAIN - or a short read/write (0 < n < len) when the
- *     word says byte stream (tokio's poll_read: "n < len =>
- *     clear_readiness") - clear the bit by CAS, only while the tick is
- *     still snap's.  EOF (n = 0) keeps it set.
- *   a waiter (fd_wait, under the lock): bit set: unlock, try (the rule
- *     above), loop; bit clear: park in w[dir] - no system call.
+ *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
+ *     by CAS, only while the tick is still snap's.  A transfer, short or
+ *     not, and an end of file (0) or an error clear nothing: a short read
+ *     does not say the fd is drained - the FIN (a pipe's last writer
+ *     gone, an RST) may have come with the data, and its edge may have
+ *     been handled before the read, so no edge would come again.
+ *   a waiter (fd_wait, under the lock, after its own EAGAIN): bits set:
+ *     unlock, try (the rule above), loop; clear: park in w[dir] - no
+ *     second system call.
  * No lost wake-up: the kernel queues an edge-triggered event for every
- * state change after the call that saw "not ready"; the poller counts it
- * (tick + 1) either before the clear's CAS, which then fails and leaves
- * the bit set (one extra attempt), or after it, setting the bit again or
- * taking the parked waiter (the waiter parks under the lock the poller
- * takes).  A short read on a datagram or seqpacket socket is one message
- * of maybe several queued: never a clear (nor for ttys, eventfds, files,
- * anything not learnt).  A set bit may be stale (an edge whose data was
- * read): one extra attempt, never a lost wake-up.  A fresh registration
- * starts not ready: EPOLL_CTL_ADD (MOD) queues an event at once if the fd
- * is ready then.  coro_close and coro__io_forget wipe the flags and move
- * the tick, so older snapshots clear nothing.
+ * state change after the call that got EAGAIN (new data, FIN, RST, HUP,
+ * an error, buffer space); the poller counts it (tick + 1) either before
+ * the clear's CAS, which then fails and leaves the bits set (one extra
+ * attempt), or after it, setting the bits again or taking the parked
+ * waiter (the waiter parks under the lock the poller takes).  A change
+ * before that call is no concern: the call saw it and did not get EAGAIN.
+ * A set bit may be stale (an edge whose data was read): one extra
+ * attempt, never a lost wake-up.  The closed bits are sticky against
+ * everything but EAGAIN (a FIFO whose new writer opened it is no longer
+ * at its end: the kernel says so, and the bit goes, so a waiter cannot
+ * spin on it).  A fresh registration starts not ready: EPOLL_CTL_ADD (MOD)
+ * queues an event at once if the fd is ready then.  coro_close and
+ * coro__io_forget wipe the flags and move the tick, so older snapshots
+ * clear nothing.  The case analysis over each kind of event and fd is in
+ * docs/io.md ("When a system call is skipped"); tools/model/ready.pml
+ * checks the protocol, and rejects the rule that a short read clears.
  *
  * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
@@ -286,23 +300,6 @@ static void rdy_clear(struct fdent *e, int dir, uint64_t snap)
     coro__rdy_clear(&e->rdy, dir, snap);
 }
 
-/* does fd's type make a short read (write) mean "drained" ("full")?  A
- * stream socket or a pipe/FIFO: yes; a datagram or seqpacket socket (a
- * short read is one datagram of several), a tty, an eventfd, anything not
- * learnt: no */
-static uint64_t fd_stream(int fd)
-{
-    int type = 0;
-    socklen_t l = sizeof type;
-    struct stat st;
-
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0)
-        return type == SOCK_STREAM ? CORO__RDY_STREAM : 0;
-    if (errno == ENOTSOCK && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode))
-        return CORO__RDY_STREAM;
-    return 0;
-}
-
 uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
 {
     struct fdent *e = ent_get(io, fd, false);
@@ -479,10 +476,10 @@ static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bi
         return -errno;
     /* ADD / MOD report what is ready now (an event is queued, handled after
      * our unlock): the new direction starts not ready.  At ADD the fd is
-     * new to us: learn whether it is a byte stream, forget the old word. */
-    uint64_t set = (e->reg ? 0 : fd_stream(fd)) |
-                   ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
-    rdy_update(e, e->reg ? (uint64_t)(bit == RD_BIT ? CORO__RDY_RD : CORO__RDY_WR) : 0xffu, set);
+     * new to us: forget the old word. */
+    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
+    rdy_update(e, e->reg ? coro__rdy_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
+               set);
     e->gen = gen;
     e->reg = 1;
     e->dirs = dirs;
@@ -519,6 +516,7 @@ static void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__
 
 int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
 {
+    CORO__IO_KEEP_ERRNO();
     struct fdent *e = ent_get(io, fd, true);
     int rc = 0;
 
@@ -596,14 +594,15 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = rc;
             return CORO__ARM_READY;
         }
-        /* an event came since the fd was last seen not ready: try the
-         * operation (the word read before it: a snapshot); would block or
-         * a short transfer: clear, unless another event came meanwhile */
+        /* an event came since the fd was last seen not ready (or the end
+         * state stands): try the operation (the word read before it: a
+         * snapshot); would block: clear, unless another event came
+         * meanwhile */
         uint64_t snap = rdy_load(e);
-        if (snap & coro__rdy_bit(dir)) {
+        if (snap & coro__rdy_bits(dir)) {
             ent_unlock(e);
             bool done = ops->attempt(aw, res);
-            if (coro__rdy_drained(snap, ops->flags, done, *res, aw->arg[2].i))
+            if (!done)
                 rdy_clear(e, dir, snap);
             if (done)
                 return CORO__ARM_READY;
@@ -644,7 +643,7 @@ static void fd_resume(struct coro__io *io, struct fdent *e, int dir, coro_t *job
     intptr_t res;
     bool done = ops->attempt(aw, &res);
 
-    if (coro__rdy_drained(snap, ops->flags, done, res, aw->arg[2].i))
+    if (!done)
         rdy_clear(e, dir, snap);
     if (done || fd_wait(io, job, aw, &res) == CORO__ARM_READY)
         finish(io, job, res);
@@ -657,6 +656,15 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
         EPOLLOUT | EPOLLHUP | EPOLLERR,
     };
+    /* what ends each direction: a read then returns 0 or the error, a
+     * write fails (EPOLLRDHUP: the peer's FIN or shutdown(SHUT_WR), our
+     * own SHUT_RD; EPOLLHUP: both ends, a pipe's last writer or reader
+     * gone; EPOLLERR: a pending error, an RST, a failed connect) */
+    static const uint32_t closes[2] = {
+        EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLHUP | EPOLLERR,
+    };
+    CORO__IO_KEEP_ERRNO();
     struct fdent *e = ent_get(io, (int)(uint32_t)tag, false);
     coro_t *job[2] = { NULL, NULL };
 
@@ -683,9 +691,10 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
             rdy_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
             continue;
         }
-        /* the bit is set whether or not a waiter is there: the taken
-         * waiter's attempt clears it if it finds the fd not ready */
-        rdy_update(e, 0, coro__rdy_bit(dir));
+        /* the bits are set whether or not a waiter is there: the taken
+         * waiter's attempt clears them if it gets EAGAIN.  The end
+         * states are kept apart from "ready": sticky until an EAGAIN */
+        rdy_update(e, 0, coro__rdy_bit(dir) | ((events & closes[dir]) ? coro__rdy_bits(dir) : 0));
         if (e->w[dir])
             job[dir] = slot_take(io, e, dir);
         if (job[dir] && is_proxy(job[dir])) {
@@ -1134,6 +1143,7 @@ int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void
 
 int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
+    CORO__IO_KEEP_ERRNO();
     struct coro__io *io = coro__sched_io(s);
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     int rc;
@@ -1342,6 +1352,7 @@ int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
 
 int coro_close(coro_sched_t *s, int fd)
 {
+    CORO__IO_KEEP_ERRNO();
     struct fdent *e;
     coro_t *job[2] = { NULL, NULL };
     int rc;

@@ -5,8 +5,21 @@
 #ifndef COROKIT_LIB_IO_IO_H
 #define COROKIT_LIB_IO_IO_H
 
+#include <errno.h>
+
 #include "wait/wait.h"
 #include "corokit/io.h"
+
+/* errno is the caller's: no I/O entry point (constructor, arm, close)
+ * leaves a value of its own there, whatever system calls it made on the
+ * way (the errors are results, io.h).  CORO__IO_KEEP_ERRNO() first in a
+ * function body puts errno back at every return. */
+static inline void coro__errno_put(const int *saved)
+{
+    errno = *saved;
+}
+#define CORO__IO_KEEP_ERRNO() \
+    int coro__errno_saved __attribute__((cleanup(coro__errno_put))) = errno
 
 /* What a registration asks of the I/O context. */
 enum {
@@ -69,25 +82,26 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
  * forgotten before fini closes it */
 #define CORO__IOF_OWNFD 2u
 
-/* a result 0 < res < arg[2] (a short read or write) on a byte stream
- * means the fd was drained (full): its readiness in the op's direction is
- * cleared (read, write; never write_all, whose arg[2] is what is left) */
-#define CORO__IOF_SHORT 4u
-
-/* ---- readiness words (lib/io/epoll.c's essay, READINESS) ---------------------
+/* ---- readiness words (lib/io/epoll.c's essay, READINESS; docs/io.md) ----------
  * Each fd entry keeps one 64-bit word: the low byte holds flags, the rest
- * counts the epoll events seen for the fd (the tick).  A thread reads the
- * word (coro__rdy_load of coro__io_rdy_word) BEFORE its system call; if
- * the call then shows the fd not ready (EAGAIN, or a short transfer on a
- * byte stream) it clears the direction's bit with coro__rdy_clear, which
- * succeeds only if the
+ * counts the epoll events seen for the fd (the tick).  The word is a hint
+ * that may cost a system call and never saves a needed one: every
+ * constructor (lib/io/ops.c) makes its system call whatever the word says;
+ * only a job about to park (fd_wait), whose own call has just seen EAGAIN,
+ * reads it, to choose between parking and trying again.  A thread reads
+ * the word (coro__rdy_load of coro__io_rdy_word) BEFORE its system call;
+ * if the call then gets EAGAIN - the kernel's only "not ready" - it clears
+ * the direction's bits with coro__rdy_clear, which succeeds only if the
  * tick has not moved since the read: an event that came in between keeps
- * the bit set, so it is never lost (tokio's ScheduledIo). */
-#define CORO__RDY_RD 1u         /* readable: an event came and nothing showed it gone */
+ * the bits set, so it is never lost (tokio's ScheduledIo).  A transfer,
+ * short or not, clears nothing. */
+#define CORO__RDY_RD 1u         /* readable: an event came and no EAGAIN showed it gone */
 #define CORO__RDY_WR 2u         /* writable: likewise */
 #define CORO__RDY_REG_RD 4u     /* registered for reading: CORO__RDY_RD is meaningful */
 #define CORO__RDY_REG_WR 8u     /* registered for writing */
-#define CORO__RDY_STREAM 16u    /* a stream socket or a pipe/FIFO (SO_TYPE/fstat at ADD) */
+#define CORO__RDY_RD_CLOSED 16u /* EPOLLRDHUP, EPOLLHUP or EPOLLERR: a read ends (0 or
+                                   -errno) at once; only an EAGAIN clears it */
+#define CORO__RDY_WR_CLOSED 32u /* EPOLLHUP or EPOLLERR: a write fails at once; likewise */
 #define CORO__RDY_TICK 256u     /* one event */
 
 static inline uint64_t coro__rdy_bit(int dir)
@@ -95,12 +109,11 @@ static inline uint64_t coro__rdy_bit(int dir)
     return dir == CORO__DIR_RD ? CORO__RDY_RD : CORO__RDY_WR;
 }
 
-/* the word says fd is registered in dir and known not ready: an operation
- * would get EAGAIN, so the waiter parks without trying it */
-static inline bool coro__rdy_parks(uint64_t w, int dir)
+/* what dir's bits in the word are: ready, and the sticky end state */
+static inline uint64_t coro__rdy_bits(int dir)
 {
-    uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
-    return (w & (reg | coro__rdy_bit(dir))) == reg;
+    return dir == CORO__DIR_RD ? CORO__RDY_RD | CORO__RDY_RD_CLOSED
+                               : CORO__RDY_WR | CORO__RDY_WR_CLOSED;
 }
 
 /* where fd's readiness word lives (NULL: fd has no entry yet, nothing is
@@ -114,34 +127,24 @@ static inline uint64_t coro__rdy_load(const uint64_t *w)
     return w ? __atomic_load_n(w, __ATOMIC_SEQ_CST) : 0;
 }
 
-/* an operation in dir started after `snap` (coro__rdy_load) found the fd
- * of word w not ready: clear dir's bit unless an event came since (the
- * tick moved) or snap is of no registration in dir.  Any thread,
- * lock-free. */
+/* an operation in dir started after `snap` (coro__rdy_load) got EAGAIN
+ * from the kernel: clear dir's bits (ready and closed) unless an event
+ * came since (the tick moved) or snap is of no registration in dir.  Any
+ * thread, lock-free. */
 static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
 {
-    uint64_t bit = coro__rdy_bit(dir);
+    uint64_t bits = coro__rdy_bits(dir);
     uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
     uint64_t cur = snap;
 
     if (!(snap & reg))
         return;     /* no registration: nothing is known, nothing to clear */
     /* seq_cst: the CAS reads the newest word; an event (or registration)
-     * whose RMW came first has moved the tick, and we leave the bit */
-    while ((cur & bit) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
-           !__atomic_compare_exchange_n(w, &cur, cur & ~bit, false, __ATOMIC_SEQ_CST,
+     * whose RMW came first has moved the tick, and we leave the bits */
+    while ((cur & bits) && cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
+           !__atomic_compare_exchange_n(w, &cur, cur & ~bits, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST))
         ;
-}
-
-/* the operation of aw (ops->flags), started after snap, ended (done) with
- * res: clear on would-block, or on a short transfer of a byte stream */
-static inline bool coro__rdy_drained(uint64_t snap, unsigned flags, bool done, intptr_t res,
-                                     intptr_t len)
-{
-    if (!done)
-        return true;
-    return (flags & CORO__IOF_SHORT) && (snap & CORO__RDY_STREAM) && res > 0 && res < len;
 }
 
 /* coro__io_forget - fd's number now names a new open file (or none):

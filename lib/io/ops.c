@@ -118,22 +118,20 @@ static struct coro__io *cur_io(void)
     return s ? coro__sched_io(s) : NULL;
 }
 
-/* A constructor's system call, with the fd's readiness word (READINESS in
- * lib/io/epoll.c): an fd registered in dir and known not ready is not
- * tried (-EAGAIN at once: the job parks, and the next event wakes it); a
- * call that shows the fd not ready - EAGAIN, or a short transfer on a byte
- * stream when `flags` has CORO__IOF_SHORT - clears the word's bit, unless
- * an event came since the snapshot taken before the call. */
-static intptr_t rw_now(int fd, const void *buf, size_t len, int dir, unsigned flags)
+/* A constructor's system call: always made, whatever the fd's readiness
+ * word says (READINESS in lib/io/epoll.c) - the word may be stale, of a
+ * number closed with close(2) and reused, or of a short read that left an
+ * end of file behind it.  Only EAGAIN clears the word's bits, unless an
+ * event came since the snapshot taken before the call: the job's park
+ * (fd_wait) then parks without a second try. */
+static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir)
 {
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
     uint64_t snap = coro__rdy_load(word);
-
-    if (coro__rdy_parks(snap, dir))
-        return -EAGAIN;
     intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
-    if (word && coro__rdy_drained(snap, flags, n != -EAGAIN, n, (intptr_t)len))
+
+    if (n == -EAGAIN && word)
         coro__rdy_clear(word, dir, snap);
     return n;
 }
@@ -185,6 +183,7 @@ static int poll_now(int fd, short events)
 
 int coro__fd_ready(int fd, bool rd)
 {
+    CORO__IO_KEEP_ERRNO();
     return poll_now(fd, rd ? POLLIN : POLLOUT);
 }
 
@@ -226,11 +225,13 @@ static coro_await_t readiness(const struct coro__io_ops *ops, int fd, short even
 
 coro_await_t coro_readable(int fd, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     return readiness(&readable_ops, fd, POLLIN, timeout);
 }
 
 coro_await_t coro_writable(int fd, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     return readiness(&writable_ops, fd, POLLOUT, timeout);
 }
 
@@ -269,11 +270,10 @@ static bool write_all_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops read_ops = {
-    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_SHORT, read_attempt, NULL, NULL,
+    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, read_attempt, NULL, NULL,
 };
 static const struct coro__io_ops write_ops = {
-    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, CORO__IOF_SHORT, write_attempt, NULL,
-    NULL,
+    { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_attempt, NULL, NULL,
 };
 static const struct coro__io_ops write_all_ops = {
     { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_all_attempt, NULL, NULL,
@@ -281,6 +281,7 @@ static const struct coro__io_ops write_all_ops = {
 
 coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     if (fd < 0)
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
@@ -288,7 +289,7 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
         return f;
-    intptr_t n = rw_now(fd, buf, len, CORO__DIR_RD, CORO__IOF_SHORT);
+    intptr_t n = rw_now(fd, buf, len, CORO__DIR_RD);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
@@ -298,6 +299,7 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
 
 coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     if (fd < 0)
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
@@ -305,7 +307,7 @@ coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
         return f;
-    intptr_t n = rw_now(fd, buf, len, CORO__DIR_WR, CORO__IOF_SHORT);
+    intptr_t n = rw_now(fd, buf, len, CORO__DIR_WR);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
@@ -315,6 +317,7 @@ coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
 
 coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     const char *p = buf;
 
     if (fd < 0)
@@ -324,11 +327,11 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
     coro_await_t f;
     if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
         return f;
-    /* known not writable: park at once (no short-write rule: it loops) */
+    /* tried whatever the word says, as rw_now */
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
     uint64_t snap = coro__rdy_load(word);
-    intptr_t n = coro__rdy_parks(snap, CORO__DIR_WR) ? -EAGAIN : do_write_all(fd, &p, &len);
+    intptr_t n = do_write_all(fd, &p, &len);
     if (n == -EAGAIN && word)
         coro__rdy_clear(word, CORO__DIR_WR, snap);
     if (n != -EAGAIN)
@@ -393,11 +396,13 @@ static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64
 
 coro_await_t coro_accept(int fd, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     return accept_(fd, NULL, NULL, timeout);
 }
 
 coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     if (!addr || !len)
         return coro__complete(-EINVAL);
     return accept_(fd, addr, len, timeout);
@@ -405,6 +410,7 @@ coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len, int
 
 coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     if (fd < 0)
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout) || !addr)
@@ -492,6 +498,7 @@ static const struct coro__io_ops signal_ops = {
 
 coro_await_t coro_signal(int signo, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     sigset_t set, cur;
     siginfo_t si;
     const struct timespec zero = { 0, 0 };
@@ -566,6 +573,7 @@ static const struct coro__io_ops child_ops = {
 
 coro_await_t coro_child(pid_t pid, int64_t timeout)
 {
+    CORO__IO_KEEP_ERRNO();
     siginfo_t si;
 
     if (pid <= 0 || !coro__timeout_ok(timeout))
