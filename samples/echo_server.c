@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* echo_server - a TCP echo server: one coroutine per connection.
  *
- *   echo_server PORT        serve on 0.0.0.0:PORT until SIGINT/SIGTERM
+ *   echo_server PORT [WORKERS] serve on 0.0.0.0:PORT until SIGINT/SIGTERM,
+ *                           with WORKERS worker threads (default: one per
+ *                           CPU; 0: single-threaded, on main's thread)
  *   echo_server --self-test listen on a loopback port, run 200 clients
  *                           against it, check every byte, exit 0
  *
@@ -124,6 +126,46 @@ static int echo_listen(in_addr_t addr, int port, int *bound)
 }
 
 #ifndef ECHO_NO_MAIN
+/* [stop-on-signal] SIGINT or SIGTERM ends the server: a job per signal
+ * sets `quit`, and main's thread waits for it in a job of its own.  In
+ * single-threaded mode (WORKERS 0) that wait is what runs the scheduler
+ * on main's thread: a sigwait there would leave every job unrun. */
+struct stopper {
+    coro_t co;
+    int signo;
+    coro_event_t *quit;
+};
+
+static int stopper_body(coro_t *co)
+{
+    struct stopper *st = CORO_SELF(co, struct stopper);
+    CORO_BEGIN(co);
+    if (st->signo)
+        CORO_AWAIT(co, coro_signal(st->signo, CORO_FOREVER));
+    else
+        CORO_AWAIT(co, coro_event_wait(st->quit, CORO_FOREVER));
+    if (st->signo && CORO_RESULT(co) == st->signo)
+        coro_event_set(st->quit);
+    CORO_END(co);
+}
+
+/* block SIGINT and SIGTERM (before coro_sched_create: its threads inherit
+ * the mask), serve until one comes */
+static void serve_until_signal(coro_sched_t *s)
+{
+    static coro_event_t quit;
+    static struct stopper sig[2], waiter;
+
+    coro_event_init(&quit);
+    sig[0] = (struct stopper){ .signo = SIGINT, .quit = &quit };
+    sig[1] = (struct stopper){ .signo = SIGTERM, .quit = &quit };
+    waiter = (struct stopper){ .quit = &quit };
+    coro_spawn(s, &sig[0].co, stopper_body, NULL);
+    coro_spawn(s, &sig[1].co, stopper_body, NULL);
+    (void)coro_block_on(s, &waiter.co, stopper_body, NULL);
+}
+/* [/stop-on-signal] */
+
 /* ---- self-test: clients that check every byte -------------------------------- */
 struct client {
     coro_t co;
@@ -201,12 +243,12 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--self-test") == 0)
         return self_test();
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PORT | --self-test\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s PORT [WORKERS] | --self-test\n", argv[0]);
         return 2;
     }
-    /* SIGINT/SIGTERM are awaited by main's thread below: block them in
-     * every thread before the scheduler starts its own */
+    /* SIGINT/SIGTERM are awaited by jobs (serve_until_signal): block them
+     * in every thread before the scheduler starts its own */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -215,18 +257,22 @@ int main(int argc, char **argv)
 
     static struct echo_server sv;
     coro_sched_t *s;
-    int sig;
     int lfd = echo_listen(htonl(INADDR_ANY), atoi(argv[1]), NULL);
     if (lfd < 0) {
         fprintf(stderr, "listen: %s\n", coro_strerror(lfd));
         return 1;
     }
-    if (coro_sched_create(&s, NULL) < 0)
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    if (argc == 3)
+        cfg.workers = atoi(argv[2]);
+    if (cfg.workers < 0 || coro_sched_create(&s, &cfg) < 0) {
+        fprintf(stderr, "echo_server: cannot start %d workers\n", cfg.workers);
         return 1;
+    }
     sv.s = s;
     sv.lfd = lfd;
     coro_spawn(s, &sv.co, echo_server_body, NULL);
-    sigwait(&set, &sig);
+    serve_until_signal(s);
     coro_sched_shutdown(s, CORO_CANCEL);
     coro_sched_destroy(s);
     close(lfd);

@@ -3,7 +3,8 @@
  * with keep-alive and pipelining: enough for wrk or ab to load it.
  *
  *   httpd PORT [WORKERS] serve on 0.0.0.0:PORT until SIGINT/SIGTERM, with
- *                       WORKERS worker threads (default: one per CPU)
+ *                       WORKERS worker threads (default: one per CPU;
+ *                       0: single-threaded, on main's thread)
  *   httpd --self-test   serve on a loopback port, send 50 keep-alive
  *                       clients x 20 requests at it, check, exit 0 */
 #define _GNU_SOURCE
@@ -150,6 +151,46 @@ static int http_listen(in_addr_t addr, int port, int *bound)
     return fd;
 }
 
+/* [stop-on-signal] SIGINT or SIGTERM ends the server: a job per signal
+ * sets `quit`, and main's thread waits for it in a job of its own.  In
+ * single-threaded mode (WORKERS 0) that wait is what runs the scheduler
+ * on main's thread: a sigwait there would leave every job unrun. */
+struct stopper {
+    coro_t co;
+    int signo;
+    coro_event_t *quit;
+};
+
+static int stopper_body(coro_t *co)
+{
+    struct stopper *st = CORO_SELF(co, struct stopper);
+    CORO_BEGIN(co);
+    if (st->signo)
+        CORO_AWAIT(co, coro_signal(st->signo, CORO_FOREVER));
+    else
+        CORO_AWAIT(co, coro_event_wait(st->quit, CORO_FOREVER));
+    if (st->signo && CORO_RESULT(co) == st->signo)
+        coro_event_set(st->quit);
+    CORO_END(co);
+}
+
+/* block SIGINT and SIGTERM (before coro_sched_create: its threads inherit
+ * the mask), serve until one comes */
+static void serve_until_signal(coro_sched_t *s)
+{
+    static coro_event_t quit;
+    static struct stopper sig[2], waiter;
+
+    coro_event_init(&quit);
+    sig[0] = (struct stopper){ .signo = SIGINT, .quit = &quit };
+    sig[1] = (struct stopper){ .signo = SIGTERM, .quit = &quit };
+    waiter = (struct stopper){ .quit = &quit };
+    coro_spawn(s, &sig[0].co, stopper_body, NULL);
+    coro_spawn(s, &sig[1].co, stopper_body, NULL);
+    (void)coro_block_on(s, &waiter.co, stopper_body, NULL);
+}
+/* [/stop-on-signal] */
+
 /* ---- self-test ------------------------------------------------------------------ */
 struct client {
     coro_t co;
@@ -238,7 +279,6 @@ int main(int argc, char **argv)
 
     static struct http_server sv;
     coro_sched_t *s;
-    int sig;
     int lfd = http_listen(htonl(INADDR_ANY), atoi(argv[1]), NULL);
     if (lfd < 0) {
         fprintf(stderr, "listen: %s\n", coro_strerror(lfd));
@@ -247,12 +287,14 @@ int main(int argc, char **argv)
     coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
     if (argc == 3)
         cfg.workers = atoi(argv[2]);
-    if (coro_sched_create(&s, &cfg) < 0)
+    if (cfg.workers < 0 || coro_sched_create(&s, &cfg) < 0) {
+        fprintf(stderr, "httpd: cannot start %d workers\n", cfg.workers);
         return 1;
+    }
     sv.s = s;
     sv.lfd = lfd;
     coro_spawn(s, &sv.co, http_server_body, NULL);
-    sigwait(&set, &sig);
+    serve_until_signal(s);
     coro_sched_shutdown(s, CORO_CANCEL);
     coro_sched_destroy(s);
     close(lfd);

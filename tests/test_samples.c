@@ -67,3 +67,168 @@ ParameterizedTest(struct sample *p, samples, every_sample_runs_and_exits_0, .tim
     cr_assert(WIFEXITED(status), "%s died of signal %d", p->name, WTERMSIG(status));
     cr_assert_eq(WEXITSTATUS(status), 0, "%s exited %d", p->name, WEXITSTATUS(status));
 }
+
+/* ---- servers against hostile clients -------------------------------------------------------
+ * samples/httpd and samples/echo_server, run as `NAME PORT WORKERS` with 0
+ * and 2 workers, get 1,000 clients that each connect, send a request and
+ * close at once: the request and the FIN come together, the case where a
+ * server that trusts an earlier readiness loses the end of the stream.
+ * Every connection must be closed by the server within 20 s (none left
+ * in CLOSE-WAIT on its port, /proc/net/tcp; no fd left open), and the
+ * server must still answer a well-behaved client afterwards and exit 0
+ * on SIGTERM. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+static int free_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t l = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int dial(int port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+        return fd;
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* connections on local port `port` in CLOSE-WAIT (state 08) */
+static int close_waits(int port)
+{
+    static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+    char line[512];
+    int n = 0;
+
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f)) {
+            char local[128];
+            unsigned st;
+            if (sscanf(line, " %*d: %127s %*s %x", local, &st) != 2)
+                continue;
+            char *colon = strrchr(local, ':');
+            if (colon && (int)strtol(colon + 1, NULL, 16) == port && st == 0x08)
+                n++;
+        }
+        fclose(f);
+    }
+    return n;
+}
+
+static int open_fds(pid_t pid)
+{
+    char path[64];
+    int n = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* send req, read until the answer has `want` bytes; true if it starts with expect */
+static bool ask(int port, const char *req, const char *expect, size_t want)
+{
+    char buf[256];
+    size_t got = 0;
+    int fd = dial(port);
+    struct timeval tv = { .tv_sec = 5 };
+
+    if (fd < 0)
+        return false;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+        close(fd);
+        return false;
+    }
+    while (got < want && got < sizeof buf) {
+        ssize_t n = read(fd, buf + got, sizeof buf - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got >= want && memcmp(buf, expect, strlen(expect)) == 0;
+}
+
+static void hostile(const char *name, int workers, const char *req, const char *expect,
+                    size_t want)
+{
+    char path[256], port_s[16], workers_s[16];
+    char *argv[] = { path, port_s, workers_s, NULL };
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+    int port = free_port(), status = 0, fd;
+    pid_t pid;
+
+    snprintf(path, sizeof path, "%s/samples/%s", CORO_BUILD_DIR, name);
+    snprintf(port_s, sizeof port_s, "%d", port);
+    snprintf(workers_s, sizeof workers_s, "%d", workers);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    cr_assert_eq(posix_spawn(&pid, path, &fa, NULL, argv, environ), 0, "cannot run %s", path);
+    posix_spawn_file_actions_destroy(&fa);
+    /* bounded (20 s): until it listens and answers */
+    for (int64_t i = 0; !ask(port, req, expect, want); i++) {
+        cr_assert_lt(i, 2000, "%s %d: never answered", name, workers);
+        cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "%s %d exited", name, workers);
+        usleep(10000);      /* a bound on a retry while it starts, not an ordering */
+    }
+    int fds0 = open_fds(pid);
+    for (int i = 0; i < 1000; i++) {
+        cr_assert_geq(fd = dial(port), 0, "%s %d: client %d could not connect", name, workers, i);
+        cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+        close(fd);
+    }
+    int left = 0;
+    for (int i = 0; i < 2000 && (left = close_waits(port)) > 0; i++)
+        usleep(10000);      /* polls a count: 20 s bound */
+    cr_assert_eq(left, 0, "%s %d workers: %d connections left in CLOSE-WAIT after 20 s", name,
+                 workers, left);
+    cr_assert(ask(port, req, expect, want), "%s %d workers: no answer after the clients", name,
+              workers);
+    int fds1 = open_fds(pid);
+    cr_assert_leq(fds1, fds0 + 1, "%s %d workers: %d fds open, %d before", name, workers, fds1,
+                  fds0);
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s %d workers: status %#x", name,
+              workers, status);
+}
+
+static const char HTTP_REQ[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char HTTP_ANSWER[] = "HTTP/1.1 200 OK\r\n";
+
+Test(samples, httpd_closes_every_connection_of_clients_that_send_and_close_at_once,
+     .timeout = 120)
+{
+    hostile("httpd", 0, HTTP_REQ, HTTP_ANSWER, 69);
+    hostile("httpd", 2, HTTP_REQ, HTTP_ANSWER, 69);
+}
+
+Test(samples, echo_server_closes_every_connection_of_clients_that_send_and_close_at_once,
+     .timeout = 120)
+{
+    hostile("echo_server", 0, "ping\n", "ping\n", 5);
+    hostile("echo_server", 2, "ping\n", "ping\n", 5);
+}
