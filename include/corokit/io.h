@@ -3,12 +3,16 @@
  *
  * Every awaitable here is built inside a job's body and consumed by
  * CORO_AWAIT.  The constructor tries the system call at once, on the
- * worker; only when it would block (EAGAIN) is the job suspended, in its
+ * worker, whatever the library remembers of the fd (a timeout of 0 always
+ * tries once); only when it would block (EAGAIN) is the job suspended, in its
  * fd's own slot (the fd is registered with the scheduler's epoll set once,
  * at its first wait).  The thread that sees the fd ready - an idle worker
  * waiting in epoll, or the scheduler's I/O thread while every worker is
  * busy - performs the call again and resumes the job with its result.  So
  * a ready fd costs one system call and no suspension.
+ *
+ * No I/O function or await writes errno: results are returned, and errno
+ * is left as the caller set it.
  *
  * Timeouts are relative int64_t nanoseconds: CORO_FOREVER (-1) waits
  * without limit, 0 tries once and completes with -ETIMEDOUT if the call
@@ -36,7 +40,8 @@
  * not seen by corokit: a job waiting on the fd then waits until its
  * timeout, and if the fd's number is reused for a new pipe or socket made
  * outside corokit, waits on the new fd are never woken (the old
- * registration is kept).  Numbers that come back from coro_accept /
+ * registration is kept; a read or write still tries the new fd first).
+ * Numbers that come back from coro_accept /
  * coro_accept_addr or that coro_connect starts on are forgotten by
  * corokit, so a connection fd from accept may be closed with close(2).
  *
@@ -60,7 +65,9 @@ extern "C" {
 /* coro_readable / coro_writable - awaitable: wait until fd is readable
  * (data, EOF, a pending connection, an error or hang-up) / writable.
  * Result 0, or -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EPERM (fd cannot be
- * polled).  Never reads or writes. */
+ * polled).  Never reads or writes.  0 means poll(2) saw it so: the next
+ * coro_read (timeout 0 included) / coro_write calls the kernel and, unless
+ * another job took it first, gets the data, the end or the error. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout);
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout);
 

@@ -327,7 +327,11 @@ CORO_EXTERN int coro_select_done(coro_select_t *sel, coro_t *job);
  * plain thread's coro_select_blocking has none: it returns -EINVAL).  Index, -EBADF (fd < 0), -EINVAL (bad sel), -ENOSPC.  When the
  * select waits, an fd that cannot be polled, is closed (coro_close) or
  * already has a waiter in that direction chooses the branch with
- * coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select waits. */
+ * coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select waits.
+ * A readable branch is chosen only when poll(2) says so at that moment; the
+ * next coro_read (timeout 0 included) or coro_accept then calls the kernel
+ * and, unless another job read first, gets data, 0 or the error, never
+ * -ETIMEDOUT (docs/io.md, "When a system call is skipped"). */
 CORO_EXTERN int coro_select_readable(coro_select_t *sel, struct coro_sched *s, int fd);
 CORO_EXTERN int coro_select_writable(coro_select_t *sel, struct coro_sched *s, int fd);
 
