@@ -101,7 +101,10 @@ static int dial(int port)
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { .tv_sec = 5 };    /* a server that stopped accepting: fail, not hang */
 
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
         return fd;
     if (fd >= 0)
@@ -253,6 +256,10 @@ static void hostile(const char *name, int workers, const char *req, const char *
         } else {
             shutdown(cl[i], SHUT_WR);
         }
+        /* not an ordering: a pause lets the server block in epoll_wait
+         * again, so that it takes the rest and the FIN in one event (the
+         * case that was lost), rather than the rest alone while busy */
+        usleep(100);
     }
     int left = 0, socks = 0;
     for (int i = 0; i < 2000; i++) {
