@@ -13,13 +13,14 @@
 /* errno is the caller's: no I/O entry point (constructor, arm, close)
  * leaves a value of its own there, whatever system calls it made on the
  * way (the errors are results, io.h).  CORO__IO_KEEP_ERRNO() first in a
- * function body puts errno back at every return. */
+ * function body puts errno back at every return (clang counts a variable
+ * read only by its cleanup as unused: hence the attribute). */
 static inline void coro__errno_put(const int *saved)
 {
     errno = *saved;
 }
 #define CORO__IO_KEEP_ERRNO() \
-    int coro__errno_saved __attribute__((cleanup(coro__errno_put))) = errno
+    int coro__errno_saved __attribute__((cleanup(coro__errno_put), unused)) = errno
 
 /* What a registration asks of the I/O context. */
 enum {
