@@ -302,25 +302,36 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * that would wait completes at once with -ECANCELED; an operation that
  * completed keeps its result) so that jobs clean up and finish, then
  * waits for them.  Nothing is left in any queue.  Blocks; call it from a
- * plain thread (-EDEADLK from a job).  In single-threaded mode it runs the
- * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
- * mode), -EDEADLK.  Several threads may call it at once: each returns once
- * the first shutdown has finished; a CORO_CANCEL made while another
- * thread's CORO_DRAIN waits cancels the jobs that drain waits for.  A call
- * after shutdown has finished returns 0 at once. */
+ * plain thread: from a job, a worker of s or a blocking-pool thread of s
+ * (inside a coro_blocking function) it returns -EDEADLK, since the job
+ * that thread serves could never finish.  In single-threaded mode it runs
+ * the remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or
+ * bad mode), -EDEADLK.  Several threads may call it (and
+ * coro_sched_shutdown_timeout, and coro_sched_destroy) at once, in any
+ * order: no call waits behind another; each returns once every job has
+ * finished; a CORO_CANCEL, or a timed call whose time is up, cancels the
+ * jobs that another thread's CORO_DRAIN waits for.  A call after shutdown
+ * has finished returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
 /* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
  * (CORO_FOREVER = no limit, 0 = cancel at once what has not finished),
  * then CORO_CANCEL for the jobs left; returns once every job finished.
- * 0 (everything drained in time, or already shut down), -ETIMEDOUT (it had
- * to cancel), -EINVAL (s NULL, timeout < CORO_FOREVER), -EDEADLK (from a
- * job or a worker of s).  Plain threads; blocks. */
+ * Its time runs from its own call, whatever other shutdown calls wait
+ * meanwhile.  0 (every job finished in time: drained, or cancelled by
+ * another thread's CORO_CANCEL or timed call; or already shut down),
+ * -ETIMEDOUT (its time ran out and it cancelled), -EINVAL (s NULL,
+ * timeout < CORO_FOREVER), -EDEADLK (as coro_sched_shutdown).  Plain
+ * threads; blocks. */
 CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout);
 
 /* coro_sched_destroy - stop the workers and free s.  Shuts down with
- * CORO_DRAIN first if that has not been done.  Returns 0, -EINVAL for
- * NULL, -EDEADLK from a job of s. */
+ * CORO_DRAIN first if that has not been done.  Other threads may be
+ * blocked in coro_sched_shutdown or coro_sched_shutdown_timeout on s
+ * meanwhile: s is freed only after they have returned.  Call it once; no
+ * call on s may start once it can have returned.  Returns 0, -EINVAL for
+ * NULL, -EDEADLK (from a job, a worker of s or a blocking-pool thread of
+ * s). */
 CORO_EXTERN int coro_sched_destroy(coro_sched_t *s);
 
 /* ---- statistics ---------------------------------------------------------- */
