@@ -384,10 +384,12 @@ typedef struct coro_sched_stats {
  * mask allows, at its priority.  Result: fn's return value; -ECANCELED
  * when the scheduler was cancelled (CORO_CANCEL) before fn started - fn
  * then never runs; once fn has started the job waits for it; -EAGAIN when
- * no pool thread could be started and none exists (nothing queued);
- * -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's body;
- * fn runs on a plain thread (it may block, and may call the *_blocking sync
- * calls).  In single-threaded mode coro_sched_run returns while calls are
+ * no pool thread could be started and none exists (fn never runs: a call
+ * that queued behind a start that then failed, leaving no thread, gets it
+ * too); -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's
+ * body; fn runs on a plain thread (it may block, and may call the
+ * *_blocking sync calls; shutting down or destroying its own scheduler
+ * gives -EDEADLK).  In single-threaded mode coro_sched_run returns while calls are
  * still out; coro_join / coro_block_on wait for them. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 

@@ -801,5 +801,8 @@ int coro_sched_trace_write(coro_sched_t *s, const char *path)
         return -EINVAL;
     if (!s->trace)
         return -EOPNOTSUPP;     /* ENOTSUP: the same code on Linux */
-    return write_file(s, path);
+    int e = errno;      /* stdio and open set it: errno is the caller's */
+    int rc = write_file(s, path);
+    errno = e;
+    return rc;
 }
