@@ -121,7 +121,9 @@ static inline coro_sched_config_t coro_sched_config_default(void)
 
 /* A job group, owned by the caller (lib/rt/group.c): jobs join it at spawn
  * (coro_spawn_opts_t.group) and leave it when they finish; it can be
- * waited for and cancelled as a whole.  Every field is private. */
+ * waited for and cancelled as a whole.  Its members may run on different
+ * schedulers: the waits end when the members of all have finished, and
+ * coro_group_cancel reaches each.  Every field is private. */
 typedef struct coro_group {
     void *head;             /* private: the members' records */
     uint32_t lock;          /* private: a spinlock */
@@ -237,7 +239,10 @@ CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 /* coro_cancel - cancel job: its pending await (unless that operation has
  * already completed: it keeps its result) and every later await return
  * -ECANCELED until the job finishes, its coro_call children's included; a
- * wait in the parking lot, a coro_done, an fd wait or a sleep ends at once.
+ * wait in the parking lot (a sync object, a select, a group wait), a
+ * coro_done, an fd wait, a sleep or a blocking call still queued for a pool
+ * thread ends at once (a blocking call whose fn has started is waited for
+ * and keeps fn's result).
  * The job still runs: it can clean up and return its own result.  Returns
  * 0 (also for a finished job: nothing happens, and when cancelled twice),
  * -EINVAL (NULL, a never-spawned frame or a coro_call child frame).  Any
