@@ -440,19 +440,13 @@ static int awaits_body(coro_t *co)
     AW(co, coro_read(-1, a->b, 8, CORO_FOREVER));                /* -EBADF */
     AW(co, coro_readable(-1, CORO_FOREVER));
     AW(co, coro_read(a->file, a->b, sizeof a->b, CORO_FOREVER)); /* the pool */
-    /* fixed on branch io27: the constructor's accept4 left EAGAIN */
-    AW(co, coro_accept(a->lsn, 1000000));                        /* -ETIMEDOUT */
     AW(co, coro_connect(a->cli, (struct sockaddr *)&a->addr, sizeof a->addr, CORO_FOREVER));
     AW(co, coro_accept(a->lsn, CORO_FOREVER));
     a->acc = (int)CORO_RESULT(co);
     AW(co, coro_write(a->cli, "x", 1, CORO_FOREVER));
     AW(co, coro_read(a->acc, a->b, 8, CORO_FOREVER));
-    /* fixed on branch io27: the constructor's accept4 left ENOTSOCK */
-    AW(co, coro_accept(a->p[0], CORO_FOREVER));                  /* not a socket */
     AW(co, coro_signal(SIGUSR2, 1000000));                       /* not blocked: -EINVAL */
     AW(co, coro_child(a->pid, CORO_FOREVER));
-    /* fixed on branch io27: the constructor left ESRCH */
-    AW(co, coro_child(a->pid, CORO_FOREVER));                    /* reaped: -ESRCH */
     CALL(coro_close(NULL, a->acc));
 
     /* cancelled: the pending await and the next one */
@@ -462,7 +456,20 @@ static int awaits_body(coro_t *co)
     CORO_END(co);
 }
 
-static void run_awaits(int workers)
+/* fixed on branch io27: the I/O constructors that complete at once with an
+ * error left the system call's errno (EAGAIN, ENOTSOCK, ESRCH) */
+static int io27_body(coro_t *co)
+{
+    struct awaits *a = CORO_SELF(co, struct awaits);
+    CORO_BEGIN(co);
+    AW(co, coro_accept(a->lsn, 1000000));                        /* -ETIMEDOUT */
+    AW(co, coro_accept(a->p[0], CORO_FOREVER));                  /* not a socket */
+    AW(co, coro_child(a->pid, CORO_FOREVER));
+    AW(co, coro_child(a->pid, CORO_FOREVER));                    /* reaped: -ESRCH */
+    CORO_END(co);
+}
+
+static void run_awaits(int workers, coro_fn body)
 {
     coro_sched_t *s = mk(workers);
     struct awaits *a = calloc(1, sizeof *a);
@@ -496,7 +503,7 @@ static void run_awaits(int workers)
     if (a->pid == 0)
         _exit(3);
 
-    cr_assert_eq(coro_spawn(s, &a->co, awaits_body, NULL), 0);
+    cr_assert_eq(coro_spawn(s, &a->co, body, NULL), 0);
     coro_join(&a->co);
     for (int i = 0; i < nbad; i++)
         cr_expect_fail("workers %d: after line %d errno was %d (%s)", workers, bad_line[i],
@@ -513,10 +520,17 @@ static void run_awaits(int workers)
 
 Test(errno_kept, every_await_keeps_errno_with_no_worker, .timeout = 60)
 {
-    run_awaits(0);
+    run_awaits(0, awaits_body);
 }
 
 Test(errno_kept, every_await_keeps_errno_with_one_worker, .timeout = 60)
 {
-    run_awaits(1);
+    run_awaits(1, awaits_body);
+}
+
+/* fixed on branch io27 */
+Test(errno_kept, accept_and_child_awaits_that_fail_at_once_keep_errno, .timeout = 60)
+{
+    run_awaits(0, io27_body);
+    run_awaits(1, io27_body);
 }
