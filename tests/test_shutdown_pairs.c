@@ -64,6 +64,25 @@ static int wait_body(coro_t *co)
     CORO_END(co);
 }
 
+/* sets the event once the test says go; gives up when cancelled.  The
+ * event is set from a job of s, which is live while it sets it: a plain
+ * thread's wake may still touch s after the woken job could have finished,
+ * and a destroy in the other thread could then have freed s */
+struct setter { coro_t co; coro_event_t *ev; int go; /* atomic */ };
+
+static int setter_body(coro_t *co)
+{
+    struct setter *t = CORO_SELF(co, struct setter);
+    CORO_BEGIN(co);
+    while (!__atomic_load_n(&t->go, __ATOMIC_ACQUIRE)) {
+        CORO_AWAIT(co, coro_sleep(100000));
+        if (CORO_RESULT(co) == -ECANCELED)
+            CORO_RETURN(co, 0);
+    }
+    coro_event_set(t->ev);
+    CORO_END(co);
+}
+
 static bool cancels(enum kind k)
 {
     return k == CANCEL || k == TIMEOUT;
@@ -87,6 +106,7 @@ static void run_pair(enum kind a, enum kind b)
         coro_sched_t *s = mk(workers[wi]);
         coro_event_t ev;
         struct waiter *w = calloc(1, sizeof *w);    /* outlives s: destroy may free s first */
+        struct setter *set = calloc(1, sizeof *set);
         cr_assert_eq(coro_event_init(&ev), 0);
         w->ev = &ev;
         w->r = 1;
@@ -94,6 +114,8 @@ static void run_pair(enum kind a, enum kind b)
         if (workers[wi] == 0)
             coro_sched_run(s);      /* the job reaches its wait */
         wait_suspended(&w->co);
+        set->ev = &ev;
+        cr_assert_eq(coro_spawn(s, &set->co, setter_body, NULL), 0);
 
         struct call x = { .s = s, .kind = a, .timeout = timeout_for(b, true) };
         struct call y = { .s = s, .kind = b, .timeout = timeout_for(a, false) };
@@ -107,7 +129,7 @@ static void run_pair(enum kind a, enum kind b)
             /* both only drain: both inside, then the job may finish */
             while (users(s) < 2)
                 sched_yield();
-            cr_assert_geq(coro_event_set(&ev), 0);
+            __atomic_store_n(&set->go, 1, __ATOMIC_RELEASE);
         }
         pthread_join(x.t, NULL);
         pthread_join(y.t, NULL);
@@ -125,6 +147,7 @@ static void run_pair(enum kind a, enum kind b)
             cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
         free(w);
+        free(set);
     }
 }
 
