@@ -326,6 +326,18 @@ static int child_body(coro_t *co)
     CORO_END(co);
 }
 
+/* a job past its .deadline: its wait ends -ETIMEDOUT */
+struct dljob { coro_t co; coro_event_t *ev; };
+
+static int deadline_body(coro_t *co)
+{
+    struct dljob *j = CORO_SELF(co, struct dljob);
+    CORO_BEGIN(co);
+    AW(co, coro_event_wait(j->ev, CORO_FOREVER));
+    AW(co, coro_sleep(1000));
+    CORO_END(co);
+}
+
 static intptr_t pool_fn(void *arg)
 {
     (void)arg;
@@ -335,6 +347,7 @@ static intptr_t pool_fn(void *arg)
 
 struct awaits {
     coro_t co;
+    struct dljob dl;
     coro_t child, other;
     struct evjob waiter;
     coro_event_t ev, ev2;
@@ -380,6 +393,11 @@ static int awaits_body(coro_t *co)
     CALL(coro_event_set(&a->ev));
     AW(co, coro_event_wait(&a->ev, CORO_FOREVER));
     AW(co, coro_done(&a->waiter.co));                            /* woken by the set */
+    AW(co, coro_done_timeout(&a->waiter.co, 1000000, &a->r));    /* finished */
+    a->dl.ev = &a->ev2;
+    CALL(coro_spawn(coro_sched_current(), &a->dl.co, deadline_body,
+                    &(coro_spawn_opts_t){ .deadline = coro_now() + 1000000 }));
+    AW(co, coro_done(&a->dl.co));
     CALL(coro_waitgroup_add(&a->wg, 1));
     AW(co, coro_waitgroup_wait(&a->wg, 1000000));
     CALL(coro_waitgroup_done(&a->wg));
@@ -440,6 +458,7 @@ static int awaits_body(coro_t *co)
     AW(co, coro_read(-1, a->b, 8, CORO_FOREVER));                /* -EBADF */
     AW(co, coro_readable(-1, CORO_FOREVER));
     AW(co, coro_read(a->file, a->b, sizeof a->b, CORO_FOREVER)); /* the pool */
+    AW(co, coro_writable(a->cli, 0));                            /* not connected */
     AW(co, coro_connect(a->cli, (struct sockaddr *)&a->addr, sizeof a->addr, CORO_FOREVER));
     AW(co, coro_accept(a->lsn, CORO_FOREVER));
     a->acc = (int)CORO_RESULT(co);
