@@ -8,8 +8,10 @@
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <errno.h>
+#include <ck_malloc.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,13 +147,44 @@ Test(errno_kept, trace_writes_keep_errno_on_success_and_failure, .timeout = 30)
     rmdir(dir);
 }
 
+/* an allocator that fails, as malloc does (NULL, errno ENOMEM), once told */
+static int alloc_fails;
+
+static void *failing_malloc(size_t n)
+{
+    if (__atomic_load_n(&alloc_fails, __ATOMIC_RELAXED)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return malloc(n);
+}
+
+static void plain_free(void *p, size_t n, bool defer)
+{
+    (void)n;
+    (void)defer;
+    free(p);
+}
+
 Test(errno_kept, frames_cpusets_errors_and_version_keep_errno, .timeout = 30)
 {
-    coro_sched_t *s = mk(1);
+    static struct ck_malloc failing = { .malloc = failing_malloc, .free = plain_free };
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
     void *f = NULL;
+    coro_t a;
+    memset(&a, 0, sizeof a);
+    c.workers = 1;
+    c.pin = false;
+    c.alloc = &failing;
+    alloc_fails = 0;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
     KEEP(f = coro_frame_alloc(s, 256));
     KEEP(coro_frame_free(f));
-    KEEP(coro_frame_alloc(s, (size_t)1 << 40));
+    alloc_fails = 1;
+    KEEP(coro_frame_alloc(s, (size_t)1 << 20));             /* a new slab: NULL */
+    KEEP(coro_spawn(s, &a, empty_body, &(coro_spawn_opts_t){ .deadline = 1 << 30 }));
+    alloc_fails = 0;
     KEEP(coro_frame_alloc(NULL, 64));
     coro_sched_destroy(s);
 
