@@ -3,6 +3,8 @@
  * integrator relies on without reading lib/. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include <stdio.h>
+#include <string.h>
 
 Test(error, codes_the_library_returns_have_a_name_and_a_text, .timeout = 10)
 {
@@ -20,6 +22,62 @@ Test(error, codes_the_library_returns_have_a_name_and_a_text, .timeout = 10)
     }
     cr_assert_str_eq(coro_strerror(-ECONNRESET), "connection reset by peer");
     cr_assert_str_eq(coro_strerror(-ENOSPC), coro_strerror(ENOSPC));
+}
+
+Test(error, codes_passed_through_from_file_system_calls_have_a_name_and_a_text, .timeout = 10)
+{
+    /* what an open or a read may give: coro_sched_trace_write, coro_read
+     * of a regular file or a directory */
+    static const struct { int e; const char *name; } codes[] = {
+        { EISDIR, "EISDIR" }, { ENAMETOOLONG, "ENAMETOOLONG" }, { ENOTDIR, "ENOTDIR" },
+        { EROFS, "EROFS" }, { EEXIST, "EEXIST" }, { ELOOP, "ELOOP" }, { EDQUOT, "EDQUOT" },
+        { EFBIG, "EFBIG" }, { ETXTBSY, "ETXTBSY" }, { ENXIO, "ENXIO" }, { EOVERFLOW, "EOVERFLOW" },
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        cr_assert_str_eq(coro_err_name(-codes[i].e), codes[i].name);
+        cr_assert_str_neq(coro_strerror(-codes[i].e), "unknown error", "%s", codes[i].name);
+    }
+    cr_assert_str_eq(coro_strerror(-EISDIR), "is a directory");
+}
+
+Test(error, every_errno_the_system_knows_has_a_name_in_the_map, .timeout = 10)
+{
+    /* strerror names each errno value the C library knows; none of them
+     * may be UNKNOWN to corokit */
+    int known = 0;
+    for (int e = 1; e < 4096; e++) {
+        char unknown[64];
+        snprintf(unknown, sizeof unknown, "Unknown error %d", e);
+        if (strcmp(strerror(e), unknown) == 0)
+            continue;
+        known++;
+        cr_assert_str_neq(coro_err_name(-e), "UNKNOWN", "errno %d (%s)", e, strerror(e));
+        cr_assert_str_neq(coro_strerror(e), "unknown error", "errno %d", e);
+    }
+    cr_assert_geq(known, 100, "strerror knew only %d codes", known);
+}
+
+Test(error, a_trace_written_to_a_directory_fails_with_a_named_eisdir, .timeout = 30)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    c.workers = 1;
+    c.trace_events = 64;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    int rc = coro_sched_trace_write(s, "/tmp");
+    cr_assert_eq(rc, -EISDIR);
+    cr_assert_str_eq(coro_err_name(rc), "EISDIR");
+    char longname[8192];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[0] = '/';
+    longname[sizeof longname - 1] = 0;
+    rc = coro_sched_trace_write(s, longname);
+    cr_assert_eq(rc, -ENAMETOOLONG);
+    cr_assert_str_eq(coro_err_name(rc), "ENAMETOOLONG");
+    rc = coro_sched_trace_write(s, "/dev/null/x.json");
+    cr_assert_eq(rc, -ENOTDIR);
+    cr_assert_str_eq(coro_strerror(rc), "not a directory");
+    coro_sched_destroy(s);
 }
 
 Test(error, a_code_outside_the_map_is_unknown_not_a_crash, .timeout = 10)

@@ -267,6 +267,54 @@ Test(trace, an_unwritable_corokit_trace_does_not_fail_destroy, .timeout = 60)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
+/* ---- names that are not UTF-8 ---------------------------------------------------------- */
+
+#ifndef CORO_BUILD_DIR
+# define CORO_BUILD_DIR "build"
+#endif
+
+/* strict: the file must decode as UTF-8 and parse as JSON, and a body
+ * named by module+offset shows U+FFFD where argv[0] had a bad byte */
+static const char *PY_UTF8 =
+    "import json,sys\n"
+    "t=json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))['traceEvents']\n"
+    "names=[e['name'] for e in t]+[e.get('args',{}).get('body','') for e in t]\n"
+    "sys.exit(0 if any(n.startswith('bad\\ufffd\\ufffd\\ufffd(\\ufffd\\ufffd\\ufffdname\"\\\\\\x01\u00e9+0x') for n in names) else 1)\n";
+
+Test(trace, a_program_whose_path_is_not_utf8_gets_a_valid_json_trace, .timeout = 60)
+{
+    char f[128];
+    /* argv[0] names the main program's module (dladdr): stray bytes, a
+     * lone lead byte, a surrogate, a quote, a backslash, a control
+     * character, then a well-formed e-acute that stays as it is */
+    char name[] = "/tmp/nowhere/bad" "\xff\xfe" "\xc3(" "\xed\xa0\x80" "name\"\\\x01" "\xc3\xa9";
+    char *argv[] = { name, NULL };
+
+    tmpname(f, sizeof f, "utf8");
+    unlink(f);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        setenv("COROKIT_TRACE", f, 1);
+        execv(CORO_BUILD_DIR "/samples/hello", argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "samples/hello failed: %#x", st);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execlp("python3", "python3", "-c", PY_UTF8, f, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 127, "python3 is needed to check the JSON");
+    cr_assert_eq(WEXITSTATUS(st), 0, "the trace is not valid UTF-8 JSON, or the name is wrong");
+    unlink(f);
+}
+
 Test(trace, write_with_null_arguments_fails_with_einval, .timeout = 30)
 {
     coro_sched_t *s = traced(1, 64);

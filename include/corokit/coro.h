@@ -39,10 +39,10 @@ extern "C" {
 
 typedef struct coro coro_t;
 
-/* CORO_NODISCARD: on every awaitable constructor.  An awaitable does
- * nothing until CORO_AWAIT consumes it, and some (coro_read, coro_chan_recv)
- * consume data when awaited: one discarded as a statement is a mistake the
- * compiler reports.  C++17 [[nodiscard]]; GCC/Clang warn_unused_result in C;
+/* CORO_NODISCARD: on every awaitable constructor.  A constructor may
+ * already complete the operation (coro_chan_recv takes an item, coro_read
+ * reads: see coro_await_t), so an awaitable discarded as a statement may
+ * have consumed data that is then lost: a mistake the compiler reports.  C++17 [[nodiscard]]; GCC/Clang warn_unused_result in C;
  * nothing elsewhere.  Define CORO_NODISCARD before the first include to
  * override it. */
 #ifndef CORO_NODISCARD
@@ -87,8 +87,23 @@ typedef union coro_arg {
 } coro_arg_t;
 
 /* An awaitable: a small value built by a coro_* constructor (coro_call,
- * coro_done, coro_read, coro_sleep, ...) and consumed by CORO_AWAIT.  An
- * awaitable whose ops is NULL has already completed; its result is in
+ * coro_done, coro_read, coro_sleep, ...) and consumed by CORO_AWAIT.
+ *
+ * What a constructor does at once, on the calling thread: the part of the
+ * operation that cannot block.  The sync ones and coro_select try the
+ * operation (coro_chan_recv takes an item that is there, coro_chan_send
+ * puts its item where there is room, coro_sem_acquire takes a unit, a
+ * select takes its first ready branch); the I/O ones make their system
+ * call (coro_read reads, coro_accept accepts); coro_done, coro_done_timeout
+ * and coro_group_wait look whether the wait is over.  What completes there is the awaitable's result, and
+ * CORO_AWAIT then continues without suspending.  Nothing ever waits, parks,
+ * registers or sleeps before CORO_AWAIT consumes the awaitable, and
+ * coro_call, coro_blocking, coro_mutex_lock and coro_reschedule do all
+ * their work at the await.  So build each awaitable inside CORO_AWAIT and
+ * await it exactly once: one built and dropped may have taken an item, a
+ * unit, a connection or bytes, which are then lost.
+ *
+ * An awaitable whose ops is NULL has already completed; its result is in
  * arg[0].i.  Build them with the constructors only. */
 typedef struct coro_await {
     const struct coro_await_ops *ops;   /* private */

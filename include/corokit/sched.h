@@ -121,7 +121,9 @@ static inline coro_sched_config_t coro_sched_config_default(void)
 
 /* A job group, owned by the caller (lib/rt/group.c): jobs join it at spawn
  * (coro_spawn_opts_t.group) and leave it when they finish; it can be
- * waited for and cancelled as a whole.  Every field is private. */
+ * waited for and cancelled as a whole.  Its members may run on different
+ * schedulers: the waits end when the members of all have finished, and
+ * coro_group_cancel reaches each.  Every field is private. */
 typedef struct coro_group {
     void *head;             /* private: the members' records */
     uint32_t lock;          /* private: a spinlock */
@@ -237,7 +239,10 @@ CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 /* coro_cancel - cancel job: its pending await (unless that operation has
  * already completed: it keeps its result) and every later await return
  * -ECANCELED until the job finishes, its coro_call children's included; a
- * wait in the parking lot, a coro_done, an fd wait or a sleep ends at once.
+ * wait in the parking lot (a sync object, a select, a group wait), a
+ * coro_done, an fd wait, a sleep or a blocking call still queued for a pool
+ * thread ends at once (a blocking call whose fn has started is waited for
+ * and keeps fn's result).
  * The job still runs: it can clean up and return its own result.  Returns
  * 0 (also for a finished job: nothing happens, and when cancelled twice),
  * -EINVAL (NULL, a never-spawned frame or a coro_call child frame).  Any
@@ -302,25 +307,36 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * that would wait completes at once with -ECANCELED; an operation that
  * completed keeps its result) so that jobs clean up and finish, then
  * waits for them.  Nothing is left in any queue.  Blocks; call it from a
- * plain thread (-EDEADLK from a job).  In single-threaded mode it runs the
- * remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or bad
- * mode), -EDEADLK.  Several threads may call it at once: each returns once
- * the first shutdown has finished; a CORO_CANCEL made while another
- * thread's CORO_DRAIN waits cancels the jobs that drain waits for.  A call
- * after shutdown has finished returns 0 at once. */
+ * plain thread: from a job, a worker of s or a blocking-pool thread of s
+ * (inside a coro_blocking function) it returns -EDEADLK, since the job
+ * that thread serves could never finish.  In single-threaded mode it runs
+ * the remaining jobs on the calling thread.  Returns 0, -EINVAL (NULL s or
+ * bad mode), -EDEADLK.  Several threads may call it (and
+ * coro_sched_shutdown_timeout, and coro_sched_destroy) at once, in any
+ * order: no call waits behind another; each returns once every job has
+ * finished; a CORO_CANCEL, or a timed call whose time is up, cancels the
+ * jobs that another thread's CORO_DRAIN waits for.  A call after shutdown
+ * has finished returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
 /* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
  * (CORO_FOREVER = no limit, 0 = cancel at once what has not finished),
  * then CORO_CANCEL for the jobs left; returns once every job finished.
- * 0 (everything drained in time, or already shut down), -ETIMEDOUT (it had
- * to cancel), -EINVAL (s NULL, timeout < CORO_FOREVER), -EDEADLK (from a
- * job or a worker of s).  Plain threads; blocks. */
+ * Its time runs from its own call, whatever other shutdown calls wait
+ * meanwhile.  0 (every job finished in time: drained, or cancelled by
+ * another thread's CORO_CANCEL or timed call; or already shut down),
+ * -ETIMEDOUT (its time ran out and it cancelled), -EINVAL (s NULL,
+ * timeout < CORO_FOREVER), -EDEADLK (as coro_sched_shutdown).  Plain
+ * threads; blocks. */
 CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout);
 
 /* coro_sched_destroy - stop the workers and free s.  Shuts down with
- * CORO_DRAIN first if that has not been done.  Returns 0, -EINVAL for
- * NULL, -EDEADLK from a job of s. */
+ * CORO_DRAIN first if that has not been done.  Other threads may be
+ * blocked in coro_sched_shutdown or coro_sched_shutdown_timeout on s
+ * meanwhile: s is freed only after they have returned.  Call it once; no
+ * call on s may start once it can have returned.  Returns 0, -EINVAL for
+ * NULL, -EDEADLK (from a job, a worker of s or a blocking-pool thread of
+ * s). */
 CORO_EXTERN int coro_sched_destroy(coro_sched_t *s);
 
 /* ---- statistics ---------------------------------------------------------- */
@@ -373,10 +389,12 @@ typedef struct coro_sched_stats {
  * mask allows, at its priority.  Result: fn's return value; -ECANCELED
  * when the scheduler was cancelled (CORO_CANCEL) before fn started - fn
  * then never runs; once fn has started the job waits for it; -EAGAIN when
- * no pool thread could be started and none exists (nothing queued);
- * -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's body;
- * fn runs on a plain thread (it may block, and may call the *_blocking sync
- * calls).  In single-threaded mode coro_sched_run returns while calls are
+ * no pool thread could be started and none exists (fn never runs: a call
+ * that queued behind a start that then failed, leaving no thread, gets it
+ * too); -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's
+ * body; fn runs on a plain thread (it may block, and may call the
+ * *_blocking sync calls; shutting down or destroying its own scheduler
+ * gives -EDEADLK).  In single-threaded mode coro_sched_run returns while calls are
  * still out; coro_join / coro_block_on wait for them. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 

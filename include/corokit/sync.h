@@ -34,8 +34,12 @@
  * call coro_X_init first, coro_X_destroy last.  Their fields are private.
  * A destroyed or never-initialised object is refused with -EINVAL (checked
  * by a magic number: best effort, not a guarantee against garbage).
- * Build awaitables only inside CORO_AWAIT: the constructor already tries
- * the operation (a received item is taken then).
+ * Build awaitables only inside CORO_AWAIT and await each exactly once: the
+ * constructor already tries the operation, without waiting (an item that
+ * is there is received - taken from the channel - a unit taken, an item
+ * sent; coro_mutex_lock alone tries at the await), and a dropped awaitable
+ * loses what it took.  Waiting starts only at CORO_AWAIT (coro.h,
+ * coro_await_t).
  *
  * Waiting is FIFO for each object (mutex hand-off, semaphore units,
  * channel slots go to the oldest waiter).  See docs/sync.md.

@@ -36,16 +36,22 @@ int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns)
         ts.tv_nsec = deadline_ns % 1000000000;
         tp = &ts;
     }
-    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline */
-    if (syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, expect, tp, NULL,
-                FUTEX_BITSET_MATCH_ANY) == 0)
-        return 0;
-    return errno == ETIMEDOUT ? -ETIMEDOUT : 0;   /* EAGAIN, EINTR: look again */
+    /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.  errno
+     * is the caller's (the thread may be a user's, or run jobs): the
+     * syscall's is read, then the caller's put back */
+    int e = errno;
+    long r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, expect, tp, NULL,
+                     FUTEX_BITSET_MATCH_ANY);
+    int rc = r == 0 || errno != ETIMEDOUT ? 0 : -ETIMEDOUT;  /* EAGAIN, EINTR: look again */
+    errno = e;
+    return rc;
 }
 
 void coro__futex_wake(uint32_t *addr, int n)
 {
+    int e = errno;      /* the caller's, as above */
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = e;
 }
 
 bool coro__membarrier_fail;
@@ -83,9 +89,11 @@ int coro__membarrier_heavy(void)
 {
     if (__atomic_load_n(&coro__membarrier_fail, __ATOMIC_RELAXED))
         return -EPERM;
+    int e = errno, rc = 0;     /* the caller's errno, as coro__futex_wait */
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
-        return -errno;
-    return 0;
+        rc = -errno;
+    errno = e;
+    return rc;
 }
 #else
 int coro__membarrier_register(void)

@@ -47,8 +47,18 @@
  * arm) only when none exists - so that a failure refuses the call with
  * -EAGAIN / -ENOMEM, nothing queued - or after a spare could not be
  * started.  A burst of N calls costs its worker one pthread_create; the
- * rest start one after another on pool threads.  If a start fails, the
- * queued calls wait for the threads that exist: nothing is lost.
+ * rest start one after another on pool threads.
+ *
+ * START FAILS.  If a start fails, the queued calls wait for the threads
+ * that exist: nothing is lost.  A pool thread that fails to start a spare
+ * is itself one of them.  But calls may queue behind a thread that is only
+ * starting (an arm found nthreads > 0 while another arm's start was under
+ * way): when the failed start leaves nthreads == 0, nobody would ever take
+ * them, so start_thread takes them off the FIFO, under the mutex in the
+ * same step as the count, and wakes them with -EAGAIN (-ENOMEM) - fn never
+ * runs, as for the arm that is refused.  Any thread that exists looks at
+ * the FIFO before it leaves (a retiring one is idle, and an arm hands over
+ * to an idle thread rather than queue), so nthreads > 0 means a taker.
  *
  * CANCEL AND DEADLINES.  A call has started when its thread, holding the
  * job, has checked the job's cancel flag, the scheduler's cancelling flag
@@ -115,13 +125,26 @@ int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(
 
 static void *pool_main(void *arg);
 
+/* the pool whose thread this is; NULL on every other thread */
+static __thread struct coro__bpool *tls_pool;
+
+bool coro__blocking_on_pool(const coro_sched_t *s)
+{
+    return tls_pool && tls_pool->s == s;
+}
+
+static void wake_list(coro_t *list, intptr_t res);
+
 /* start one pool thread, reserved (nthreads, nstarting, started) under
  * the mutex by the caller, who has since unlocked it.  On failure the
- * reservation is undone here; returns 0 or the error (an errno) */
+ * reservation is undone here, and if that leaves the pool without any
+ * thread, the calls queued behind the one that was to start are refused
+ * (START FAILS, top of file); returns 0 or the error (an errno) */
 static int start_thread(struct coro__bpool *p)
 {
     pthread_attr_t at;
     pthread_t t;
+    coro_t *orphans = NULL;
 
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -133,9 +156,14 @@ static int start_thread(struct coro__bpool *p)
     p->nthreads--;
     p->nstarting--;
     p->started--;
-    if (p->nthreads == 0)
+    if (p->nthreads == 0) {
+        orphans = p->head;
+        p->head = p->tail = NULL;
         pthread_cond_broadcast(&p->gone);
+    }
     pthread_mutex_unlock(&p->lock);     /* the last touch of p */
+    /* a queued job is live: its scheduler, and p, stay until it is woken */
+    wake_list(orphans, rc == ENOMEM ? -ENOMEM : -EAGAIN);
     return rc;
 }
 
@@ -264,6 +292,7 @@ static void *pool_main(void *arg)
     struct coro__bpool *p = arg;
     struct bthread me = { B_IDLE, NULL, false, NULL };
 
+    tls_pool = p;
     pthread_mutex_lock(&p->lock);
     p->nstarting--;
     for (;;) {
@@ -322,13 +351,13 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
     return 0;
 }
 
-/* wake every job of a list taken off the FIFO with -ECANCELED */
-static void wake_cancelled(coro_t *list)
+/* wake every job of a list taken off the FIFO with res */
+static void wake_list(coro_t *list, intptr_t res)
 {
     while (list) {
         coro_t *nx = list->next;
         list->next = NULL;
-        coro__wake(list, -ECANCELED);
+        coro__wake(list, res);
         list = nx;
     }
 }
@@ -344,7 +373,7 @@ void coro__blocking_cancel(coro_sched_t *s)
     list = p->head;
     p->head = p->tail = NULL;
     pthread_mutex_unlock(&p->lock);
-    wake_cancelled(list);
+    wake_list(list, -ECANCELED);
 }
 
 void coro__blocking_cancel_jobs(coro_sched_t *s)
@@ -372,7 +401,7 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
         tail = &j->next;
     }
     pthread_mutex_unlock(&p->lock);
-    wake_cancelled(list);
+    wake_list(list, -ECANCELED);
 }
 
 void coro__blocking_destroy(coro_sched_t *s)

@@ -304,6 +304,9 @@ CORO__HIDDEN void coro__blocking_destroy(coro_sched_t *s);
 CORO__HIDDEN void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
                                         uint64_t *retired);
 CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);
+/* true on a thread of s's blocking pool (shutdown and destroy refuse it:
+ * the job of the call it runs cannot finish meanwhile) */
+CORO__HIDDEN bool coro__blocking_on_pool(const coro_sched_t *s);
 /* threads started by an arm, on a worker, so far (tests) */
 CORO__HIDDEN uint64_t coro__blocking_arm_starts(coro_sched_t *s);
 /* test hook: the thread-creating call (pthread_create by default) */

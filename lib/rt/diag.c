@@ -164,7 +164,17 @@ static void dump_queues(struct coro__dump *d)
     }
 }
 
+static int dump(coro_sched_t *s, FILE *out);
+
 int coro_sched_dump(coro_sched_t *s, FILE *out)
+{
+    int e = errno;      /* stdio may set it: errno is the caller's */
+    int rc = dump(s, out);
+    errno = e;
+    return rc;
+}
+
+static int dump(coro_sched_t *s, FILE *out)
 {
     struct coro__dump d = { .s = s };
     char *text = NULL;

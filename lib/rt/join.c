@@ -121,8 +121,10 @@ int coro_sched_run(coro_sched_t *s)
         return -EDEADLK;
     if (!drive_begin(s))
         return -EBUSY;
+    int e = errno;      /* epoll and futex waits, jobs run here: errno is the caller's */
     int n = drive(s, NULL, NULL, false);
     drive_end(s);
+    errno = e;
     return n;
 }
 
@@ -298,7 +300,9 @@ intptr_t coro_join(coro_t *co)
 
     if (!co)
         return -EINVAL;
+    int e = errno;      /* as coro_sched_run */
     int rc = join_dl(co, -1, &r);
+    errno = e;
     return rc < 0 ? rc : r;
 }
 
@@ -311,7 +315,10 @@ int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
         int64_t now = coro__now();
         deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
     }
-    return join_dl(co, deadline, result);
+    int e = errno;      /* as coro_sched_run */
+    int rc = join_dl(co, deadline, result);
+    errno = e;
+    return rc;
 }
 
 intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)

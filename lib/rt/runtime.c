@@ -38,6 +38,8 @@
 #include "rt/rt.h"
 #include "sched/trace.h"
 
+static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
+
 /* ---- create / destroy ----------------------------------------------------------- */
 
 static size_t worker_size(void)
@@ -91,6 +93,7 @@ static void sched_free(coro_sched_t *s)
     coro__lot_sched_fini(s);
     coro__cls_fini(s);
     free_workers(s);
+    pthread_cond_destroy(&s->shut_gone);
     pthread_mutex_destroy(&s->shut_lock);
     pthread_mutex_destroy(&s->cancel_lock);
     struct ck_malloc *a = s->alloc;
@@ -98,7 +101,7 @@ static void sched_free(coro_sched_t *s)
     coro__free_aligned(&tmp, s, sizeof *s);
 }
 
-int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
+static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
 {
     coro_sched_config_t c = cfg ? *cfg : CORO_SCHED_CONFIG_DEFAULT;
     cpu_set_t os;
@@ -143,6 +146,7 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->asym = s->nworkers > 0 && coro__membarrier_register() == 0;
     coro__cpu_init();
     pthread_mutex_init(&s->shut_lock, NULL);
+    pthread_cond_init(&s->shut_gone, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
         s->all_wmask[i / 64] |= 1ull << (i % 64);
@@ -204,18 +208,36 @@ fail:
     return rc;
 }
 
+int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
+{
+    /* system calls, thread starts, allocations, the environment: errno
+     * stays the caller's (include/corokit/error.h) */
+    int e = errno;
+    int rc = sched_create(out, cfg);
+    errno = e;
+    return rc;
+}
+
 int coro_sched_destroy(coro_sched_t *s)
 {
     if (!s)
         return -EINVAL;
-    if (coro__tls_worker && coro__tls_worker->s == s)
-        return -EDEADLK;
-    int rc = coro_sched_shutdown(s, CORO_DRAIN);
-    if (rc < 0)
+    int e = errno;      /* futex waits, joins, the trace's file: errno is the caller's */
+    int rc = shutdown_(s, CORO_DRAIN, CORO_FOREVER);
+    if (rc < 0) {
+        errno = e;
         return rc;
+    }
+    /* another thread's shutdown that was inside when ours ended may still
+     * touch s: wait until it has left (shutdown_, CONCURRENT CALLS) */
+    pthread_mutex_lock(&s->shut_lock);
+    while (s->shut_users)
+        pthread_cond_wait(&s->shut_gone, &s->shut_lock);
+    pthread_mutex_unlock(&s->shut_lock);
     stop_workers(s);
     coro__trace_write_env(s);   /* COROKIT_TRACE's file */
     sched_free(s);
+    errno = e;
     return 0;
 }
 
@@ -441,57 +463,78 @@ static void close_sched(coro_sched_t *s)
     __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
 }
 
-static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
-
 int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout)
 {
     if (!s || timeout < CORO_FOREVER)
         return -EINVAL;
-    return shutdown_(s, CORO_DRAIN, timeout);
+    int e = errno;      /* futex waits, pthread calls: errno is the caller's */
+    int rc = shutdown_(s, CORO_DRAIN, timeout);
+    errno = e;
+    return rc;
 }
 
 int coro_sched_shutdown(coro_sched_t *s, int mode)
 {
     if (!s || (mode != CORO_DRAIN && mode != CORO_CANCEL))
         return -EINVAL;
-    return shutdown_(s, mode, CORO_FOREVER);
+    int e = errno;      /* as above */
+    int rc = shutdown_(s, mode, CORO_FOREVER);
+    errno = e;
+    return rc;
 }
 
-/* mode CORO_DRAIN with a timeout >= 0: drain until it passes, then cancel */
+/* a thread that could never see the jobs finish: one that runs a job of
+ * s, a worker of s, or a blocking-pool thread of s (its call's job is
+ * live until the call returns) */
+static bool would_deadlock(coro_sched_t *s)
+{
+    return coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s) ||
+           coro__blocking_on_pool(s);
+}
+
+/* Mode CORO_DRAIN with a timeout >= 0: drain until it passes, then cancel.
+ *
+ * CONCURRENT CALLS.  Every call closes s (idempotent), a CORO_CANCEL cancels
+ * (cancel_all: any thread, any number of times), and then each call waits
+ * on its own for live == CLOSED, with its own deadline: no call queues
+ * behind another's wait, so a timed call or a CORO_CANCEL ends the jobs
+ * that another thread's CORO_DRAIN (which may never end by itself) waits
+ * for.  A timed call returns -ETIMEDOUT only when its own deadline passed
+ * and it cancelled; jobs that another call cancelled finished in its time.
+ * Each call counts itself in shut_users (under shut_lock) while it touches
+ * s, so that coro_sched_destroy, which shuts down first too, frees s only
+ * after every call that was inside has left. */
 static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
 {
     int rc = 0;
 
-    if (coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s))
+    if (would_deadlock(s))
         return -EDEADLK;
-    /* A CORO_CANCEL does not queue behind another thread's drain, which may
-     * wait forever for the very jobs it is meant to end: it closes and
-     * cancels first, then waits like any second call.  acquire: pairs with
-     * the release of shut_done below. */
-    if (mode == CORO_CANCEL && !__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
-        close_sched(s);
-        cancel_all(s);
-    }
-    pthread_mutex_lock(&s->shut_lock);
-    /* acquire/release (below): a second shutdown sees the first's work */
-    if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_unlock(&s->shut_lock);
+    /* acquire: pairs with the release store below: a call after the end
+     * sees the first's work and returns at once */
+    if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE))
         return 0;
-    }
+    pthread_mutex_lock(&s->shut_lock);
+    s->shut_users++;
+    pthread_mutex_unlock(&s->shut_lock);
     close_sched(s);
+    if (mode == CORO_CANCEL)
+        cancel_all(s);
     int64_t deadline = -1;
     if (timeout >= 0) {
         int64_t now = coro__now();
         deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
     }
-    /* single-threaded: another thread may drive: wait our turn */
+    /* single-threaded: the waits take turns driving s (rt/join.c) */
     if (!wait_all(s, deadline)) {
-        cancel_all(s);      /* the drain's time is up */
+        cancel_all(s);      /* this call's drain time is up */
         wait_all(s, -1);
         rc = -ETIMEDOUT;
     }
     __atomic_store_n(&s->shut_done, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&s->shut_lock);
+    pthread_mutex_lock(&s->shut_lock);
+    if (--s->shut_users == 0)
+        pthread_cond_broadcast(&s->shut_gone);
+    pthread_mutex_unlock(&s->shut_lock);    /* this call's last touch of s */
     return rc;
 }
-

@@ -18,7 +18,9 @@ __thread int64_t coro__tls_drive_deadline;
 
 void *coro__alloc(coro_sched_t *s, size_t n)
 {
+    int e = errno;      /* a failed malloc sets it: errno is the caller's */
     void *p = (s && s->alloc) ? s->alloc->malloc(n) : malloc(n);
+    errno = e;
     if (p)
         memset(p, 0, n);
     return p;

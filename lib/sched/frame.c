@@ -302,8 +302,23 @@ static void slab_free(struct slab *sl)
         free(raw);
 }
 
+static struct slab *slab_new_(struct coro__frames *fr, struct fpool *p, size_t size,
+                              uint32_t bsize, int cls, bool big);
+
+/* a new slab: the allocations behind it (malloc, mmap) may set errno on
+ * the way, which stays the caller's (include/corokit/error.h); off the
+ * fast path, which takes blocks from slabs that exist */
 static struct slab *slab_new(struct coro__frames *fr, struct fpool *p, size_t size,
                              uint32_t bsize, int cls, bool big)
+{
+    int e = errno;
+    struct slab *sl = slab_new_(fr, p, size, bsize, cls, big);
+    errno = e;
+    return sl;
+}
+
+static struct slab *slab_new_(struct coro__frames *fr, struct fpool *p, size_t size,
+                              uint32_t bsize, int cls, bool big)
 {
     void *raw;
     size_t rawsize;

@@ -291,7 +291,9 @@ struct coro_sched {
     uint32_t live __attribute__((aligned(CORO__CACHELINE)));    /* jobs + CLOSED bit */
     uint32_t stopping;                  /* atomic bool: workers exit when idle */
     uint32_t shut_done;                 /* atomic bool: shutdown completed */
+    uint32_t shut_users;                /* threads inside a shutdown, under shut_lock */
     pthread_mutex_t shut_lock;
+    pthread_cond_t shut_gone;           /* destroy waits for shut_users == 0 */
     pthread_mutex_t cancel_lock;        /* one cancel_all at a time */
 
     struct coro__io *io;

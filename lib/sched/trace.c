@@ -533,17 +533,66 @@ static double to_us(const struct wctx *c, uint64_t ts)
     return ((double)(int64_t)(ts - c->tsc0) * c->ns_per_tick) / 1000.0;
 }
 
+/* the length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), 0 if there is
+ * none (the NUL that ends p is never part of one) */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;          /* overlong below */
+        else if (c == 0xed)
+            hi = 0x9f;          /* U+D800..DFFF, surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;          /* overlong below */
+        else if (c == 0xf4)
+            hi = 0x8f;          /* above U+10FFFF */
+    } else
+        return 0;               /* a continuation byte, C0, C1, F5..FF */
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* p as a JSON string.  Names come from the system (a module's file name
+ * holds whatever bytes the program's path has) and may be cut at a byte
+ * limit, so they need not be UTF-8, which JSON requires: each byte that
+ * begins no well-formed sequence becomes U+FFFD */
 static void json_str(FILE *f, const char *p)
 {
+    const unsigned char *u = (const unsigned char *)p;
+
     fputc('"', f);
-    for (; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\')
+    while (*u) {
+        unsigned char ch = *u;
+        int n = utf8_len(u);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            u++;
+        } else if (ch == '"' || ch == '\\') {
             fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
+            u++;
+        } else if (ch < 0x20) {
             fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
+            u++;
+        } else {
+            fwrite(u, 1, (size_t)n, f);
+            u += n;
+        }
     }
     fputc('"', f);
 }
@@ -801,5 +850,8 @@ int coro_sched_trace_write(coro_sched_t *s, const char *path)
         return -EINVAL;
     if (!s->trace)
         return -EOPNOTSUPP;     /* ENOTSUP: the same code on Linux */
-    return write_file(s, path);
+    int e = errno;      /* stdio and open set it: errno is the caller's */
+    int rc = write_file(s, path);
+    errno = e;
+    return rc;
 }

@@ -972,6 +972,12 @@ static void diag_end(struct coro__worker *w, int64_t t0)
     __atomic_store_n(&w->cur_t0, 0, __ATOMIC_RELAXED);
 }
 
+/* errno as the jobs run on this thread left it: put back before each step
+ * of a body, so that no system call, futex or allocation of the library's
+ * own between two steps shows through (a job that resumes on the thread
+ * it left finds the errno it left) */
+static __thread int tls_job_errno;
+
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
  * without the diagnostics (the common case) and one with them */
 static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
@@ -1008,8 +1014,13 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             diag_end(w, t0);                                                       \
         __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
     } while (0)
+    /* errno: the thread's as its jobs left it, whatever the library did
+     * between their steps (include/corokit/error.h) */
+    int *errp = &errno;
     for (;;) {
+        *errp = tls_job_errno;
         int st = cur->fn(cur);
+        tls_job_errno = *errp;
 
         if (diag)
             diag_check(w, job, cur->fn, t0, &stalled);

@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /* The shutdown protocol of lib/rt/runtime.c (coro_sched_shutdown, its opening
  * comment and shutdown_): the live count with its CLOSED bit, spawns that
- * race the close, jobs that finish, a CORO_DRAIN on one thread and a
- * CORO_CANCEL on another while the drain waits for a job that only a
- * cancel ends (the case hostile::a_cancel_from_another_thread_ends_a_drain
- * _that_waits_forever reproduces).
+ * race the close, jobs that finish, a CORO_DRAIN on one thread and, on
+ * another, a CORO_CANCEL or a timed shutdown (coro_sched_shutdown_timeout)
+ * while the drain waits for a job that only a cancel ends (the cases
+ * hostile::a_cancel_from_another_thread_ends_a_drain_that_waits_forever and
+ * shutdown_pairs::drain_then_timeout_* reproduce).
  *
  * Abstracted: the live word is {live, closed} changed together by one
  * atomic statement (the C code's single RMW / CAS on one word); a job is
  * "wait until cancelling, then finish"; the futex wait on the live word is
- * "until live == 0"; shut_lock and cancel_lock are spin-locked bits.
+ * "until live == 0"; a timed wait may also end at its deadline, at any
+ * point (a nondeterministic choice); shut_lock (which guards the count of
+ * calls inside, for destroy) and cancel_lock are spin-locked bits.
  *
  * Checked: no shutdown returns while a job lives (assert: so no spawn
  * succeeds after the close that let a shutdown return), every spawned job
  * finishes and both shutdowns return (monitor at timeout: no deadlock,
- * nothing lost).
+ * nothing lost), and no call is inside when both have returned (destroy
+ * may free then).
  *
  * A worker's spare units (runtime.c SPARE UNITS), with a batch of 2: a
  * worker spawns jobs of its own, taking a spare unit when it has one and
@@ -26,8 +30,9 @@
  * counts the jobs really alive: live may be larger, never smaller.
  *
  * Broken variants (make check-model expects spin to reject each):
- *   -DBROKEN_ORDER   CORO_CANCEL takes shut_lock before it cancels (the
- *                    order before the fix: it waits behind the drain)
+ *   -DBROKEN_QUEUE   a call waits for the jobs holding shut_lock, so a
+ *                    second call queues behind the first's wait (the timed
+ *                    call behind a drain hung so; a CORO_CANCEL once too)
  *   -DBROKEN_SPAWN   a spawn checks CLOSED and counts itself in two steps
  *   -DBROKEN_SPARE   a worker that adds a batch keeps the whole batch as
  *                    spares (the unit of the job it spawns counted twice)
@@ -42,6 +47,7 @@ byte spare;             /* the worker's spare units */
 bit cancelling;         /* s->cancelling */
 bit shut_lock, cancel_lock;
 bit shut_done;
+byte users;             /* calls inside (shut_users) */
 byte spawned, finished, returned;
 
 proctype job()
@@ -115,44 +121,58 @@ inline cancel_all()
     cancel_lock = 0
 }
 
+/* mode 0: CORO_DRAIN, 1: CORO_CANCEL, 2: a timed drain */
 inline shutdown(mode)
 {
-#ifndef BROKEN_ORDER
     if
-    :: mode == 1 && !shut_done -> closed = 1; closedflag = 1; cancel_all()
-    :: else -> skip
-    fi;
-#endif
-    atomic { shut_lock == 0 -> shut_lock = 1 };
-    if
-    :: shut_done -> skip
+    :: shut_done -> skip        /* after the end: returns at once */
     :: else ->
+        atomic { shut_lock == 0 -> shut_lock = 1 };
+        users++;
+#ifndef BROKEN_QUEUE
+        shut_lock = 0;
+#endif
         closed = 1;
         closedflag = 1;         /* s->closed, the store after the RMW */
-#ifdef BROKEN_ORDER
         if :: mode == 1 -> cancel_all() :: else -> skip fi;
-#endif
-        live == 0;              /* wait_all: futex on the live word */
+        if
+        :: mode == 2 ->         /* wait_all with a deadline */
+            if
+            :: live == 0 -> skip
+            :: true -> cancel_all(); live == 0      /* the deadline passed */
+            fi
+        :: else -> live == 0    /* wait_all: futex on the live word */
+        fi;
         assert(live == 0 && alive == 0 && closed);
-        shut_done = 1
+        shut_done = 1;
+#ifndef BROKEN_QUEUE
+        atomic { shut_lock == 0 -> shut_lock = 1 };
+#endif
+        users--;
+        shut_lock = 0
     fi;
-    shut_lock = 0;
     assert(alive == 0);         /* no shutdown returns while a job lives */
     returned++
 }
 
 proctype drainer()  { shutdown(0) }
 proctype canceller() { shutdown(1) }
+proctype timed() { shutdown(2) }
 
 active proctype monitor()
 {
-    timeout -> assert(returned == 2 && finished == spawned && live == 0 && alive == 0)
+    timeout -> assert(returned == 2 && finished == spawned && live == 0 && alive == 0 &&
+                      users == 0)
 }
 
 init
 {
     atomic {
         run spawner(); run spawner(); run worker();
-        run drainer(); run canceller()
+        run drainer();
+        if
+        :: run canceller()
+        :: run timed()
+        fi
     }
 }
