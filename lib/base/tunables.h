@@ -120,8 +120,14 @@
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */
 #define CORO__TIMER_PREALLOC 256
-/* empty 64 KiB frame slabs a pool keeps (2 MiB): without them a spawn burst
- * paid an mmap and page faults per slab */
-#define CORO__FRAME_EMPTY_MAX 32
+/* empty 64 KiB frame slabs a pool keeps for any size class (256 KiB): a
+ * burst of spawns after a quiet spell reuses them; more idle memory per
+ * worker grows with the workers, which on a large machine is what hurts */
+#define CORO__FRAME_EMPTY_MAX 4
+/* big frame slabs (above the largest class) a pool keeps for reuse, and
+ * their bytes; a scheduler keeps twice that besides, for any thread
+ * (sched/frame.c BIG FRAMES) */
+#define CORO__FRAME_BIG_KEEP 4
+#define CORO__FRAME_BIG_KEEP_BYTES ((size_t)512 << 10)
 
 #endif
