@@ -124,10 +124,13 @@
  * burst of spawns after a quiet spell reuses them; more idle memory per
  * worker grows with the workers, which on a large machine is what hurts */
 #define CORO__FRAME_EMPTY_MAX 4
-/* big frame slabs (above the largest class) a pool keeps for reuse, and
- * their bytes; a scheduler keeps twice that besides, for any thread
- * (sched/frame.c BIG FRAMES) */
-#define CORO__FRAME_BIG_KEEP 4
-#define CORO__FRAME_BIG_KEEP_BYTES ((size_t)512 << 10)
+/* big frame slabs (above the largest class) a pool keeps for reuse: as
+ * many as a burst of fire-and-forget jobs has alive at once, or each spawn
+ * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them
+ * once it parks; none above CORO__FRAME_BIG_KEEP_SIZE (sched/frame.c BIG
+ * FRAMES) */
+#define CORO__FRAME_BIG_KEEP 64
+#define CORO__FRAME_BIG_IDLE 4
+#define CORO__FRAME_BIG_KEEP_SIZE ((size_t)256 << 10)
 
 #endif

@@ -158,10 +158,7 @@ struct fpool {
     struct slab *empty;         /* empty slabs for any class (link: next) */
     uint32_t nempty;
     bool thread;                /* a plain thread's cache: full slabs detach */
-    /* big slabs kept for reuse (BIG FRAMES; link: next), owner only */
-    struct slab *bigc;
-    uint32_t nbigc;
-    size_t bigc_bytes;
+    struct slab *bigc;          /* big slabs kept for reuse (BIG FRAMES; link: next), owner */
     struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
     /* a worker's pool: blocks of other pools' slabs it gave back and has
      * not pushed yet, one list per slab (OUTBOX below; owner only) */
@@ -175,6 +172,11 @@ struct fpool {
      * CORO__FRAME_EMPTY_MAX */
     struct slab *returned;
     uint32_t nret;
+    /* atomic: big slabs of this pool given back (BIG FRAMES), a Treiber
+     * stack the owner takes whole; nbig counts them and bigc's (CAUTION:
+     * a giver counts before it pushes, so nbig may run ahead of the lists) */
+    struct slab *bigret;
+    uint32_t nbig;
 };
 
 struct coro__frames {
@@ -186,9 +188,6 @@ struct coro__frames {
     struct fpool *unowned;              /* caches of exited threads */
     struct slab *big;                   /* every big slab, in use or kept (lock) */
     struct slab *detached;              /* detached slabs, and those on a returned stack (lock) */
-    struct slab *bigc;                  /* big slabs kept for any thread (lock; link: next) */
-    uint32_t nbigc;
-    size_t bigc_bytes;
     size_t held;                        /* atomic: bytes of every slab (coro__frames_held) */
     int npools;
     struct fpool *wp[];                 /* one per worker slot */
@@ -371,8 +370,6 @@ static void pool_slab_free(struct fpool *p, struct slab *sl)
     slab_free(sl);
 }
 
-static inline struct fpool *my_pool(struct coro__frames *fr, bool create);
-
 /* owner: keep empty slab sl for any class, or give it back beyond
  * CORO__FRAME_EMPTY_MAX */
 static void keep_empty(struct fpool *p, struct slab *sl)
@@ -487,87 +484,104 @@ static void take_returned(struct fpool *p)
  * BIG FRAMES.  A frame above the largest class gets a slab of its own,
  * its size rounded up to 64 KiB: at that size the allocator maps and
  * unmaps fresh pages each time (an mmap, a munmap and a page fault per
- * 4 KiB touched, per spawn).  So a big slab given back is kept for the
- * next frame of the same rounded size: first in the giving thread's pool
- * (owner only, no lock: up to CORO__FRAME_BIG_KEEP slabs and
- * CORO__FRAME_BIG_KEEP_BYTES), then in one list for every thread under
- * fr->lock (twice that), and only beyond both back to the allocator.  A
- * job spawned from a plain thread and finished on a worker leaves its slab
- * in the worker's pool; the thread finds it in the shared list once the
- * worker's is full.  Every big slab stays on fr->big, in use or kept, so
- * destroy reaches them all. */
-static struct slab *bigc_take(struct slab **head, uint32_t *n, size_t *bytes, size_t size)
+ * 4 KiB touched, per spawn).  So a big slab given back goes back to the
+ * pool that allocated it (sl->pool, fixed for life), onto its bigret
+ * stack (a Treiber push from any thread; the owner takes the stack whole
+ * into its own list bigc, no ABA), and the pool's next frame of the same
+ * rounded size reuses it.  nbig counts a pool's kept slabs, stack and list:
+ * beyond CORO__FRAME_BIG_KEEP (about what a burst has alive at once), and
+ * for slabs above CORO__FRAME_BIG_KEEP_SIZE, a give-back returns the slab
+ * to the allocator, and a worker that parks keeps CORO__FRAME_BIG_IDLE; a
+ * plain thread's cache keeps what it has until the thread allocates a big
+ * frame again or exits.  Back to its own pool, not to the thread that gives it back:
+ * a job spawned from a plain thread finishes on a worker, and it is the
+ * thread that allocates next.  Every big slab stays on fr->big, in use or
+ * kept, so destroy reaches them all. */
+static struct slab *bigc_take(struct slab **head, size_t size)
 {
     for (struct slab **pp = head; *pp; pp = &(*pp)->next)
         if ((*pp)->size == size) {
             struct slab *sl = *pp;
             *pp = sl->next;
-            (*n)--;
-            *bytes -= size;
             return sl;
         }
     return NULL;
 }
 
-static bool bigc_put(struct slab **head, uint32_t *n, size_t *bytes, struct slab *sl,
-                     uint32_t max, size_t max_bytes)
+/* owner: the big slabs given back to p join its list */
+static void bigc_collect(struct fpool *p)
 {
-    if (*n >= max || *bytes + sl->size > max_bytes)
-        return false;
-    sl->next = *head;
-    *head = sl;
-    (*n)++;
-    *bytes += sl->size;
-    return true;
+    if (!__atomic_load_n(&p->bigret, __ATOMIC_RELAXED))
+        return;
+    /* acquire: pairs with the givers' release pushes */
+    struct slab *r = __atomic_exchange_n(&p->bigret, NULL, __ATOMIC_ACQUIRE);
+    while (r) {
+        struct slab *sl = r;
+        r = r->next;
+        sl->next = p->bigc;
+        p->bigc = sl;
+    }
 }
 
 static struct slab *big_get(struct coro__frames *fr, struct fpool *p, size_t size, size_t fsize)
 {
-    struct slab *sl = p ? bigc_take(&p->bigc, &p->nbigc, &p->bigc_bytes, size) : NULL;
+    struct slab *sl = NULL;
 
+    if (p && size <= CORO__FRAME_BIG_KEEP_SIZE) {
+        if (!(sl = bigc_take(&p->bigc, size))) {
+            bigc_collect(p);
+            sl = bigc_take(&p->bigc, size);
+        }
+        if (sl) {
+            __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
+            return sl;
+        }
+    }
+    sl = slab_new(fr, NULL, size, (uint32_t)(fsize > UINT32_MAX ? 0 : fsize), 0, true);
     if (sl)
-        return sl;
-    pthread_mutex_lock(&fr->lock);
-    sl = bigc_take(&fr->bigc, &fr->nbigc, &fr->bigc_bytes, size);
-    pthread_mutex_unlock(&fr->lock);
-    if (sl)
-        return sl;
-    return slab_new(fr, NULL, size, (uint32_t)(fsize > UINT32_MAX ? 0 : fsize), 0, true);
+        sl->pool = p;
+    return sl;
 }
 
 /* give back big slab sl (its block state already FREE); any thread */
 static void big_release(struct slab *sl)
 {
     struct coro__frames *fr = sl->fr;
-    struct fpool *p = my_pool(fr, false);
+    struct fpool *p = sl->pool;
 
-    if (p && bigc_put(&p->bigc, &p->nbigc, &p->bigc_bytes, sl, CORO__FRAME_BIG_KEEP,
-                      CORO__FRAME_BIG_KEEP_BYTES))
-        return;
+    if (p && sl->size <= CORO__FRAME_BIG_KEEP_SIZE) {
+        /* relaxed: the count is a bound, the stack's CAS publishes the slab */
+        if (__atomic_add_fetch(&p->nbig, 1, __ATOMIC_RELAXED) <= CORO__FRAME_BIG_KEEP) {
+            struct slab *h = __atomic_load_n(&p->bigret, __ATOMIC_RELAXED);
+            do
+                sl->next = h;
+            /* release: the frame's last writes before the owner reuses it */
+            while (!__atomic_compare_exchange_n(&p->bigret, &h, sl, true, __ATOMIC_RELEASE,
+                                                __ATOMIC_RELAXED));
+            return;
+        }
+        __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_lock(&fr->lock);
-    bool kept = bigc_put(&fr->bigc, &fr->nbigc, &fr->bigc_bytes, sl, 2 * CORO__FRAME_BIG_KEEP,
-                         2 * CORO__FRAME_BIG_KEEP_BYTES);
-    if (!kept)
-        slab_unlink(&fr->big, sl);
+    slab_unlink(&fr->big, sl);
     pthread_mutex_unlock(&fr->lock);
-    if (!kept)
-        slab_free(sl);
+    slab_free(sl);
 }
 
-/* owner: give back the big slabs p keeps */
-static void bigc_trim(struct fpool *p)
+/* owner: give back the big slabs p keeps beyond keep */
+static void bigc_trim(struct fpool *p, uint32_t keep)
 {
     struct coro__frames *fr = p->fr;
-    while (p->bigc) {
+    bigc_collect(p);
+    while (p->bigc && __atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > keep) {
         struct slab *sl = p->bigc;
         p->bigc = sl->next;
+        __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&fr->lock);
         slab_unlink(&fr->big, sl);
         pthread_mutex_unlock(&fr->lock);
         slab_free(sl);
     }
-    p->nbigc = 0;
-    p->bigc_bytes = 0;
 }
 
 /* (re)shape a small slab for class cls; its block states are all FREE */
@@ -843,6 +857,8 @@ void coro__frames_flush(coro_sched_t *s)
      * now, not when we next allocate from a full slab, which may be never */
     if (__atomic_load_n(&p->pending, __ATOMIC_RELAXED))
         collect(p);
+    if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
+        bigc_trim(p, CORO__FRAME_BIG_IDLE);
 }
 
 /* ---- thread caches -------------------------------------------------------------- */
@@ -871,7 +887,7 @@ static void pool_trim(struct fpool *p)
 {
     collect(p);
     take_returned(p);
-    bigc_trim(p);
+    bigc_trim(p, 0);
     while (p->empty) {
         struct slab *sl = p->empty;
         p->empty = sl->next;
