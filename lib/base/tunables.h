@@ -120,10 +120,11 @@
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */
 #define CORO__TIMER_PREALLOC 256
-/* empty 64 KiB frame slabs a pool keeps for any size class (256 KiB): a
- * burst of spawns after a quiet spell reuses them; more idle memory per
- * worker grows with the workers, which on a large machine is what hurts */
-#define CORO__FRAME_EMPTY_MAX 4
+/* empty 64 KiB frame slabs a pool keeps for any size class (2 MiB), and
+ * a plain thread's cache on its returned stack besides (sched/frame.c
+ * DETACH): a burst of 10,000 small jobs fills about 30 slabs, and each
+ * slab got again from the allocator costs an mmap and its page faults */
+#define CORO__FRAME_EMPTY_MAX 32
 /* big frame slabs (above the largest class) a pool keeps for reuse: as
  * many as a burst of fire-and-forget jobs has alive at once, or each spawn
  * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them
