@@ -17,6 +17,10 @@
  * makes it with the thread's cache): full, its spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
 #define CORO__CLASS_SIZE 1024
+/* the ring of each queue of a narrower affinity class (the overflow list
+ * takes the rest): classes are many, up to CORO__MAX_CLASSES, and most
+ * hold a few jobs at a time */
+#define CORO__CLASS_NARROW_SIZE 64
 /* at most this many affinity classes (distinct masks) per scheduler */
 #define CORO__MAX_CLASSES 4096
 /* jobs coro__mq_pop moves from an overflow list to the ring per lock

@@ -58,7 +58,7 @@ static void free_workers(coro_sched_t *s)
             continue;
         for (int p = 0; p < CORO__NPRIO; p++)
             coro__mq_fini(&w->inbox[p]);
-        coro__free(s, w->served, CORO__MAX_CLASSES * sizeof(uint16_t));
+        coro__served_fini(s, w);
         coro__free_aligned(s, w, worker_size());
     }
     coro__free(s, s->w, s->nslots * sizeof *s->w);
@@ -171,9 +171,6 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         w->cpu = s->nworkers ? cpus[i % ncpus] : -1;
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
         w->lifo_watch = -1;
-        w->served = coro__alloc(s, CORO__MAX_CLASSES * sizeof(uint16_t));
-        if (!w->served)
-            goto fail;
         ck_ring_buffer_t *b = w->bufs;
         for (int p = 0; p < CORO__NPRIO; p++) {
             coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
