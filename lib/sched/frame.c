@@ -772,6 +772,9 @@ static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
 static void push_remote(struct slab *sl, uint32_t first, uint32_t last, uint32_t n)
 {
     void *tail = block_at(sl, last - 1);
+    /* before our CAS: once our blocks are in, a detached slab may be
+     * taken and reshaped by others */
+    uint32_t nblocks = sl->nblocks;
     uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED), w;
     do {
         *(uint32_t *)tail = RF_HEAD(head);
@@ -785,7 +788,7 @@ static void push_remote(struct slab *sl, uint32_t first, uint32_t last, uint32_t
     while (!__atomic_compare_exchange_n(&sl->rfree, &head, w, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED));
     if (head & RF_DETACHED) {
-        if (RF_COUNT(w) == sl->nblocks)
+        if (RF_COUNT(w) == nblocks)
             slab_dispose(sl);       /* its last block: the slab is ours */
         return;
     }
