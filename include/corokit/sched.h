@@ -26,8 +26,10 @@ struct ck_malloc;
 
 /* .workers: one worker per CPU the process may use. */
 #define CORO_WORKERS_AUTO (-1)
-/* The most workers a scheduler runs. */
-#define CORO_MAX_WORKERS 256
+/* The most workers a scheduler runs: as many as CORO_MAX_CPUS, so that
+ * CORO_WORKERS_AUTO has one per usable CPU on any machine corokit can
+ * name. */
+#define CORO_MAX_WORKERS 1024
 
 /* What the stall detector reports (coro_sched_config_t.stall_ns).  The
  * pointers are valid during the hook call only. */

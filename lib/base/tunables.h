@@ -17,6 +17,10 @@
  * makes it with the thread's cache): full, its spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
 #define CORO__CLASS_SIZE 1024
+/* the ring of each queue of a narrower affinity class (the overflow list
+ * takes the rest): classes are many, up to CORO__MAX_CLASSES, and most
+ * hold a few jobs at a time */
+#define CORO__CLASS_NARROW_SIZE 64
 /* at most this many affinity classes (distinct masks) per scheduler */
 #define CORO__MAX_CLASSES 4096
 /* jobs coro__mq_pop moves from an overflow list to the ring per lock
@@ -120,8 +124,18 @@
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */
 #define CORO__TIMER_PREALLOC 256
-/* empty 64 KiB frame slabs a pool keeps (2 MiB): without them a spawn burst
- * paid an mmap and page faults per slab */
+/* empty 64 KiB frame slabs a pool keeps for any size class (2 MiB), and
+ * a plain thread's cache on its returned stack besides (sched/frame.c
+ * DETACH): a burst of 10,000 small jobs fills about 30 slabs, and each
+ * slab got again from the allocator costs an mmap and its page faults */
 #define CORO__FRAME_EMPTY_MAX 32
+/* big frame slabs (above the largest class) a pool keeps for reuse: as
+ * many as a burst of fire-and-forget jobs has alive at once, or each spawn
+ * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them
+ * once it parks; none above CORO__FRAME_BIG_KEEP_SIZE (sched/frame.c BIG
+ * FRAMES) */
+#define CORO__FRAME_BIG_KEEP 64
+#define CORO__FRAME_BIG_IDLE 4
+#define CORO__FRAME_BIG_KEEP_SIZE ((size_t)256 << 10)
 
 #endif

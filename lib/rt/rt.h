@@ -28,4 +28,10 @@ CORO__HIDDEN bool coro__exiting_here(const coro_t *job);
 CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg,
                                        int64_t deadline);
 
+/* tests: when > 0, coro_sched_create takes CPUs 0 .. n - 1 for the ones
+ * the process may use (a machine that size, as sched_getaffinity would
+ * show it), still cut by the config's .cpus; whether workers outnumber the
+ * CPUs (never spin) is judged on the real ones.  Set before create */
+CORO__HIDDEN extern int coro__test_ncpus;
+
 #endif

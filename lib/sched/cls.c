@@ -12,26 +12,42 @@
  * worker's served[] list grows the same way: entry first, then a release
  * store of nserved.
  *
+ * MEMORY follows the classes in use: class 0 (any worker; the global
+ * injection queue) has rings of CORO__CLASS_SIZE, a narrower class rings
+ * of CORO__CLASS_NARROW_SIZE (its queues' overflow lists take the rest),
+ * made when a mask first needs it.  SERVED: a worker's list starts empty
+ * and doubles under cls_lock when full: the entries are copied to the new
+ * array before a release store of its pointer, and the old array is kept
+ * (linked from the new one) until coro__served_fini, so a worker that
+ * loaded the old pointer reads valid entries below the count it loaded
+ * first (the pointer it loads after that count is at least as new).
+ *
  * The key of a class is its set of workers, not the user's mask: the mask
  * is cut to the CPUs that have workers, so {0,5} and {0} on a machine whose
  * workers sit on CPUs 0 and 1 are one class, and a mask that holds every
  * worker is class 0 ("any").
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "sched/sched.h"
+
+static size_t cls_bytes(unsigned qsize)
+{
+    return sizeof(struct coro__cls) + CORO__NPRIO * qsize * sizeof(ck_ring_buffer_t);
+}
 
 static void cls_free(coro_sched_t *s, struct coro__cls *c)
 {
     for (int p = 0; p < CORO__NPRIO; p++)
         coro__mq_fini(&c->q[p]);
-    coro__free(s, c, sizeof *c + CORO__NPRIO * CORO__CLASS_SIZE * sizeof(ck_ring_buffer_t));
+    coro__free(s, c, cls_bytes(c->qsize));
 }
 
-static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const coro_cpuset_t *cpus)
+static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const coro_cpuset_t *cpus,
+                                 unsigned qsize)
 {
-    size_t bufs = CORO__NPRIO * CORO__CLASS_SIZE * sizeof(ck_ring_buffer_t);
-    struct coro__cls *c = coro__alloc(s, sizeof *c + bufs);
+    struct coro__cls *c = coro__alloc(s, cls_bytes(qsize));
     ck_ring_buffer_t *b;
 
     if (!c)
@@ -39,11 +55,52 @@ static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const c
     b = (ck_ring_buffer_t *)(c + 1);
     memcpy(c->wmask, wmask, sizeof c->wmask);
     c->cpus = *cpus;
+    c->qsize = qsize;
     for (int i = 0; i < CORO__WMASK_WORDS; i++)
         c->nworkers += __builtin_popcountll(wmask[i]);
     for (int p = 0; p < CORO__NPRIO; p++)
-        coro__mq_init(&c->q[p], b + p * CORO__CLASS_SIZE, CORO__CLASS_SIZE);
+        coro__mq_init(&c->q[p], b + p * qsize, qsize);
     return c;
+}
+
+/* a served array: its entries follow; prev is the array it replaced */
+struct served {
+    struct served *prev;
+    uint32_t cap;
+    uint16_t e[] __attribute__((aligned(8)));
+};
+
+#define SERVED_OF(p) ((struct served *)((char *)(p) - offsetof(struct served, e)))
+
+/* under cls_lock: room for one more entry in w's list; 0 or -ENOMEM */
+static int served_room(coro_sched_t *s, struct coro__worker *w)
+{
+    if (w->nserved < w->served_cap)
+        return 0;
+    uint32_t cap = w->served_cap ? 2 * w->served_cap : 8;
+    struct served *n = coro__alloc(s, sizeof *n + cap * sizeof(uint16_t));
+    if (!n)
+        return -ENOMEM;
+    n->cap = cap;
+    n->prev = w->served ? SERVED_OF(w->served) : NULL;
+    if (w->served)
+        memcpy(n->e, w->served, w->nserved * sizeof(uint16_t));
+    /* release: the copied entries before the pointer (the worker acquires) */
+    __atomic_store_n(&w->served, n->e, __ATOMIC_RELEASE);
+    w->served_cap = cap;
+    return 0;
+}
+
+void coro__served_fini(coro_sched_t *s, struct coro__worker *w)
+{
+    struct served *a = w->served ? SERVED_OF(w->served) : NULL;
+    while (a) {
+        struct served *prev = a->prev;
+        coro__free(s, a, sizeof *a + a->cap * sizeof(uint16_t));
+        a = prev;
+    }
+    w->served = NULL;
+    w->served_cap = 0;
 }
 
 int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus)
@@ -57,7 +114,7 @@ int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus)
     coro_cpuset_zero(&all);
     for (int i = 0; i < ncpus; i++)
         coro_cpuset_add(&all, cpus[i]);
-    s->cls[0] = cls_new(s, s->all_wmask, &all);
+    s->cls[0] = cls_new(s, s->all_wmask, &all, CORO__CLASS_SIZE);
     if (!s->cls[0])
         return -ENOMEM;
     s->ncls = 1;
@@ -128,7 +185,11 @@ int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
     idx = -ENOMEM;
     if (s->ncls >= CORO__MAX_CLASSES)
         goto out;
-    struct coro__cls *c = cls_new(s, wmask, &cut);
+    /* room in every served list first: nothing to undo once published */
+    for (int i = 0; i < s->nslots; i++)
+        if (((wmask[i / 64] >> (i % 64)) & 1) && served_room(s, s->w[i]) < 0)
+            goto out;
+    struct coro__cls *c = cls_new(s, wmask, &cut, CORO__CLASS_NARROW_SIZE);
     if (!c)
         goto out;
     idx = (int)s->ncls;

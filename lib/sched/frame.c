@@ -99,6 +99,10 @@
 #define RF_HEAD(w) ((uint32_t)((w) >> 1) & 0xffffu)
 #define RF_COUNT(w) ((uint32_t)((w) >> 17) & 0xffffu)
 #define RF_WORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_PENDING)
+/* bit 33: the slab is detached (DETACH below): frees only count, and the
+ * one that brings the count to nblocks takes the slab */
+#define RF_DETACHED ((uintptr_t)1 << 33)
+#define RF_DWORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_DETACHED)
 
 /* a worker's outbox (free_remote): slabs it holds blocks of at once, and
  * the blocks it holds per slab before it pushes them */
@@ -131,6 +135,7 @@ struct slab {
     struct slab *anext, *aprev; /* every slab of the pool (owner) / fr's big ones (fr->lock) */
     uint32_t bump, used;
     uint8_t in_avail;
+    uint8_t det;                /* owner: detached (DETACH) */
     /* the remote line: other threads push here */
     uintptr_t rfree __attribute__((aligned(CORO__CACHELINE)));    /* atomic: list | PENDING */
     struct slab *pnext;         /* link on pool->pending */
@@ -142,7 +147,6 @@ _Static_assert(sizeof(struct slab) == HDR_SIZE, "slab header size");
 struct fclass {
     struct slab *cur;           /* allocate from here */
     struct slab *avail;         /* other slabs with room */
-    struct slab *spare;         /* one empty slab kept for this class */
 };
 
 struct fpool {
@@ -153,6 +157,8 @@ struct fpool {
     struct slab *all;           /* every slab of the pool (owner) */
     struct slab *empty;         /* empty slabs for any class (link: next) */
     uint32_t nempty;
+    bool thread;                /* a plain thread's cache: full slabs detach */
+    struct slab *bigc;          /* big slabs kept for reuse (BIG FRAMES; link: next), owner */
     struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
     /* a worker's pool: blocks of other pools' slabs it gave back and has
      * not pushed yet, one list per slab (OUTBOX below; owner only) */
@@ -161,16 +167,28 @@ struct fpool {
         uint32_t head, tail, n;     /* block indices + 1, linked as in rfree */
     } out[OUT_SLOTS];
     struct slab *pending __attribute__((aligned(CORO__CACHELINE)));   /* atomic */
+    /* atomic: detached slabs whose last frame came back (DETACH), a
+     * Treiber stack the owner takes whole; nret counts them, at most
+     * CORO__FRAME_EMPTY_MAX */
+    struct slab *returned;
+    uint32_t nret;
+    /* atomic: big slabs of this pool given back (BIG FRAMES), a Treiber
+     * stack the owner takes whole; nbig counts them and bigc's (CAUTION:
+     * a giver counts before it pushes, so nbig may run ahead of the lists) */
+    struct slab *bigret;
+    uint32_t nbig;
 };
 
 struct coro__frames {
     coro_sched_t *s;
     uint64_t gen;
     struct coro__frames *gnext;         /* g_live */
-    pthread_mutex_t lock;               /* threads, unowned, big */
+    pthread_mutex_t lock;               /* threads, unowned, big, detached, bigc */
     struct fpool *threads;              /* every thread cache */
     struct fpool *unowned;              /* caches of exited threads */
-    struct slab *big;                   /* big slabs in use (lock) */
+    struct slab *big;                   /* every big slab, in use or kept (lock) */
+    struct slab *detached;              /* detached slabs, and those on a returned stack (lock) */
+    size_t held;                        /* atomic: bytes of every slab (coro__frames_held) */
     int npools;
     struct fpool *wp[];                 /* one per worker slot */
 };
@@ -295,6 +313,7 @@ static void slab_free(struct slab *sl)
     void *raw = sl->raw;
     size_t rawsize = sl->rawsize;
 
+    __atomic_sub_fetch(&sl->fr->held, sl->size, __ATOMIC_RELAXED);
     map_set((uintptr_t)sl, sl->size, 0, 0);
     if (s->alloc)
         s->alloc->free(raw, rawsize, false);
@@ -348,6 +367,7 @@ static struct slab *slab_new_(struct coro__frames *fr, struct fpool *p, size_t s
             free(raw);
         return NULL;
     }
+    __atomic_add_fetch(&fr->held, size, __ATOMIC_RELAXED);
     if (p) {
         slab_link(&p->all, sl);         /* owner */
     } else {
@@ -365,13 +385,218 @@ static void pool_slab_free(struct fpool *p, struct slab *sl)
     slab_free(sl);
 }
 
-static void big_free(struct slab *sl)
+/* owner: keep empty slab sl for any class, or give it back beyond
+ * CORO__FRAME_EMPTY_MAX */
+static void keep_empty(struct fpool *p, struct slab *sl)
+{
+    if (p->nempty < CORO__FRAME_EMPTY_MAX) {
+        sl->next = p->empty;
+        p->empty = sl;
+        p->nempty++;
+        return;
+    }
+    pool_slab_free(p, sl);
+}
+
+/* ---- detached slabs ------------------------------------------------------------
+ *
+ * DETACH.  A plain thread may stop calling corokit for good, so nothing
+ * it owns may wait for it to come back: when the slab a thread cache
+ * allocates from is full (every block handed out, none waiting in rfree),
+ * the owner detaches it - one CAS of rfree from 0 to DETACHED, under
+ * fr->lock with the move from the pool's list to fr->detached - and takes
+ * another.  From then on every give-back of its blocks, the owner's too,
+ * is a push onto rfree that only counts (no PENDING, no pending stack), and
+ * the push that brings the count to nblocks made the last block come back:
+ * that thread holds the slab alone (its CAS acquired every earlier push,
+ * the detach CAS included: one release sequence) and disposes of it, onto
+ * the pool's returned stack while that holds fewer than
+ * CORO__FRAME_EMPTY_MAX, else back to the allocator.  The detach CAS
+ * succeeds only on 0: PENDING clear means the slab is not on the pending
+ * stack and no freer is about to put it there, so it never is while
+ * detached.  The owner takes the returned stack whole (no ABA: there is no
+ * pop of single nodes) when it needs a slab, and at thread exit.  So a
+ * thread cache holds, whatever its thread does next, the slab it allocates
+ * from per size class, the slabs it saw come back partly free, and at most
+ * CORO__FRAME_EMPTY_MAX empty ones.  A worker's pool does not detach: a
+ * worker comes back (it collects its pending slabs when it next allocates
+ * from a full slab and before it parks), and its own gives back stay
+ * plain stores. */
+static void detach(struct fpool *p, struct slab *sl)
+{
+    struct coro__frames *fr = p->fr;
+    uintptr_t zero = 0;
+
+    pthread_mutex_lock(&fr->lock);
+    /* release: our writes to the slab (its lists, the blocks' links) before
+     * whoever takes it at the end of the frees' RMW chain; only from 0 */
+    if (__atomic_compare_exchange_n(&sl->rfree, &zero, RF_DETACHED, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED)) {
+        sl->det = 1;
+        slab_unlink(&p->all, sl);
+        slab_link(&fr->detached, sl);
+    }
+    pthread_mutex_unlock(&fr->lock);
+}
+
+/* the last block of detached slab sl came back: the caller holds it alone */
+static void slab_dispose(struct slab *sl)
+{
+    struct fpool *p = sl->pool;
+    struct coro__frames *fr = sl->fr;
+
+    /* relaxed: the count is a bound, the stack's CAS publishes the slab */
+    if (__atomic_add_fetch(&p->nret, 1, __ATOMIC_RELAXED) <= CORO__FRAME_EMPTY_MAX) {
+        /* relaxed: nobody reaches the slab before the push below */
+        __atomic_store_n(&sl->rfree, 0, __ATOMIC_RELAXED);
+        struct slab *h = __atomic_load_n(&p->returned, __ATOMIC_RELAXED);
+        do
+            sl->next = h;
+        /* release: the reset and the frames' last writes (acquired with
+         * the count) before the owner's acquire exchange */
+        while (!__atomic_compare_exchange_n(&p->returned, &h, sl, true, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED));
+        return;
+    }
+    __atomic_sub_fetch(&p->nret, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&fr->lock);
+    slab_unlink(&fr->detached, sl);
+    pthread_mutex_unlock(&fr->lock);
+    slab_free(sl);
+}
+
+/* owner: the returned slabs join the pool's empty ones (beyond
+ * CORO__FRAME_EMPTY_MAX: back to the allocator) */
+static void take_returned(struct fpool *p)
+{
+    if (!__atomic_load_n(&p->returned, __ATOMIC_RELAXED))
+        return;
+    /* acquire: pairs with the disposers' release pushes */
+    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
+    uint32_t n = 0;
+    struct coro__frames *fr = p->fr;
+
+    pthread_mutex_lock(&fr->lock);
+    for (struct slab *sl = r; sl; sl = sl->next, n++) {
+        slab_unlink(&fr->detached, sl);
+        slab_link(&p->all, sl);
+    }
+    pthread_mutex_unlock(&fr->lock);
+    __atomic_sub_fetch(&p->nret, n, __ATOMIC_RELAXED);
+    while (r) {
+        struct slab *sl = r;
+        r = r->next;
+        sl->det = 0;
+        /* its block states: FREE, as a new slab's (frees by other threads
+         * left SPAWNED); nobody else reads them while no block is out */
+        memset(sl->st, 0, sizeof sl->st);
+        keep_empty(p, sl);
+    }
+}
+
+/* ---- big slabs -----------------------------------------------------------------
+ *
+ * BIG FRAMES.  A frame above the largest class gets a slab of its own,
+ * its size rounded up to 64 KiB: at that size the allocator maps and
+ * unmaps fresh pages each time (an mmap, a munmap and a page fault per
+ * 4 KiB touched, per spawn).  So a big slab given back goes back to the
+ * pool that allocated it (sl->pool, fixed for life), onto its bigret
+ * stack (a Treiber push from any thread; the owner takes the stack whole
+ * into its own list bigc, no ABA), and the pool's next frame of the same
+ * rounded size reuses it.  nbig counts a pool's kept slabs, stack and list:
+ * beyond CORO__FRAME_BIG_KEEP (about what a burst has alive at once), and
+ * for slabs above CORO__FRAME_BIG_KEEP_SIZE, a give-back returns the slab
+ * to the allocator, and a worker that parks keeps CORO__FRAME_BIG_IDLE; a
+ * plain thread's cache keeps what it has until the thread allocates a big
+ * frame again or exits.  Back to its own pool, not to the thread that gives it back:
+ * a job spawned from a plain thread finishes on a worker, and it is the
+ * thread that allocates next.  Every big slab stays on fr->big, in use or
+ * kept, so destroy reaches them all. */
+static struct slab *bigc_take(struct slab **head, size_t size)
+{
+    for (struct slab **pp = head; *pp; pp = &(*pp)->next)
+        if ((*pp)->size == size) {
+            struct slab *sl = *pp;
+            *pp = sl->next;
+            return sl;
+        }
+    return NULL;
+}
+
+/* owner: the big slabs given back to p join its list */
+static void bigc_collect(struct fpool *p)
+{
+    if (!__atomic_load_n(&p->bigret, __ATOMIC_RELAXED))
+        return;
+    /* acquire: pairs with the givers' release pushes */
+    struct slab *r = __atomic_exchange_n(&p->bigret, NULL, __ATOMIC_ACQUIRE);
+    while (r) {
+        struct slab *sl = r;
+        r = r->next;
+        sl->next = p->bigc;
+        p->bigc = sl;
+    }
+}
+
+static struct slab *big_get(struct coro__frames *fr, struct fpool *p, size_t size, size_t fsize)
+{
+    struct slab *sl = NULL;
+
+    if (p && size <= CORO__FRAME_BIG_KEEP_SIZE) {
+        if (!(sl = bigc_take(&p->bigc, size))) {
+            bigc_collect(p);
+            sl = bigc_take(&p->bigc, size);
+        }
+        if (sl) {
+            __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
+            return sl;
+        }
+    }
+    sl = slab_new(fr, NULL, size, (uint32_t)(fsize > UINT32_MAX ? 0 : fsize), 0, true);
+    if (sl)
+        sl->pool = p;
+    return sl;
+}
+
+/* give back big slab sl (its block state already FREE); any thread */
+static void big_release(struct slab *sl)
 {
     struct coro__frames *fr = sl->fr;
+    struct fpool *p = sl->pool;
+
+    if (p && sl->size <= CORO__FRAME_BIG_KEEP_SIZE) {
+        /* relaxed: the count is a bound, the stack's CAS publishes the slab */
+        if (__atomic_add_fetch(&p->nbig, 1, __ATOMIC_RELAXED) <= CORO__FRAME_BIG_KEEP) {
+            struct slab *h = __atomic_load_n(&p->bigret, __ATOMIC_RELAXED);
+            do
+                sl->next = h;
+            /* release: the frame's last writes before the owner reuses it */
+            while (!__atomic_compare_exchange_n(&p->bigret, &h, sl, true, __ATOMIC_RELEASE,
+                                                __ATOMIC_RELAXED));
+            return;
+        }
+        __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_lock(&fr->lock);
     slab_unlink(&fr->big, sl);
     pthread_mutex_unlock(&fr->lock);
     slab_free(sl);
+}
+
+/* owner: give back the big slabs p keeps beyond keep */
+static void bigc_trim(struct fpool *p, uint32_t keep)
+{
+    struct coro__frames *fr = p->fr;
+    bigc_collect(p);
+    while (p->bigc && __atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > keep) {
+        struct slab *sl = p->bigc;
+        p->bigc = sl->next;
+        __atomic_sub_fetch(&p->nbig, 1, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&fr->lock);
+        slab_unlink(&fr->big, sl);
+        pthread_mutex_unlock(&fr->lock);
+        slab_free(sl);
+    }
 }
 
 /* (re)shape a small slab for class cls; its block states are all FREE */
@@ -438,20 +663,10 @@ static void slab_gained(struct fpool *p, struct slab *sl)
     if (sl == c->cur)
         return;
     if (sl->used == 0) {
-        /* empty: keep one spare per class, give the rest back */
+        /* empty: a few kept for any class, the rest given back */
         if (sl->in_avail)
             avail_del(c, sl);
-        if (!c->spare) {
-            c->spare = sl;
-            return;
-        }
-        if (p->nempty < CORO__FRAME_EMPTY_MAX) {
-            sl->next = p->empty;
-            p->empty = sl;
-            p->nempty++;
-            return;
-        }
-        pool_slab_free(p, sl);
+        keep_empty(p, sl);
         return;
     }
     if (!sl->in_avail)
@@ -509,10 +724,12 @@ static void *pool_alloc(struct fpool *p, int ci)
             collect(p);
         sl = c->cur;
         if (!sl || !has_room(sl)) {
+            if (sl && p->thread)
+                detach(p, sl);      /* DETACH */
+            if (!p->empty)
+                take_returned(p);
             if ((sl = c->avail)) {
                 avail_del(c, sl);
-            } else if ((sl = c->spare)) {
-                c->spare = NULL;
             } else if ((sl = p->empty)) {
                 p->empty = sl->next;
                 p->nempty--;
@@ -570,14 +787,26 @@ static void pool_free_local(struct fpool *p, struct slab *sl, void *b)
 static void push_remote(struct slab *sl, uint32_t first, uint32_t last, uint32_t n)
 {
     void *tail = block_at(sl, last - 1);
-    uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED);
-    do
+    /* before our CAS: once our blocks are in, a detached slab may be
+     * taken and reshaped by others */
+    uint32_t nblocks = sl->nblocks;
+    uintptr_t head = __atomic_load_n(&sl->rfree, __ATOMIC_RELAXED), w;
+    do {
         *(uint32_t *)tail = RF_HEAD(head);
+        w = head & RF_DETACHED ? RF_DWORD(first, RF_COUNT(head) + n)
+                               : RF_WORD(first, RF_COUNT(head) + n);
+    }
     /* release: the links and the frames' last writes before the owner's
-     * exchange; acquire: the owner's read of pnext before its exchange
-     * happens before our write of pnext below */
-    while (!__atomic_compare_exchange_n(&sl->rfree, &head, RF_WORD(first, RF_COUNT(head) + n),
-                                        true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+     * exchange (or the taker's CAS, DETACH); acquire: the owner's read of
+     * pnext before its exchange happens before our write of pnext below,
+     * and a detached slab's earlier pushes before we take it */
+    while (!__atomic_compare_exchange_n(&sl->rfree, &head, w, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
+    if (head & RF_DETACHED) {
+        if (RF_COUNT(w) == nblocks)
+            slab_dispose(sl);       /* its last block: the slab is ours */
+        return;
+    }
     if (head & RF_PENDING)
         return;     /* the slab is (being put) on pending: no more touches */
     struct fpool *p = sl->pool;
@@ -642,6 +871,12 @@ void coro__frames_flush(coro_sched_t *s)
     struct fpool *p = s->frames->wp[w->idx];
     for (int i = 0; i < OUT_SLOTS; i++)
         out_flush(&p->out[i]);
+    /* what other threads gave back while we ran: the empty slabs go back
+     * now, not when we next allocate from a full slab, which may be never */
+    if (__atomic_load_n(&p->pending, __ATOMIC_RELAXED))
+        collect(p);
+    if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
+        bigc_trim(p, CORO__FRAME_BIG_IDLE);
 }
 
 /* ---- thread caches -------------------------------------------------------------- */
@@ -669,18 +904,16 @@ static bool fr_alive(struct coro__frames *fr, uint64_t gen)
 static void pool_trim(struct fpool *p)
 {
     collect(p);
+    take_returned(p);
+    bigc_trim(p, 0);
+    while (p->empty) {
+        struct slab *sl = p->empty;
+        p->empty = sl->next;
+        p->nempty--;
+        pool_slab_free(p, sl);
+    }
     for (int i = 0; i < NCLASS; i++) {
         struct fclass *c = &p->c[i];
-        if (c->spare) {
-            pool_slab_free(p, c->spare);
-            c->spare = NULL;
-        }
-        while (p->empty) {
-            struct slab *sl = p->empty;
-            p->empty = sl->next;
-            p->nempty--;
-            pool_slab_free(p, sl);
-        }
         if (c->cur && c->cur->used == 0) {
             pool_slab_free(p, c->cur);
             c->cur = NULL;
@@ -743,6 +976,7 @@ static struct fpool *tc_get(struct coro__frames *fr, bool create)
         fr->unowned = p->unext;         /* adopt: its slabs and pending frees */
     } else if ((p = coro__alloc_aligned(fr->s, sizeof *p))) {
         p->fr = fr;
+        p->thread = true;
         p->tnext = fr->threads;
         fr->threads = p;
     }
@@ -831,6 +1065,11 @@ void coro__frames_fini(coro_sched_t *s)
         fr->big = sl->anext;
         slab_free(sl);
     }
+    while (fr->detached) {
+        struct slab *sl = fr->detached;
+        fr->detached = sl->anext;
+        slab_free(sl);
+    }
     for (int i = 0; i < fr->npools; i++)
         if (fr->wp[i]) {
             pool_fini(fr->wp[i]);
@@ -846,6 +1085,11 @@ void coro__frames_fini(coro_sched_t *s)
     pthread_mutex_destroy(&fr->lock);
     coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
     s->frames = NULL;
+}
+
+size_t coro__frames_held(coro_sched_t *s)
+{
+    return s->frames ? __atomic_load_n(&s->frames->held, __ATOMIC_RELAXED) : 0;
 }
 
 /* ---- a plain thread's submission ring ---------------------------------------- */
@@ -885,7 +1129,7 @@ void *coro_frame_alloc(coro_sched_t *s, size_t size)
 
     if (size > MAX_SMALL) {
         size_t total = (HDR_SIZE + size + SLAB_SIZE - 1) & ~(SLAB_SIZE - 1);
-        sl = slab_new(fr, NULL, total, (uint32_t)(size > UINT32_MAX ? 0 : size), 0, true);
+        sl = big_get(fr, my_pool(fr, true), total, size);
         if (!sl)
             return NULL;
         b = block_at(sl, 0);
@@ -910,11 +1154,11 @@ void *coro_frame_alloc(coro_sched_t *s, size_t size)
 static void release_block(struct slab *sl, void *b)
 {
     if (sl->big) {
-        big_free(sl);
+        big_release(sl);
         return;
     }
     struct fpool *p = my_pool(sl->fr, false);
-    if (p == sl->pool)
+    if (p == sl->pool && !sl->det)
         pool_free_local(p, sl, b);
     else
         free_remote(outbox_of(sl->fr, p), sl, b);
@@ -974,7 +1218,7 @@ void coro__frame_release(const coro_t *co)
     void *b = block_at(sl, i);
 
     struct fpool *mine = sl->big ? NULL : my_pool(sl->fr, false);
-    if (!sl->big && mine != sl->pool) {
+    if (!sl->big && (mine != sl->pool || sl->det)) {
         /* another thread's block: onto its remote list, its state byte
          * left SPAWNED until the owner hands the block out again (ALLOC).
          * Reading or writing the byte here would pull the line of state
@@ -997,7 +1241,7 @@ void coro__frame_release(const coro_t *co)
     }
     __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
     if (sl->big)
-        big_free(sl);
+        big_release(sl);
     else
         pool_free_local(sl->pool, sl, b);
 }

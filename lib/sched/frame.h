@@ -14,6 +14,10 @@ CORO__HIDDEN int coro__frames_init(coro_sched_t *s);
  * the workers stopped).  NULL-safe. */
 CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
 
+/* coro__frames_held - bytes of the slabs s's pools hold (frames in use,
+ * the empty and big slabs kept for reuse); racy, for tests and tools */
+CORO__HIDDEN size_t coro__frames_held(coro_sched_t *s);
+
 /* coro__frame_check - called by coro_spawn before it claims co.  Returns
  * 0 when co is not inside a pool frame; 1 when it is, a frame of s that
  * was allocated and not yet spawned; -EINVAL for a pool frame of another

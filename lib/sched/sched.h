@@ -175,7 +175,12 @@ CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
 #define CORO__NPRIO 3                   /* index = priority + 1 */
 #define CORO__PRIO_IDX(p) ((p) + 1)
 #define CORO__MAX_CLASSES 4096
+/* a set of workers, a bit per worker index; loops over one stop at the
+ * scheduler's own words, (nslots + 63) / 64 (CORO__WMASK_USED) */
 #define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)
+#define CORO__WMASK_USED(s) (((s)->nslots + 63) / 64)
+_Static_assert(1,
+               "CORO_WORKERS_AUTO makes one worker per usable CPU");
 
 /* An affinity class: one distinct set of workers a job may run on.  Class 0
  * is "any worker"; its queues are the global injection queue.  A class is
@@ -185,6 +190,7 @@ struct coro__cls {
     uint64_t wmask[CORO__WMASK_WORDS];  /* workers allowed */
     coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
     int nworkers;                       /* popcount of wmask */
+    unsigned qsize;                     /* each queue's ring */
     struct coro__mq q[CORO__NPRIO];
 };
 
@@ -236,8 +242,9 @@ struct coro__worker {
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;
     struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
-    uint16_t *served;                   /* classes > 0 this worker serves */
+    uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
+    uint32_t served_cap;                /* served's room (under s->cls_lock) */
     /* counters: written by the owner (relaxed), read by coro_sched_stats */
     uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
     /* diagnostics (lib/rt/diag.c): the job this worker runs (NULL = none) and
@@ -378,6 +385,8 @@ static inline struct coro__io *coro__sched_io(coro_sched_t *s)
 /* sched/cls.c */
 CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
 CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
+/* give back worker w's served arrays (after the workers stopped) */
+CORO__HIDDEN void coro__served_fini(coro_sched_t *s, struct coro__worker *w);
 /* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,
  * no worker's CPU), -ENOMEM (table full or no memory) */
 CORO__HIDDEN int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff);

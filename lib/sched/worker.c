@@ -438,9 +438,11 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
     coro_sched_t *s = w->s;
     /* acquire: the served[] entries before nserved were written first */
     uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+    /* acquire: the array's copied entries (it grows, sched/cls.c SERVED) */
+    const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
 
     for (uint32_t i = 0; i < n; i++) {
-        struct coro__cls *c = coro__cls_get(s, w->served[i]);
+        struct coro__cls *c = coro__cls_get(s, served[i]);
         if (coro__mq_size(&c->q[pi]) == 0)
             continue;
         coro_t *j = coro__mq_pop(&c->q[pi]);

@@ -2,7 +2,9 @@
 /* Scenario: pool frames allocated on workers and on plain threads, spawned
  * and finished anywhere (cross-worker remote frees), never-spawned frames
  * handed between threads and freed there (cross-thread frees), plain
- * threads that exit with frames still out (their caches adopted), across
+ * threads that exit with frames still out (their caches adopted), the
+ * full slabs of a thread's cache released by whoever frees their last
+ * frame, big frames back to the pool that allocated them, across
  * 1/2/4/8 workers.  Checks every job ran once and the config allocator
  * has nothing outstanding after coro_sched_destroy. */
 #define _GNU_SOURCE
@@ -64,7 +66,8 @@ static void *producer(void *arg)
 {
     struct hand *h = arg;
     for (long i = 0; i < h->n; i++) {
-        struct job *j = coro_frame_alloc(S, sizeof *j);
+        /* now and then a big frame (its own slab, back to this cache) */
+        struct job *j = coro_frame_alloc(S, i % 16 == 1 ? 70000 : sizeof *j);
         SCEN_CHECK(j != NULL, "alloc on thread");
         if (i % 2) {
             j->depth = 3;
