@@ -16,6 +16,11 @@
 /* a plain thread's submission ring (NORMAL jobs it spawns; lib/sched/frame.c
  * makes it with the thread's cache): full, its spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
+/* at most this many submission rings per scheduler (a live plain thread
+ * that spawns holds one; an exited thread's goes to the next): the threads
+ * beyond use the inboxes.  A multiple of 64, at most 64 * 64 (the two
+ * levels of s->xq_bits) */
+#define CORO__XQ_MAX 4096
 #define CORO__CLASS_SIZE 1024
 /* at most this many affinity classes (distinct masks) per scheduler */
 #define CORO__MAX_CLASSES 4096

@@ -198,8 +198,13 @@ struct coro__cls {
 struct coro__xq {
     struct coro__lq q;
     struct coro__xq *next;              /* s->xqs; fixed once published */
+    uint32_t idx;                       /* its bit in s->xq_bits, fixed */
+    /* atomic: 1 while its bit is set in s->xq_bits (the producer's check,
+     * on a line the consumers write only when they take it off) */
+    uint32_t listed __attribute__((aligned(CORO__CACHELINE)));
     ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
 };
+#define CORO__XQ_WORDS (CORO__XQ_MAX / 64)
 
 struct coro__worker {
     /* touched by other threads */
@@ -304,6 +309,13 @@ struct coro_sched {
     /* atomic: every plain thread's submission ring (push-only list, each
      * published with a release CAS; read with acquire) */
     struct coro__xq *xqs;
+    /* the submission rings that may hold jobs (sched/worker.c RINGS): bit
+     * i of xq_bits for ring xq_tab[i], bit k of xq_top when word k of
+     * xq_bits may be nonzero; nxq rings were made (atomic) */
+    uint64_t xq_top __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t xq_bits[CORO__XQ_WORDS];
+    struct coro__xq **xq_tab;           /* CORO__XQ_MAX entries, made with the first ring */
+    uint32_t nxq;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
     /* diagnostics (lib/rt/diag.c), fixed at create: diag = stall_ns > 0 ||

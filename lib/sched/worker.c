@@ -214,21 +214,34 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
     return -1;
 }
 
-/* step a-c of the park protocol, after a push.  any: the job may run on
- * every worker, so a searching worker covers it */
-static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
+/* step a of the park protocol: orders our push before the reads of
+ * s->searching and s->idle (and a ring's listed flag), against the
+ * parker's bit-set and searcher decrement before its last look (see the
+ * top).  With s->asym the parker's membarrier is the barrier of both
+ * sides: here only the compiler's (a full barrier here drained the store
+ * buffer at every spawn: the spawner's stores to lines a worker reads -
+ * the ring slot, the frame - waited for their transfer; PARKING at the
+ * top) */
+static inline void notify_fence(coro_sched_t *s)
 {
-    /* step a: orders our push before the reads of s->searching and
-     * s->idle, against the parker's bit-set and searcher decrement before
-     * its last look (see the top).  With s->asym the parker's membarrier
-     * is the barrier of both sides: here only the compiler's (a full
-     * barrier here drained the store buffer at every spawn: the spawner's
-     * stores to lines a worker reads - the ring slot, the frame - waited
-     * for their transfer; PARKING at the top has the measurements) */
     if (CORO__LIKELY(s->asym))
         coro__fence_light();
     else
         coro__fence_seq_cst();
+}
+
+static void notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any);
+
+/* step a-c of the park protocol, after a push.  any: the job may run on
+ * every worker, so a searching worker covers it */
+static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
+{
+    notify_fence(s);
+    notify_fenced(s, wmask, any);
+}
+
+static void notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any)
+{
     /* no parked worker the job may run on: nothing to do (one that parks
      * later looks once more after its bit is set).  Read first: the idle
      * words change only at parks, the searcher count at every steal, and
@@ -263,6 +276,120 @@ void coro__wake_all_workers(coro_sched_t *s)
 {
     for (int i = 0; i < s->nslots; i++)
         unpark(s, i);
+}
+
+/* ---- the submission rings that hold work ---------------------------------- */
+
+/* RINGS.  A worker looks only at the plain threads' rings whose bit is set
+ * in s->xq_bits (a second level, s->xq_top, says which words to read), so
+ * a look costs the same with no plain thread and with thousands that once
+ * spawned: an empty ring is off the map.  Each ring's `listed` word says
+ * whether its bit is set; it changes with the bit.
+ *   list (its producer after a push; a worker that found it not empty
+ *   after taking it off): CAS listed 0 -> 1, the winner sets the bit, then
+ *   the top bit if it reads clear (both seq_cst RMWs).
+ *   unlist (a worker): clear the bit, then listed (seq_cst RMWs), then a
+ *   full barrier and a look at the ring's size; not empty: list it again.
+ * The top level: a worker that reads a word as 0 clears its top bit, then
+ *   reads the word again and sets the bit back if it is not 0; the lister
+ *   sets the word's bit, then reads the top bit.  Store-then-load on both
+ *   sides (seq_cst), so one of them sees the other: a word with bits never
+ *   stays hidden.
+ * No job is left in a ring that nobody looks at.  The producer's push
+ * (the slot, then the tail: ck_ring) is followed by notify's fence, then
+ * its read of listed: it lists the ring when it reads 0.  When it reads 1
+ * the ring is listed, or a worker is taking it off at that moment:
+ *   - without s->asym the fence is full: a worker that cleared listed
+ *     before the producer's read... cannot have (the read saw 1); so the
+ *     clear comes after the read in the order of listed, and the
+ *     worker's look at the size after its full barrier sees the push
+ *     (store-then-load on both sides, Dekker): it lists the ring again.
+ *   - with s->asym the producer's fence is the compiler's only, and its
+ *     read may pass its push.  So workers then take rings off only while
+ *     they park, before their membarrier(2), and look at their sizes after
+ *     it: a producer that read listed as 1 had issued its push before the
+ *     worker's clear, so before the membarrier, which makes it visible to
+ *     the look after.  Between parks an empty ring stays on the map and
+ *     costs a look at its size (rings that had work since the last park).
+ *     If the membarrier fails, the rings are listed again unseen.
+ * A thread's ring lives with its frame cache: when the thread exits the
+ * ring keeps its bit while jobs are left in it (the workers take them),
+ * and the next thread to need a cache takes both over (lib/sched/frame.c):
+ * the rings are never more than the threads alive at once. */
+
+static inline void xq_list(coro_sched_t *s, struct coro__xq *q)
+{
+    uint32_t zero = 0;
+    /* seq_cst: the flag before the bit; one winner sets the bit */
+    if (!__atomic_compare_exchange_n(&q->listed, &zero, 1, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED))
+        return;
+    uint64_t kb = 1ull << (q->idx / 64);
+    /* seq_cst: the word's bit, then the read of the top bit (RINGS) */
+    __atomic_fetch_or(&s->xq_bits[q->idx / 64], 1ull << (q->idx % 64), __ATOMIC_SEQ_CST);
+    if (!(__atomic_load_n(&s->xq_top, __ATOMIC_SEQ_CST) & kb))
+        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+}
+
+static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
+{
+    /* seq_cst: the bit, then the flag (a producer that lists it again
+     * after seeing the flag clear sets the bit after ours is gone) */
+    __atomic_fetch_and(&s->xq_bits[q->idx / 64], ~(1ull << (q->idx % 64)), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&q->listed, 0, __ATOMIC_SEQ_CST);
+}
+
+/* after xq_unlist (and, with s->asym, the membarrier): list it again if
+ * it holds jobs */
+static inline void xq_recheck(coro_sched_t *s, struct coro__xq *q)
+{
+    /* full barrier: our clear of listed before the look at the ring's
+     * tail, against the producer's push then read of listed (RINGS) */
+    coro__fence_seq_cst();
+    if (coro__lq_size(&q->q) != 0)
+        xq_list(s, q);
+}
+
+/* word k of xq_bits read as 0: clear its top bit unless it refills */
+static void xq_top_tidy(coro_sched_t *s, int k)
+{
+    uint64_t kb = 1ull << k;
+    /* seq_cst: the clear, then the read of the word (RINGS) */
+    __atomic_fetch_and(&s->xq_top, ~kb, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST) != 0)
+        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+}
+
+/* the ring with bit i (set: the table entry was stored before it) */
+static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
+{
+    /* acquire: pairs with coro__thread_xq's release store of the entry */
+    return __atomic_load_n(&s->xq_tab[i], __ATOMIC_ACQUIRE);
+}
+
+/* a parking worker with s->asym, before its membarrier: take the rings
+ * that look empty off the map, at most max of them (the rest wait for a
+ * later park); returns how many are in out */
+static unsigned xq_unlist_empty(coro_sched_t *s, struct coro__xq **out, unsigned max)
+{
+    unsigned n = 0;
+    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+
+    while (top && n < max) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        /* acquire: the entries of the bits read */
+        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        while (bits && n < max) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            if (coro__lq_size(&q->q) == 0) {
+                xq_unlist(s, q);
+                out[n++] = q;
+            }
+        }
+    }
+    return n;
 }
 
 /* ---- submitting a READY job ----------------------------------------------- */
@@ -380,9 +507,14 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
             pushed = coro__lq_push(&xq->q, job);
         }
         if (pushed) {
+            notify_fence(s);
+            /* relaxed: after the fence (RINGS); 1 on every push of a
+             * burst, one read of a line that workers rarely write */
+            if (CORO__UNLIKELY(!__atomic_load_n(&xq->listed, __ATOMIC_RELAXED)))
+                xq_list(s, xq);
             /* any = false: wake an idle worker even when one searches,
              * as the inboxes' hand-off to an idle worker did */
-            notify(s, s->all_wmask, false);
+            notify_fenced(s, s->all_wmask, false);
             return;
         }
     }
@@ -480,24 +612,53 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
     return k && keep_first ? batch[0] : NULL;
 }
 
+/* the rings on the map (RINGS), from pop_xq */
+static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
+                          unsigned *got)
+{
+    coro_sched_t *s = w->s;
+
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        if (!bits) {
+            xq_top_tidy(s, k);
+            continue;
+        }
+        while (bits) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            unsigned n = coro__lq_size(&q->q);
+            if (n == 0) {
+                if (!s->asym) {         /* with s->asym: at a park only */
+                    xq_unlist(s, q);
+                    xq_recheck(s, q);
+                }
+                continue;
+            }
+            coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+                                     keep_first, got);
+            if (j || *got)
+                return j;
+        }
+    }
+    return NULL;
+}
+
 /* jobs from the plain threads' submission rings (NORMAL only): half of
  * the first ring with any, the first to run, the rest to our local ring
  * behind what it holds */
 static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first)
 {
+    coro_sched_t *s = w->s;
     unsigned got = 0;
-    /* acquire: pairs with coro__thread_xq's release CAS (the ring is
-     * initialised) */
-    for (struct coro__xq *q = __atomic_load_n(&w->s->xqs, __ATOMIC_ACQUIRE); q; q = q->next) {
-        unsigned n = coro__lq_size(&q->q);
-        if (n == 0)
-            continue;
-        coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                 keep_first, &got);
-        if (j || got)
-            return j;
-    }
-    return NULL;
+    /* acquire: the words' bits, then the entries (RINGS) */
+    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+
+    if (CORO__LIKELY(top == 0))
+        return NULL;
+    return pop_xq_map(w, top, keep_first, &got);
 }
 
 /* the periodic look at the submission rings (global_first): with jobs in
@@ -834,7 +995,16 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
      * our bit is visible to the look below (PARKING at the top).  If it
      * fails (it cannot once registered; a scheduler inherited across a
      * fork would see -EPERM) we sleep with a timeout only */
+    struct coro__xq *off[64];
+    unsigned noff = s->asym ? xq_unlist_empty(s, off, 64) : 0;
     bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
+    /* the rings taken off before the membarrier: after it, a push their
+     * producer made without listing them is visible (RINGS) */
+    for (unsigned i = 0; i < noff; i++)
+        if (timed)
+            xq_list(s, off[i]);
+        else
+            xq_recheck(s, off[i]);
     if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         /* relaxed: the bit only; the claimer's push is ours to see
          * through the queue it used */
