@@ -519,3 +519,69 @@ Test(submit, a_failed_membarrier_parks_with_a_timeout_and_loses_no_job, .timeout
     coro__membarrier_fail = false;
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* bits set in the map of rings that may hold work (sched/worker.c RINGS) */
+static int listed_rings(coro_sched_t *s)
+{
+    int n = 0;
+    for (int k = 0; k < CORO__XQ_WORDS; k++)
+        n += __builtin_popcountll(__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST));
+    return n;
+}
+
+struct many_arg {
+    coro_sched_t *s;
+    atomic_long *n;
+    pthread_barrier_t *go, *stay;
+};
+
+static void *many_main(void *arg)
+{
+    struct many_arg *a = arg;
+    pthread_barrier_wait(a->go);
+    spawn_counted(a->s, a->n, 40);
+    pthread_barrier_wait(a->stay);      /* alive until the check is done */
+    return NULL;
+}
+
+Test(submit, rings_of_many_live_threads_leave_the_map_once_drained_in_both_fence_modes,
+     .timeout = 240)
+{
+    enum { THREADS = 150 };     /* three words of the map */
+    for (int off = 0; off <= 1; off++) {
+        if (off)
+            setenv("COROKIT_MEMBARRIER", "0", 1);
+        else
+            unsetenv("COROKIT_MEMBARRIER");
+        coro_sched_t *s = mk(2);
+        atomic_long n = 0;
+        pthread_t t[THREADS];
+        pthread_barrier_t go, stay;
+        struct many_arg a = { s, &n, &go, &stay };
+        pthread_barrier_init(&go, NULL, THREADS);
+        pthread_barrier_init(&stay, NULL, THREADS + 1);
+        for (int i = 0; i < THREADS; i++)
+            cr_assert_eq(pthread_create(&t[i], NULL, many_main, &a), 0);
+        int64_t end = coro_now() + 60000000000LL;
+        while (atomic_load(&n) < (long)THREADS * 40) {
+            cr_assert_lt(coro_now(), end, "%ld of %d jobs ran (asym %d)", atomic_load(&n),
+                         THREADS * 40, s->asym);
+            usleep(1000);
+        }
+        /* idle now: the workers park (with membarrier: the parks take the
+         * empty rings off) and no ring stays on the map while its thread
+         * lives on without spawning */
+        while (listed_rings(s) != 0) {
+            cr_assert_lt(coro_now(), end, "%d rings still on the map (asym %d)",
+                         listed_rings(s), s->asym);
+            usleep(1000);
+        }
+        pthread_barrier_wait(&stay);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        pthread_barrier_destroy(&stay);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+    unsetenv("COROKIT_MEMBARRIER");
+}

@@ -63,6 +63,17 @@
  * while spawns and finishes alternate (chains, fork-join) */
 #define CORO__LIVE_BATCH 64
 
+/* ---- parking (sched/worker.c PARKING) ----------------------------------------- */
+/* the asymmetric barrier (a parking worker calls membarrier(2), a spawn
+ * fences with the compiler only) is used up to this many workers and on
+ * machines with up to this many online CPUs.  The kernel serialises the
+ * call machine-wide, walks every online CPU's run queue and interrupts
+ * each CPU that runs one of our threads, waiting for them all: a park
+ * then costs more with every CPU.  Beyond either bound a spawn pays a
+ * full fence instead, which costs the same on any machine */
+#define CORO__ASYM_MAX_WORKERS 8
+#define CORO__ASYM_MAX_CPUS 64
+
 /* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */
 /* an idle worker looks for work again this many times with a pause
  * instruction (never when oversubscribed: the holder may need our CPU)... */

@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sched/frame.h"
 #include "rt/rt.h"
@@ -140,7 +141,9 @@ int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     /* before any worker exists: every notify and park of s agrees.  A
      * single-threaded scheduler keeps the fence (its driver parks rarely
      * and plain threads' spawns into it are not its hot path) */
-    s->asym = s->nworkers > 0 && coro__membarrier_register() == 0;
+    s->asym = s->nworkers > 0 && s->nworkers <= CORO__ASYM_MAX_WORKERS &&
+              sysconf(_SC_NPROCESSORS_ONLN) <= CORO__ASYM_MAX_CPUS &&
+              coro__membarrier_register() == 0;
     coro__cpu_init();
     pthread_mutex_init(&s->shut_lock, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);

@@ -228,6 +228,7 @@ struct coro__worker {
     uint64_t lifo_watch_run;
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
+    unsigned idle_looks;                /* failed looks in this idle phase (sched/worker.c) */
     bool took_more;                     /* the last look took jobs besides the one it runs */
     /* while it polls epoll between jobs: the first NORMAL job the poll
      * wakes is kept here, not queued, and run next (sched/worker.c) */

@@ -388,6 +388,8 @@ static unsigned xq_unlist_empty(coro_sched_t *s, struct coro__xq **out, unsigned
                 out[n++] = q;
             }
         }
+        if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
+            xq_top_tidy(s, k);
     }
     return n;
 }
@@ -529,7 +531,18 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
     idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
     tls_rr = (uint32_t)idx + 1;
     coro__mq_push(&s->w[idx]->inbox[pi], job);
-    notify(s, s->all_wmask, true);
+    /* thieves skip parked workers (STEALING): if this one parked
+     * meanwhile and its last look missed the job, it is the one to wake
+     * (store-then-load against its bit-set then look, as in notify) */
+    notify_fence(s);
+    uint64_t bit = 1ull << (idx % 64);
+    /* relaxed: after the fence; the RMW picks one claimer */
+    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & bit) &&
+        (__atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_ACQ_REL) & bit)) {
+        unpark(s, idx);
+        return;
+    }
+    notify_fenced(s, s->all_wmask, true);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -766,13 +779,19 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
  * searching because it found work, and was the last searcher, wakes a
  * parked one in its place, so work that is left is never without a
  * searcher. */
+/* at most half the workers search (at least one) */
+static inline uint32_t search_max(const coro_sched_t *s)
+{
+    return s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+}
+
 static bool start_searching(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
 
     if (w->searching)
         return true;
-    uint32_t max = s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+    uint32_t max = search_max(s);
     if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) >= max)
         return false;
     /* seq_cst: pairs with the fence in notify() */
@@ -821,10 +840,9 @@ static coro_t *take_lifo(struct coro__worker *w, struct coro__worker *v)
  * elsewhere; it hung 1 run in about 100 without the bound).  A worker
  * already parked at the spawn is not woken for it (nor is tokio's:
  * docs/guide.md). */
-static coro_t *steal_lifo(struct coro__worker *w, int start)
+static coro_t *steal_lifo(struct coro__worker *w, const int *vic, int n, int start)
 {
     coro_sched_t *s = w->s;
-    int n = s->nslots;
 
     if (w->lifo_watch >= 0) {
         struct coro__worker *v = s->w[w->lifo_watch];
@@ -839,9 +857,9 @@ static coro_t *steal_lifo(struct coro__worker *w, int start)
         w->lifo_watch = -1;
     }
     for (int i = 0; i < n; i++) {
-        struct coro__worker *v = s->w[(start + i) % n];
+        struct coro__worker *v = s->w[vic[(start + i) % n]];
         /* relaxed: hints; the slot is taken with take_lifo's exchange */
-        if (v == w || !__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
+        if (!__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
             continue;
         w->lifo_watch = v->idx;
         w->lifo_watch_run = __atomic_load_n(&v->n_run, __ATOMIC_RELAXED);
@@ -851,24 +869,46 @@ static coro_t *steal_lifo(struct coro__worker *w, int start)
     return NULL;
 }
 
+/* the victims worth a look: every worker but w whose idle bit is clear
+ * (a parked worker's queues are empty: STEALING at the top); returns
+ * how many are in vic */
+static int victims(struct coro__worker *w, int *vic)
+{
+    coro_sched_t *s = w->s;
+    int n = 0;
+
+    for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
+        /* relaxed: a hint - a worker that parks after this read had
+         * nothing to steal; one that wakes gets its jobs from whoever
+         * claimed it, who wakes it for them */
+        uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&s->idle[k], __ATOMIC_RELAXED);
+        if (k == w->idx / 64)
+            bits &= ~(1ull << (w->idx % 64));
+        while (bits) {
+            vic[n++] = k * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+        }
+    }
+    return n;
+}
+
 static coro_t *steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
-    int n = s->nslots;
+    int vic[CORO_MAX_WORKERS];
     coro_t *j = NULL;
 
-    if (n < 2)
+    if (s->nslots < 2)
+        return NULL;
+    int n = victims(w, vic);
+    if (n == 0)
         return NULL;
     int start = (int)(rng_next(w) % (uint32_t)n);
-    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--) {
-        for (int i = 0; i < n && !j; i++) {
-            struct coro__worker *v = s->w[(start + i) % n];
-            if (v != w)
-                j = steal_from(w, v, pi);
-        }
-    }
+    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)
+        for (int i = 0; i < n && !j; i++)
+            j = steal_from(w, s->w[vic[(start + i) % n]], pi);
     if (!j)
-        j = steal_lifo(w, start);
+        j = steal_lifo(w, vic, n, start);
     return j;
 }
 
@@ -877,6 +917,7 @@ static coro_t *steal(struct coro__worker *w)
 static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
+        w->idle_looks = 0;
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
@@ -932,6 +973,14 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
  * room for one more) */
 static coro_t *find_others_(struct coro__worker *w, bool limit_steal)
 {
+    /* an idle phase sweeps the others at its looks 0, 1, 3, 7 and 15
+     * only (then at its park): a failed sweep reads every busy victim's
+     * queues, and a job pushed meanwhile is covered by the searchers'
+     * next sweep or by the park protocol (its notify wakes a parked
+     * worker when no one searches) */
+    unsigned n = w->idle_looks++;
+    if (limit_steal && (n & (n + 1)) != 0)
+        return NULL;
     return !limit_steal || start_searching(w) ? steal(w) : NULL;
 }
 
@@ -1005,7 +1054,15 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
             xq_list(s, off[i]);
         else
             xq_recheck(s, off[i]);
-    if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+    w->idle_looks = 0;
+    /* the last look: our own queues, then the others' unless the
+     * searchers are at their cap - they cover the others' queues, and
+     * the last of them to stop looks there itself or wakes a worker in
+     * its place (SEARCHING at the top; seq_cst: after our bit) */
+    j = find_own_(w, false);
+    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
+        j = steal(w);
+    if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         /* relaxed: the bit only; the claimer's push is ours to see
          * through the queue it used */
         uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
