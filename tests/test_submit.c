@@ -585,3 +585,68 @@ Test(submit, rings_of_many_live_threads_leave_the_map_once_drained_in_both_fence
     }
     unsetenv("COROKIT_MEMBARRIER");
 }
+
+struct prio_job {
+    coro_t co;
+    atomic_long *n;
+    coro_sched_t *s;
+    int depth;
+};
+
+/* spawns two children of the other priorities while depth lasts */
+static int prio_body(coro_t *co)
+{
+    struct prio_job *j = CORO_SELF(co, struct prio_job);
+    CORO_BEGIN(co);
+    atomic_fetch_add_explicit(j->n, 1, memory_order_relaxed);
+    for (int k = 0; k < 2 && j->depth > 0; k++) {
+        struct prio_job *c = coro_frame_alloc(j->s, sizeof *c);
+        cr_assert_not_null(c);
+        *c = (struct prio_job){ .n = j->n, .s = j->s, .depth = j->depth - 1 };
+        coro_spawn_opts_t o = { .priority = k ? CORO_PRIO_LOW : CORO_PRIO_HIGH };
+        cr_assert_eq(coro_spawn(j->s, &c->co, prio_body, &o), 0);
+    }
+    if (j->depth % 3 == 0)
+        CORO_YIELD(co);
+    CORO_END(co);
+}
+
+/* the counts of HIGH and LOW jobs (sched/worker.c PRIORITIES) */
+static uint64_t prio_counts(coro_sched_t *s)
+{
+    uint64_t n = __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < s->nslots; i++)
+        n += __atomic_load_n(&s->w[i]->nprio, __ATOMIC_SEQ_CST);
+    return n;
+}
+
+Test(submit, the_counts_of_high_and_low_jobs_return_to_zero_once_all_ran, .timeout = 120)
+{
+    for (int workers = 0; workers <= 4; workers += 2) {
+        coro_sched_t *s = mk(workers);
+        atomic_long n = 0;
+        long want = 0;
+        for (int r = 0; r < 8; r++) {
+            for (int p = -1; p <= 1; p++) {
+                struct prio_job *j = coro_frame_alloc(s, sizeof *j);
+                cr_assert_not_null(j);
+                *j = (struct prio_job){ .n = &n, .s = s, .depth = 9 };
+                coro_spawn_opts_t o = { .priority = p };
+                cr_assert_eq(coro_spawn(s, &j->co, prio_body, &o), 0);
+                want += (1 << 10) - 1;
+            }
+            if (workers == 0)
+                cr_assert_geq(coro_sched_run(s), 0);
+        }
+        int64_t end = coro_now() + 60000000000LL;
+        while (atomic_load(&n) < want) {
+            cr_assert_lt(coro_now(), end, "workers %d: %ld of %ld ran", workers,
+                         atomic_load(&n), want);
+            usleep(1000);
+        }
+        cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
+        cr_assert_eq(prio_counts(s), 0, "workers %d: counts %lu", workers,
+                     (unsigned long)prio_counts(s));
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}

@@ -185,6 +185,7 @@ struct coro__cls {
     uint64_t wmask[CORO__WMASK_WORDS];  /* workers allowed */
     coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
     int nworkers;                       /* popcount of wmask */
+    uint32_t nprio;                     /* atomic: HIGH and LOW jobs in q (sched/worker.c) */
     struct coro__mq q[CORO__NPRIO];
 };
 
@@ -213,6 +214,9 @@ struct coro__worker {
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
     struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
+    /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
+     * before the push, taken off after the pop: sched/worker.c PRIORITIES) */
+    uint32_t nprio;
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
@@ -287,9 +291,6 @@ struct coro_sched {
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
-    /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
-     * when find_work returns one): 0 lets a worker look at NORMAL only */
-    uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));
 
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */

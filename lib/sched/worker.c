@@ -396,9 +396,80 @@ static unsigned xq_unlist_empty(coro_sched_t *s, struct coro__xq **out, unsigned
 
 /* ---- submitting a READY job ----------------------------------------------- */
 
+/* PRIORITIES.  A worker whose queues hold no HIGH or LOW job looks at
+ * NORMAL only (find_own_).  It knows from counters of the places it
+ * looks at first-hand: its own (w->nprio: local, inbox, yielded), the
+ * global queue's and its served classes' (cls->nprio): no word is
+ * written by every HIGH or LOW submit of the scheduler.  A counter goes
+ * up before the push and down after the pop (a move: up at the
+ * destination first), so a look that reads 0 everywhere missed only jobs
+ * pushed after its reads, which the pusher's notify covers as for any
+ * job pushed after a look; and the last look before parking looks at
+ * every level all the same.  Relaxed: counts, ordered for the workers by
+ * the queues' own release and acquire and by notify's fence. */
+static inline void prio_add(uint32_t *c, int pi, int n)
+{
+    if (pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL) && n != 0)
+        __atomic_add_fetch(c, (uint32_t)n, __ATOMIC_RELAXED);
+}
+
+/* any HIGH or LOW job where w looks first-hand */
+static inline bool prio_queued(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (__atomic_load_n(&w->nprio, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_RELAXED))
+        return true;
+    /* acquire: the served[] entries before nserved were written first */
+    for (uint32_t i = 0, n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE); i < n; i++)
+        if (__atomic_load_n(&coro__cls_get(s, w->served[i])->nprio, __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
+/* the pops of w's own queues and of class queues, with their counts */
+static inline coro_t *own_lq_pop(struct coro__worker *w, struct coro__lq *q, int pi)
+{
+    coro_t *j = coro__lq_pop(q);
+    if (j)
+        prio_add(&w->nprio, pi, -1);
+    return j;
+}
+
+static inline coro_t *own_mq_pop(struct coro__worker *w, struct coro__mq *q, int pi)
+{
+    coro_t *j = coro__mq_pop(q);
+    if (j)
+        prio_add(&w->nprio, pi, -1);
+    return j;
+}
+
+static inline coro_t *cls_pop(struct coro__cls *c, int pi)
+{
+    coro_t *j = coro__mq_pop(&c->q[pi]);
+    if (j)
+        prio_add(&c->nprio, pi, -1);
+    return j;
+}
+
 static void push_global(coro_sched_t *s, coro_t *job)
 {
-    coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
+    struct coro__cls *any = coro__cls_get(s, 0);
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    prio_add(&any->nprio, pi, 1);
+    coro__mq_push(&any->q[pi], job);
+}
+
+/* push job to w's own ring q, counted (full: false, nothing counted) */
+static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int pi, coro_t *job)
+{
+    prio_add(&w->nprio, pi, 1);
+    if (coro__lq_push(q, job))
+        return true;
+    prio_add(&w->nprio, pi, -1);
+    return false;
 }
 
 /* local ring full: move half of it and job to the global queue, under one
@@ -414,7 +485,10 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
     while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
         n++;
     batch[n++] = job;
-    coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
+    struct coro__cls *any = coro__cls_get(w->s, 0);
+    prio_add(&any->nprio, pi, (int)n);
+    coro__mq_push_batch(&any->q[pi], batch, n);
+    prio_add(&w->nprio, pi, -(int)(n - 1));
 }
 
 /* a plain thread's submission ring is full: move its older half to the
@@ -439,13 +513,9 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
         /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
          * the job is ours until the push below publishes it */
         job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
-    if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
-        /* before the push; relaxed: the push's own release and the notify
-         * fence below order it for the workers (see find_work_) */
-        __atomic_add_fetch(&s->other_prio, 1, __ATOMIC_RELAXED);
-
     if (job->cls != 0) {
         struct coro__cls *c = coro__cls_get(s, job->cls);
+        prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
         coro__mq_push(&c->q[pi], job);
         notify(s, c->wmask, false);
         return;
@@ -453,10 +523,9 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
     if (w && w->s == s) {
         if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
             pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
-            /* relaxed: as find_own_'s look; a HIGH or LOW job queued
-             * anywhere sends this one the usual way, to be picked in
-             * priority order */
-            __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) == 0) {
+            /* a HIGH or LOW job queued where we look sends this one the
+             * usual way, to be picked in priority order */
+            !prio_queued(w)) {
             /* woken by this worker's own look at epoll (worker_main): it
              * runs the job next, straight from here.  Private until then,
              * as a job in a step's hands is: no queue, no atomic, nobody
@@ -468,7 +537,7 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
         if (yield) {
             /* the back of everything this worker has (tokio defers a
              * yielding task the same way); full: the global queue */
-            if (!coro__lq_push(&w->yielded[pi], job))
+            if (!own_lq_push(w, &w->yielded[pi], pi, job))
                 push_global(s, job);
             goto out;
         }
@@ -486,7 +555,7 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
                 return;     /* this worker runs it next: no one to wake (tokio) */
             pi = CORO__PRIO_IDX(job->prio);
         }
-        if (!coro__lq_push(&w->local[pi], job))
+        if (!own_lq_push(w, &w->local[pi], pi, job))
             local_overflow(w, pi, job);
     out:
         if (s->nworkers > 1)
@@ -524,12 +593,14 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
      * then make sure someone is awake for it */
     int idx = claim_idle(s, s->all_wmask);
     if (idx >= 0) {
+        prio_add(&s->w[idx]->nprio, pi, 1);
         coro__mq_push(&s->w[idx]->inbox[pi], job);
         unpark(s, idx);
         return;
     }
     idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
     tls_rr = (uint32_t)idx + 1;
+    prio_add(&s->w[idx]->nprio, pi, 1);
     coro__mq_push(&s->w[idx]->inbox[pi], job);
     /* thieves skip parked workers (STEALING): if this one parked
      * meanwhile and its last look missed the job, it is the one to wake
@@ -588,7 +659,7 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
         struct coro__cls *c = coro__cls_get(s, w->served[i]);
         if (coro__mq_size(&c->q[pi]) == 0)
             continue;
-        coro_t *j = coro__mq_pop(&c->q[pi]);
+        coro_t *j = cls_pop(c, pi);
         if (j)
             return j;
     }
@@ -598,7 +669,8 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
 /* take half of the n jobs of ring q (at least one) with one CAS: keep the
  * first (keep_first), put the rest in ring dst (full: the global queue) */
 static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
-                            struct coro__lq *dst, bool keep_first, unsigned *got)
+                            struct coro__lq *dst, bool keep_first, unsigned *got,
+                            uint32_t *src_nprio, int pi)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2];
     unsigned want = (n + 1) / 2;
@@ -617,8 +689,9 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
         return NULL;
     unsigned k = coro__lq_pop_batch(q, batch, want);
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
-        if (!coro__lq_push(dst, batch[i]))
+        if (!own_lq_push(w, dst, pi, batch[i]))
             push_global(w->s, batch[i]);
+    prio_add(src_nprio, pi, -(int)k);   /* after the moves: PRIORITIES */
     if (k > (keep_first ? 1u : 0u))
         w->took_more = true;
     *got += k;
@@ -651,7 +724,7 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
                 continue;
             }
             coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, got);
+                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL));
             if (j || *got)
                 return j;
         }
@@ -691,9 +764,9 @@ static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_firs
 
     bool normal = pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL);
     if (global_first) {
-        if ((j = coro__mq_pop(&any->q[pi])) || (normal && (j = pop_xq_fair(w))) ||
-            (j = pop_classes(w, pi)) || (j = coro__mq_pop(&w->inbox[pi])) ||
-            (j = coro__lq_pop(&w->yielded[pi])))
+        if ((j = cls_pop(any, pi)) || (normal && (j = pop_xq_fair(w))) ||
+            (j = pop_classes(w, pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
+            (j = own_lq_pop(w, &w->yielded[pi], pi)))
             goto other;
     }
     if (normal && w->lifo_streak < CORO__LIFO_MAX &&
@@ -703,9 +776,9 @@ static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_firs
         w->lifo_streak++;
         return j;
     }
-    if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
-        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
-        (normal && (j = pop_xq(w, true))) || (j = coro__lq_pop(&w->yielded[pi])))
+    if ((j = own_lq_pop(w, &w->local[pi], pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
+        (j = pop_classes(w, pi)) || (j = cls_pop(any, pi)) ||
+        (normal && (j = pop_xq(w, true))) || (j = own_lq_pop(w, &w->yielded[pi], pi)))
         goto other;
     return NULL;
 other:
@@ -733,7 +806,7 @@ static uint32_t rng_next(struct coro__worker *w)
  * list): keep the first, put the rest in the thief's ring dst (full: the
  * global queue) */
 static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned n,
-                            struct coro__lq *dst, unsigned *got)
+                            struct coro__lq *dst, unsigned *got, uint32_t *src_nprio, int pi)
 {
     coro_t *first = NULL;
 
@@ -746,9 +819,10 @@ static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned
             first = j;
         } else {
             w->took_more = true;
-            if (!coro__lq_push(dst, j))
+            if (!own_lq_push(w, dst, pi, j))
                 push_global(w->s, j);
         }
+        prio_add(src_nprio, pi, -1);
     }
     return first;
 }
@@ -757,13 +831,13 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 {
     unsigned got = 0;
     coro_t *first = take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
-                                 &w->local[pi], true, &got);
+                                 &w->local[pi], true, &got, &v->nprio, pi);
     if (!first)
         first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
-                             &w->local[pi], &got);
+                             &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
         first = take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
-                             &w->yielded[pi], true, &got);
+                             &w->yielded[pi], true, &got, &v->nprio, pi);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
@@ -912,8 +986,7 @@ static coro_t *steal(struct coro__worker *w)
     return j;
 }
 
-/* a job was found: the anti-starvation counters and the count of queued
- * HIGH and LOW jobs */
+/* a job was found: the anti-starvation counters, a new idle phase */
 static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
@@ -921,8 +994,6 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
-        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
-            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
     }
     return j;
 }
@@ -952,7 +1023,7 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
      * read: the pusher's notify then covers it exactly as for a job pushed
      * after this look (top of file).  The last look before parking
      * (limit_steal false) looks everywhere all the same. */
-    if (limit_steal && !global_first && __atomic_load_n(&w->s->other_prio, __ATOMIC_RELAXED) == 0)
+    if (limit_steal && !global_first && !prio_queued(w))
         j = pop_level(w, CORO__PRIO_IDX(CORO_PRIO_NORMAL), false);
     else
         for (int k = 0; k < CORO__NPRIO && !j; k++)
@@ -1402,8 +1473,8 @@ void *coro__worker_main(void *arg)
                     w->caught = NULL;
                     /* a HIGH or LOW job woken after it, by the same look:
                      * the caught one queues as any other, to be picked in
-                     * priority order (relaxed: as find_own_'s look) */
-                    if (j && __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) != 0) {
+                     * priority order (PRIORITIES) */
+                    if (j && prio_queued(w)) {
                         coro__submit(s, j, false);
                         j = NULL;
                     }
