@@ -18,7 +18,9 @@
  * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row while other
  * jobs wait), local ring, inbox, served class queues, global queue, the
- * submission rings (NORMAL: half of the first non-empty one, one CAS);
+ * submission rings (NORMAL: half of the first one on the map of rings
+ * that hold work, one CAS: RINGS); HIGH and LOW only while some are
+ * counted where the worker looks (PRIORITIES);
  * every CORO__GLOBAL_INTERVAL (61) ticks the global queue, the submission
  * rings, the class queues and the inbox are looked at first (a ring's
  * batch then goes behind the local ring's jobs: one thread's jobs keep
@@ -40,6 +42,23 @@
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
  * one) steal at once (s->searching).
+ *   Victims are the workers whose idle bit is clear (Go's idle-P mask): a
+ * parked worker's queues are empty - it parked after its own look found
+ * nothing, only its owner pushes to its local and yield rings and its LIFO
+ * slot, and a push to its inbox either claims it first (its bit cleared,
+ * then the wake) or, for a plain thread's round-robin hand-off, is
+ * followed by notify's fence and a look at that worker's bit: set, the
+ * pusher claims that worker and wakes it (its last look before sleeping
+ * either saw the job or its bit is seen: Dekker, as in PARKING).  A
+ * sweep costs the busy workers' queues, not every worker's.
+ *   An idle phase sweeps the others at its looks 0, 1, 3, 7 and 15 only,
+ * then once more at its park: a job pushed between two sweeps is covered
+ * by the searchers' next sweep or, with none, by the notify that wakes a
+ * parked worker for it.  The park's look leaves the others' queues alone
+ * while the searchers are at their cap (read after its own searcher
+ * count is gone and its idle bit is set): each of them sweeps again, and
+ * the last to stop either parks through its own full look or wakes a
+ * worker in its place (SEARCHING; tools/model/search.pml).
  *
  * SEARCHING (tokio's rules; tools/model/search.pml).  A worker searching
  * for work counts in s->searching, and a notify for a job any worker may
@@ -89,9 +108,21 @@
  *   (a claim is a locked RMW: the push is visible before the wake).
  *   tools/model/park.pml and search.pml check both modes.  S's full
  *   barrier had to wait for its store buffer, where a spawn's stores to
- *   lines a worker last held (frame, ring slot, tail) were queued: a
- *   plain thread's spawn loop 901 -> 628 µs per 10,000 spawns
- *   (docs/architecture.md, "Parking").
+ *   lines a worker last held (frame, ring slot, tail) were queued
+ *   (docs/architecture.md, "Parking", has the figures).
+ *   The asymmetric mode is chosen at create only for at most
+ *   CORO__ASYM_MAX_WORKERS workers on a machine of at most
+ *   CORO__ASYM_MAX_CPUS online CPUs.  The kernel's
+ *   membarrier(PRIVATE_EXPEDITED) (kernel/sched/membarrier.c) takes one
+ *   mutex for the whole machine (membarrier_ipi_mutex, since the fix of
+ *   CVE-2024-26602), walks every online CPU's run queue to find those
+ *   running a thread of our mm, interrupts each of them and waits for all:
+ *   its cost grows with the machine's CPUs and with the CPUs our threads
+ *   run on, and parks of many workers queue on that mutex.  Bounding the
+ *   workers bounds the parks that call it and the CPUs our workers hold;
+ *   bounding the CPUs bounds the walk.  Beyond either bound every notify
+ *   pays its full fence, a cost that is the same on any machine.  Both
+ *   modes are the ones the models verify: the choice only picks one.
  *
  * BUDGET AND CANCEL.  A job gets CORO__BUDGET (128) awaits that complete at
  * once per run; the next one (coro__complete) travels as a yield carrying
@@ -299,11 +330,11 @@ void coro__wake_all_workers(coro_sched_t *s)
  * (the slot, then the tail: ck_ring) is followed by notify's fence, then
  * its read of listed: it lists the ring when it reads 0.  When it reads 1
  * the ring is listed, or a worker is taking it off at that moment:
- *   - without s->asym the fence is full: a worker that cleared listed
- *     before the producer's read... cannot have (the read saw 1); so the
- *     clear comes after the read in the order of listed, and the
- *     worker's look at the size after its full barrier sees the push
- *     (store-then-load on both sides, Dekker): it lists the ring again.
+ *   - without s->asym the fence is full.  The read saw 1, so the
+ *     worker's clear comes after it in the order of listed; the producer
+ *     stored its push, fenced, read; the worker cleared, fenced, read the
+ *     size: store-then-load on both sides (Dekker), so the worker sees the
+ *     push and lists the ring again.
  *   - with s->asym the producer's fence is the compiler's only, and its
  *     read may pass its push.  So workers then take rings off only while
  *     they park, before their membarrier(2), and look at their sizes after
