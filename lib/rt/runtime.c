@@ -376,6 +376,10 @@ int coro_cancel(coro_t *job)
     uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
     if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
         return 0;
+    /* what the job waits on, through its own awaitable (lib/wait/lot.c
+     * CANCEL ONE); else every structure it may wait in */
+    if (coro__lot_cancel_job(s, job, old))
+        return 0;
     coro__lot_cancel_jobs(s);
     if (s->io)
         coro__io_cancel_jobs(s->io);

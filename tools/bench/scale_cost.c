@@ -8,7 +8,8 @@
  *   scale_cost cancel HISTORY [rounds]
  *       HISTORY distinct events are each waited on once by a job (1 worker);
  *       then one job waits on an event and coro_cancel ends it: ns of the
- *       coro_cancel call
+ *       coro_cancel call, and of a coro_event_set that ends the same wait
+ *       (both wake the parked worker)
  *   scale_cost burst WORKERS [bursts]
  *       unpinned workers; a plain thread starts a chain of 200 pool-frame
  *       jobs every 2 ms: the process's CPU time per burst, in ns
@@ -250,6 +251,9 @@ static void run_cancel(long history, int rounds)
         /* kept allocated: the next batch's events get new addresses */
         done += n;
     }
+    double *tw = calloc((size_t)rounds, sizeof *tw);
+    if (!tw)
+        die("calloc");
     for (int r = 0; r < rounds; r++) {
         coro_event_t ev;
         struct waiter w = { .ev = &ev };
@@ -261,10 +265,23 @@ static void run_cancel(long history, int rounds)
         coro_cancel(&w.co);
         t[r] = now_ns() - t0;
         coro_join(&w.co);
+        /* the same wait ended by its event, for scale: the wake-up of the
+         * parked worker that both pay */
+        w = (struct waiter){ .ev = &ev };
+        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
+            die("coro_spawn");
+        settle(s);
+        t0 = now_ns();
+        coro_event_set(&ev);
+        tw[r] = now_ns() - t0;
+        coro_join(&w.co);
         coro_event_destroy(&ev);
-        printf("cancel history=%ld round=%d ns=%.0f\n", history, r, t[r]);
+        printf("cancel history=%ld round=%d ns=%.0f event_set_ns=%.0f\n", history, r, t[r],
+               tw[r]);
     }
-    printf("cancel history=%ld median_ns=%.0f\n", history, median(t, rounds));
+    double mc = median(t, rounds), me = median(tw, rounds);
+    printf("cancel history=%ld median_ns=%.0f event_set_median_ns=%.0f\n", history, mc, me);
+    free(tw);
     coro_sched_destroy(s);
     free(evs);
     free(ws);
