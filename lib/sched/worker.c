@@ -343,6 +343,8 @@ void coro__wake_all_workers(coro_sched_t *s)
  *     the look after.  Between parks an empty ring stays on the map and
  *     costs a look at its size (rings that had work since the last park).
  *     If the membarrier fails, the rings are listed again unseen.
+ * tools/model/rings.pml checks both modes and rejects a take-off without
+ * the second look, and the membarrier mode with take-offs at any look.
  * A thread's ring lives with its frame cache: when the thread exits the
  * ring keeps its bit while jobs are left in it (the workers take them),
  * and the next thread to need a cache takes both over (lib/sched/frame.c):
