@@ -455,8 +455,11 @@ static inline bool prio_queued(struct coro__worker *w)
         __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_RELAXED))
         return true;
     /* acquire: the served[] entries before nserved were written first */
-    for (uint32_t i = 0, n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE); i < n; i++)
-        if (__atomic_load_n(&coro__cls_get(s, w->served[i])->nprio, __ATOMIC_RELAXED))
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+    /* acquire: as pop_classes reads the array */
+    const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (__atomic_load_n(&coro__cls_get(s, served[i])->nprio, __ATOMIC_RELAXED))
             return true;
     return false;
 }
