@@ -401,30 +401,47 @@ static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
 }
 
 /* a parking worker with s->asym, before its membarrier: take the rings
- * that look empty off the map, at most max of them (the rest wait for a
- * later park); returns how many are in out */
-static unsigned xq_unlist_empty(coro_sched_t *s, struct coro__xq **out, unsigned max)
+ * that look empty off the map (the rings that had work since the last
+ * park), noting them in off[] (a bit per ring, as in s->xq_bits);
+ * returns whether it took any */
+static bool xq_unlist_empty(coro_sched_t *s, uint64_t *off)
 {
-    unsigned n = 0;
+    bool any = false;
     uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
 
-    while (top && n < max) {
+    while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
         /* acquire: the entries of the bits read */
         uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
-        while (bits && n < max) {
-            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+        while (bits) {
+            unsigned b = (unsigned)__builtin_ctzll(bits);
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + b);
             bits &= bits - 1;
             if (coro__lq_size(&q->q) == 0) {
                 xq_unlist(s, q);
-                out[n++] = q;
+                off[k] |= 1ull << b;
+                any = true;
             }
         }
         if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
             xq_top_tidy(s, k);
     }
-    return n;
+    return any;
+}
+
+/* after the membarrier: the rings xq_unlist_empty took off, looked at
+ * again (relist: without looking, when the membarrier failed) */
+static void xq_relook(coro_sched_t *s, const uint64_t *off, bool relist)
+{
+    for (int k = 0; k < CORO__XQ_WORDS; k++)
+        for (uint64_t bits = off[k]; bits; bits &= bits - 1) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            if (relist)
+                xq_list(s, q);
+            else
+                xq_recheck(s, q);
+        }
 }
 
 /* ---- submitting a READY job ----------------------------------------------- */
@@ -1151,16 +1168,17 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
      * our bit is visible to the look below (PARKING at the top).  If it
      * fails (it cannot once registered; a scheduler inherited across a
      * fork would see -EPERM) we sleep with a timeout only */
-    struct coro__xq *off[64];
-    unsigned noff = s->asym ? xq_unlist_empty(s, off, 64) : 0;
+    uint64_t off[CORO__XQ_WORDS];
+    bool took = false;
+    if (s->asym) {
+        memset(off, 0, sizeof off);
+        took = xq_unlist_empty(s, off);
+    }
     bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
     /* the rings taken off before the membarrier: after it, a push their
      * producer made without listing them is visible (RINGS) */
-    for (unsigned i = 0; i < noff; i++)
-        if (timed)
-            xq_list(s, off[i]);
-        else
-            xq_recheck(s, off[i]);
+    if (took)
+        xq_relook(s, off, timed);
     w->idle_looks = 0;
     /* the last look: our own queues, then the others' unless the
      * searchers are at their cap - they cover the others' queues, and
