@@ -650,3 +650,18 @@ Test(submit, the_counts_of_high_and_low_jobs_return_to_zero_once_all_ran, .timeo
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
 }
+
+Test(submit, membarrier_is_used_up_to_8_workers_only, .timeout = 60)
+{
+    unsetenv("COROKIT_MEMBARRIER");
+    if (sysconf(_SC_NPROCESSORS_ONLN) > CORO__ASYM_MAX_CPUS)
+        cr_skip_test("more than %d online CPUs: never membarrier", CORO__ASYM_MAX_CPUS);
+    coro_sched_t *s = mk(CORO__ASYM_MAX_WORKERS);
+    cr_assert_eq(s->asym, kernel_has_membarrier());
+    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS, 50);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    s = mk(CORO__ASYM_MAX_WORKERS + 1);
+    cr_assert_not(s->asym, "%d workers: the full fence", CORO__ASYM_MAX_WORKERS + 1);
+    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS + 1, 50);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
