@@ -129,7 +129,8 @@ static void race_kind(int workers, enum kind kind, int rounds)
     for (int r = 0; r < rounds; r++) {
         coro_event_t ev, tev;
         int p[2];
-        struct target tg = { .ev = &tev }, first = { .ev = &ev };
+        struct target tg = { .ev = &tev };
+        struct waiter *fw = NULL;      /* K_DONE_LOT: the slot's holder */
         struct waiter w = { .kind = kind, .ev = &ev, .target = &tg.co };
         struct joiner jw, jt, jf;
         atomic_int go = 0;
@@ -145,13 +146,12 @@ static void race_kind(int workers, enum kind kind, int rounds)
         join_start(&jt, &tg.co);
         if (kind == K_DONE_LOT) {
             /* the joiner slot is taken: our waiter uses the lot */
-            struct waiter *fw = calloc(1, sizeof *fw);
+            fw = calloc(1, sizeof *fw);
             cr_assert_not_null(fw);
             *fw = (struct waiter){ .kind = K_DONE, .ev = &ev, .target = &tg.co };
             cr_assert_eq(coro_spawn(s, &fw->co, waiter_body, NULL), 0);
             join_start(&jf, &fw->co);
             wait_suspended(&fw->co);
-            first.co.result = (intptr_t)fw;     /* kept for the end of the round */
         }
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
         join_start(&jw, &w.co);
@@ -177,8 +177,7 @@ static void race_kind(int workers, enum kind kind, int rounds)
         }
         coro_event_set(&tev);
         cr_assert_eq(join_end(&jt), 5);
-        if (kind == K_DONE_LOT) {
-            struct waiter *fw = (struct waiter *)first.co.result;
+        if (fw) {
             coro_event_set(&ev);
             cr_assert_eq(join_end(&jf), 31);
             free(fw);
