@@ -519,3 +519,149 @@ Test(submit, a_failed_membarrier_parks_with_a_timeout_and_loses_no_job, .timeout
     coro__membarrier_fail = false;
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* bits set in the map of rings that may hold work (sched/worker.c RINGS) */
+static int listed_rings(coro_sched_t *s)
+{
+    int n = 0;
+    for (int k = 0; k < CORO__XQ_WORDS; k++)
+        n += __builtin_popcountll(__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST));
+    return n;
+}
+
+struct many_arg {
+    coro_sched_t *s;
+    atomic_long *n;
+    pthread_barrier_t *go, *stay;
+};
+
+static void *many_main(void *arg)
+{
+    struct many_arg *a = arg;
+    pthread_barrier_wait(a->go);
+    spawn_counted(a->s, a->n, 40);
+    pthread_barrier_wait(a->stay);      /* alive until the check is done */
+    return NULL;
+}
+
+Test(submit, rings_of_many_live_threads_leave_the_map_once_drained_in_both_fence_modes,
+     .timeout = 240)
+{
+    enum { THREADS = 150 };     /* three words of the map */
+    for (int off = 0; off <= 1; off++) {
+        if (off)
+            setenv("COROKIT_MEMBARRIER", "0", 1);
+        else
+            unsetenv("COROKIT_MEMBARRIER");
+        coro_sched_t *s = mk(2);
+        atomic_long n = 0;
+        pthread_t t[THREADS];
+        pthread_barrier_t go, stay;
+        struct many_arg a = { s, &n, &go, &stay };
+        pthread_barrier_init(&go, NULL, THREADS);
+        pthread_barrier_init(&stay, NULL, THREADS + 1);
+        for (int i = 0; i < THREADS; i++)
+            cr_assert_eq(pthread_create(&t[i], NULL, many_main, &a), 0);
+        int64_t end = coro_now() + 60000000000LL;
+        while (atomic_load(&n) < (long)THREADS * 40) {
+            cr_assert_lt(coro_now(), end, "%ld of %d jobs ran (asym %d)", atomic_load(&n),
+                         THREADS * 40, s->asym);
+            usleep(1000);
+        }
+        /* idle now: the workers park (with membarrier: the parks take the
+         * empty rings off) and no ring stays on the map while its thread
+         * lives on without spawning */
+        while (listed_rings(s) != 0) {
+            cr_assert_lt(coro_now(), end, "%d rings still on the map (asym %d)",
+                         listed_rings(s), s->asym);
+            usleep(1000);
+        }
+        pthread_barrier_wait(&stay);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        pthread_barrier_destroy(&stay);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+    unsetenv("COROKIT_MEMBARRIER");
+}
+
+struct prio_job {
+    coro_t co;
+    atomic_long *n;
+    coro_sched_t *s;
+    int depth;
+};
+
+/* spawns two children of the other priorities while depth lasts */
+static int prio_body(coro_t *co)
+{
+    struct prio_job *j = CORO_SELF(co, struct prio_job);
+    CORO_BEGIN(co);
+    atomic_fetch_add_explicit(j->n, 1, memory_order_relaxed);
+    for (int k = 0; k < 2 && j->depth > 0; k++) {
+        struct prio_job *c = coro_frame_alloc(j->s, sizeof *c);
+        cr_assert_not_null(c);
+        *c = (struct prio_job){ .n = j->n, .s = j->s, .depth = j->depth - 1 };
+        coro_spawn_opts_t o = { .priority = k ? CORO_PRIO_LOW : CORO_PRIO_HIGH };
+        cr_assert_eq(coro_spawn(j->s, &c->co, prio_body, &o), 0);
+    }
+    if (j->depth % 3 == 0)
+        CORO_YIELD(co);
+    CORO_END(co);
+}
+
+/* the counts of HIGH and LOW jobs (sched/worker.c PRIORITIES) */
+static uint64_t prio_counts(coro_sched_t *s)
+{
+    uint64_t n = __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < s->nslots; i++)
+        n += __atomic_load_n(&s->w[i]->nprio, __ATOMIC_SEQ_CST);
+    return n;
+}
+
+Test(submit, the_counts_of_high_and_low_jobs_return_to_zero_once_all_ran, .timeout = 120)
+{
+    for (int workers = 0; workers <= 4; workers += 2) {
+        coro_sched_t *s = mk(workers);
+        atomic_long n = 0;
+        long want = 0;
+        for (int r = 0; r < 8; r++) {
+            for (int p = -1; p <= 1; p++) {
+                struct prio_job *j = coro_frame_alloc(s, sizeof *j);
+                cr_assert_not_null(j);
+                *j = (struct prio_job){ .n = &n, .s = s, .depth = 9 };
+                coro_spawn_opts_t o = { .priority = p };
+                cr_assert_eq(coro_spawn(s, &j->co, prio_body, &o), 0);
+                want += (1 << 10) - 1;
+            }
+            if (workers == 0)
+                cr_assert_geq(coro_sched_run(s), 0);
+        }
+        int64_t end = coro_now() + 60000000000LL;
+        while (atomic_load(&n) < want) {
+            cr_assert_lt(coro_now(), end, "workers %d: %ld of %ld ran", workers,
+                         atomic_load(&n), want);
+            usleep(1000);
+        }
+        cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
+        cr_assert_eq(prio_counts(s), 0, "workers %d: counts %lu", workers,
+                     (unsigned long)prio_counts(s));
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
+
+Test(submit, membarrier_is_used_up_to_8_workers_only, .timeout = 60)
+{
+    unsetenv("COROKIT_MEMBARRIER");
+    if (sysconf(_SC_NPROCESSORS_ONLN) > CORO__ASYM_MAX_CPUS)
+        cr_skip_test("more than %d online CPUs: never membarrier", CORO__ASYM_MAX_CPUS);
+    coro_sched_t *s = mk(CORO__ASYM_MAX_WORKERS);
+    cr_assert_eq(s->asym, kernel_has_membarrier());
+    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS, 50);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    s = mk(CORO__ASYM_MAX_WORKERS + 1);
+    cr_assert_not(s->asym, "%d workers: the full fence", CORO__ASYM_MAX_WORKERS + 1);
+    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS + 1, 50);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}

@@ -16,6 +16,11 @@
 /* a plain thread's submission ring (NORMAL jobs it spawns; lib/sched/frame.c
  * makes it with the thread's cache): full, its spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
+/* at most this many submission rings per scheduler (a live plain thread
+ * that spawns holds one; an exited thread's goes to the next): the threads
+ * beyond use the inboxes.  A multiple of 64, at most 64 * 64 (the two
+ * levels of s->xq_bits) */
+#define CORO__XQ_MAX 4096
 #define CORO__CLASS_SIZE 1024
 /* the ring of each queue of a narrower affinity class (the overflow list
  * takes the rest): classes are many, up to CORO__MAX_CLASSES, and most
@@ -61,6 +66,17 @@
  * RMW on the shared word per 64 spawns or finishes in a burst, and none
  * while spawns and finishes alternate (chains, fork-join) */
 #define CORO__LIVE_BATCH 64
+
+/* ---- parking (sched/worker.c PARKING) ----------------------------------------- */
+/* the asymmetric barrier (a parking worker calls membarrier(2), a spawn
+ * fences with the compiler only) is used up to this many workers and on
+ * machines with up to this many online CPUs.  The kernel serialises the
+ * call machine-wide, walks every online CPU's run queue and interrupts
+ * each CPU that runs one of our threads, waiting for them all: a park
+ * then costs more with every CPU.  Beyond either bound a spawn pays a
+ * full fence instead, which costs the same on any machine */
+#define CORO__ASYM_MAX_WORKERS 8
+#define CORO__ASYM_MAX_CPUS 64
 
 /* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */
 /* an idle worker looks for work again this many times with a pause

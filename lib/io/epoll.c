@@ -1315,6 +1315,55 @@ void coro__io_cancel_jobs(struct coro__io *io)
     }
 }
 
+/* coro_cancel of one suspended job (lib/wait/lot.c CANCEL ONE has the
+ * argument: its awaitable is ours to read and stays put): an fd wait
+ * takes its entry's lock and the job off its slot, as the sweep above
+ * does for every entry; a wait parking concurrently takes the same lock
+ * and checks the flag under it.  A sleep is looked for in the heap of
+ * the timers pending now.  False for an awaitable that is not ours or
+ * whose fd its arm makes (prepare: signals, children): the caller sweeps. */
+bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
+{
+    coro_await_t *aw = &job->top->aw;
+
+    if (!aw->ops || aw->ops->arm != coro__io_arm)
+        return false;
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->kind == CORO__IOK_SLEEP) {
+        struct coro__tnode t;
+        bool took = false;
+        pthread_mutex_lock(&io->hlock);
+        for (uint32_t i = 0; i < io->heap.n; i++) {
+            const struct coro__tnode *e = &io->heap.a[i];
+            if (e->kind == CORO__IOK_SLEEP && e->p == job) {
+                heap_take(io, i, &t);
+                took = true;
+                break;
+            }
+        }
+        if (took)
+            tfd_update(io, 0);
+        pthread_mutex_unlock(&io->hlock);
+        if (took)
+            timer_fire(io, &t, -ECANCELED);
+        return true;
+    }
+    if (ops->kind != CORO__IOK_FD || ops->prepare)
+        return false;
+    int dir = ops->dir;
+    struct fdent *e = ent_get(io, (int)aw->arg[0].i, true);
+    if (!e)
+        return (uint32_t)aw->arg[0].i >= MAX_FDS;  /* no entry can hold it */
+    coro_t *w = NULL;
+    ent_lock(e);
+    if (e->w[dir] == job)
+        w = slot_take(io, e, dir);
+    ent_unlock(e);
+    if (w)
+        finish(io, w, -ECANCELED);
+    return true;
+}
+
 void coro__io_kick(struct coro__io *io)
 {
     kick(io);

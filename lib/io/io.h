@@ -215,6 +215,10 @@ CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
  * carries CORO__F_CANCEL (set before the call); the context does it on its
  * next round.  Any thread. */
 CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
+/* coro__io_cancel_job - coro_cancel of one job whose flag is set and that
+ * was SUSPENDED at that RMW (lib/wait/lot.c CANCEL ONE): end its fd wait
+ * or sleep; false when it waits on something else (the caller sweeps) */
+CORO__HIDDEN bool coro__io_cancel_job(struct coro__io *io, coro_t *job);
 CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
 CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
 /* kick: make a coro__io_poll that blocks return (any thread) */

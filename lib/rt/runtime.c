@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sched/frame.h"
 #include "rt/rt.h"
@@ -153,7 +154,9 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     /* before any worker exists: every notify and park of s agrees.  A
      * single-threaded scheduler keeps the fence (its driver parks rarely
      * and plain threads' spawns into it are not its hot path) */
-    s->asym = s->nworkers > 0 && coro__membarrier_register() == 0;
+    s->asym = s->nworkers > 0 && s->nworkers <= CORO__ASYM_MAX_WORKERS &&
+              sysconf(_SC_NPROCESSORS_ONLN) <= CORO__ASYM_MAX_CPUS &&
+              coro__membarrier_register() == 0;
     coro__cpu_init();
     pthread_mutex_init(&s->shut_lock, NULL);
     pthread_cond_init(&s->shut_gone, NULL);
@@ -401,6 +404,10 @@ int coro_cancel(coro_t *job)
      * parker that misses it is found by them */
     uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
     if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
+        return 0;
+    /* what the job waits on, through its own awaitable (lib/wait/lot.c
+     * CANCEL ONE); else every structure it may wait in */
+    if (coro__lot_cancel_job(s, job, old) || (s->io && coro__io_cancel_job(s->io, job)))
         return 0;
     coro__lot_cancel_jobs(s);
     if (s->io)

@@ -191,6 +191,7 @@ struct coro__cls {
     coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
     int nworkers;                       /* popcount of wmask */
     unsigned qsize;                     /* each queue's ring */
+    uint32_t nprio;                     /* atomic: HIGH and LOW jobs in q (sched/worker.c) */
     struct coro__mq q[CORO__NPRIO];
 };
 
@@ -204,8 +205,13 @@ struct coro__cls {
 struct coro__xq {
     struct coro__lq q;
     struct coro__xq *next;              /* s->xqs; fixed once published */
+    uint32_t idx;                       /* its bit in s->xq_bits, fixed */
+    /* atomic: 1 while its bit is set in s->xq_bits (the producer's check,
+     * on a line the consumers write only when they take it off) */
+    uint32_t listed __attribute__((aligned(CORO__CACHELINE)));
     ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
 };
+#define CORO__XQ_WORDS (CORO__XQ_MAX / 64)
 
 struct coro__worker {
     /* touched by other threads */
@@ -214,6 +220,9 @@ struct coro__worker {
     struct coro__lq local[CORO__NPRIO];
     struct coro__mq inbox[CORO__NPRIO];
     struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
+    /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
+     * before the push, taken off after the pop: sched/worker.c PRIORITIES) */
+    uint32_t nprio;
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
@@ -229,6 +238,7 @@ struct coro__worker {
     uint64_t lifo_watch_run;
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
+    unsigned idle_looks;                /* failed looks in this idle phase (sched/worker.c) */
     bool took_more;                     /* the last look took jobs besides the one it runs */
     /* while it polls epoll between jobs: the first NORMAL job the poll
      * wakes is kept here, not queued, and run next (sched/worker.c) */
@@ -288,9 +298,6 @@ struct coro_sched {
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
-    /* atomic: HIGH and LOW jobs queued (counted before the push, taken off
-     * when find_work returns one): 0 lets a worker look at NORMAL only */
-    uint32_t other_prio __attribute__((aligned(CORO__CACHELINE)));
 
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
@@ -313,6 +320,13 @@ struct coro_sched {
     /* atomic: every plain thread's submission ring (push-only list, each
      * published with a release CAS; read with acquire) */
     struct coro__xq *xqs;
+    /* the submission rings that may hold jobs (sched/worker.c RINGS): bit
+     * i of xq_bits for ring xq_tab[i], bit k of xq_top when word k of
+     * xq_bits may be nonzero; nxq rings were made (atomic) */
+    uint64_t xq_top __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t xq_bits[CORO__XQ_WORDS];
+    struct coro__xq **xq_tab;           /* CORO__XQ_MAX entries, made with the first ring */
+    uint32_t nxq;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
     /* diagnostics (lib/rt/diag.c), fixed at create: diag = stall_ns > 0 ||

@@ -18,7 +18,9 @@
  * LOOKING FOR WORK (coro__find_work), per priority level HIGH, NORMAL, LOW:
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row while other
  * jobs wait), local ring, inbox, served class queues, global queue, the
- * submission rings (NORMAL: half of the first non-empty one, one CAS);
+ * submission rings (NORMAL: half of the first one on the map of rings
+ * that hold work, one CAS: RINGS); HIGH and LOW only while some are
+ * counted where the worker looks (PRIORITIES);
  * every CORO__GLOBAL_INTERVAL (61) ticks the global queue, the submission
  * rings, the class queues and the inbox are looked at first (a ring's
  * batch then goes behind the local ring's jobs: one thread's jobs keep
@@ -40,6 +42,23 @@
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
  * one) steal at once (s->searching).
+ *   Victims are the workers whose idle bit is clear (Go's idle-P mask): a
+ * parked worker's queues are empty - it parked after its own look found
+ * nothing, only its owner pushes to its local and yield rings and its LIFO
+ * slot, and a push to its inbox either claims it first (its bit cleared,
+ * then the wake) or, for a plain thread's round-robin hand-off, is
+ * followed by notify's fence and a look at that worker's bit: set, the
+ * pusher claims that worker and wakes it (its last look before sleeping
+ * either saw the job or its bit is seen: Dekker, as in PARKING).  A
+ * sweep costs the busy workers' queues, not every worker's.
+ *   An idle phase sweeps the others at its looks 0, 1, 3, 7 and 15 only,
+ * then once more at its park: a job pushed between two sweeps is covered
+ * by the searchers' next sweep or, with none, by the notify that wakes a
+ * parked worker for it.  The park's look leaves the others' queues alone
+ * while the searchers are at their cap (read after its own searcher
+ * count is gone and its idle bit is set): each of them sweeps again, and
+ * the last to stop either parks through its own full look or wakes a
+ * worker in its place (SEARCHING; tools/model/search.pml).
  *
  * SEARCHING (tokio's rules; tools/model/search.pml).  A worker searching
  * for work counts in s->searching, and a notify for a job any worker may
@@ -89,9 +108,21 @@
  *   (a claim is a locked RMW: the push is visible before the wake).
  *   tools/model/park.pml and search.pml check both modes.  S's full
  *   barrier had to wait for its store buffer, where a spawn's stores to
- *   lines a worker last held (frame, ring slot, tail) were queued: a
- *   plain thread's spawn loop 901 -> 628 µs per 10,000 spawns
- *   (docs/architecture.md, "Parking").
+ *   lines a worker last held (frame, ring slot, tail) were queued
+ *   (docs/architecture.md, "Parking", has the figures).
+ *   The asymmetric mode is chosen at create only for at most
+ *   CORO__ASYM_MAX_WORKERS workers on a machine of at most
+ *   CORO__ASYM_MAX_CPUS online CPUs.  The kernel's
+ *   membarrier(PRIVATE_EXPEDITED) (kernel/sched/membarrier.c) takes one
+ *   mutex for the whole machine (membarrier_ipi_mutex, since the fix of
+ *   CVE-2024-26602), walks every online CPU's run queue to find those
+ *   running a thread of our mm, interrupts each of them and waits for all:
+ *   its cost grows with the machine's CPUs and with the CPUs our threads
+ *   run on, and parks of many workers queue on that mutex.  Bounding the
+ *   workers bounds the parks that call it and the CPUs our workers hold;
+ *   bounding the CPUs bounds the walk.  Beyond either bound every notify
+ *   pays its full fence, a cost that is the same on any machine.  Both
+ *   modes are the ones the models verify: the choice only picks one.
  *
  * BUDGET AND CANCEL.  A job gets CORO__BUDGET (128) awaits that complete at
  * once per run; the next one (coro__complete) travels as a yield carrying
@@ -214,21 +245,34 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
     return -1;
 }
 
-/* step a-c of the park protocol, after a push.  any: the job may run on
- * every worker, so a searching worker covers it */
-static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
+/* step a of the park protocol: orders our push before the reads of
+ * s->searching and s->idle (and a ring's listed flag), against the
+ * parker's bit-set and searcher decrement before its last look (see the
+ * top).  With s->asym the parker's membarrier is the barrier of both
+ * sides: here only the compiler's (a full barrier here drained the store
+ * buffer at every spawn: the spawner's stores to lines a worker reads -
+ * the ring slot, the frame - waited for their transfer; PARKING at the
+ * top) */
+static inline void notify_fence(coro_sched_t *s)
 {
-    /* step a: orders our push before the reads of s->searching and
-     * s->idle, against the parker's bit-set and searcher decrement before
-     * its last look (see the top).  With s->asym the parker's membarrier
-     * is the barrier of both sides: here only the compiler's (a full
-     * barrier here drained the store buffer at every spawn: the spawner's
-     * stores to lines a worker reads - the ring slot, the frame - waited
-     * for their transfer; PARKING at the top has the measurements) */
     if (CORO__LIKELY(s->asym))
         coro__fence_light();
     else
         coro__fence_seq_cst();
+}
+
+static void notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any);
+
+/* step a-c of the park protocol, after a push.  any: the job may run on
+ * every worker, so a searching worker covers it */
+static void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
+{
+    notify_fence(s);
+    notify_fenced(s, wmask, any);
+}
+
+static void notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any)
+{
     /* no parked worker the job may run on: nothing to do (one that parks
      * later looks once more after its bit is set).  Read first: the idle
      * words change only at parks, the searcher count at every steal, and
@@ -265,11 +309,220 @@ void coro__wake_all_workers(coro_sched_t *s)
         unpark(s, i);
 }
 
+/* ---- the submission rings that hold work ---------------------------------- */
+
+/* RINGS.  A worker looks only at the plain threads' rings whose bit is set
+ * in s->xq_bits (a second level, s->xq_top, says which words to read), so
+ * a look costs the same with no plain thread and with thousands that once
+ * spawned: an empty ring is off the map.  Each ring's `listed` word says
+ * whether its bit is set; it changes with the bit.
+ *   list (its producer after a push; a worker that found it not empty
+ *   after taking it off): CAS listed 0 -> 1, the winner sets the bit, then
+ *   the top bit if it reads clear (both seq_cst RMWs).
+ *   unlist (a worker): clear the bit, then listed (seq_cst RMWs), then a
+ *   full barrier and a look at the ring's size; not empty: list it again.
+ * The top level: a worker that reads a word as 0 clears its top bit, then
+ *   reads the word again and sets the bit back if it is not 0; the lister
+ *   sets the word's bit, then reads the top bit.  Store-then-load on both
+ *   sides (seq_cst), so one of them sees the other: a word with bits never
+ *   stays hidden.
+ * No job is left in a ring that nobody looks at.  The producer's push
+ * (the slot, then the tail: ck_ring) is followed by notify's fence, then
+ * its read of listed: it lists the ring when it reads 0.  When it reads 1
+ * the ring is listed, or a worker is taking it off at that moment:
+ *   - without s->asym the fence is full.  The read saw 1, so the
+ *     worker's clear comes after it in the order of listed; the producer
+ *     stored its push, fenced, read; the worker cleared, fenced, read the
+ *     size: store-then-load on both sides (Dekker), so the worker sees the
+ *     push and lists the ring again.
+ *   - with s->asym the producer's fence is the compiler's only, and its
+ *     read may pass its push.  So workers then take rings off only while
+ *     they park, before their membarrier(2), and look at their sizes after
+ *     it: a producer that read listed as 1 had issued its push before the
+ *     worker's clear, so before the membarrier, which makes it visible to
+ *     the look after.  Between parks an empty ring stays on the map and
+ *     costs a look at its size (rings that had work since the last park).
+ *     If the membarrier fails, the rings are listed again unseen.
+ * tools/model/rings.pml checks both modes and rejects a take-off without
+ * the second look, and the membarrier mode with take-offs at any look.
+ * A thread's ring lives with its frame cache: when the thread exits the
+ * ring keeps its bit while jobs are left in it (the workers take them),
+ * and the next thread to need a cache takes both over (lib/sched/frame.c):
+ * the rings are never more than the threads alive at once. */
+
+static inline void xq_list(coro_sched_t *s, struct coro__xq *q)
+{
+    uint32_t zero = 0;
+    /* seq_cst: the flag before the bit; one winner sets the bit */
+    if (!__atomic_compare_exchange_n(&q->listed, &zero, 1, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED))
+        return;
+    uint64_t kb = 1ull << (q->idx / 64);
+    /* seq_cst: the word's bit, then the read of the top bit (RINGS) */
+    __atomic_fetch_or(&s->xq_bits[q->idx / 64], 1ull << (q->idx % 64), __ATOMIC_SEQ_CST);
+    if (!(__atomic_load_n(&s->xq_top, __ATOMIC_SEQ_CST) & kb))
+        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+}
+
+static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
+{
+    /* seq_cst: the bit, then the flag (a producer that lists it again
+     * after seeing the flag clear sets the bit after ours is gone) */
+    __atomic_fetch_and(&s->xq_bits[q->idx / 64], ~(1ull << (q->idx % 64)), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&q->listed, 0, __ATOMIC_SEQ_CST);
+}
+
+/* after xq_unlist (and, with s->asym, the membarrier): list it again if
+ * it holds jobs */
+static inline void xq_recheck(coro_sched_t *s, struct coro__xq *q)
+{
+    /* full barrier: our clear of listed before the look at the ring's
+     * tail, against the producer's push then read of listed (RINGS) */
+    coro__fence_seq_cst();
+    if (coro__lq_size(&q->q) != 0)
+        xq_list(s, q);
+}
+
+/* word k of xq_bits read as 0: clear its top bit unless it refills */
+static void xq_top_tidy(coro_sched_t *s, int k)
+{
+    uint64_t kb = 1ull << k;
+    /* seq_cst: the clear, then the read of the word (RINGS) */
+    __atomic_fetch_and(&s->xq_top, ~kb, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST) != 0)
+        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+}
+
+/* the ring with bit i (set: the table entry was stored before it) */
+static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
+{
+    /* acquire: pairs with coro__thread_xq's release store of the entry */
+    return __atomic_load_n(&s->xq_tab[i], __ATOMIC_ACQUIRE);
+}
+
+/* a parking worker with s->asym, before its membarrier: take the rings
+ * that look empty off the map (the rings that had work since the last
+ * park), noting them in off[] (a bit per ring, as in s->xq_bits);
+ * returns whether it took any */
+static bool xq_unlist_empty(coro_sched_t *s, uint64_t *off)
+{
+    bool any = false;
+    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        /* acquire: the entries of the bits read */
+        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        while (bits) {
+            unsigned b = (unsigned)__builtin_ctzll(bits);
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + b);
+            bits &= bits - 1;
+            if (coro__lq_size(&q->q) == 0) {
+                xq_unlist(s, q);
+                off[k] |= 1ull << b;
+                any = true;
+            }
+        }
+        if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
+            xq_top_tidy(s, k);
+    }
+    return any;
+}
+
+/* after the membarrier: the rings xq_unlist_empty took off, looked at
+ * again (relist: without looking, when the membarrier failed) */
+static void xq_relook(coro_sched_t *s, const uint64_t *off, bool relist)
+{
+    for (int k = 0; k < CORO__XQ_WORDS; k++)
+        for (uint64_t bits = off[k]; bits; bits &= bits - 1) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            if (relist)
+                xq_list(s, q);
+            else
+                xq_recheck(s, q);
+        }
+}
+
 /* ---- submitting a READY job ----------------------------------------------- */
+
+/* PRIORITIES.  A worker whose queues hold no HIGH or LOW job looks at
+ * NORMAL only (find_own_).  It knows from counters of the places it
+ * looks at first-hand: its own (w->nprio: local, inbox, yielded), the
+ * global queue's and its served classes' (cls->nprio): no word is
+ * written by every HIGH or LOW submit of the scheduler.  A counter goes
+ * up before the push and down after the pop (a move: up at the
+ * destination first), so a look that reads 0 everywhere missed only jobs
+ * pushed after its reads, which the pusher's notify covers as for any
+ * job pushed after a look; and the last look before parking looks at
+ * every level all the same.  Relaxed: counts, ordered for the workers by
+ * the queues' own release and acquire and by notify's fence. */
+static inline void prio_add(uint32_t *c, int pi, int n)
+{
+    if (pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL) && n != 0)
+        __atomic_add_fetch(c, (uint32_t)n, __ATOMIC_RELAXED);
+}
+
+/* any HIGH or LOW job where w looks first-hand */
+static inline bool prio_queued(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (__atomic_load_n(&w->nprio, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_RELAXED))
+        return true;
+    /* acquire: the served[] entries before nserved were written first */
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+    /* acquire: as pop_classes reads the array */
+    const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (__atomic_load_n(&coro__cls_get(s, served[i])->nprio, __ATOMIC_RELAXED))
+            return true;
+    return false;
+}
+
+/* the pops of w's own queues and of class queues, with their counts */
+static inline coro_t *own_lq_pop(struct coro__worker *w, struct coro__lq *q, int pi)
+{
+    coro_t *j = coro__lq_pop(q);
+    if (j)
+        prio_add(&w->nprio, pi, -1);
+    return j;
+}
+
+static inline coro_t *own_mq_pop(struct coro__worker *w, struct coro__mq *q, int pi)
+{
+    coro_t *j = coro__mq_pop(q);
+    if (j)
+        prio_add(&w->nprio, pi, -1);
+    return j;
+}
+
+static inline coro_t *cls_pop(struct coro__cls *c, int pi)
+{
+    coro_t *j = coro__mq_pop(&c->q[pi]);
+    if (j)
+        prio_add(&c->nprio, pi, -1);
+    return j;
+}
 
 static void push_global(coro_sched_t *s, coro_t *job)
 {
-    coro__mq_push(&coro__cls_get(s, 0)->q[CORO__PRIO_IDX(job->prio)], job);
+    struct coro__cls *any = coro__cls_get(s, 0);
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    prio_add(&any->nprio, pi, 1);
+    coro__mq_push(&any->q[pi], job);
+}
+
+/* push job to w's own ring q, counted (full: false, nothing counted) */
+static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int pi, coro_t *job)
+{
+    prio_add(&w->nprio, pi, 1);
+    if (coro__lq_push(q, job))
+        return true;
+    prio_add(&w->nprio, pi, -1);
+    return false;
 }
 
 /* local ring full: move half of it and job to the global queue, under one
@@ -285,7 +538,10 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
     while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
         n++;
     batch[n++] = job;
-    coro__mq_push_batch(&coro__cls_get(w->s, 0)->q[pi], batch, n);
+    struct coro__cls *any = coro__cls_get(w->s, 0);
+    prio_add(&any->nprio, pi, (int)n);
+    coro__mq_push_batch(&any->q[pi], batch, n);
+    prio_add(&w->nprio, pi, -(int)(n - 1));
 }
 
 /* a plain thread's submission ring is full: move its older half to the
@@ -310,13 +566,9 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
         /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
          * the job is ours until the push below publishes it */
         job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
-    if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
-        /* before the push; relaxed: the push's own release and the notify
-         * fence below order it for the workers (see find_work_) */
-        __atomic_add_fetch(&s->other_prio, 1, __ATOMIC_RELAXED);
-
     if (job->cls != 0) {
         struct coro__cls *c = coro__cls_get(s, job->cls);
+        prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
         coro__mq_push(&c->q[pi], job);
         notify(s, c->wmask, false);
         return;
@@ -324,10 +576,9 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
     if (w && w->s == s) {
         if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
             pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
-            /* relaxed: as find_own_'s look; a HIGH or LOW job queued
-             * anywhere sends this one the usual way, to be picked in
-             * priority order */
-            __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) == 0) {
+            /* a HIGH or LOW job queued where we look sends this one the
+             * usual way, to be picked in priority order */
+            !prio_queued(w)) {
             /* woken by this worker's own look at epoll (worker_main): it
              * runs the job next, straight from here.  Private until then,
              * as a job in a step's hands is: no queue, no atomic, nobody
@@ -339,7 +590,7 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
         if (yield) {
             /* the back of everything this worker has (tokio defers a
              * yielding task the same way); full: the global queue */
-            if (!coro__lq_push(&w->yielded[pi], job))
+            if (!own_lq_push(w, &w->yielded[pi], pi, job))
                 push_global(s, job);
             goto out;
         }
@@ -357,7 +608,7 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
                 return;     /* this worker runs it next: no one to wake (tokio) */
             pi = CORO__PRIO_IDX(job->prio);
         }
-        if (!coro__lq_push(&w->local[pi], job))
+        if (!own_lq_push(w, &w->local[pi], pi, job))
             local_overflow(w, pi, job);
     out:
         if (s->nworkers > 1)
@@ -380,9 +631,14 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
             pushed = coro__lq_push(&xq->q, job);
         }
         if (pushed) {
+            notify_fence(s);
+            /* relaxed: after the fence (RINGS); 1 on every push of a
+             * burst, one read of a line that workers rarely write */
+            if (CORO__UNLIKELY(!__atomic_load_n(&xq->listed, __ATOMIC_RELAXED)))
+                xq_list(s, xq);
             /* any = false: wake an idle worker even when one searches,
              * as the inboxes' hand-off to an idle worker did */
-            notify(s, s->all_wmask, false);
+            notify_fenced(s, s->all_wmask, false);
             return;
         }
     }
@@ -390,14 +646,27 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
      * then make sure someone is awake for it */
     int idx = claim_idle(s, s->all_wmask);
     if (idx >= 0) {
+        prio_add(&s->w[idx]->nprio, pi, 1);
         coro__mq_push(&s->w[idx]->inbox[pi], job);
         unpark(s, idx);
         return;
     }
     idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
     tls_rr = (uint32_t)idx + 1;
+    prio_add(&s->w[idx]->nprio, pi, 1);
     coro__mq_push(&s->w[idx]->inbox[pi], job);
-    notify(s, s->all_wmask, true);
+    /* thieves skip parked workers (STEALING): if this one parked
+     * meanwhile and its last look missed the job, it is the one to wake
+     * (store-then-load against its bit-set then look, as in notify) */
+    notify_fence(s);
+    uint64_t bit = 1ull << (idx % 64);
+    /* relaxed: after the fence; the RMW picks one claimer */
+    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & bit) &&
+        (__atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_ACQ_REL) & bit)) {
+        unpark(s, idx);
+        return;
+    }
+    notify_fenced(s, s->all_wmask, true);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -445,7 +714,7 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
         struct coro__cls *c = coro__cls_get(s, served[i]);
         if (coro__mq_size(&c->q[pi]) == 0)
             continue;
-        coro_t *j = coro__mq_pop(&c->q[pi]);
+        coro_t *j = cls_pop(c, pi);
         if (j)
             return j;
     }
@@ -455,7 +724,8 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
 /* take half of the n jobs of ring q (at least one) with one CAS: keep the
  * first (keep_first), put the rest in ring dst (full: the global queue) */
 static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
-                            struct coro__lq *dst, bool keep_first, unsigned *got)
+                            struct coro__lq *dst, bool keep_first, unsigned *got,
+                            uint32_t *src_nprio, int pi)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2];
     unsigned want = (n + 1) / 2;
@@ -474,12 +744,47 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
         return NULL;
     unsigned k = coro__lq_pop_batch(q, batch, want);
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
-        if (!coro__lq_push(dst, batch[i]))
+        if (!own_lq_push(w, dst, pi, batch[i]))
             push_global(w->s, batch[i]);
+    prio_add(src_nprio, pi, -(int)k);   /* after the moves: PRIORITIES */
     if (k > (keep_first ? 1u : 0u))
         w->took_more = true;
     *got += k;
     return k && keep_first ? batch[0] : NULL;
+}
+
+/* the rings on the map (RINGS), from pop_xq */
+static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
+                          unsigned *got)
+{
+    coro_sched_t *s = w->s;
+
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        if (!bits) {
+            xq_top_tidy(s, k);
+            continue;
+        }
+        while (bits) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            unsigned n = coro__lq_size(&q->q);
+            if (n == 0) {
+                if (!s->asym) {         /* with s->asym: at a park only */
+                    xq_unlist(s, q);
+                    xq_recheck(s, q);
+                }
+                continue;
+            }
+            coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL));
+            if (j || *got)
+                return j;
+        }
+    }
+    return NULL;
 }
 
 /* jobs from the plain threads' submission rings (NORMAL only): half of
@@ -487,19 +792,14 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
  * behind what it holds */
 static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first)
 {
+    coro_sched_t *s = w->s;
     unsigned got = 0;
-    /* acquire: pairs with coro__thread_xq's release CAS (the ring is
-     * initialised) */
-    for (struct coro__xq *q = __atomic_load_n(&w->s->xqs, __ATOMIC_ACQUIRE); q; q = q->next) {
-        unsigned n = coro__lq_size(&q->q);
-        if (n == 0)
-            continue;
-        coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                 keep_first, &got);
-        if (j || got)
-            return j;
-    }
-    return NULL;
+    /* acquire: the words' bits, then the entries (RINGS) */
+    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+
+    if (CORO__LIKELY(top == 0))
+        return NULL;
+    return pop_xq_map(w, top, keep_first, &got);
 }
 
 /* the periodic look at the submission rings (global_first): with jobs in
@@ -519,9 +819,9 @@ static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_firs
 
     bool normal = pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL);
     if (global_first) {
-        if ((j = coro__mq_pop(&any->q[pi])) || (normal && (j = pop_xq_fair(w))) ||
-            (j = pop_classes(w, pi)) || (j = coro__mq_pop(&w->inbox[pi])) ||
-            (j = coro__lq_pop(&w->yielded[pi])))
+        if ((j = cls_pop(any, pi)) || (normal && (j = pop_xq_fair(w))) ||
+            (j = pop_classes(w, pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
+            (j = own_lq_pop(w, &w->yielded[pi], pi)))
             goto other;
     }
     if (normal && w->lifo_streak < CORO__LIFO_MAX &&
@@ -531,9 +831,9 @@ static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_firs
         w->lifo_streak++;
         return j;
     }
-    if ((j = coro__lq_pop(&w->local[pi])) || (j = coro__mq_pop(&w->inbox[pi])) ||
-        (j = pop_classes(w, pi)) || (j = coro__mq_pop(&any->q[pi])) ||
-        (normal && (j = pop_xq(w, true))) || (j = coro__lq_pop(&w->yielded[pi])))
+    if ((j = own_lq_pop(w, &w->local[pi], pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
+        (j = pop_classes(w, pi)) || (j = cls_pop(any, pi)) ||
+        (normal && (j = pop_xq(w, true))) || (j = own_lq_pop(w, &w->yielded[pi], pi)))
         goto other;
     return NULL;
 other:
@@ -561,7 +861,7 @@ static uint32_t rng_next(struct coro__worker *w)
  * list): keep the first, put the rest in the thief's ring dst (full: the
  * global queue) */
 static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned n,
-                            struct coro__lq *dst, unsigned *got)
+                            struct coro__lq *dst, unsigned *got, uint32_t *src_nprio, int pi)
 {
     coro_t *first = NULL;
 
@@ -574,9 +874,10 @@ static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned
             first = j;
         } else {
             w->took_more = true;
-            if (!coro__lq_push(dst, j))
+            if (!own_lq_push(w, dst, pi, j))
                 push_global(w->s, j);
         }
+        prio_add(src_nprio, pi, -1);
     }
     return first;
 }
@@ -585,13 +886,13 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 {
     unsigned got = 0;
     coro_t *first = take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
-                                 &w->local[pi], true, &got);
+                                 &w->local[pi], true, &got, &v->nprio, pi);
     if (!first)
         first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
-                             &w->local[pi], &got);
+                             &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
         first = take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
-                             &w->yielded[pi], true, &got);
+                             &w->yielded[pi], true, &got, &v->nprio, pi);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
@@ -607,13 +908,19 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
  * searching because it found work, and was the last searcher, wakes a
  * parked one in its place, so work that is left is never without a
  * searcher. */
+/* at most half the workers search (at least one) */
+static inline uint32_t search_max(const coro_sched_t *s)
+{
+    return s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+}
+
 static bool start_searching(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
 
     if (w->searching)
         return true;
-    uint32_t max = s->nslots / 2 > 0 ? (uint32_t)s->nslots / 2 : 1;
+    uint32_t max = search_max(s);
     if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) >= max)
         return false;
     /* seq_cst: pairs with the fence in notify() */
@@ -662,10 +969,9 @@ static coro_t *take_lifo(struct coro__worker *w, struct coro__worker *v)
  * elsewhere; it hung 1 run in about 100 without the bound).  A worker
  * already parked at the spawn is not woken for it (nor is tokio's:
  * docs/guide.md). */
-static coro_t *steal_lifo(struct coro__worker *w, int start)
+static coro_t *steal_lifo(struct coro__worker *w, const int *vic, int n, int start)
 {
     coro_sched_t *s = w->s;
-    int n = s->nslots;
 
     if (w->lifo_watch >= 0) {
         struct coro__worker *v = s->w[w->lifo_watch];
@@ -680,9 +986,9 @@ static coro_t *steal_lifo(struct coro__worker *w, int start)
         w->lifo_watch = -1;
     }
     for (int i = 0; i < n; i++) {
-        struct coro__worker *v = s->w[(start + i) % n];
+        struct coro__worker *v = s->w[vic[(start + i) % n]];
         /* relaxed: hints; the slot is taken with take_lifo's exchange */
-        if (v == w || !__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
+        if (!__atomic_load_n(&v->lifo, __ATOMIC_RELAXED))
             continue;
         w->lifo_watch = v->idx;
         w->lifo_watch_run = __atomic_load_n(&v->n_run, __ATOMIC_RELAXED);
@@ -692,37 +998,57 @@ static coro_t *steal_lifo(struct coro__worker *w, int start)
     return NULL;
 }
 
+/* the victims worth a look: every worker but w whose idle bit is clear
+ * (a parked worker's queues are empty: STEALING at the top); returns
+ * how many are in vic */
+static int victims(struct coro__worker *w, int *vic)
+{
+    coro_sched_t *s = w->s;
+    int n = 0;
+
+    for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
+        /* relaxed: a hint - a worker that parks after this read had
+         * nothing to steal; one that wakes gets its jobs from whoever
+         * claimed it, who wakes it for them */
+        uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&s->idle[k], __ATOMIC_RELAXED);
+        if (k == w->idx / 64)
+            bits &= ~(1ull << (w->idx % 64));
+        while (bits) {
+            vic[n++] = k * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+        }
+    }
+    return n;
+}
+
 static coro_t *steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
-    int n = s->nslots;
+    int vic[CORO_MAX_WORKERS];
     coro_t *j = NULL;
 
-    if (n < 2)
+    if (s->nslots < 2)
+        return NULL;
+    int n = victims(w, vic);
+    if (n == 0)
         return NULL;
     int start = (int)(rng_next(w) % (uint32_t)n);
-    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--) {
-        for (int i = 0; i < n && !j; i++) {
-            struct coro__worker *v = s->w[(start + i) % n];
-            if (v != w)
-                j = steal_from(w, v, pi);
-        }
-    }
+    for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)
+        for (int i = 0; i < n && !j; i++)
+            j = steal_from(w, s->w[vic[(start + i) % n]], pi);
     if (!j)
-        j = steal_lifo(w, start);
+        j = steal_lifo(w, vic, n, start);
     return j;
 }
 
-/* a job was found: the anti-starvation counters and the count of queued
- * HIGH and LOW jobs */
+/* a job was found: the anti-starvation counters, a new idle phase */
 static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
+        w->idle_looks = 0;
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
-        if (CORO__UNLIKELY(pi != CORO__PRIO_IDX(CORO_PRIO_NORMAL)))
-            __atomic_sub_fetch(&w->s->other_prio, 1, __ATOMIC_RELAXED);
     }
     return j;
 }
@@ -752,7 +1078,7 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
      * read: the pusher's notify then covers it exactly as for a job pushed
      * after this look (top of file).  The last look before parking
      * (limit_steal false) looks everywhere all the same. */
-    if (limit_steal && !global_first && __atomic_load_n(&w->s->other_prio, __ATOMIC_RELAXED) == 0)
+    if (limit_steal && !global_first && !prio_queued(w))
         j = pop_level(w, CORO__PRIO_IDX(CORO_PRIO_NORMAL), false);
     else
         for (int k = 0; k < CORO__NPRIO && !j; k++)
@@ -773,6 +1099,14 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
  * room for one more) */
 static coro_t *find_others_(struct coro__worker *w, bool limit_steal)
 {
+    /* an idle phase sweeps the others at its looks 0, 1, 3, 7 and 15
+     * only (then at its park): a failed sweep reads every busy victim's
+     * queues, and a job pushed meanwhile is covered by the searchers'
+     * next sweep or by the park protocol (its notify wakes a parked
+     * worker when no one searches) */
+    unsigned n = w->idle_looks++;
+    if (limit_steal && (n & (n + 1)) != 0)
+        return NULL;
     return !limit_steal || start_searching(w) ? steal(w) : NULL;
 }
 
@@ -836,8 +1170,26 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
      * our bit is visible to the look below (PARKING at the top).  If it
      * fails (it cannot once registered; a scheduler inherited across a
      * fork would see -EPERM) we sleep with a timeout only */
+    uint64_t off[CORO__XQ_WORDS];
+    bool took = false;
+    if (s->asym) {
+        memset(off, 0, sizeof off);
+        took = xq_unlist_empty(s, off);
+    }
     bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
-    if ((j = find_work_(w, false)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+    /* the rings taken off before the membarrier: after it, a push their
+     * producer made without listing them is visible (RINGS) */
+    if (took)
+        xq_relook(s, off, timed);
+    w->idle_looks = 0;
+    /* the last look: our own queues, then the others' unless the
+     * searchers are at their cap - they cover the others' queues, and
+     * the last of them to stop looks there itself or wakes a worker in
+     * its place (SEARCHING at the top; seq_cst: after our bit) */
+    j = find_own_(w, false);
+    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
+        j = steal(w);
+    if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         /* relaxed: the bit only; the claimer's push is ours to see
          * through the queue it used */
         uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
@@ -1188,8 +1540,8 @@ void *coro__worker_main(void *arg)
                     w->caught = NULL;
                     /* a HIGH or LOW job woken after it, by the same look:
                      * the caught one queues as any other, to be picked in
-                     * priority order (relaxed: as find_own_'s look) */
-                    if (j && __atomic_load_n(&s->other_prio, __ATOMIC_RELAXED) != 0) {
+                     * priority order (PRIORITIES) */
+                    if (j && prio_queued(w)) {
                         coro__submit(s, j, false);
                         j = NULL;
                     }

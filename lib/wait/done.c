@@ -54,7 +54,7 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
     return coro__lot_park_job(target, job, done_validate, NULL, res, -1);
 }
 
-static const struct coro_await_ops done_ops = { "done", done_arm };
+const struct coro_await_ops coro__done_ops = { "done", done_arm };
 
 /* a select's branch on a job's end (lib/sync/select.c): the same wait in
  * the lot, on the job's key; coro__done_wake_all gives the record the
@@ -73,7 +73,7 @@ const struct coro__sync_ops coro__done_sel_ops = { { "select_done", NULL }, coro
 
 coro_await_t coro_done(coro_t *job)
 {
-    coro_await_t a = { .ops = &done_ops };
+    coro_await_t a = { .ops = &coro__done_ops };
 
     if (!job)
         return coro_ready(-EINVAL);

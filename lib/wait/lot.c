@@ -518,6 +518,8 @@ static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro_
     }
 }
 
+static int joiners_sweep(coro_sched_t *s, bool flagged);
+
 /* flagged: only the jobs that carry CORO__F_CANCEL (coro_cancel) */
 static int cancel_sweep(coro_sched_t *s, bool flagged)
 {
@@ -544,6 +546,19 @@ static int cancel_sweep(coro_sched_t *s, bool flagged)
             coro__wl_wake(&wl);
         }
     }
+    n += joiners_sweep(s, flagged);
+    if (!flagged)
+        ls->visits = visits;
+    return n;
+}
+
+/* the joiner slots' registries: end every joiner of s (flagged: only
+ * those that carry CORO__F_CANCEL) */
+static int joiners_sweep(coro_sched_t *s, bool flagged)
+{
+    struct coro__lotsched *ls = s->lot;
+    int n = 0;
+
     for (int i = 0; i < ls->nreg; i++) {
         struct jreg *r = &ls->reg[i];
         coro_t *woken = NULL;
@@ -571,9 +586,77 @@ static int cancel_sweep(coro_sched_t *s, bool flagged)
             n++;
         }
     }
-    if (!flagged)
-        ls->visits = visits;
     return n;
+}
+
+static void cancel_joiners(coro_sched_t *s)
+{
+    joiners_sweep(s, true);
+}
+
+/* CANCEL ONE.  coro_cancel(job) set the flag with a seq_cst RMW of the
+ * job's state word, which returned old.  Every change of the word is an
+ * RMW, so they have one order:
+ *   - old not SUSPENDED (queued, running, done): the job holds no
+ *     registration, and its next arm comes after its own READY ->
+ *     SUSPENDED RMW, which follows ours in that order: it reads the flag,
+ *     and every arm that registers checks it under its structure's lock
+ *     (REGISTRY): nothing to end.
+ *   - old SUSPENDED: our RMW follows the job's READY -> SUSPENDED one (a
+ *     release), so the job's innermost frame and its awaitable, written
+ *     before, are visible to us and stay put while it waits.  A sync
+ *     awaitable (coro__sync_arm) parks the job on its key's bucket, and
+ *     coro_done / coro_done_timeout on the target's; we lock that bucket
+ *     and unlink the job if it is there.  An arm still on its way takes
+ *     the same lock: before us, it linked the job (found) or saw the flag;
+ *     after us, our flag happens before its check (the lock), so it
+ *     refuses.  A waker that got there first owns the wake: not found.
+ *     coro_done's joiner slot is one of the per-worker registries: those
+ *     are swept as before (their length is the joiners waiting now).
+ * Anything else (I/O, the blocking pool, a select, a group wait): false,
+ * and the caller sweeps every structure as for CORO_CANCEL of many. */
+static void cancel_in_bucket(coro_t *job, const void *key)
+{
+    struct bucket *b = bucket_of(key);
+    coro__wl_t wl;
+
+    coro__wl_init(&wl);
+    pthread_mutex_lock(&b->lock);
+    for (coro_t *p = NULL, *w = b->head; w; p = w, w = w->next)
+        if (w == job && w->wait_obj == key) {
+            unlink_after(b, p, w);
+            coro__wl_add(&wl, w, -ECANCELED);
+            break;
+        }
+    pthread_mutex_unlock(&b->lock);
+    coro__wl_wake(&wl);
+}
+
+static int cancel_sweep(coro_sched_t *s, bool flagged);
+static void cancel_joiners(coro_sched_t *s);
+
+bool coro__lot_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
+{
+    if ((old & CORO__S_MASK) != CORO__S_SUSPENDED)
+        return true;
+    /* ordered by the state word's RMWs (above); the awaitable is the
+     * innermost frame's (a coro_call child's own await) */
+    coro_await_t *aw = &job->top->aw;
+    const struct coro_await_ops *ops = aw->ops;
+    if (ops && ops->arm == coro__sync_arm) {
+        cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));
+        return true;
+    }
+    if (ops == &coro__done_to_ops) {
+        cancel_in_bucket(job, aw->arg[0].p);
+        return true;
+    }
+    if (ops == &coro__done_ops) {
+        cancel_in_bucket(job, aw->arg[0].p);
+        cancel_joiners(s);
+        return true;
+    }
+    return false;
 }
 
 int coro__lot_cancel_sched(coro_sched_t *s)

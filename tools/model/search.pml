@@ -10,6 +10,10 @@
  * (the epoll variant of the park is park.pml's).  Each seq_cst RMW or
  * load is one statement, in program order.
  *
+ * Thieves skip parked workers (their rings are empty), and the last look
+ * before parking leaves the others' rings alone while the searchers are
+ * at their cap.
+ *
  * Checked: when nothing can move any more, every job runs - none is left
  * in a ring while a worker sleeps (monitor).  NW workers, NJ = NW jobs
  * pushed by one plain thread; at most MAXS searchers (s->nslots / 2).
@@ -143,8 +147,8 @@ look:
             do
             :: v < NW && !got ->
                 if
-                :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
-                            PUSHL(me, k - 1); more = (k > 1); got = 1 }
+                :: atomic { v != me && !idle[v] && L[v] > 0 -> k = (L[v] + 1) / 2;
+                            L[v] = L[v] - k; PUSHL(me, k - 1); more = (k > 1); got = 1 }
                 :: else -> skip
                 fi;
                 v++
@@ -177,17 +181,23 @@ look:
                 more = (k > 1); got = 1 }
     :: atomic { L[me] == 0 && X == 0 -> skip }
     fi;
-    v = 0;
-    do
-    :: v < NW && !got ->
-        if
-        :: atomic { v != me && L[v] > 0 -> k = (L[v] + 1) / 2; L[v] = L[v] - k;
-                    PUSHL(me, k - 1); more = (k > 1); got = 1 }
-        :: else -> skip
-        fi;
-        v++
-    :: else -> break
-    od;
+    /* the others' rings, skipping parked workers, unless the searchers
+     * are at their cap (they cover those rings) */
+    if
+    :: !got && searching < MAXS ->
+        v = 0;
+        do
+        :: v < NW && !got ->
+            if
+            :: atomic { v != me && !idle[v] && L[v] > 0 -> k = (L[v] + 1) / 2;
+                        L[v] = L[v] - k; PUSHL(me, k - 1); more = (k > 1); got = 1 }
+            :: else -> skip
+            fi;
+            v++
+        :: else -> break
+        od
+    :: else -> skip
+    fi;
     if
     :: got ->
         /* clear our bit; if a notifier cleared it first, its wake was

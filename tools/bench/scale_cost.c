@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/* scale_cost: costs that must not grow with plain threads, history,
+ * workers or CPUs (tools/bench/scale.sh runs it; public API only).
+ *   scale_cost threads WORKERS NTHREADS [rounds]
+ *       NTHREADS plain threads each spawn one job and stay alive; then a
+ *       chain of 10,000 pool-frame jobs, each spawning the next, runs on
+ *       WORKERS workers: ns per job
+ *   scale_cost cancel HISTORY [rounds]
+ *       HISTORY distinct events are each waited on once by a job (1 worker);
+ *       then one job waits on an event and coro_cancel ends it: ns of the
+ *       coro_cancel call, and of a coro_event_set that ends the same wait
+ *       (both wake the parked worker)
+ *   scale_cost burst WORKERS [bursts]
+ *       unpinned workers; a plain thread starts a chain of 200 pool-frame
+ *       jobs every 2 ms: the process's CPU time per burst, in ns
+ *   scale_cost prio WORKERS [rounds]
+ *       a plain thread spawns 10,000 HIGH pool-frame jobs (fire and forget)
+ *       and waits for the last: ns per job
+ *   scale_cost park WORKERS [rounds]
+ *       a plain thread spawns one job and waits for it, 2,000 times, while
+ *       the workers are idle (each job meets a parked worker): ns per trip
+ * Prints every round and the median (best for burst: min and median).
+ * WORKERS beyond the CPUs run unpinned.  Build: make tools. */
+#define _GNU_SOURCE
+#include <corokit.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double proc_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "scale_cost: %s failed\n", what);
+    exit(1);
+}
+
+static coro_sched_t *make_sched(int workers)
+{
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    cfg.workers = workers;
+    cfg.pin = workers <= cpus;
+    if (coro_sched_create(&s, &cfg) < 0)
+        die("coro_sched_create");
+    return s;
+}
+
+/* ---- a chain of pool-frame jobs ------------------------------------------------ */
+
+struct link {
+    coro_t co;
+    coro_sched_t *s;
+    long left;
+    coro_event_t *done;
+    int prio;
+};
+
+static int link_body(coro_t *co)
+{
+    struct link *l = CORO_SELF(co, struct link);
+    CORO_BEGIN(co);
+    if (l->left > 0) {
+        struct link *n = coro_frame_alloc(l->s, sizeof *n);
+        if (!n)
+            die("coro_frame_alloc");
+        *n = (struct link){ .s = l->s, .left = l->left - 1, .done = l->done, .prio = l->prio };
+        coro_spawn_opts_t o = { .priority = l->prio };
+        if (coro_spawn(l->s, &n->co, link_body, &o) != 0)
+            die("coro_spawn");
+    } else {
+        coro_event_set(l->done);
+    }
+    CORO_END(co);
+}
+
+/* a chain of n jobs from this thread; returns when the last one ran */
+static void chain(coro_sched_t *s, long n, int prio)
+{
+    coro_event_t done;
+    coro_event_init(&done);
+    struct link *l = coro_frame_alloc(s, sizeof *l);
+    if (!l)
+        die("coro_frame_alloc");
+    *l = (struct link){ .s = s, .left = n - 1, .done = &done, .prio = prio };
+    coro_spawn_opts_t o = { .priority = prio };
+    if (coro_spawn(s, &l->co, link_body, &o) != 0)
+        die("coro_spawn");
+    coro_event_wait_blocking(&done, CORO_FOREVER);
+    coro_event_destroy(&done);
+}
+
+/* ---- plain threads that once spawned ------------------------------------------- */
+
+static int empty(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_END(co);
+}
+
+struct idler {
+    coro_sched_t *s;
+    pthread_barrier_t *ready;
+    coro_event_t *quit;
+};
+
+static void *idler_main(void *arg)
+{
+    struct idler *d = arg;
+    coro_t job = { 0 };
+    if (coro_spawn(d->s, &job, empty, NULL) != 0)
+        die("coro_spawn (thread)");
+    coro_join(&job);
+    pthread_barrier_wait(d->ready);
+    coro_event_wait_blocking(d->quit, CORO_FOREVER);
+    return NULL;
+}
+
+static void run_threads(int workers, int nthreads, int rounds)
+{
+    enum { CHAIN = 10000 };
+    coro_sched_t *s = make_sched(workers);
+    pthread_t *th = calloc((size_t)nthreads + 1, sizeof *th);
+    pthread_barrier_t ready;
+    coro_event_t quit;
+    struct idler d = { s, &ready, &quit };
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!th || !t)
+        die("calloc");
+    coro_event_init(&quit);
+    pthread_barrier_init(&ready, NULL, (unsigned)nthreads + 1);
+    for (int i = 0; i < nthreads; i++) {
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        if (pthread_create(&th[i], &a, idler_main, &d) != 0)
+            die("pthread_create");
+        pthread_attr_destroy(&a);
+    }
+    pthread_barrier_wait(&ready);
+    chain(s, CHAIN, CORO_PRIO_NORMAL);      /* warm-up */
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now_ns();
+        chain(s, CHAIN, CORO_PRIO_NORMAL);
+        t[r] = (now_ns() - t0) / CHAIN;
+        printf("threads workers=%d plain_threads=%d round=%d ns_per_job=%.1f\n", workers,
+               nthreads, r, t[r]);
+    }
+    printf("threads workers=%d plain_threads=%d median_ns_per_job=%.1f\n", workers, nthreads,
+           median(t, rounds));
+    coro_event_set(&quit);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&ready);
+    coro_event_destroy(&quit);
+    coro_sched_destroy(s);
+    free(th);
+    free(t);
+}
+
+/* ---- history: objects ever waited on ---------------------------------------------- */
+
+struct waiter {
+    coro_t co;
+    coro_event_t *ev;
+};
+
+static int waiter_body(coro_t *co)
+{
+    struct waiter *w = CORO_SELF(co, struct waiter);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    CORO_END(co);
+}
+
+/* wait until job is suspended on its event (its worker is then idle) */
+static void settle(coro_sched_t *s)
+{
+    coro_sched_stats_t st;
+    for (int i = 0; i < 1000; i++) {
+        coro_sched_stats(s, &st);
+        if (st.global_depth + st.queue_depth == 0)
+            break;
+        usleep(100);
+    }
+    usleep(2000);
+}
+
+static void run_cancel(long history, int rounds)
+{
+    enum { BATCH = 1000 };
+    coro_sched_t *s = make_sched(1);
+    coro_event_t *evs = calloc(BATCH, sizeof *evs);
+    struct waiter *ws = calloc(BATCH, sizeof *ws);
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!evs || !ws || !t)
+        die("calloc");
+    /* history: distinct event addresses, each waited on once.  The events
+     * of one batch share no bucket with the next batch only by chance:
+     * the addresses differ per batch (a new allocation each time) */
+    for (long done = 0; done < history;) {
+        long n = history - done < BATCH ? history - done : BATCH;
+        coro_event_t *e = calloc((size_t)n, sizeof *e);
+        if (!e)
+            die("calloc");
+        for (long i = 0; i < n; i++) {
+            coro_event_init(&e[i]);
+            ws[i] = (struct waiter){ .ev = &e[i] };
+            if (coro_spawn(s, &ws[i].co, waiter_body, NULL) != 0)
+                die("coro_spawn");
+        }
+        settle(s);
+        for (long i = 0; i < n; i++)
+            coro_event_set(&e[i]);
+        for (long i = 0; i < n; i++)
+            coro_join(&ws[i].co);
+        for (long i = 0; i < n; i++)
+            coro_event_destroy(&e[i]);
+        /* kept allocated: the next batch's events get new addresses */
+        done += n;
+    }
+    double *tw = calloc((size_t)rounds, sizeof *tw);
+    if (!tw)
+        die("calloc");
+    for (int r = 0; r < rounds; r++) {
+        coro_event_t ev;
+        struct waiter w = { .ev = &ev };
+        coro_event_init(&ev);
+        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
+            die("coro_spawn");
+        settle(s);
+        double t0 = now_ns();
+        coro_cancel(&w.co);
+        t[r] = now_ns() - t0;
+        coro_join(&w.co);
+        /* the same wait ended by its event, for scale: the wake-up of the
+         * parked worker that both pay */
+        w = (struct waiter){ .ev = &ev };
+        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
+            die("coro_spawn");
+        settle(s);
+        t0 = now_ns();
+        coro_event_set(&ev);
+        tw[r] = now_ns() - t0;
+        coro_join(&w.co);
+        coro_event_destroy(&ev);
+        printf("cancel history=%ld round=%d ns=%.0f event_set_ns=%.0f\n", history, r, t[r],
+               tw[r]);
+    }
+    double mc = median(t, rounds), me = median(tw, rounds);
+    printf("cancel history=%ld median_ns=%.0f event_set_median_ns=%.0f\n", history, mc, me);
+    free(tw);
+    coro_sched_destroy(s);
+    free(evs);
+    free(ws);
+    free(t);
+}
+
+/* ---- bursts from a plain thread --------------------------------------------------- */
+
+static void run_burst(int workers, int bursts)
+{
+    coro_sched_t *s;
+    double *t = calloc((size_t)bursts, sizeof *t);
+    if (!t)
+        die("calloc");
+    /* unpinned at every worker count (the shape) */
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = workers;
+    c.pin = false;
+    if (coro_sched_create(&s, &c) < 0)
+        die("coro_sched_create");
+    chain(s, 200, CORO_PRIO_NORMAL);
+    usleep(20000);
+    double c0 = proc_cpu_ns(), w0 = now_ns();
+    for (int b = 0; b < bursts; b++) {
+        double cb = proc_cpu_ns();
+        chain(s, 200, CORO_PRIO_NORMAL);
+        usleep(2000);
+        t[b] = proc_cpu_ns() - cb;
+    }
+    double cpu = proc_cpu_ns() - c0, wall = now_ns() - w0;
+    printf("burst workers=%d bursts=%d cpu_ns_per_burst=%.0f median_ns=%.0f wall_ms=%.0f\n",
+           workers, bursts, cpu / bursts, median(t, bursts), wall / 1e6);
+    coro_sched_destroy(s);
+    free(t);
+}
+
+/* ---- HIGH jobs from a plain thread ----------------------------------------------- */
+
+static long prio_left;
+static coro_event_t prio_done;
+
+static int prio_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    if (__atomic_sub_fetch(&prio_left, 1, __ATOMIC_ACQ_REL) == 0)
+        coro_event_set(&prio_done);
+    CORO_END(co);
+}
+
+static void run_prio(int workers, int rounds)
+{
+    enum { N = 10000 };
+    coro_sched_t *s = make_sched(workers);
+    double *t = calloc((size_t)rounds, sizeof *t);
+    coro_spawn_opts_t o = { .priority = CORO_PRIO_HIGH };
+
+    if (!t)
+        die("calloc");
+    for (int r = -1; r < rounds; r++) {
+        prio_left = N;
+        coro_event_init(&prio_done);
+        double t0 = now_ns();
+        for (int i = 0; i < N; i++) {
+            coro_t *k = coro_frame_alloc(s, sizeof *k);
+            if (!k || coro_spawn(s, k, prio_body, &o) != 0)
+                die("coro_spawn");
+        }
+        coro_event_wait_blocking(&prio_done, CORO_FOREVER);
+        coro_event_destroy(&prio_done);
+        if (r >= 0) {
+            t[r] = (now_ns() - t0) / N;
+            printf("prio workers=%d round=%d ns_per_job=%.1f\n", workers, r, t[r]);
+        }
+    }
+    printf("prio workers=%d median_ns_per_job=%.1f\n", workers, median(t, rounds));
+    coro_sched_destroy(s);
+    free(t);
+}
+
+/* ---- a job that meets a parked worker --------------------------------------------- */
+
+static void run_park(int workers, int rounds)
+{
+    enum { TRIPS = 2000 };
+    coro_sched_t *s = make_sched(workers);
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!t)
+        die("calloc");
+    for (int r = -1; r < rounds; r++) {
+        double t0 = now_ns();
+        for (int i = 0; i < TRIPS; i++) {
+            coro_t job = { 0 };
+            if (coro_spawn(s, &job, empty, NULL) != 0)
+                die("coro_spawn");
+            coro_join(&job);
+        }
+        if (r >= 0) {
+            t[r] = (now_ns() - t0) / TRIPS;
+            printf("park workers=%d round=%d ns_per_trip=%.0f\n", workers, r, t[r]);
+        }
+    }
+    printf("park workers=%d median_ns_per_trip=%.0f\n", workers, median(t, rounds));
+    coro_sched_destroy(s);
+    free(t);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+
+    if (strcmp(mode, "threads") == 0 && argc > 3) {
+        run_threads(atoi(argv[2]), atoi(argv[3]), argc > 4 ? atoi(argv[4]) : 5);
+    } else if (strcmp(mode, "cancel") == 0 && argc > 2) {
+        run_cancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
+    } else if (strcmp(mode, "burst") == 0 && argc > 2) {
+        run_burst(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 200);
+    } else if (strcmp(mode, "prio") == 0 && argc > 2) {
+        run_prio(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
+    } else if (strcmp(mode, "park") == 0 && argc > 2) {
+        run_park(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
+    } else {
+        fprintf(stderr,
+                "usage: scale_cost threads WORKERS NTHREADS [rounds] | cancel HISTORY [rounds] |\n"
+                "       burst WORKERS [bursts] | prio WORKERS [rounds] | park WORKERS [rounds]\n");
+        return 2;
+    }
+    return 0;
+}
