@@ -1107,6 +1107,67 @@ int coro__io_poll_now(struct coro__io *io)
     return handle(io, evs, n, &kicked, false, 0);
 }
 
+/* BUSY WORKERS LOOK TOO.  A worker that always has a job ready never
+ * parks, so it never waits in epoll, and its idle look (coro__io_poll_now)
+ * never runs.  Between two steps, at the points sched/worker.c chooses
+ * (every CORO__IO_POLL_STEPS steps, and at a yield at least
+ * CORO__IO_POLL_YIELD_NS after its last look: worker_main, BUSY LOOKS),
+ * it calls this: it takes the poll token if it is free, looks without
+ * blocking, lets go, and handles what it found as an idle worker would.
+ * The jobs that readiness wakes go to this worker's own queues (or their
+ * class's: coro__wake), ahead of the job that yielded, and any idle worker
+ * their masks allow is woken for them by the push as usual.
+ *   The token, not a look beside its holder: a worker blocked in epoll
+ * (coro__io_park) already sees every event, and a second look would only
+ * take its jobs' readiness to this busy worker.  When the I/O thread holds
+ * it, we ask for it (io->want and a kick, as coro__io_park does): the I/O
+ * thread lets go at its next round and stays in standby while workers keep
+ * taking the token (poll_gen moves at every take), so the I/O thread is
+ * the guarantee only while no worker looks - every job in a long step.
+ *   A kick seen while we hold the token is the holder's (coro__io_park:
+ * only the holder reads the eventfd), read before we let go.  Returns
+ * how many events woke something. */
+int coro__io_poll_busy(struct coro__io *io, int idx)
+{
+    struct epoll_event evs[CORO__IO_EVENTS];
+    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    bool kicked;
+
+    /* relaxed: a hint; the CAS below decides */
+    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+    if (cur == DRV_IOT) {
+        /* relaxed: iot_drive reads the flag at its next round; the kick
+         * ends an epoll_wait it may block in meanwhile */
+        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+            kick(io);
+        return 0;
+    }
+    /* seq_cst: the token word is RMWed by every taker, and its store by
+     * each holder is half of a Dekker (coro__io_wake_poller, wake_standby):
+     * kept the same here */
+    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return 0;
+    /* relaxed: a hint for the I/O thread (io_main: a worker took the token
+     * since its last look, so it stays in standby); one writer, the holder */
+    __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
+    for (int i = 0; i < n; i++)
+        if (evs[i].data.u64 == TAG_EVFD) {
+            uint64_t v;
+            ssize_t r = coro__read(io->evfd, &v, sizeof v);
+            (void)r;
+            break;
+        }
+    /* seq_cst: as coro__io_park's release of the token */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    wake_standby(io);
+    if (n <= 0)
+        return 0;
+    return handle(io, evs, n, &kicked, false, 0);
+}
+
 bool coro__io_wake_poller(struct coro__io *io, int idx)
 {
     /* seq_cst: the other half of coro__io_park's Dekker (the caller bumped
@@ -1436,5 +1497,6 @@ const struct coro__driver coro__io_driver = {
     .park = coro__io_park,
     .activity = coro__io_activity,
     .poll_now = coro__io_poll_now,
+    .poll_busy = coro__io_poll_busy,
     .wake_poller = coro__io_wake_poller,
 };

@@ -228,6 +228,14 @@ struct coro__worker {
      * wakes is kept here, not queued, and run next (sched/worker.c) */
     bool catching;
     coro_t *caught;
+    /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
+     * the next, whether the last step yielded, when a yield last looked;
+     * and a job of a narrower class that yielded, queued after the next
+     * pick (DEFERRED YIELDS) */
+    uint32_t poll_steps;
+    bool poll_yield;
+    int64_t poll_t;
+    coro_t *deferred;
     /* units of s->live this worker holds for no job: jobs it finished and
      * has not taken off yet, and units it added ahead for the jobs it
      * spawns (rt/runtime.c SHUTDOWN).  Owner-only; atomic stores for
@@ -365,6 +373,7 @@ struct coro__driver {
                 uint32_t activity, void (*awake)(void *), void *arg);
     uint32_t (*activity)(struct coro__io *io);
     int (*poll_now)(struct coro__io *io);
+    int (*poll_busy)(struct coro__io *io, int idx);
     bool (*wake_poller)(struct coro__io *io, int idx);
 };
 

@@ -1037,6 +1037,11 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             STEP_END();
             coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
+            w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
+            if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
+                w->deferred = job;    /* queued after the next pick (DEFERRED YIELDS) */
+                return false;
+            }
             coro__submit(s, job, true);
             return false;
         }
@@ -1126,6 +1131,71 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 
 /* ---- the worker thread ------------------------------------------------------ */
 
+/* DEFERRED YIELDS.  A job of a narrower class that yields would go to the
+ * back of its class queue, which a worker looks at before the global
+ * queue and the plain threads' submission rings (pop_level): a job pinned
+ * to this worker's CPU that keeps yielding then ran ahead of everything
+ * the I/O thread woke (its submission ring), which was looked at only
+ * every CORO__GLOBAL_INTERVAL picks, half a ring at a time - while every
+ * worker ran such a job, each I/O wake-up waited dozens of its steps, and
+ * the I/O thread, with nothing run to give it more work, sat idle.  Such
+ * a job is kept here (w->deferred, owner-only: at most one, as a step
+ * yields once) and queued after the worker's next pick, so that what was
+ * ready when it yielded runs first wherever it is queued; if the pick
+ * finds nothing it runs again at once.  A class-0 job already yields to
+ * this worker's yield ring, looked at last (pop_level).  Until it is
+ * queued the job is in this worker's hands as a running one is: no other
+ * worker could take it, and none waits for it. */
+static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
+{
+    coro_t *d = w->deferred;
+
+    if (CORO__LIKELY(!d))
+        return j;
+    w->deferred = NULL;
+    if (!j)
+        return d;               /* nothing else: it runs again, no queue */
+    coro__submit(w->s, d, true);
+    return j;
+}
+
+/* BUSY LOOKS.  A worker that always finds a job ready never parks, so it
+ * would never wait in epoll nor make its idle look; the readiness its
+ * jobs wait for would be left to the I/O thread, whose wake-ups cross to
+ * this CPU through a queue.  So after a step it looks at the epoll set
+ * without blocking (coro__io_poll_busy: only with the poll token, which it
+ * asks of the I/O thread when that holds it) every CORO__IO_POLL_STEPS
+ * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
+ * passed since a yield last looked.  A step count costs no clock reading
+ * on the path of every step; a yield pays one only while something waits
+ * on I/O.  What the look wakes goes to this worker's queues (or its
+ * class's), ahead of the job that yielded, with the usual notify for idle
+ * workers; masks and priorities are those of any wake-up (coro__wake).
+ * Steps that are long and never yield cannot be interrupted: then the I/O
+ * thread, which takes the token when no worker took it for
+ * CORO__IO_STANDBY_NS, is the guarantee (lib/io/epoll.c, THE POLL TOKEN),
+ * and DEFERRED YIELDS lets what it wakes run after the current steps. */
+static inline void busy_look(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    bool yielded = w->poll_yield;
+
+    w->poll_yield = false;
+    if (--w->poll_steps != 0) {
+        if (!yielded || !s->drv->pending(s->io))
+            return;
+        int64_t now = coro__now();
+        if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
+            return;
+        w->poll_t = now;
+    } else if (!s->drv->pending(s->io)) {
+        w->poll_steps = CORO__IO_POLL_STEPS;
+        return;
+    }
+    w->poll_steps = CORO__IO_POLL_STEPS;
+    s->drv->poll_busy(s->io, w->idx);
+}
+
 void *coro__worker_main(void *arg)
 {
     struct coro__worker *w = arg;
@@ -1133,6 +1203,8 @@ void *coro__worker_main(void *arg)
     char name[16];
     unsigned idle = 0;
     uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
+
+    w->poll_steps = CORO__IO_POLL_STEPS;
 
     coro__tls_worker = w;
     snprintf(name, sizeof name, "coro-w%d", w->cpu);
@@ -1157,7 +1229,7 @@ void *coro__worker_main(void *arg)
              * epoll_wait), and before stealing it costs no turn as a
              * searcher (two locked RMWs on the shared count, and a look
              * at every other worker's queues, per wake-up: io_pingpong) */
-            j = found_(w, find_own_(w, true));
+            j = with_deferred(w, found_(w, find_own_(w, true)));
             if (!j) {
                 /* acquire: pairs with stop_workers' release */
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
@@ -1191,7 +1263,7 @@ void *coro__worker_main(void *arg)
                 }
             }
         } else {
-            j = coro__find_work(w);
+            j = with_deferred(w, coro__find_work(w));
         }
         if (!j) {
             /* acquire: pairs with stop_workers' release */
@@ -1232,6 +1304,8 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
+        if (s->io)
+            busy_look(w);
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;
