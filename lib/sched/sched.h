@@ -409,6 +409,14 @@ CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
+/* BUSY LOOKS (sched/worker.c): after a step of w, whether to look at the
+ * epoll set now without blocking (every CORO__IO_POLL_STEPS steps, and
+ * after a yield once CORO__IO_POLL_YIELD_NS passed since a yield last
+ * looked; only while something waits on I/O).  w's owner; s->io set. */
+CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
+/* test hook: workers never make the busy look (the I/O thread alone
+ * takes readiness while they are busy) */
+CORO__HIDDEN extern bool coro__busy_look_off;
 /* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */

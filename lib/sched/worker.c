@@ -1171,29 +1171,34 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * on I/O.  What the look wakes goes to this worker's queues (or its
  * class's), ahead of the job that yielded, with the usual notify for idle
  * workers; masks and priorities are those of any wake-up (coro__wake).
+ * The single-threaded driver (rt/join.c) looks at the same points, with
+ * coro__io_poll(0): it has no other thread to leave readiness to.
  * Steps that are long and never yield cannot be interrupted: then the I/O
  * thread, which takes the token when no worker took it for
  * CORO__IO_STANDBY_NS, is the guarantee (lib/io/epoll.c, THE POLL TOKEN),
  * and DEFERRED YIELDS lets what it wakes run after the current steps. */
-static inline void busy_look(struct coro__worker *w)
+bool coro__busy_look_off;
+
+bool coro__look_due(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
     bool yielded = w->poll_yield;
 
     w->poll_yield = false;
-    if (--w->poll_steps != 0) {
+    if (w->poll_steps > 1) {
+        w->poll_steps--;
         if (!yielded || !s->drv->pending(s->io))
-            return;
+            return false;
         int64_t now = coro__now();
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
-            return;
+            return false;
         w->poll_t = now;
     } else if (!s->drv->pending(s->io)) {
         w->poll_steps = CORO__IO_POLL_STEPS;
-        return;
+        return false;
     }
     w->poll_steps = CORO__IO_POLL_STEPS;
-    s->drv->poll_busy(s->io, w->idx);
+    return true;
 }
 
 void *coro__worker_main(void *arg)
@@ -1203,8 +1208,6 @@ void *coro__worker_main(void *arg)
     char name[16];
     unsigned idle = 0;
     uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
-
-    w->poll_steps = CORO__IO_POLL_STEPS;
 
     coro__tls_worker = w;
     snprintf(name, sizeof name, "coro-w%d", w->cpu);
@@ -1304,8 +1307,8 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
-        if (s->io)
-            busy_look(w);
+        if (s->io && coro__look_due(w) && !coro__busy_look_off)
+            s->drv->poll_busy(s->io, w->idx);
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;
