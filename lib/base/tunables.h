@@ -126,6 +126,11 @@
  * a CPU, and a wake-up waits at most this much more than the step it
  * arrived behind */
 #define CORO__IO_POLL_YIELD_NS 20000
+/* after a yield's look woke jobs and they ran, the worker looks again
+ * before the yielding job runs, up to this many times while each look
+ * wakes something: a conversation then moves this many hops per yield
+ * instead of one, and the yielder waits for at most this many rounds */
+#define CORO__IO_POLL_DRAIN 4u
 
 /* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame.c) ------------------ */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB

@@ -235,6 +235,8 @@ struct coro__worker {
     uint32_t poll_steps;
     bool poll_yield;
     int64_t poll_t;
+    unsigned drain;                     /* looks left before the yielder runs again */
+    unsigned defer_picks;               /* picks made while it waits */
     coro_t *deferred;
     /* units of s->live this worker holds for no job: jobs it finished and
      * has not taken off yet, and units it added ahead for the jobs it

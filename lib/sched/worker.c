@@ -1039,7 +1039,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
             if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
-                w->deferred = job;    /* queued after the next pick (DEFERRED YIELDS) */
+                w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
+                w->defer_picks = 0;
                 return false;
             }
             coro__submit(s, job, true);
@@ -1152,11 +1153,26 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
 
     if (CORO__LIKELY(!d))
         return j;
+    if (j) {
+        /* behind what our own queues hold, for a bounded number of picks */
+        if (++w->defer_picks < CORO__GLOBAL_INTERVAL)
+            return j;
+        w->deferred = NULL;
+        coro__submit(w->s, d, true);
+        return j;
+    }
+    /* nothing else here: what the yield's look woke has run and written
+     * where others wait; look again before the yielder (BUSY LOOKS) */
+    while (w->drain > 0) {
+        w->drain--;
+        if (w->s->drv->poll_busy(w->s->io, w->idx) <= 0)
+            break;
+        if ((j = found_(w, find_own_(w, true))))
+            return j;
+    }
+    w->drain = 0;
     w->deferred = NULL;
-    if (!j)
-        return d;               /* nothing else: it runs again, no queue */
-    coro__submit(w->s, d, true);
-    return j;
+    return d;                   /* it runs again, no queue */
 }
 
 /* BUSY LOOKS.  A worker that always finds a job ready never parks, so it
@@ -1308,7 +1324,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && coro__look_due(w) && !coro__busy_look_off)
-            s->drv->poll_busy(s->io, w->idx);
+            w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;
