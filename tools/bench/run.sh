@@ -52,8 +52,7 @@ iters_for() {
         chained_spawn) n=50 ;;
         fib) n=3 ;;
         io_pingpong | io_pingpong_64) n=8 ;;
-        io_busy_50 | io_busy_500) n=3 ;;
-        io_busy_2000) n=2 ;;
+        io_busy_50 | io_busy_500 | io_busy_2000) n=1 ;;
         timed_waits) n=3 ;;
         io_under_load) n=5 ;;
         timers) n=8 ;;
