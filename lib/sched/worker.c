@@ -1040,7 +1040,11 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
             if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
                 w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
-                w->defer_picks = 0;
+                /* a job only this worker may run waits behind up to
+                 * CORO__GLOBAL_INTERVAL picks; one that another may run,
+                 * one pick: then it is queued where that one looks */
+                w->defer_picks = coro__cls_get(s, job->cls)->nworkers > 1
+                                     ? CORO__GLOBAL_INTERVAL - 1 : 0;
                 return false;
             }
             coro__submit(s, job, true);
@@ -1132,18 +1136,24 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 
 /* ---- the worker thread ------------------------------------------------------ */
 
-/* DEFERRED YIELDS.  A job of a narrower class that yields would go to the
- * back of its class queue, which a worker looks at before the global
- * queue and the plain threads' submission rings (pop_level): a job pinned
- * to this worker's CPU that keeps yielding then ran ahead of everything
- * the I/O thread woke (its submission ring), which was looked at only
- * every CORO__GLOBAL_INTERVAL picks, half a ring at a time - while every
- * worker ran such a job, each I/O wake-up waited dozens of its steps, and
- * the I/O thread, with nothing run to give it more work, sat idle.  Such
+/* DEFERRED YIELDS.  Queued at the back of its class queue, which a worker
+ * looks at before the global queue and the plain threads' submission
+ * rings (pop_level), a job pinned to this worker's CPU that keeps yielding
+ * would run ahead of everything the I/O thread wakes (its submission
+ * ring), looked at only every CORO__GLOBAL_INTERVAL picks, half a ring at
+ * a time: with every worker running such a job, each I/O wake-up would
+ * wait dozens of its steps, and the I/O thread, none of whose work runs,
+ * would sit idle.  Such
  * a job is kept here (w->deferred, owner-only: at most one, as a step
- * yields once) and queued after the worker's next pick, so that what was
- * ready when it yielded runs first wherever it is queued; if the pick
- * finds nothing it runs again at once.  A class-0 job already yields to
+ * yields once) while the worker picks from its own queues, the shared ones
+ * and the submission rings, so that what was ready when it yielded runs
+ * first wherever it is queued; once a pick finds nothing (and the looks
+ * of BUSY LOOKS woke nothing more) it runs again at once, with no queue.
+ * A job only this worker may run waits so for at most
+ * CORO__GLOBAL_INTERVAL picks, then goes to its class queue (behind the
+ * local ring: as a class-0 yielder waits at most that long in its yield
+ * ring); one that other workers may run goes there after one pick, where
+ * an idle one of them finds it.  A class-0 job already yields to
  * this worker's yield ring, looked at last (pop_level).  Until it is
  * queued the job is in this worker's hands as a running one is: no other
  * worker could take it, and none waits for it. */
