@@ -64,7 +64,8 @@
  * wakes one idle worker, which takes it on its next park.  The I/O thread
  * without the token waits on io->standby for CORO__IO_STANDBY_NS (or until the
  * next timer): it takes the token when it finds it free and no worker
- * took it since its last look - every worker is busy - so readiness and
+ * took it (nor made a busy look, BUSY WORKERS LOOK TOO) since its last
+ * look - every worker is in a long step - so readiness and
  * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
  * from workers that keep polling.  When it finds one worker hold lasting
  * CORO__IO_DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
@@ -154,6 +155,7 @@ struct coro__io {
     uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
     uint32_t want;          /* a worker asks the I/O thread for the token */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
+    uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
     uint32_t standby;       /* futex word of the I/O thread's standby */
     uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
     uint32_t stop;          /* the I/O thread exits */
@@ -951,6 +953,7 @@ static void *io_main(void *arg)
 {
     struct coro__io *io = arg;
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
     uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
@@ -962,18 +965,23 @@ static void *io_main(void *arg)
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
         uint32_t free_ = DRV_FREE;
-        /* the token is free and no worker took it since our last look (or a
-         * timer is due): every worker is busy, so we wait in epoll */
-        if (drv == DRV_FREE && (gen == seen_gen || next <= now) &&
+        /* relaxed: a hint, as poll_gen */
+        uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+        /* the token is free and no worker took it or looked since our last
+         * look (or a timer is due): every worker is busy, so we wait in
+         * epoll */
+        if (drv == DRV_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+            seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
             drv = DRV_IOT;
         } else {
             seen_gen = gen;
+            seen_look = look;
         }
         /* acquire: pairs with the release increments of timer_add / destroy
          * / wake_standby */
@@ -1122,8 +1130,9 @@ int coro__io_poll_now(struct coro__io *io)
  * take its jobs' readiness to this busy worker.  When the I/O thread holds
  * it, we ask for it (io->want and a kick, as coro__io_park does): the I/O
  * thread lets go at its next round and stays in standby while workers keep
- * taking the token (poll_gen moves at every take), so the I/O thread is
- * the guarantee only while no worker looks - every job in a long step.
+ * looking (look_gen moves at every look, poll_gen when a look found
+ * something), so the I/O thread is the guarantee only while no worker
+ * looks - every job in a long step.
  *   A kick seen while we hold the token is the holder's (coro__io_park:
  * only the holder reads the eventfd), read before we let go.  Returns
  * how many events woke something. */
@@ -1148,9 +1157,12 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
                                                          __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return 0;
-    /* relaxed: a hint for the I/O thread (io_main: a worker took the token
-     * since its last look, so it stays in standby); one writer, the holder */
-    __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
+    /* relaxed: a hint for the I/O thread (io_main: a worker looked since
+     * its last look, so it stays in standby); one writer, the holder.  Not
+     * poll_gen, which tells idle workers that another one handles I/O
+     * (coro__io_park then parks on the futex): a look that finds nothing
+     * says nothing of the kind */
+    __atomic_store_n(&io->look_gen, __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
     for (int i = 0; i < n; i++)
@@ -1165,6 +1177,11 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     wake_standby(io);
     if (n <= 0)
         return 0;
+    /* relaxed: workers handle I/O, as coro__io_poll_now says it (one
+     * writer: we held the token until just now; a racing poll_now's store
+     * only hides a bump, never a wake-up) */
+    __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     return handle(io, evs, n, &kicked, false, 0);
 }
 
