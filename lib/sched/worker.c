@@ -1194,13 +1194,19 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
  * passed since a yield last looked.  A step count costs no clock reading
  * on the path of every step; a yield pays one only while something waits
- * on I/O.  What the look wakes goes to this worker's queues (or its
+ * on I/O.  When that look woke jobs and the yielder is kept aside
+ * (DEFERRED YIELDS), the worker looks again once they ran, before the
+ * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
+ * something (with_deferred): the jobs just run wrote where others wait,
+ * and their readiness is there now.  The yielder waits for at most that
+ * many rounds of what the looks woke.  What a look wakes goes to this
+ * worker's queues (or its
  * class's), ahead of the job that yielded, with the usual notify for idle
  * workers; masks and priorities are those of any wake-up (coro__wake).
  * The single-threaded driver (rt/join.c) looks at the same points, with
  * coro__io_poll(0): it has no other thread to leave readiness to.
  * Steps that are long and never yield cannot be interrupted: then the I/O
- * thread, which takes the token when no worker took it for
+ * thread, which takes the token when no worker took it or looked for
  * CORO__IO_STANDBY_NS, is the guarantee (lib/io/epoll.c, THE POLL TOKEN),
  * and DEFERRED YIELDS lets what it wakes run after the current steps. */
 bool coro__busy_look_off;
