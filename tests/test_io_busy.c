@@ -186,6 +186,14 @@ static void teardown(struct run *r)
         close(r->fds[i]);
 }
 
+static int first_cpu(const coro_cpuset_t *set)
+{
+    for (int c = 0; c < CORO_MAX_CPUS; c++)
+        if (coro_cpuset_has(set, c))
+            return c;
+    return -1;
+}
+
 static void busy_io(int workers)
 {
     static struct run r;
@@ -220,8 +228,12 @@ Test(io_busy, the_io_thread_wakes_jobs_in_time_when_busy_workers_do_not_look, .t
     setup(&r, 2);
     hogs_start(&r);
     pairs_run(&r);
-    cr_assert_gt(coro__io_woken_by(coro__sched_io(r.s), true), 0,
-                 "the I/O thread took no event");
+    /* workers that share a CPU (taskset to one) serve the same mask: both
+     * busy jobs may sit on one worker, and the other, idle, takes the
+     * readiness itself */
+    if (!coro_cpuset_has(&r.cpu[0], first_cpu(&r.cpu[1])))
+        cr_assert_gt(coro__io_woken_by(coro__sched_io(r.s), true), 0,
+                     "the I/O thread took no event");
     teardown(&r);
 }
 
