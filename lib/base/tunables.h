@@ -130,6 +130,27 @@
  * sleeping for up to this many rounds: under load the next event usually
  * comes within microseconds */
 #define CORO__IO_SPIN 64
+/* a worker that always has a job ready still looks at the epoll set
+ * without blocking (sched/worker.c, BUSY LOOKS) after this many steps
+ * since its last look (tokio's event_interval is 61 ticks): one
+ * epoll_wait per 61 steps is a small part of what the steps cost, and
+ * while steps are short it bounds the look to well under a millisecond.
+ * Steps that are long and never yield are bounded by time by the I/O
+ * thread instead (CORO__IO_STANDBY_NS)... */
+#define CORO__IO_POLL_STEPS 61u
+/* ...and at a yield, when at least this long (ns) has passed since a
+ * yield last looked.  A yield is where a job says others may run: the
+ * readiness that came meanwhile is what they wait for.  The floor keeps a
+ * job that yields in a tight loop from paying an epoll_wait (~0.5-1 us)
+ * per yield: at most 50,000 looks a second per worker, a few per cent of
+ * a CPU, and a wake-up waits at most this much more than the step it
+ * arrived behind */
+#define CORO__IO_POLL_YIELD_NS 20000
+/* after a yield's look woke jobs and they ran, the worker looks again
+ * before the yielding job runs, up to this many times while each look
+ * wakes something: a conversation then moves this many hops per yield
+ * instead of one, and the yielder waits for at most this many rounds */
+#define CORO__IO_POLL_DRAIN 4u
 
 /* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame.c) ------------------ */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB

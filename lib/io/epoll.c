@@ -78,7 +78,8 @@
  * wakes one idle worker, which takes it on its next park.  The I/O thread
  * without the token waits on io->standby for CORO__IO_STANDBY_NS (or until the
  * next timer): it takes the token when it finds it free and no worker
- * took it since its last look - every worker is busy - so readiness and
+ * took it (nor made a busy look, BUSY WORKERS LOOK TOO) since its last
+ * look - every worker is in a long step - so readiness and
  * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
  * from workers that keep polling.  When it finds one worker hold lasting
  * CORO__IO_DEEP_LOOKS looks, it sleeps without a timeout until that worker lets
@@ -168,6 +169,7 @@ struct coro__io {
     uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
     uint32_t want;          /* a worker asks the I/O thread for the token */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
+    uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
     uint32_t standby;       /* futex word of the I/O thread's standby */
     uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
     uint32_t stop;          /* the I/O thread exits */
@@ -960,6 +962,7 @@ static void *io_main(void *arg)
 {
     struct coro__io *io = arg;
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
     uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
@@ -971,18 +974,23 @@ static void *io_main(void *arg)
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
         uint32_t free_ = DRV_FREE;
-        /* the token is free and no worker took it since our last look (or a
-         * timer is due): every worker is busy, so we wait in epoll */
-        if (drv == DRV_FREE && (gen == seen_gen || next <= now) &&
+        /* relaxed: a hint, as poll_gen */
+        uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+        /* the token is free and no worker took it or looked since our last
+         * look (or a timer is due): every worker is busy, so we wait in
+         * epoll */
+        if (drv == DRV_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+            seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
             drv = DRV_IOT;
         } else {
             seen_gen = gen;
+            seen_look = look;
         }
         /* acquire: pairs with the release increments of timer_add / destroy
          * / wake_standby */
@@ -1111,6 +1119,76 @@ int coro__io_poll_now(struct coro__io *io)
      * store of exactly the value a reader saw - hides one look, which
      * only delays a hint (iot_drive's hand-back, io_main's deep standby,
      * coro__io_park's choice of futex or epoll), never a wake-up */
+    __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    return handle(io, evs, n, &kicked, false, 0);
+}
+
+/* BUSY WORKERS LOOK TOO.  A worker that always has a job ready never
+ * parks, so it never waits in epoll, and its idle look (coro__io_poll_now)
+ * never runs.  Between two steps, at the points sched/worker.c chooses
+ * (every CORO__IO_POLL_STEPS steps, and at a yield at least
+ * CORO__IO_POLL_YIELD_NS after its last look: worker_main, BUSY LOOKS),
+ * it calls this: it takes the poll token if it is free, looks without
+ * blocking, lets go, and handles what it found as an idle worker would.
+ * The jobs that readiness wakes go to this worker's own queues (or their
+ * class's: coro__wake), ahead of the job that yielded, and any idle worker
+ * their masks allow is woken for them by the push as usual.
+ *   The token, not a look beside its holder: a worker blocked in epoll
+ * (coro__io_park) already sees every event, and a second look would only
+ * take its jobs' readiness to this busy worker.  When the I/O thread holds
+ * it, we ask for it (io->want and a kick, as coro__io_park does): the I/O
+ * thread lets go at its next round and stays in standby while workers keep
+ * looking (look_gen moves at every look, poll_gen when a look found
+ * something), so the I/O thread is the guarantee only while no worker
+ * looks - every job in a long step.
+ *   A kick seen while we hold the token is the holder's (coro__io_park:
+ * only the holder reads the eventfd), read before we let go.  Returns
+ * how many events woke something. */
+int coro__io_poll_busy(struct coro__io *io, int idx)
+{
+    struct epoll_event evs[CORO__IO_EVENTS];
+    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    bool kicked;
+
+    /* relaxed: a hint; the CAS below decides */
+    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+    if (cur == DRV_IOT) {
+        /* relaxed: iot_drive reads the flag at its next round; the kick
+         * ends an epoll_wait it may block in meanwhile */
+        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+            kick(io);
+        return 0;
+    }
+    /* seq_cst: the token word is RMWed by every taker, and its store by
+     * each holder is half of a Dekker (coro__io_wake_poller, wake_standby):
+     * kept the same here */
+    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return 0;
+    /* relaxed: a hint for the I/O thread (io_main: a worker looked since
+     * its last look, so it stays in standby); one writer, the holder.  Not
+     * poll_gen, which tells idle workers that another one handles I/O
+     * (coro__io_park then parks on the futex): a look that finds nothing
+     * says nothing of the kind */
+    __atomic_store_n(&io->look_gen, __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
+    for (int i = 0; i < n; i++)
+        if (evs[i].data.u64 == TAG_EVFD) {
+            uint64_t v;
+            ssize_t r = coro__read(io->evfd, &v, sizeof v);
+            (void)r;
+            break;
+        }
+    /* seq_cst: as coro__io_park's release of the token */
+    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    wake_standby(io);
+    if (n <= 0)
+        return 0;
+    /* relaxed: workers handle I/O, as coro__io_poll_now says it (one
+     * writer: we held the token until just now; a racing poll_now's store
+     * only hides a bump, never a wake-up) */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     return handle(io, evs, n, &kicked, false, 0);
@@ -1496,5 +1574,6 @@ const struct coro__driver coro__io_driver = {
     .park = coro__io_park,
     .activity = coro__io_activity,
     .poll_now = coro__io_poll_now,
+    .poll_busy = coro__io_poll_busy,
     .wake_poller = coro__io_wake_poller,
 };

@@ -247,6 +247,12 @@ CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
  * the readiness its own jobs are waiting for instead of waiting for
  * another thread to wake up).  Returns how many events woke something. */
 CORO__HIDDEN int coro__io_poll_now(struct coro__io *io);
+/* coro__io_poll_busy - worker idx, between two steps while it has jobs to
+ * run: if it can take the poll token, look at the epoll set without
+ * blocking and handle what is ready; if the I/O thread holds it, ask for
+ * it.  Never blocks.  Returns how many events woke something (0 when it
+ * did not look).  See lib/io/epoll.c (BUSY WORKERS LOOK TOO). */
+CORO__HIDDEN int coro__io_poll_busy(struct coro__io *io, int idx);
 /* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
  * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
  * false: it does not (wake its futex). */

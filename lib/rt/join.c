@@ -40,7 +40,6 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
 {
     struct coro__worker *w = s->w[0];
     struct coro__worker *saved = coro__tls_worker;
-    unsigned since_poll = 0;
     int steps = 0;
 
     coro__tls_worker = w;
@@ -54,21 +53,17 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
             if (s->io && (__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) &&
                 coro__io_pending(s->io)) {
                 coro__io_poll(s->io, -1);
-                since_poll = 0;
                 continue;
             }
             break;
         }
         if (!j) {
             j = coro__park(w);      /* waits in epoll when I/O is pending */
-            since_poll = 0;
-        } else if (++since_poll >= CORO__GLOBAL_INTERVAL) {
+        } else if (s->io && coro__look_due(w)) {
             /* jobs are always ready (one keeps yielding): look at timers
-             * and I/O anyway every 61 steps, or they starve forever (the
-             * multi-threaded scheduler has its I/O thread for that) */
-            since_poll = 0;
-            if (s->io && coro__io_pending(s->io))
-                coro__io_poll(s->io, 0);
+             * and I/O anyway, at a busy worker's points (sched/worker.c,
+             * BUSY LOOKS), or they starve forever */
+            coro__io_poll(s->io, 0);
         }
         if (j) {
             if (coro__run_job(w, j)) {

@@ -244,6 +244,16 @@ struct coro__worker {
      * wakes is kept here, not queued, and run next (sched/worker.c) */
     bool catching;
     coro_t *caught;
+    /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
+     * the next, whether the last step yielded, when a yield last looked;
+     * and a job of a narrower class that yielded, queued after the next
+     * pick (DEFERRED YIELDS) */
+    uint32_t poll_steps;
+    bool poll_yield;
+    int64_t poll_t;
+    unsigned drain;                     /* looks left before the yielder runs again */
+    unsigned defer_picks;               /* picks made while it waits */
+    coro_t *deferred;
     /* units of s->live this worker holds for no job: jobs it finished and
      * has not taken off yet, and units it added ahead for the jobs it
      * spawns (rt/runtime.c SHUTDOWN).  Owner-only; atomic stores for
@@ -388,6 +398,7 @@ struct coro__driver {
                 uint32_t activity, void (*awake)(void *), void *arg);
     uint32_t (*activity)(struct coro__io *io);
     int (*poll_now)(struct coro__io *io);
+    int (*poll_busy)(struct coro__io *io, int idx);
     bool (*wake_poller)(struct coro__io *io, int idx);
 };
 
@@ -425,6 +436,14 @@ CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
+/* BUSY LOOKS (sched/worker.c): after a step of w, whether to look at the
+ * epoll set now without blocking (every CORO__IO_POLL_STEPS steps, and
+ * after a yield once CORO__IO_POLL_YIELD_NS passed since a yield last
+ * looked; only while something waits on I/O).  w's owner; s->io set. */
+CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
+/* test hook: workers never make the busy look (the I/O thread alone
+ * takes readiness while they are busy) */
+CORO__HIDDEN extern bool coro__busy_look_off;
 /* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */

@@ -1402,6 +1402,16 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             STEP_END();
             coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
+            w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
+            if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
+                w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
+                /* a job only this worker may run waits behind up to
+                 * CORO__GLOBAL_INTERVAL picks; one that another may run,
+                 * one pick: then it is queued where that one looks */
+                w->defer_picks = coro__cls_get(s, job->cls)->nworkers > 1
+                                     ? CORO__GLOBAL_INTERVAL - 1 : 0;
+                return false;
+            }
             coro__submit(s, job, true);
             return false;
         }
@@ -1491,6 +1501,103 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 
 /* ---- the worker thread ------------------------------------------------------ */
 
+/* DEFERRED YIELDS.  Queued at the back of its class queue, which a worker
+ * looks at before the global queue and the plain threads' submission
+ * rings (pop_level), a job pinned to this worker's CPU that keeps yielding
+ * would run ahead of everything the I/O thread wakes (its submission
+ * ring), looked at only every CORO__GLOBAL_INTERVAL picks, half a ring at
+ * a time: with every worker running such a job, each I/O wake-up would
+ * wait dozens of its steps, and the I/O thread, none of whose work runs,
+ * would sit idle.  Such
+ * a job is kept here (w->deferred, owner-only: at most one, as a step
+ * yields once) while the worker picks from its own queues, the shared ones
+ * and the submission rings, so that what was ready when it yielded runs
+ * first wherever it is queued; once a pick finds nothing (and the looks
+ * of BUSY LOOKS woke nothing more) it runs again at once, with no queue.
+ * A job only this worker may run waits so for at most
+ * CORO__GLOBAL_INTERVAL picks, then goes to its class queue (behind the
+ * local ring: as a class-0 yielder waits at most that long in its yield
+ * ring); one that other workers may run goes there after one pick, where
+ * an idle one of them finds it.  A class-0 job already yields to
+ * this worker's yield ring, looked at last (pop_level).  Until it is
+ * queued the job is in this worker's hands as a running one is: no other
+ * worker could take it, and none waits for it. */
+static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
+{
+    coro_t *d = w->deferred;
+
+    if (CORO__LIKELY(!d))
+        return j;
+    if (j) {
+        /* behind what our own queues hold, for a bounded number of picks */
+        if (++w->defer_picks < CORO__GLOBAL_INTERVAL)
+            return j;
+        w->deferred = NULL;
+        coro__submit(w->s, d, true);
+        return j;
+    }
+    /* nothing else here: what the yield's look woke has run and written
+     * where others wait; look again before the yielder (BUSY LOOKS) */
+    while (w->drain > 0) {
+        w->drain--;
+        if (w->s->drv->poll_busy(w->s->io, w->idx) <= 0)
+            break;
+        if ((j = found_(w, find_own_(w, true))))
+            return j;
+    }
+    w->drain = 0;
+    w->deferred = NULL;
+    return d;                   /* it runs again, no queue */
+}
+
+/* BUSY LOOKS.  A worker that always finds a job ready never parks, so it
+ * would never wait in epoll nor make its idle look; the readiness its
+ * jobs wait for would be left to the I/O thread, whose wake-ups cross to
+ * this CPU through a queue.  So after a step it looks at the epoll set
+ * without blocking (coro__io_poll_busy: only with the poll token, which it
+ * asks of the I/O thread when that holds it) every CORO__IO_POLL_STEPS
+ * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
+ * passed since a yield last looked.  A step count costs no clock reading
+ * on the path of every step; a yield pays one only while something waits
+ * on I/O.  When that look woke jobs and the yielder is kept aside
+ * (DEFERRED YIELDS), the worker looks again once they ran, before the
+ * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
+ * something (with_deferred): the jobs just run wrote where others wait,
+ * and their readiness is there now.  The yielder waits for at most that
+ * many rounds of what the looks woke.  What a look wakes goes to this
+ * worker's queues (or its
+ * class's), ahead of the job that yielded, with the usual notify for idle
+ * workers; masks and priorities are those of any wake-up (coro__wake).
+ * The single-threaded driver (rt/join.c) looks at the same points, with
+ * coro__io_poll(0): it has no other thread to leave readiness to.
+ * Steps that are long and never yield cannot be interrupted: then the I/O
+ * thread, which takes the token when no worker took it or looked for
+ * CORO__IO_STANDBY_NS, is the guarantee (lib/io/epoll.c, THE POLL TOKEN),
+ * and DEFERRED YIELDS lets what it wakes run after the current steps. */
+bool coro__busy_look_off;
+
+bool coro__look_due(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    bool yielded = w->poll_yield;
+
+    w->poll_yield = false;
+    if (w->poll_steps > 1) {
+        w->poll_steps--;
+        if (!yielded || !s->drv->pending(s->io))
+            return false;
+        int64_t now = coro__now();
+        if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
+            return false;
+        w->poll_t = now;
+    } else if (!s->drv->pending(s->io)) {
+        w->poll_steps = CORO__IO_POLL_STEPS;
+        return false;
+    }
+    w->poll_steps = CORO__IO_POLL_STEPS;
+    return true;
+}
+
 void *coro__worker_main(void *arg)
 {
     struct coro__worker *w = arg;
@@ -1522,7 +1629,7 @@ void *coro__worker_main(void *arg)
              * epoll_wait), and before stealing it costs no turn as a
              * searcher (two locked RMWs on the shared count, and a look
              * at every other worker's queues, per wake-up: io_pingpong) */
-            j = found_(w, find_own_(w, true));
+            j = with_deferred(w, found_(w, find_own_(w, true)));
             if (!j) {
                 /* acquire: pairs with stop_workers' release */
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
@@ -1556,7 +1663,7 @@ void *coro__worker_main(void *arg)
                 }
             }
         } else {
-            j = coro__find_work(w);
+            j = with_deferred(w, coro__find_work(w));
         }
         if (!j) {
             /* acquire: pairs with stop_workers' release */
@@ -1597,6 +1704,8 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
+        if (s->io && coro__look_due(w) && !coro__busy_look_off)
+            w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

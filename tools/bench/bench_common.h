@@ -34,6 +34,14 @@
 #define BENCH_CHAIN 1000            /* chained_spawn length */
 #define BENCH_FIB_N 27              /* fib(27) */
 #define BENCH_IO_TRIPS 10000        /* io_pingpong round trips */
+#define BENCH_IO_PAIRS 64           /* io_pingpong_64: pairs sharing those trips */
+#define BENCH_BUSY_PAIRS 32         /* io_busy_H: socketpair pairs... */
+#define BENCH_BUSY_TRIPS 200        /* ...round trips each, beside a CPU-bound
+                                       job per worker that works H us between
+                                       yields (H from the shape's name) */
+#define BENCH_TIMED_JOBS 10000      /* timed_waits: jobs (pairs of) ... */
+#define BENCH_TIMED_WAITS 100       /* ...each doing this many event waits... */
+#define BENCH_TIMED_NS 1000000000LL /* ...with this timeout; the partner sets it */
 #define BENCH_TIMERS 10000          /* timers jobs */
 #define BENCH_TIMER_MAX_NS 10000000 /* each sleeps 0..10 ms */
 #define BENCH_MEM_JOBS 1000000      /* memory: suspended jobs */

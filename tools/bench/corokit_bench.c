@@ -53,6 +53,10 @@ static const char *const shapes[] = {
 #endif
 #ifdef BENCH_IO
     "io_pingpong",       "timers",                 "io_under_load",
+    "io_pingpong_64",    "io_busy_50",             "io_busy_500",   "io_busy_2000",
+#endif
+#if defined(BENCH_IO) && defined(BENCH_SYNC)
+    "timed_waits",
 #endif
     "blocking_roundtrip", "blocking_roundtrip_par",
 };
@@ -458,6 +462,147 @@ static int64_t io_pingpong(long n)
     return bench_now_ns() - t0;
 }
 
+/* ---- io_pingpong_64 ----------------------------------------------------------
+ * BENCH_IO_PAIRS socketpair pairs at once, n / BENCH_IO_PAIRS round trips
+ * each: readiness of many fds per epoll_wait, wake-ups spread over the
+ * workers */
+static struct bouncer io_many[2 * BENCH_IO_PAIRS];
+
+static int64_t io_pingpong_64(long n)
+{
+    long per = n / BENCH_IO_PAIRS > 0 ? n / BENCH_IO_PAIRS : 1;
+    if (!io_many[0].n) {
+        for (int p = 0; p < BENCH_IO_PAIRS; p++) {
+            int sv[2];
+            if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+                die("socketpair", -1);
+            io_many[2 * p].fd = sv[0], io_many[2 * p].first = 1;
+            io_many[2 * p + 1].fd = sv[1], io_many[2 * p + 1].first = 0;
+        }
+    }
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < 2 * BENCH_IO_PAIRS; i++) {
+        io_many[i].n = per;
+        spawn(&io_many[i].co, bounce_fn, NULL);
+    }
+    for (int i = 0; i < 2 * BENCH_IO_PAIRS; i++)
+        join(&io_many[i].co);
+    return bench_now_ns() - t0;
+}
+
+/* ---- io_busy_H -----------------------------------------------------------------
+ * BENCH_BUSY_PAIRS socketpair pairs ping-pong BENCH_BUSY_TRIPS round trips
+ * each, beside one CPU-bound job per worker that works H us between
+ * yields (CORO_YIELD), pinned to that worker's CPU, so that every worker
+ * is busy all along.  Each message is the writer's clock (8 bytes): the
+ * reader records write -> reader running with the data.  Reported: ns for
+ * all round trips (ns=) and the p99 of those hops (p99_late_ns=). */
+struct busy_pair_end {
+    coro_t co;
+    int fd, first, i, n;
+    size_t got;
+    int64_t stamp, *lat;
+};
+struct cpu_hog {
+    coro_t co;
+    int64_t h_ns;
+};
+static struct busy_pair_end bp[2 * BENCH_BUSY_PAIRS];
+static struct cpu_hog hogs[64];
+static atomic_int hog_stop;
+
+static int hog_fn(coro_t *co)
+{
+    struct cpu_hog *h = CORO_SELF(co, struct cpu_hog);
+    CORO_BEGIN(co);
+    while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) {
+        {
+            int64_t t0 = bench_now_ns();
+            while (bench_now_ns() - t0 < h->h_ns)
+                ;
+        }
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+static int busy_end_fn(coro_t *co)
+{
+    struct busy_pair_end *x = CORO_SELF(co, struct busy_pair_end);
+    CORO_BEGIN(co);
+    for (x->i = 0; x->i < x->n; x->i++) {
+        if (x->first) {
+            x->stamp = bench_now_ns();
+            CORO_AWAIT(co, coro_write(x->fd, &x->stamp, sizeof x->stamp, CORO_FOREVER));
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->stamp)
+                die("coro_write", (long)CORO_RESULT(co));
+        }
+        for (x->got = 0; x->got < sizeof x->stamp;) {
+            CORO_AWAIT(co, coro_read(x->fd, (char *)&x->stamp + x->got, sizeof x->stamp - x->got,
+                                     CORO_FOREVER));
+            if (CORO_RESULT(co) <= 0)
+                die("coro_read", (long)CORO_RESULT(co));
+            x->got += (size_t)CORO_RESULT(co);
+        }
+        x->lat[x->i] = bench_now_ns() - x->stamp;
+        if (!x->first) {
+            x->stamp = bench_now_ns();
+            CORO_AWAIT(co, coro_write(x->fd, &x->stamp, sizeof x->stamp, CORO_FOREVER));
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->stamp)
+                die("coro_write", (long)CORO_RESULT(co));
+        }
+    }
+    CORO_END(co);
+}
+
+static int64_t io_busy(long trips, int64_t h_us, int64_t *p99)
+{
+    static int64_t *lat;
+    int np = BENCH_BUSY_PAIRS;
+    if (!lat) {
+        if (!(lat = calloc((size_t)(2 * np) * (size_t)trips, sizeof *lat)))
+            die("calloc", -ENOMEM);
+        for (int p = 0; p < np; p++) {
+            int sv[2];
+            if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
+                die("socketpair", -1);
+            bp[2 * p].fd = sv[0], bp[2 * p].first = 1;
+            bp[2 * p + 1].fd = sv[1], bp[2 * p + 1].first = 0;
+        }
+    }
+    /* one hog pinned to each worker's CPU */
+    atomic_store(&hog_stop, 0);
+    int nh = 0;
+    for (int i = 0; i < W && i < 64; i++) {
+        coro_worker_stats_t ws;
+        coro_cpuset_t cpu;
+        if (coro_sched_worker_stats(S, i, &ws) != 0 || ws.cpu < 0)
+            continue;
+        coro_cpuset_zero(&cpu);
+        coro_cpuset_add(&cpu, ws.cpu);
+        coro_spawn_opts_t o = { .affinity = &cpu };
+        hogs[nh].h_ns = h_us * 1000;
+        spawn(&hogs[nh].co, hog_fn, &o);
+        nh++;
+    }
+    /* let every hog start: the pairs then meet busy workers */
+    usleep(2000);
+    int64_t t0 = bench_now_ns();
+    for (int i = 0; i < 2 * np; i++) {
+        bp[i].n = (int)trips;
+        bp[i].lat = lat + (size_t)i * (size_t)trips;
+        spawn(&bp[i].co, busy_end_fn, NULL);
+    }
+    for (int i = 0; i < 2 * np; i++)
+        join(&bp[i].co);
+    int64_t t = bench_now_ns() - t0;
+    atomic_store(&hog_stop, 1);
+    for (int i = 0; i < nh; i++)
+        join(&hogs[i].co);
+    *p99 = bench_p99(lat, 2 * np * (int)trips);
+    return t;
+}
+
 /* ---- io_under_load ---------------------------------------------------------
  * Every worker runs back-to-back CPU-bound jobs of 5 ms that never await
  * (each spawns the next of its chain before it ends); a HIGH job reads a
@@ -610,6 +755,62 @@ static int64_t timers(long n, int64_t *p99)
 
 #endif /* BENCH_IO */
 
+#if defined(BENCH_IO) && defined(BENCH_SYNC)
+/* ---- timed_waits -----------------------------------------------------------------
+ * BENCH_TIMED_JOBS jobs in pairs; each waits BENCH_TIMED_WAITS times on its
+ * own event with a timeout of BENCH_TIMED_NS, which its partner sets:
+ * reset own, set the partner's, wait own.  All the waits are armed at
+ * once and end by the event, never the timeout: the cost of starting and
+ * ending a timed wait under load (the timer added and removed). */
+struct tw_job {
+    _Alignas(64) coro_t co;
+    coro_event_t ev;
+    struct tw_job *peer;
+    int i, first;
+};
+static struct tw_job *tw;
+
+static int tw_fn(coro_t *co)
+{
+    struct tw_job *j = CORO_SELF(co, struct tw_job);
+    CORO_BEGIN(co);
+    for (j->i = 0; j->i < BENCH_TIMED_WAITS; j->i++) {
+        if (j->first || j->i > 0) {
+            coro_event_reset(&j->ev);
+            coro_event_set(&j->peer->ev);
+        }
+        CORO_AWAIT(co, coro_event_wait(&j->ev, BENCH_TIMED_NS));
+        if (CORO_RESULT(co) != 0)
+            die("coro_event_wait", (long)CORO_RESULT(co));
+    }
+    if (!j->first)  /* the first's last wait */
+        coro_event_set(&j->peer->ev);
+    CORO_END(co);
+}
+
+static int64_t timed_waits(long n)
+{
+    n &= ~1L;
+    if (!tw && !(tw = aligned_alloc(64, (size_t)n * sizeof *tw)))
+        die("aligned_alloc", -ENOMEM);
+    memset(tw, 0, (size_t)n * sizeof *tw);
+    for (long i = 0; i < n; i++) {
+        EV_INIT(&tw[i].ev);
+        tw[i].peer = &tw[i ^ 1];
+        tw[i].first = (i & 1) == 0;
+    }
+    int64_t t0 = bench_now_ns();
+    for (long i = n - 1; i >= 0; i--)   /* the second of each pair waits first */
+        spawn(&tw[i].co, tw_fn, NULL);
+    for (long i = 0; i < n; i++)
+        join(&tw[i].co);
+    int64_t t = bench_now_ns() - t0;
+    for (long i = 0; i < n; i++)
+        EV_FINI(&tw[i].ev);
+    return t;
+}
+#endif
+
 /* ---- blocking_roundtrip(_par) ------------------------------------------------
  * an empty call through the blocking pool and back: one job makes n calls
  * of coro_blocking one after the other (blocking_roundtrip), or
@@ -749,6 +950,14 @@ int main(int argc, char **argv)
         is_timers = 1, size = size > 0 ? size : BENCH_TIMERS;
     else if (strcmp(sh, "io_under_load") == 0)
         is_timers = 2, size = size > 0 ? size : 200;
+    else if (strcmp(sh, "io_pingpong_64") == 0)
+        fn = io_pingpong_64, size = size > 0 ? size : BENCH_IO_TRIPS;
+    else if (strncmp(sh, "io_busy_", 8) == 0 && atol(sh + 8) > 0)
+        is_timers = 3, size = size > 0 ? size : BENCH_BUSY_TRIPS;
+#endif
+#if defined(BENCH_IO) && defined(BENCH_SYNC)
+    else if (strcmp(sh, "timed_waits") == 0)
+        fn = timed_waits, size = size > 0 ? size : BENCH_TIMED_JOBS;
 #endif
     else if (strcmp(sh, "blocking_roundtrip") == 0)
         fn = blocking_roundtrip, size = size > 0 ? size : BENCH_BLOCKING_CALLS;
@@ -777,6 +986,17 @@ int main(int argc, char **argv)
 #ifdef BENCH_SYNC
         for (int i = 0; i < a.iters; i++)
             memory(size);
+#endif
+    } else if (is_timers == 3) {
+#ifdef BENCH_IO
+        int64_t p99, h = atol(sh + 8);
+        io_busy(size, h, &p99); /* warm-up */
+        for (int i = 0; i < a.iters; i++) {
+            int64_t t = io_busy(size, h, &p99);
+            printf("bench=%s system=corokit workers=%d ns=%lld p99_late_ns=%lld\n", sh, W,
+                   (long long)t, (long long)p99);
+            fflush(stdout);
+        }
 #endif
     } else if (is_timers == 2) {
 #ifdef BENCH_IO

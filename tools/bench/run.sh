@@ -31,7 +31,7 @@ QUICK=${QUICK:-0}
 if [ -n "$QUICK" ]; then ROUNDS=${ROUNDS:-3}; else ROUNDS=${ROUNDS:-5}; fi
 WORKERS=${WORKERS:-$(nproc)}
 SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl"}
-ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load timers memory blocking_roundtrip blocking_roundtrip_par"
+ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_pingpong_64 io_under_load io_busy_50 io_busy_500 io_busy_2000 timers timed_waits memory blocking_roundtrip blocking_roundtrip_par"
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
@@ -51,7 +51,9 @@ iters_for() {
         yield_many) n=10 ;;
         chained_spawn) n=50 ;;
         fib) n=3 ;;
-        io_pingpong) n=8 ;;
+        io_pingpong | io_pingpong_64) n=8 ;;
+        io_busy_50 | io_busy_500 | io_busy_2000) n=1 ;;
+        timed_waits) n=3 ;;
         io_under_load) n=5 ;;
         timers) n=8 ;;
         memory) n=1 ;;
@@ -244,7 +246,7 @@ stats() {
         END { flush() }' >>"$OUT/results.csv"
 }
 
-ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_under_load io_under_load_p99_late timers timers_p99_late memory memory_spawn blocking_roundtrip blocking_roundtrip_par"
+ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib io_pingpong io_pingpong_64 io_under_load io_under_load_p99_late io_busy_50 io_busy_50_p99_late io_busy_500 io_busy_500_p99_late io_busy_2000 io_busy_2000_p99_late timers timers_p99_late timed_waits memory memory_spawn blocking_roundtrip blocking_roundtrip_par"
 
 # the table: per shape and system, median and p10-p90, and peer/corokit
 table() {
@@ -322,6 +324,7 @@ plots() {
             timers_p99_late) unit="p99 lateness ($u; median, p10-p90)" ;;
             io_under_load) unit="p50 write -> job runs ($u; median, p10-p90)" ;;
             io_under_load_p99_late) unit="p99 write -> job runs ($u; median, p10-p90)" ;;
+            io_busy_*_p99_late) unit="p99 write -> reader runs ($u; median, p10-p90)" ;;
             memory_spawn) unit="$u per job spawned and suspended" ;;
             *) unit="$u per iteration (median, p10-p90)" ;;
         esac

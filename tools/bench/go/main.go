@@ -38,7 +38,17 @@ const (
 
 var shapes = []string{"spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy",
 	"ping_pong", "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory",
-	"io_under_load"}
+	"io_under_load", "io_pingpong_64", "io_busy_50", "io_busy_500", "io_busy_2000",
+	"timed_waits"}
+
+const (
+	ioPairs    = 64          // io_pingpong_64: pairs sharing the round trips
+	busyPairs  = 32          // io_busy_H: pairs...
+	busyTrips  = 200         // ...round trips each
+	timedJobs  = 10000       // timed_waits: goroutines (pairs of)...
+	timedWaits = 100         // ...each waiting this many times...
+	timedDur   = time.Second // ...with this timeout
+)
 
 var workers int
 
@@ -306,6 +316,149 @@ func ioPingPong(p ioPair, trips int) int64 {
 	return int64(time.Since(t0))
 }
 
+// io_pingpong_64: ioPairs pairs at once sharing the round trips
+func ioPingPong64(ps []ioPair, trips int) int64 {
+	per := trips / len(ps)
+	if per < 1 {
+		per = 1
+	}
+	var wg sync.WaitGroup
+	wg.Add(2 * len(ps))
+	t0 := time.Now()
+	for _, p := range ps {
+		go func(c net.Conn) {
+			buf := []byte{1}
+			for i := 0; i < per; i++ {
+				if _, err := c.Write(buf); err != nil {
+					panic(err)
+				}
+				if _, err := c.Read(buf); err != nil {
+					panic(err)
+				}
+			}
+			wg.Done()
+		}(p.a)
+		go func(c net.Conn) {
+			buf := []byte{0}
+			for i := 0; i < per; i++ {
+				if _, err := c.Read(buf); err != nil {
+					panic(err)
+				}
+				if _, err := c.Write(buf); err != nil {
+					panic(err)
+				}
+			}
+			wg.Done()
+		}(p.b)
+	}
+	wg.Wait()
+	return int64(time.Since(t0))
+}
+
+// io_busy_H: busyPairs pairs ping-pong busyTrips round trips each (the
+// message is the writer's clock) beside one CPU-bound goroutine per P that
+// works H us between runtime.Gosched (Go cannot pin them).  ns for all
+// round trips, p99 of write -> reader running with the data
+func ioBusy(ps []ioPair, trips int, h time.Duration) (int64, int64) {
+	base := time.Now()
+	var stop int32
+	var hogs sync.WaitGroup
+	hogs.Add(workers)
+	for i := 0; i < workers; i++ {
+		go func() {
+			for atomic.LoadInt32(&stop) == 0 {
+				t0 := time.Now()
+				for time.Since(t0) < h {
+				}
+				runtime.Gosched()
+			}
+			hogs.Done()
+		}()
+	}
+	time.Sleep(2 * time.Millisecond)
+	lat := make([]int64, 2*len(ps)*trips)
+	var wg sync.WaitGroup
+	wg.Add(2 * len(ps))
+	t0 := time.Now()
+	for k, p := range ps {
+		for side := 0; side < 2; side++ {
+			go func(c net.Conn, first bool, lat []int64) {
+				buf := make([]byte, 8)
+				send := func() {
+					binary.LittleEndian.PutUint64(buf, uint64(time.Since(base)))
+					if _, err := c.Write(buf); err != nil {
+						panic(err)
+					}
+				}
+				for i := 0; i < trips; i++ {
+					if first {
+						send()
+					}
+					if _, err := io.ReadFull(c, buf); err != nil {
+						panic(err)
+					}
+					lat[i] = int64(time.Since(base)) - int64(binary.LittleEndian.Uint64(buf))
+					if !first {
+						send()
+					}
+				}
+				wg.Done()
+			}([]net.Conn{p.a, p.b}[side], side == 0, lat[(2*k+side)*trips:(2*k+side+1)*trips])
+		}
+	}
+	wg.Wait()
+	t := int64(time.Since(t0))
+	atomic.StoreInt32(&stop, 1)
+	hogs.Wait()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	n := len(lat)
+	return t, lat[(99*n+99)/100-1]
+}
+
+// timed_waits: timedJobs goroutines in pairs; each waits timedWaits times
+// on its own channel (capacity 1: a set event) with a 1 s timeout, which
+// its partner signals
+func timedWaitsRun(n int) int64 {
+	n &^= 1
+	evs := make([]chan struct{}, n)
+	for i := range evs {
+		evs[i] = make(chan struct{}, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	t0 := time.Now()
+	for i := n - 1; i >= 0; i-- {
+		go func(me, peer chan struct{}, first bool) {
+			t := time.NewTimer(timedDur)
+			for k := 0; k < timedWaits; k++ {
+				if first || k > 0 {
+					select {
+					case peer <- struct{}{}:
+					default:
+					}
+				}
+				if k > 0 {
+					t.Reset(timedDur)
+				}
+				select {
+				case <-me:
+					if !t.Stop() {
+						<-t.C
+					}
+				case <-t.C:
+					panic("timed_waits: timed out")
+				}
+			}
+			if !first {
+				peer <- struct{}{}
+			}
+			wg.Done()
+		}(evs[i], evs[i^1], i&1 == 0)
+	}
+	wg.Wait()
+	return int64(time.Since(t0))
+}
+
 func timers(n int) (int64, int64) {
 	late := make([]int64, n)
 	var wg sync.WaitGroup
@@ -441,6 +594,27 @@ func main() {
 			t, p := ioUnderLoad(n)
 			return t, fmt.Sprintf(" p99_late_ns=%d", p)
 		}
+	case "io_pingpong_64":
+		n := def(ioTrips)
+		ps := make([]ioPair, ioPairs)
+		for i := range ps {
+			ps[i] = newPair()
+		}
+		run = func() (int64, string) { return ioPingPong64(ps, n), "" }
+	case "io_busy_50", "io_busy_500", "io_busy_2000":
+		n := def(busyTrips)
+		h, _ := strconv.Atoi(shape[8:])
+		ps := make([]ioPair, busyPairs)
+		for i := range ps {
+			ps[i] = newPair()
+		}
+		run = func() (int64, string) {
+			t, p := ioBusy(ps, n, time.Duration(h)*time.Microsecond)
+			return t, fmt.Sprintf(" p99_late_ns=%d", p)
+		}
+	case "timed_waits":
+		n := def(timedJobs)
+		run = func() (int64, string) { return timedWaitsRun(n), "" }
 	case "timers":
 		n := def(numTimers)
 		run = func() (int64, string) {

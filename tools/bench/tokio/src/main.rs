@@ -32,11 +32,18 @@ const TIMER_SEED: u64 = 0x5eedc0c0;
 const BLOCKING_CALLS: usize = 10_000;
 const BLOCKING_JOBS: usize = 8;
 
-const SHAPES: [&str; 13] = [
+const SHAPES: [&str; 18] = [
     "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
     "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory", "io_under_load",
-    "blocking_roundtrip", "blocking_roundtrip_par",
+    "blocking_roundtrip", "blocking_roundtrip_par", "io_pingpong_64", "io_busy_50",
+    "io_busy_500", "io_busy_2000", "timed_waits",
 ];
+const IO_PAIRS: usize = 64;
+const BUSY_PAIRS: usize = 32;
+const BUSY_TRIPS: usize = 200;
+const TIMED_JOBS: usize = 10_000;
+const TIMED_WAITS: usize = 100;
+const TIMED_DUR: Duration = Duration::from_secs(1);
 const UL_WRITES: usize = 200;
 
 fn mix(mut x: u64) -> u64 {
@@ -221,6 +228,140 @@ fn io_pingpong(rt: &Runtime, trips: usize) -> u64 {
         });
         ja.await.unwrap();
         jb.await.unwrap();
+    });
+    ns(t0)
+}
+
+// io_pingpong_64: IO_PAIRS pairs at once sharing the round trips
+fn io_pingpong_64(rt: &Runtime, trips: usize) -> u64 {
+    let per = (trips / IO_PAIRS).max(1);
+    let pairs: Vec<_> = (0..IO_PAIRS)
+        .map(|_| rt.block_on(async { tokio::net::UnixStream::pair().unwrap() }))
+        .collect();
+    let t0 = Instant::now();
+    rt.block_on(async move {
+        let mut hs = Vec::new();
+        for (mut a, mut b) in pairs {
+            hs.push(tokio::spawn(async move {
+                let mut buf = [1u8; 1];
+                for _ in 0..per {
+                    a.write_all(&buf).await.unwrap();
+                    a.read_exact(&mut buf).await.unwrap();
+                }
+            }));
+            hs.push(tokio::spawn(async move {
+                let mut buf = [0u8; 1];
+                for _ in 0..per {
+                    b.read_exact(&mut buf).await.unwrap();
+                    b.write_all(&buf).await.unwrap();
+                }
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    ns(t0)
+}
+
+// io_busy_H: BUSY_PAIRS pairs ping-pong BUSY_TRIPS round trips each (the
+// message is the writer's clock) beside one CPU-bound task per worker that
+// works H us between yield_now (tokio cannot pin them).  ns for all round
+// trips, p99 of write -> reader running with the data
+fn io_busy(rt: &Runtime, workers: usize, trips: usize, h_us: u64) -> (u64, u64) {
+    let base = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..workers)
+        .map(|_| {
+            let stop = stop.clone();
+            rt.spawn(async move {
+                while !stop.load(Relaxed) {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < Duration::from_micros(h_us) {
+                        std::hint::spin_loop();
+                    }
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(2));
+    let pairs: Vec<_> = (0..BUSY_PAIRS)
+        .map(|_| rt.block_on(async { tokio::net::UnixStream::pair().unwrap() }))
+        .collect();
+    let t0 = Instant::now();
+    let mut lat: Vec<u64> = rt.block_on(async move {
+        let mut hs = Vec::new();
+        for (mut a, mut b) in pairs {
+            hs.push(tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(trips);
+                let mut buf = [0u8; 8];
+                for _ in 0..trips {
+                    let t = base.elapsed().as_nanos() as u64;
+                    a.write_all(&t.to_le_bytes()).await.unwrap();
+                    a.read_exact(&mut buf).await.unwrap();
+                    lat.push(base.elapsed().as_nanos() as u64 - u64::from_le_bytes(buf));
+                }
+                lat
+            }));
+            hs.push(tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(trips);
+                let mut buf = [0u8; 8];
+                for _ in 0..trips {
+                    b.read_exact(&mut buf).await.unwrap();
+                    lat.push(base.elapsed().as_nanos() as u64 - u64::from_le_bytes(buf));
+                    let t = base.elapsed().as_nanos() as u64;
+                    b.write_all(&t.to_le_bytes()).await.unwrap();
+                }
+                lat
+            }));
+        }
+        let mut all = Vec::new();
+        for h in hs {
+            all.extend(h.await.unwrap());
+        }
+        all
+    });
+    let t = ns(t0);
+    stop.store(true, SeqCst);
+    rt.block_on(async move {
+        for h in hogs {
+            h.await.unwrap();
+        }
+    });
+    lat.sort_unstable();
+    let n = lat.len();
+    let k = ((99 * n + 99) / 100).max(1) - 1;
+    (t, lat[k])
+}
+
+// timed_waits: TIMED_JOBS tasks in pairs; each waits TIMED_WAITS times for
+// its own Notify with a 1 s timeout, which its partner notifies
+fn timed_waits(rt: &Runtime, n: usize) -> u64 {
+    let n = n & !1;
+    let evs: Vec<Arc<Notify>> = (0..n).map(|_| Arc::new(Notify::new())).collect();
+    let t0 = Instant::now();
+    rt.block_on(async {
+        let mut hs = Vec::with_capacity(n);
+        for i in (0..n).rev() {
+            let me = evs[i].clone();
+            let peer = evs[i ^ 1].clone();
+            let first = i & 1 == 0;
+            hs.push(tokio::spawn(async move {
+                for k in 0..TIMED_WAITS {
+                    if first || k > 0 {
+                        peer.notify_one();
+                    }
+                    tokio::time::timeout(TIMED_DUR, me.notified()).await.unwrap();
+                }
+                if !first {
+                    peer.notify_one();
+                }
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
     });
     ns(t0)
 }
@@ -431,6 +572,13 @@ fn main() {
             "chained_spawn" => (chained_spawn(rt, def(CHAIN)), String::new()),
             "fib" => (fib_bench(rt, def(FIB_N)), String::new()),
             "io_pingpong" => (io_pingpong(rt, def(IO_TRIPS)), String::new()),
+            "io_pingpong_64" => (io_pingpong_64(rt, def(IO_TRIPS)), String::new()),
+            "io_busy_50" | "io_busy_500" | "io_busy_2000" => {
+                let h: u64 = shape[8..].parse().unwrap();
+                let (t, p) = io_busy(rt, workers, def(BUSY_TRIPS), h);
+                (t, format!(" p99_late_ns={}", p))
+            }
+            "timed_waits" => (timed_waits(rt, def(TIMED_JOBS)), String::new()),
             "io_under_load" => {
                 let (t, p) = io_under_load(rt, workers, def(UL_WRITES));
                 (t, format!(" p99_late_ns={}", p))

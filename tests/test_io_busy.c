@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+/* I/O while every worker is busy (sched/worker.c, BUSY LOOKS and DEFERRED
+ * YIELDS): one CPU-bound job per worker, pinned to that worker's CPU,
+ * works a few milliseconds between yields, so that no worker ever runs
+ * out of work; beside them socketpair pairs ping-pong, each message
+ * carrying its writer's clock.  Every round trip must complete, and no
+ * wake-up may wait more than a generous bound (a few dozen of the busy
+ * jobs' steps: timing is never exact on a shared machine).  Before the
+ * busy looks, a wake-up waited ~61 steps of the busy job (the job that
+ * yielded ran ahead of what the I/O thread woke): these tests then took
+ * several seconds. */
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt/rt.h"        /* white box: which worker runs a step; who took the events */
+#include "util.h"
+
+#define MS 1000000LL
+#define HOG_NS (2 * MS)         /* a busy job's step */
+#define PAIRS 4
+#define TRIPS 20
+/* no wake-up waits longer; all the round trips take less than BOUND_ALL.
+ * Expected: a few busy steps per wake-up, well under 100 ms in all */
+#define BOUND_ONE (1000 * MS)
+#define BOUND_ALL (3000 * MS)
+
+struct hog {
+    coro_t co;
+    atomic_int *stop;
+    atomic_int started;
+};
+
+static int hog_fn(coro_t *co)
+{
+    struct hog *h = CORO_SELF(co, struct hog);
+    CORO_BEGIN(co);
+    atomic_store(&h->started, 1);
+    while (!atomic_load(h->stop)) {
+        {
+            int64_t t0 = coro_now();
+            while (coro_now() - t0 < HOG_NS)
+                ;
+        }
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+struct end {
+    coro_t co;
+    int fd, first, i;
+    size_t got;
+    int64_t stamp, max_lat;
+    const coro_cpuset_t *mask;  /* NULL: any */
+    int outside;                /* steps run on a worker outside mask */
+};
+
+static void check_cpu(struct end *x)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (x->mask && w && w->cpu >= 0 && !coro_cpuset_has(x->mask, w->cpu))
+        x->outside++;
+}
+
+static int end_fn(coro_t *co)
+{
+    struct end *x = CORO_SELF(co, struct end);
+    CORO_BEGIN(co);
+    for (x->i = 0; x->i < TRIPS; x->i++) {
+        if (x->first) {
+            x->stamp = coro_now();
+            CORO_AWAIT(co, coro_write(x->fd, &x->stamp, sizeof x->stamp, CORO_FOREVER));
+            check_cpu(x);
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->stamp)
+                CORO_RETURN(co, -1);
+        }
+        for (x->got = 0; x->got < sizeof x->stamp;) {
+            CORO_AWAIT(co, coro_read(x->fd, (char *)&x->stamp + x->got, sizeof x->stamp - x->got,
+                                     CORO_FOREVER));
+            check_cpu(x);
+            if (CORO_RESULT(co) <= 0)
+                CORO_RETURN(co, -2);
+            x->got += (size_t)CORO_RESULT(co);
+        }
+        if (coro_now() - x->stamp > x->max_lat)
+            x->max_lat = coro_now() - x->stamp;
+        if (!x->first) {
+            x->stamp = coro_now();
+            CORO_AWAIT(co, coro_write(x->fd, &x->stamp, sizeof x->stamp, CORO_FOREVER));
+            check_cpu(x);
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->stamp)
+                CORO_RETURN(co, -1);
+        }
+    }
+    CORO_RETURN(co, 0);
+    CORO_END(co);
+}
+
+struct run {
+    coro_sched_t *s;
+    int workers;
+    struct hog hogs[2];
+    int nhogs;
+    atomic_int stop;
+    struct end ends[2 * PAIRS];
+    int fds[2 * PAIRS];
+    coro_cpuset_t cpu[2];       /* each worker's CPU */
+    int64_t elapsed, max_lat;
+};
+
+/* start the busy jobs: one per worker, pinned to its CPU (single-threaded:
+ * one, any CPU), and wait until each has run */
+static void hogs_start(struct run *r)
+{
+    int n = r->workers > 0 ? r->workers : 1;
+    atomic_store(&r->stop, 0);
+    r->nhogs = n;
+    for (int i = 0; i < n; i++) {
+        coro_spawn_opts_t o = { .affinity = r->workers > 0 ? &r->cpu[i] : NULL };
+        r->hogs[i].stop = &r->stop;
+        atomic_store(&r->hogs[i].started, 0);
+        cr_assert_eq(coro_spawn(r->s, &r->hogs[i].co, hog_fn, &o), 0);
+    }
+    if (r->workers == 0)
+        return;     /* single-threaded: they run when the joins drive */
+    int64_t end = coro_now() + 20000 * MS;
+    for (int i = 0; i < n; i++)
+        while (!atomic_load(&r->hogs[i].started)) {
+            cr_assert_lt(coro_now(), end, "a busy job never started");
+            sched_yield();
+        }
+}
+
+static void setup(struct run *r, int workers)
+{
+    memset(r, 0, sizeof *r);
+    r->workers = workers;
+    r->s = mk(workers);
+    for (int i = 0; i < workers && i < 2; i++) {
+        coro_worker_stats_t ws;
+        cr_assert_eq(coro_sched_worker_stats(r->s, i, &ws), 0);
+        coro_cpuset_zero(&r->cpu[i]);
+        coro_cpuset_add(&r->cpu[i], ws.cpu);
+    }
+    for (int p = 0; p < PAIRS; p++) {
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                                &r->fds[2 * p]), 0);
+        r->ends[2 * p] = (struct end){ .fd = r->fds[2 * p], .first = 1 };
+        r->ends[2 * p + 1] = (struct end){ .fd = r->fds[2 * p + 1], .first = 0 };
+    }
+}
+
+/* the pairs beside the busy jobs: every round trip completes in time */
+static void pairs_run(struct run *r)
+{
+    int64_t t0 = coro_now();
+    for (int i = 0; i < 2 * PAIRS; i++) {
+        coro_spawn_opts_t o = { .affinity = r->ends[i].mask };
+        cr_assert_eq(coro_spawn(r->s, &r->ends[i].co, end_fn, &o), 0);
+    }
+    for (int i = 0; i < 2 * PAIRS; i++)
+        cr_assert_eq(coro_join(&r->ends[i].co), 0, "end %d failed", i);
+    r->elapsed = coro_now() - t0;
+    for (int i = 0; i < 2 * PAIRS; i++)
+        if (r->ends[i].max_lat > r->max_lat)
+            r->max_lat = r->ends[i].max_lat;
+    cr_assert_lt(r->max_lat, BOUND_ONE, "a wake-up waited %lld ms while every worker was busy",
+                 (long long)(r->max_lat / MS));
+    cr_assert_lt(r->elapsed, BOUND_ALL, "%d round trips took %lld ms while every worker was busy",
+                 PAIRS * TRIPS, (long long)(r->elapsed / MS));
+}
+
+static void teardown(struct run *r)
+{
+    atomic_store(&r->stop, 1);
+    for (int i = 0; i < r->nhogs; i++)
+        cr_assert_eq(coro_join(&r->hogs[i].co), 0);
+    cr_assert_eq(coro_sched_destroy(r->s), 0);
+    for (int i = 0; i < 2 * PAIRS; i++)
+        close(r->fds[i]);
+}
+
+static int first_cpu(const coro_cpuset_t *set)
+{
+    for (int c = 0; c < CORO_MAX_CPUS; c++)
+        if (coro_cpuset_has(set, c))
+            return c;
+    return -1;
+}
+
+static void busy_io(int workers)
+{
+    static struct run r;
+    setup(&r, workers);
+    hogs_start(&r);
+    pairs_run(&r);
+    teardown(&r);
+}
+
+Test(io_busy, io_wake_ups_reach_jobs_while_the_only_worker_runs_a_yielding_job, .timeout = 60)
+{
+    busy_io(1);
+}
+
+Test(io_busy, io_wake_ups_reach_jobs_while_both_workers_run_pinned_yielding_jobs, .timeout = 60)
+{
+    busy_io(2);
+}
+
+Test(io_busy, io_wake_ups_reach_jobs_while_a_single_threaded_driver_runs_a_yielding_job,
+     .timeout = 60)
+{
+    busy_io(0);
+}
+
+/* no worker looks (the hook): the I/O thread is the guarantee, and what
+ * it wakes runs after the busy jobs' current steps, not dozens later */
+Test(io_busy, the_io_thread_wakes_jobs_in_time_when_busy_workers_do_not_look, .timeout = 60)
+{
+    static struct run r;
+    coro__busy_look_off = true;
+    setup(&r, 2);
+    hogs_start(&r);
+    pairs_run(&r);
+    /* workers that share a CPU (taskset to one) serve the same mask: both
+     * busy jobs may sit on one worker, and the other, idle, takes the
+     * readiness itself */
+    if (!coro_cpuset_has(&r.cpu[0], first_cpu(&r.cpu[1])))
+        cr_assert_gt(coro__io_woken_by(coro__sched_io(r.s), true), 0,
+                     "the I/O thread took no event");
+    teardown(&r);
+}
+
+/* jobs woken by a busy worker's look run only where their masks allow:
+ * each pair's first end on worker 0's CPU, the other on worker 1's */
+Test(io_busy, jobs_woken_by_a_busy_workers_look_run_only_inside_their_masks, .timeout = 60)
+{
+    static struct run r;
+    setup(&r, 2);
+    coro_worker_stats_t w0, w1;
+    cr_assert_eq(coro_sched_worker_stats(r.s, 0, &w0), 0);
+    cr_assert_eq(coro_sched_worker_stats(r.s, 1, &w1), 0);
+    if (w0.cpu == w1.cpu) {
+        teardown(&r);
+        cr_skip_test("the two workers share a CPU (taskset to one CPU): masks cannot tell them apart");
+    }
+    for (int p = 0; p < PAIRS; p++) {
+        r.ends[2 * p].mask = &r.cpu[0];
+        r.ends[2 * p + 1].mask = &r.cpu[1];
+    }
+    hogs_start(&r);
+    pairs_run(&r);
+    for (int i = 0; i < 2 * PAIRS; i++)
+        cr_assert_eq(r.ends[i].outside, 0, "end %d ran %d steps outside its mask", i,
+                     r.ends[i].outside);
+    cr_assert_gt(coro__io_woken_by(coro__sched_io(r.s), false), 0,
+                 "no worker took an event: the busy look never ran");
+    teardown(&r);
+}
