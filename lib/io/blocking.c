@@ -107,6 +107,10 @@ struct coro__bpool {
     bool stopping;
     uint64_t started, retired;  /* counters (tests) */
     uint64_t arm_starts;        /* threads a worker (an arm) started (tests) */
+    /* atomic: calls armed and not yet woken, for a virtual clock's driver
+     * (coro__blocking_calls): taken off after the wake, so that a driver
+     * that reads 0 then finds the job in its queues */
+    uint32_t calls;
 };
 
 /* test hook: make thread creation fail */
@@ -186,7 +190,7 @@ static void run_call(struct coro__bpool *p, coro_t *job)
 
     if (coro__cancelling(p->s) || coro__job_cancelled(job))
         r = -ECANCELED;
-    else if (dl > 0 && coro__now() >= dl)
+    else if (dl > 0 && coro__sched_clock(p->s) >= dl)      /* .deadline: s's clock */
         r = -ETIMEDOUT;
     else {
         /* listed while it runs, for coro_sched_dump (one uncontended lock
@@ -206,6 +210,8 @@ static void run_call(struct coro__bpool *p, coro_t *job)
         pthread_mutex_unlock(&p->lock);
     }
     coro__wake(job, r);         /* from here the job is not ours */
+    /* release: the wake's push before the count a driver acquires */
+    __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
 }
 
 /* wait on the idle stack until a call is handed over (returns it), or a
@@ -323,12 +329,14 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
 }
 
 /* wake every job of a list taken off the FIFO with -ECANCELED */
-static void wake_cancelled(coro_t *list)
+static void wake_cancelled(struct coro__bpool *p, coro_t *list)
 {
     while (list) {
         coro_t *nx = list->next;
         list->next = NULL;
         coro__wake(list, -ECANCELED);
+        /* release: as in run_call */
+        __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
         list = nx;
     }
 }
@@ -344,7 +352,7 @@ void coro__blocking_cancel(coro_sched_t *s)
     list = p->head;
     p->head = p->tail = NULL;
     pthread_mutex_unlock(&p->lock);
-    wake_cancelled(list);
+    wake_cancelled(p, list);
 }
 
 void coro__blocking_cancel_jobs(coro_sched_t *s)
@@ -372,7 +380,7 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
         tail = &j->next;
     }
     pthread_mutex_unlock(&p->lock);
-    wake_cancelled(list);
+    wake_cancelled(p, list);
 }
 
 void coro__blocking_destroy(coro_sched_t *s)
@@ -399,6 +407,12 @@ void coro__blocking_destroy(coro_sched_t *s)
     pthread_mutex_destroy(&p->lock);
     coro__free(s, p, sizeof *p);
     s->blocking = NULL;
+}
+
+uint32_t coro__blocking_calls(coro_sched_t *s)
+{
+    /* acquire: pairs with the release after a call's wake */
+    return __atomic_load_n(&s->blocking->calls, __ATOMIC_ACQUIRE);
 }
 
 void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
@@ -439,11 +453,15 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
     bool start = false;
 
     (void)aw;
+    /* counted before any thread can take it (relaxed: only this thread's
+     * driver reads it, after the arm); taken off again if refused */
+    __atomic_add_fetch(&p->calls, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         if (coro__cancelling(s) || p->stopping || coro__job_cancelled(job)) {
             *res = -ECANCELED;
             pthread_mutex_unlock(&p->lock);
+            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         if (hand_over(p, job)) {
@@ -464,6 +482,7 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
             /* no thread to run it, and none can be started: refuse */
             *res = rc == ENOMEM ? -ENOMEM : -EAGAIN;
             pthread_mutex_unlock(&p->lock);
+            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         /* look again: the new thread may be idle by now */
