@@ -107,10 +107,11 @@ struct coro__bpool {
     bool stopping;
     uint64_t started, retired;  /* counters (tests) */
     uint64_t arm_starts;        /* threads a worker (an arm) started (tests) */
-    /* atomic: calls armed and not yet woken, for a virtual clock's driver
-     * (coro__blocking_calls): taken off after the wake, so that a driver
-     * that reads 0 then finds the job in its queues */
+    /* atomic: calls armed and not yet woken, counted for a virtual clock's
+     * driver only (coro__blocking_calls): taken off after the wake, so
+     * that a driver that reads 0 then finds the job in its queues */
     uint32_t calls;
+    bool count;                 /* s->vtime: count calls */
 };
 
 /* test hook: make thread creation fail */
@@ -210,8 +211,9 @@ static void run_call(struct coro__bpool *p, coro_t *job)
         pthread_mutex_unlock(&p->lock);
     }
     coro__wake(job, r);         /* from here the job is not ours */
-    /* release: the wake's push before the count a driver acquires */
-    __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
+    if (p->count)
+        /* release: the wake's push before the count a driver acquires */
+        __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
 }
 
 /* wait on the idle stack until a call is handed over (returns it), or a
@@ -324,6 +326,7 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
         1000000;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->gone, NULL);
+    p->count = s->vtime;        /* known by now: create sets up vt first */
     s->blocking = p;
     return 0;
 }
@@ -335,8 +338,8 @@ static void wake_cancelled(struct coro__bpool *p, coro_t *list)
         coro_t *nx = list->next;
         list->next = NULL;
         coro__wake(list, -ECANCELED);
-        /* release: as in run_call */
-        __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
+        if (p->count)   /* release: as in run_call */
+            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
         list = nx;
     }
 }
@@ -455,13 +458,15 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
     (void)aw;
     /* counted before any thread can take it (relaxed: only this thread's
      * driver reads it, after the arm); taken off again if refused */
-    __atomic_add_fetch(&p->calls, 1, __ATOMIC_RELAXED);
+    if (p->count)
+        __atomic_add_fetch(&p->calls, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         if (coro__cancelling(s) || p->stopping || coro__job_cancelled(job)) {
             *res = -ECANCELED;
             pthread_mutex_unlock(&p->lock);
-            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
+            if (p->count)
+                __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         if (hand_over(p, job)) {
@@ -482,7 +487,8 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
             /* no thread to run it, and none can be started: refuse */
             *res = rc == ENOMEM ? -ENOMEM : -EAGAIN;
             pthread_mutex_unlock(&p->lock);
-            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
+            if (p->count)
+                __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         /* look again: the new thread may be idle by now */
