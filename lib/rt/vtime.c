@@ -179,18 +179,20 @@ static void pool_return(coro_sched_t *s, struct coro__vt *vt)
 
 /* ---- the clock ------------------------------------------------------------------------ */
 
-/* fire every timer of both heaps due on the current clock; returns how
- * many woke or fired */
+/* fire every timer of both heaps due on the current clock, and take the
+ * fd events there are; returns how many woke or fired.  A system call
+ * only when one is due or an fd is awaited: a jump costs one epoll_wait */
 static int fire_due(coro_sched_t *s)
 {
+    int64_t now = s->vnow;
     int n = 0;
 
-    if (s->io && coro__io_pending(s->io)) {
+    if (s->io && (coro__io_next_timer(s->io) <= now || coro__io_fd_waiters(s->io) != 0)) {
         int r = coro__io_poll(s->io, 0);    /* epoll without waiting, then the I/O heap */
         if (r > 0)
             n += r;
     }
-    if (coro__lot_timers_pending(s))
+    if (coro__lot_timers_next(s) <= now)
         n += coro__lot_timers_fire(s);
     return n;
 }
