@@ -567,3 +567,80 @@ Test(vtime, the_clock_does_not_jump_while_a_job_waits_on_an_fd_or_a_blocking_cal
     close(p[1]);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* ---- a seed keeps priorities; a drain jumps; a seed on the real clock ------------------- */
+
+struct tagged {
+    coro_t co;
+    char tag;
+};
+
+static int tagged_body(coro_t *co)
+{
+    struct tagged *t = CORO_SELF(co, struct tagged);
+    CORO_BEGIN(co);
+    steps_log[nsteps++] = t->tag;
+    CORO_END(co);
+}
+
+Test(vtime, a_seed_draws_among_the_highest_ready_priority_only, .timeout = 20)
+{
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+        coro_sched_t *s = mkv(false, seed);
+        struct tagged t[6];
+        memset(t, 0, sizeof t);
+        nsteps = 0;
+        for (int i = 0; i < 6; i++) {
+            t[i].tag = i < 2 ? 'H' : i < 4 ? 'N' : 'L';
+            coro_spawn_opts_t o = { .priority = i < 2 ? CORO_PRIO_HIGH
+                                                      : i < 4 ? CORO_PRIO_NORMAL : CORO_PRIO_LOW };
+            cr_assert_eq(coro_spawn(s, &t[i].co, tagged_body, &o), 0);
+        }
+        cr_assert_eq(coro_sched_run(s), 6);
+        steps_log[nsteps] = 0;
+        cr_assert_str_eq(steps_log, "HHNNLL", "seed %llu", (unsigned long long)seed);
+        cr_assert_eq(coro_sched_destroy(s), 0);
+    }
+}
+
+Test(vtime, destroy_drains_sleepers_of_an_hour_at_once_on_the_virtual_clock, .timeout = 10)
+{
+    coro_sched_t *s = mkv(true, 3);
+    struct sleeper z[4];
+    int o[4];
+    sleepers = z;
+    order = o;
+    norder = 0;
+    int64_t t0 = coro_sched_now(s), r0 = real_ns();
+    for (int i = 0; i < 4; i++) {
+        z[i] = (struct sleeper){ .dur = (i + 1) * 900 * SEC };
+        cr_assert_eq(coro_spawn(s, &z[i].co, sleeper_body, NULL), 0);
+    }
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    cr_assert_eq(norder, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(z[i].woke, t0 + z[i].dur);
+    cr_assert_lt(real_ns() - r0, 5 * SEC);
+}
+
+Test(vtime, a_seed_on_the_real_clock_still_waits_for_timers, .timeout = 10)
+{
+    coro_sched_t *s = mkv(false, 9);
+    struct sleeper z[3];
+    int o[3];
+    sleepers = z;
+    order = o;
+    norder = 0;
+    int64_t r0 = real_ns();
+    for (int i = 0; i < 3; i++) {
+        z[i] = (struct sleeper){ .dur = (3 - i) * 2 * MS };
+        cr_assert_eq(coro_spawn(s, &z[i].co, sleeper_body, NULL), 0);
+    }
+    cr_assert_geq(coro_sched_run(s), 6);
+    cr_assert_eq(norder, 3);
+    cr_assert_eq(o[0], 2);
+    cr_assert_eq(o[2], 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_geq(z[i].woke - z[i].dur, r0, "woke before its deadline");
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
