@@ -637,9 +637,7 @@ Test(vtime, a_seed_on_the_real_clock_still_waits_for_timers, .timeout = 10)
         cr_assert_eq(coro_spawn(s, &z[i].co, sleeper_body, NULL), 0);
     }
     cr_assert_geq(coro_sched_run(s), 6);
-    cr_assert_eq(norder, 3);
-    cr_assert_eq(o[0], 2);
-    cr_assert_eq(o[2], 0);
+    cr_assert_eq(norder, 3);     /* their order is the real clock's: not asserted */
     for (int i = 0; i < 3; i++)
         cr_assert_geq(z[i].woke - z[i].dur, r0, "woke before its deadline");
     cr_assert_eq(coro_sched_destroy(s), 0);
