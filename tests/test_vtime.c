@@ -296,8 +296,9 @@ static int stepper_body(coro_t *co)
     CORO_END(co);
 }
 
-/* the order of steps under seed (a string), and the trace without its
- * timestamps into *trace when trace is not NULL */
+/* the order of steps under seed (a string), and the trace into *trace
+ * when trace is not NULL: whole on a virtual clock, without its real
+ * timing on the real one */
 static void run_seed(uint64_t seed, bool vtime, char *out, char **trace)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
@@ -332,12 +333,12 @@ static void run_seed(uint64_t seed, bool vtime, char *out, char **trace)
         raw[n] = 0;
         cr_assert_lt(n, sizeof raw - 1);
         char *buf = malloc(n + 1), *o = buf;
-        /* every event with its real timing dropped: "ts":N, "dur":N,
-         * and "run":N (how many steps shared one clock reading, which
-         * the tracer adapts to their real length) */
+        /* on the real clock, every event with its real timing dropped:
+         * "ts":N, "dur":N, and "run":N (how many steps shared one clock
+         * reading, which the tracer adapts to their real length) */
         for (const char *q = raw; *q;) {
-            if (!strncmp(q, "\"ts\":", 5) || !strncmp(q, "\"dur\":", 6) ||
-                !strncmp(q, "\"run\":", 6)) {
+            if (!vtime && (!strncmp(q, "\"ts\":", 5) || !strncmp(q, "\"dur\":", 6) ||
+                           !strncmp(q, "\"run\":", 6))) {
                 while (*q && *q != ',' && *q != '}')
                     q++;
                 if (o > buf && o[-1] == ',')
@@ -368,9 +369,44 @@ Test(vtime, the_same_seed_twice_gives_the_same_order_of_steps_and_the_same_trace
                  ta + (k > 150 ? k - 150 : 0), tb + (k > 150 ? k - 150 : 0));
     free(ta);
     free(tb);
-    run_seed(777, false, a, NULL);      /* on the real clock too */
-    run_seed(777, false, b, NULL);
+    run_seed(777, false, a, &ta);       /* on the real clock too */
+    run_seed(777, false, b, &tb);
     cr_assert_str_eq(a, b);
+    cr_assert_str_eq(ta, tb, "two real-clock traces of one seed differ");
+    free(ta);
+    free(tb);
+}
+
+Test(vtime, a_virtual_trace_is_stamped_with_the_virtual_clock, .timeout = 10)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s = NULL;
+    c.workers = 0;
+    c.virtual_time = true;
+    c.trace_events = 1024;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    struct sleeper z = { .dur = 1500 * MS };
+    int o[1];
+    sleepers = &z;
+    order = o;
+    norder = 0;
+    cr_assert_eq(coro_block_on(s, &z.co, sleeper_body, NULL), 0);
+    char path[] = "/tmp/corokit-vtime-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(coro_sched_trace_write(s, path), 0);
+    FILE *f = fopen(path, "r");
+    static char raw[1 << 16];
+    size_t n = fread(raw, 1, sizeof raw - 1, f);
+    raw[n] = 0;
+    fclose(f);
+    unlink(path);
+    /* its first step at the clock's start, its second 1.5 s later (in
+     * microseconds from the start), both taking no time */
+    cr_assert(strstr(raw, "\"ts\":0.000,\"dur\":0.000"), "%s", raw);
+    cr_assert(strstr(raw, "\"ts\":1500000.000,\"dur\":0.000"), "%s", raw);
+    cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
 Test(vtime, a_hundred_seeds_give_more_than_one_order, .timeout = 20)

@@ -77,8 +77,9 @@ typedef struct coro_sched_config {
      * seeded with it, so jobs made ready together (wake-ups of one step,
      * timers of one instant) run in a seeded order.  The same seed and the
      * same program give the same order of steps, and the same trace
-     * (COROKIT_TRACE) apart from real timestamps; another seed, another
-     * order.  What comes from outside (fds, signals, children, blocking
+     * (COROKIT_TRACE): on a virtual clock byte for byte (its timestamps
+     * are virtual), on the real one apart from the timing; another seed,
+     * another order.  What comes from outside (fds, signals, children, blocking
      * calls, other threads) comes when it comes: it is repeatable only
      * as far as its timing is. */
     uint64_t seed;
