@@ -215,10 +215,10 @@ static bool job_over_or_late(void *arg)
 
 /* coro_join and coro_join_timeout: wait until co is done (and, when this
  * call was blocked, its finisher let go: EXITING clear) or timeout ns
- * (CORO_FOREVER none; on s's clock, virtual or not) pass.  0 with *result, -ETIMEDOUT, -EINVAL,
- * -EDEADLK.  A pool frame counts its blocked joiners (JOINERS): the last
- * one out gives the frame back, even one that timed out just as the job
- * finished. */
+ * (CORO_FOREVER none; on s's clock, virtual or not) pass.  0 with
+ * *result, -ETIMEDOUT, -EINVAL, -EDEADLK.  A pool frame counts its
+ * blocked joiners (JOINERS): the last one out gives the frame back, even
+ * one that timed out just as the job finished. */
 static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
 {
     uint32_t st;
