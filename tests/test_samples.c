@@ -304,3 +304,56 @@ Test(samples, echo_server_closes_every_connection_of_clients_that_send_and_close
     hostile("echo_server", 0, "ping\n", "ping\n", 5);
     hostile("echo_server", 2, "ping\n", "ping\n", 5);
 }
+
+/* samples/testing: ten virtual minutes (a rate limiter, retries with
+ * backoff, a timeout race, seed sweeps) in well under a second of real
+ * time, and a seed it reports as failing fails again when replayed */
+static int run_testing(char *const argv[], char *out, size_t len)
+{
+    int fds[2];
+    pid_t pid;
+    int status = 0;
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+
+    cr_assert_eq(pipe(fds), 0);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0, "cannot run %s",
+                 argv[0]);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    size_t n = 0;
+    for (ssize_t r; n < len - 1 && (r = read(fds[0], out + n, len - 1 - n)) > 0;)
+        n += (size_t)r;
+    out[n] = 0;
+    close(fds[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "testing died of signal %d", WTERMSIG(status));
+    return WEXITSTATUS(status);
+}
+
+Test(samples, testing_runs_ten_virtual_minutes_in_milliseconds_and_replays_its_seed,
+     .timeout = 60)
+{
+    char path[256], out[4096], seed[32];
+    struct timespec a, b;
+    snprintf(path, sizeof path, "%s/samples/testing", CORO_BUILD_DIR);
+    char *argv[] = { path, "--self-test", NULL };
+
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    cr_assert_eq(run_testing(argv, out, sizeof out), 0, "%s", out);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double real = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    cr_assert(strstr(out, "6019 requests in 10 virtual minutes"), "%s", out);
+    /* generous: a few hundred ms here, alone; a loaded machine or a
+     * sanitizer build takes longer, but never the ten minutes */
+    cr_assert_lt(real, 30.0, "ten virtual minutes took %.1f s", real);
+    const char *p = strstr(out, "replay: testing --seed ");
+    cr_assert(p, "%s", out);
+    snprintf(seed, sizeof seed, "%llu", strtoull(p + strlen("replay: testing --seed "), NULL, 10));
+    char *replay[] = { path, "--seed", seed, NULL };
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(run_testing(replay, out, sizeof out), 1, "seed %s: %s", seed, out);
+}

@@ -117,7 +117,9 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockad
  * Any thread; never blocks. */
 CORO_EXTERN int coro_close(coro_sched_t *s, int fd);
 
-/* coro_now - CLOCK_MONOTONIC in nanoseconds: the clock of every deadline. */
+/* coro_now - CLOCK_MONOTONIC in nanoseconds: the clock of every deadline.
+ * Inside a job of a scheduler made with .virtual_time (and on the thread
+ * that drives it), that scheduler's virtual clock (coro_sched_now). */
 CORO_EXTERN int64_t coro_now(void);
 
 /* coro_sleep - awaitable: resume no sooner than ns nanoseconds from now.

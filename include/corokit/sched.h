@@ -72,10 +72,23 @@ typedef struct coro_sched_config {
      * N events (rounded up to a power of two, at most 16,777,216; 32 bytes
      * each).  Off costs one predictable branch per hook. */
     uint64_t trace_events;
+    /* Seeded runs (docs/testing.md), single-threaded only (.workers = 0,
+     * else create gives -EINVAL).  0 = off (the default: no cost).
+     * Nonzero: whenever the driving thread picks the next job, it picks
+     * among all ready jobs of the highest ready priority with a PRNG
+     * seeded with it, so jobs made ready together (wake-ups of one step,
+     * timers of one instant) run in a seeded order.  The same seed and the
+     * same program give the same order of steps, and the same trace
+     * (COROKIT_TRACE): on a virtual clock byte for byte (its timestamps
+     * are virtual), on the real one apart from the timing; another seed,
+     * another order.  What comes from outside (fds, signals, children, blocking
+     * calls, other threads) comes when it comes: it is repeatable only
+     * as far as its timing is. */
+    uint64_t seed;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
      * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[2];
+    uint64_t reserved[1];
     /* The stall detector (docs/diagnostics.md): a job step (from the
      * moment a worker resumes the job until it suspends, yields or
      * finishes) that runs longer than stall_ns is reported once, while the
@@ -90,7 +103,23 @@ typedef struct coro_sched_config {
      * step, so off by default (false), as tokio's
      * enable_metrics_poll_count_histogram. */
     bool histograms;
-    uint8_t reserved_b[7];      /* keep zero */
+    /* Virtual time (docs/testing.md), single-threaded only (.workers = 0,
+     * else create gives -EINVAL).  false = the real clock (the default).
+     * true: the scheduler's clock (coro_sched_now) starts at
+     * CORO_VIRTUAL_TIME_START in every run and moves only by
+     * coro_sched_advance, or by jumping to the earliest pending deadline
+     * when the thread driving the scheduler (coro_sched_run, coro_join,
+     * coro_block_on) finds no job ready and none waiting on the outside
+     * world (an fd, a signal, a child, a blocking call): time stands still
+     * while any job can run.  Inside the scheduler's jobs coro_now() is
+     * that clock, and every sleep, timeout, .deadline, timed join,
+     * coro_select_timer and timed group wait of its jobs is on it.  While
+     * a job waits on the outside world the clock does not jump: the driver
+     * waits for it in real time.  When nothing can ever run again (no job
+     * ready, no timer pending, nothing waiting on the outside world) a
+     * join returns -EDEADLK at once instead of hanging. */
+    bool virtual_time;
+    uint8_t reserved_b[6];      /* keep zero */
 } coro_sched_config_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -176,7 +205,8 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
 /* coro_sched_create - make a scheduler and start its workers.
  * cfg NULL = CORO_SCHED_CONFIG_DEFAULT.  Returns 0 and sets *out, or
  * -EINVAL (NULL out, workers < -1 or > CORO_MAX_WORKERS, cpus empty or
- * holding no usable CPU, trace_events > 16,777,216), -ENOMEM, or the error of a failed thread start.
+ * holding no usable CPU, trace_events > 16,777,216, .virtual_time or
+ * .seed with workers != 0), -ENOMEM, or the error of a failed thread start.
  * On failure nothing is left behind.  Any thread may call it. */
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 
@@ -196,7 +226,10 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
  * until co is done or the drive is free, then takes the drive over.
  * Returns the job's result, or -EINVAL (NULL or never-spawned frame),
  * -EDEADLK (called from inside a job or its on_exit hook: await coro_done
- * there).  A finished frame returns its result at once.  A job may itself
+ * there; or, on a .virtual_time scheduler, at once when no job can ever
+ * run again: every live job waits on something only a job could end and
+ * no timer is pending - coro_sched_dump says what each waits on).  A
+ * finished frame returns its result at once.  A job may itself
  * return a negative value: keep the two apart by convention.
  * Ordering: a call that was blocked when the job finished returns after the
  * job's on_exit returned, and the scheduler no longer touches the frame:
@@ -211,8 +244,10 @@ CORO_EXTERN intptr_t coro_join(coro_t *co);
  * 0 and *result = the job's result (negative or not), -ETIMEDOUT (the job
  * goes on), -EINVAL (co or result NULL, timeout < CORO_FOREVER, a
  * never-spawned or coro_call child frame), -EDEADLK (from inside a job or
- * an on_exit hook).  Plain threads; blocks up to timeout (single-threaded
- * mode: drives the scheduler meanwhile, as coro_join). */
+ * an on_exit hook; a deadlock on a .virtual_time scheduler, as for
+ * coro_join).  Plain threads; blocks up to timeout (single-threaded
+ * mode: drives the scheduler meanwhile, as coro_join; on a .virtual_time
+ * scheduler the timeout is on its virtual clock). */
 CORO_EXTERN int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result);
 
 /* coro_group_init - an empty group.  0, -EINVAL (NULL).  Any thread. */
@@ -290,10 +325,35 @@ CORO_EXTERN void coro_frame_free(void *frame);
 
 /* coro_sched_run - single-threaded mode: run ready jobs on this thread
  * until none is ready (and, with the I/O part, none waits on a timer or
- * fd that could make one ready).  Returns the number of job steps run, or
+ * fd that could make one ready).  On a .virtual_time scheduler it jumps
+ * the clock to each next deadline and returns once no job can ever run
+ * again.  Returns the number of job steps run, or
  * -EINVAL (NULL s or a multi-threaded scheduler), -EDEADLK (called from a
  * job). */
 CORO_EXTERN int coro_sched_run(coro_sched_t *s);
+
+/* CORO_VIRTUAL_TIME_START - where a virtual clock starts (ns): one
+ * second, the same in every run, and never 0 (which .deadline reads as
+ * "none"). */
+#define CORO_VIRTUAL_TIME_START INT64_C(1000000000)
+
+/* coro_sched_now - s's clock in nanoseconds: its virtual clock when s was
+ * created with .virtual_time, else coro_now() (CLOCK_MONOTONIC).  Inside a
+ * job of a virtual scheduler coro_now() returns the same value.  Any
+ * thread; never blocks.  NULL s: coro_now(). */
+CORO_EXTERN int64_t coro_sched_now(const coro_sched_t *s);
+
+/* coro_sched_advance - move s's virtual clock forward by ns: every timer
+ * due on the way fires in deadline order, at its deadline (the clock
+ * stops at each one and runs the jobs it makes ready, and any they make
+ * ready, before it moves on), and the clock ends at exactly now + ns,
+ * never past it.  Jobs that are ready run first, at the current time.  It
+ * does not wait on the outside world: a job waiting on an fd stays
+ * waiting.  Call it from a plain thread, the one that drives s (it takes
+ * the drive as coro_sched_run does).  Returns 0, -EINVAL (NULL s, s not
+ * virtual, ns < 0), -EDEADLK (called from inside a job), -EBUSY (another
+ * thread drives s now). */
+CORO_EXTERN int coro_sched_advance(coro_sched_t *s, int64_t ns);
 
 /* coro_sched_current - the scheduler whose job the calling thread is
  * running, NULL on any other thread. */

@@ -134,12 +134,19 @@ static inline void coro__prefetch_w(const void *p)
 }
 
 /* ---- time ------------------------------------------------------------------- */
-CORO__HIDDEN int64_t coro__now(void);   /* CLOCK_MONOTONIC ns */
+/* CLOCK_MONOTONIC ns; on a thread that drives a virtual scheduler (and
+ * so in its jobs) that scheduler's virtual clock instead */
+CORO__HIDDEN int64_t coro__now(void);
+/* the virtual clock coro__now reads on this thread (ns, an atomic word),
+ * NULL = the real clock: set only while a thread drives or joins a
+ * scheduler created with .virtual_time (rt/vtime.c) */
+extern __thread const int64_t *coro__tls_vclock CORO__HIDDEN;
 /* the absolute deadline of a relative timeout (ns; negative = none: -1;
  * one too far to represent: -1 too) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
 /* arm timerfd tfd (CLOCK_MONOTONIC) at the absolute deadline d in ns;
- * INT64_MAX disarms it */
+ * INT64_MAX disarms it.  Nothing on a virtual clock: its deadlines are
+ * not CLOCK_MONOTONIC's, and its driver fires them itself */
 CORO__HIDDEN void coro__timerfd_arm(int tfd, int64_t d);
 
 /* the log2 histogram bucket of a duration in ns (coro_sched_stats) */

@@ -117,6 +117,11 @@ struct coro__bpool {
     bool stopping;
     uint64_t started, retired;  /* counters (tests) */
     uint64_t arm_starts;        /* threads a worker (an arm) started (tests) */
+    /* atomic: calls armed and not yet woken, counted for a virtual clock's
+     * driver only (coro__blocking_calls): taken off after the wake, so
+     * that a driver that reads 0 then finds the job in its queues */
+    uint32_t calls;
+    bool count;                 /* s->vtime: count calls */
 };
 
 /* test hook: make thread creation fail */
@@ -133,7 +138,7 @@ bool coro__blocking_on_pool(const coro_sched_t *s)
     return tls_pool && tls_pool->s == s;
 }
 
-static void wake_list(coro_t *list, intptr_t res);
+static void wake_list(struct coro__bpool *p, coro_t *list, intptr_t res);
 
 /* start one pool thread, reserved (nthreads, nstarting, started) under
  * the mutex by the caller, who has since unlocked it.  On failure the
@@ -163,7 +168,7 @@ static int start_thread(struct coro__bpool *p)
     }
     pthread_mutex_unlock(&p->lock);     /* the last touch of p */
     /* a queued job is live: its scheduler, and p, stay until it is woken */
-    wake_list(orphans, rc == ENOMEM ? -ENOMEM : -EAGAIN);
+    wake_list(p, orphans, rc == ENOMEM ? -ENOMEM : -EAGAIN);
     return rc;
 }
 
@@ -214,7 +219,7 @@ static void run_call(struct coro__bpool *p, coro_t *job)
 
     if (coro__cancelling(p->s) || coro__job_cancelled(job))
         r = -ECANCELED;
-    else if (dl > 0 && coro__now() >= dl)
+    else if (dl > 0 && coro__sched_clock(p->s) >= dl)      /* .deadline: s's clock */
         r = -ETIMEDOUT;
     else {
         /* listed while it runs, for coro_sched_dump (one uncontended lock
@@ -234,6 +239,9 @@ static void run_call(struct coro__bpool *p, coro_t *job)
         pthread_mutex_unlock(&p->lock);
     }
     coro__wake(job, r);         /* from here the job is not ours */
+    if (p->count)
+        /* release: the wake's push before the count a driver acquires */
+        __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
 }
 
 /* wait on the idle stack until a call is handed over (returns it), or a
@@ -347,17 +355,20 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
         1000000;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->gone, NULL);
+    p->count = s->vtime;        /* known by now: create sets up vt first */
     s->blocking = p;
     return 0;
 }
 
 /* wake every job of a list taken off the FIFO with res */
-static void wake_list(coro_t *list, intptr_t res)
+static void wake_list(struct coro__bpool *p, coro_t *list, intptr_t res)
 {
     while (list) {
         coro_t *nx = list->next;
         list->next = NULL;
         coro__wake(list, res);
+        if (p->count)   /* release: as in run_call */
+            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
         list = nx;
     }
 }
@@ -373,7 +384,7 @@ void coro__blocking_cancel(coro_sched_t *s)
     list = p->head;
     p->head = p->tail = NULL;
     pthread_mutex_unlock(&p->lock);
-    wake_list(list, -ECANCELED);
+    wake_list(p, list, -ECANCELED);
 }
 
 void coro__blocking_cancel_jobs(coro_sched_t *s)
@@ -401,7 +412,7 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
         tail = &j->next;
     }
     pthread_mutex_unlock(&p->lock);
-    wake_list(list, -ECANCELED);
+    wake_list(p, list, -ECANCELED);
 }
 
 void coro__blocking_destroy(coro_sched_t *s)
@@ -428,6 +439,12 @@ void coro__blocking_destroy(coro_sched_t *s)
     pthread_mutex_destroy(&p->lock);
     coro__free(s, p, sizeof *p);
     s->blocking = NULL;
+}
+
+uint32_t coro__blocking_calls(coro_sched_t *s)
+{
+    /* acquire: pairs with the release after a call's wake */
+    return __atomic_load_n(&s->blocking->calls, __ATOMIC_ACQUIRE);
 }
 
 void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
@@ -468,11 +485,17 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
     bool start = false;
 
     (void)aw;
+    /* counted before any thread can take it (relaxed: only this thread's
+     * driver reads it, after the arm); taken off again if refused */
+    if (p->count)
+        __atomic_add_fetch(&p->calls, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         if (coro__cancelling(s) || p->stopping || coro__job_cancelled(job)) {
             *res = -ECANCELED;
             pthread_mutex_unlock(&p->lock);
+            if (p->count)
+                __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         if (hand_over(p, job)) {
@@ -493,6 +516,8 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
             /* no thread to run it, and none can be started: refuse */
             *res = rc == ENOMEM ? -ENOMEM : -EAGAIN;
             pthread_mutex_unlock(&p->lock);
+            if (p->count)
+                __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELAXED);
             return CORO__ARM_READY;
         }
         /* look again: the new thread may be idle by now */

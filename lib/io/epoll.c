@@ -1453,6 +1453,24 @@ bool coro__io_pending(struct coro__io *io)
            coro__lot_timers_pending(io->s);
 }
 
+uint32_t coro__io_fd_waiters(struct coro__io *io)
+{
+    /* npending counts fd waiters and timers: the timers are the heap's */
+    pthread_mutex_lock(&io->hlock);
+    uint32_t n = __atomic_load_n(&io->npending, __ATOMIC_RELAXED) - io->heap.n;
+    pthread_mutex_unlock(&io->hlock);
+    return n;
+}
+
+int64_t coro__io_next_timer(struct coro__io *io)
+{
+    pthread_mutex_lock(&io->hlock);
+    const struct coro__tnode *top = coro__heap_top(&io->heap);
+    int64_t d = top ? top->deadline : INT64_MAX;
+    pthread_mutex_unlock(&io->hlock);
+    return d;
+}
+
 uint64_t coro__io_ctl_count(struct coro__io *io)
 {
     return __atomic_load_n(&io->n_ctl, __ATOMIC_RELAXED);

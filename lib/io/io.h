@@ -221,6 +221,11 @@ CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
 CORO__HIDDEN bool coro__io_cancel_job(struct coro__io *io, coro_t *job);
 CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
 CORO__HIDDEN int coro__io_poll(struct coro__io *io, int64_t timeout_ns);
+/* fd waiters (signals and children included: their fds), timers not
+ * counted; and the earliest timer's deadline (INT64_MAX = none): what a
+ * virtual clock's driver asks before it jumps (rt/vtime.c) */
+CORO__HIDDEN uint32_t coro__io_fd_waiters(struct coro__io *io);
+CORO__HIDDEN int64_t coro__io_next_timer(struct coro__io *io);
 /* kick: make a coro__io_poll that blocks return (any thread) */
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
@@ -311,6 +316,9 @@ CORO__HIDDEN void coro__blocking_cancel(coro_sched_t *s);
 /* the same for the queued calls of jobs that carry CORO__F_CANCEL */
 CORO__HIDDEN void coro__blocking_cancel_jobs(coro_sched_t *s);
 CORO__HIDDEN void coro__blocking_destroy(coro_sched_t *s);
+/* calls armed on s's blocking pool and not yet woken (a virtual clock's
+ * driver: while one runs, the clock waits for it) */
+CORO__HIDDEN uint32_t coro__blocking_calls(coro_sched_t *s);
 CORO__HIDDEN void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started,
                                         uint64_t *retired);
 CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);

@@ -34,6 +34,16 @@ static void drive_kick(struct coro__worker *w, uint32_t old)
         coro__futex_wake(&w->started_st, INT_MAX);
 }
 
+/* a job finished on the driving thread: tell the joiners sleeping on
+ * the drive word */
+void coro__drive_finished(struct coro__worker *w)
+{
+    /* acq_rel: releases the job's DONE to a joiner that reads the new
+     * sequence; acquires its registration */
+    uint32_t old = __atomic_fetch_add(&w->started_st, CORO__DRIVE_SEQ, __ATOMIC_ACQ_REL);
+    drive_kick(w, old);
+}
+
 /* Run s's only worker on this thread until done(arg) or, when block is
  * false, until no job is ready.  Returns steps run. */
 static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
@@ -42,6 +52,8 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
     struct coro__worker *saved = coro__tls_worker;
     int steps = 0;
 
+    if (CORO__UNLIKELY(s->vt != NULL))      /* .virtual_time or .seed: rt/vtime.c */
+        return coro__vt_drive(s, done, arg, block, -1);
     coro__tls_worker = w;
     coro__trace_pause(w);       /* idle since its last step: the next one reads the clock */
     while (!done || !done(arg)) {
@@ -66,13 +78,8 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
             coro__io_poll(s->io, 0);
         }
         if (j) {
-            if (coro__run_job(w, j)) {
-                /* acq_rel: releases the job's DONE to a joiner that reads
-                 * the new sequence; acquires its registration */
-                uint32_t old = __atomic_fetch_add(&w->started_st, CORO__DRIVE_SEQ,
-                                                  __ATOMIC_ACQ_REL);
-                drive_kick(w, old);
-            }
+            if (coro__run_job(w, j))
+                coro__drive_finished(w);
             steps++;
         }
     }
@@ -83,7 +90,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
 
 /* only one thread drives a single-threaded scheduler at a time: take the
  * drive if nobody has it */
-static bool drive_begin(coro_sched_t *s)
+bool coro__drive_begin(coro_sched_t *s)
 {
     if (s->nworkers != 0)
         return false;
@@ -99,7 +106,7 @@ static bool drive_begin(coro_sched_t *s)
     return false;
 }
 
-static void drive_end(coro_sched_t *s)
+void coro__drive_end(coro_sched_t *s)
 {
     struct coro__worker *w = s->w[0];
     /* release: pairs with the next driver's acquire in drive_begin; the
@@ -114,11 +121,11 @@ int coro_sched_run(coro_sched_t *s)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
-    if (!drive_begin(s))
+    if (!coro__drive_begin(s))
         return -EBUSY;
     int e = errno;      /* epoll and futex waits, jobs run here: errno is the caller's */
     int n = drive(s, NULL, NULL, false);
-    drive_end(s);
+    coro__drive_end(s);
     errno = e;
     return n;
 }
@@ -171,12 +178,12 @@ void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int6
                 __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
                 registered = false;
             }
-            if (drive_begin(s)) {
+            if (coro__drive_begin(s)) {
                 int64_t saved = coro__tls_drive_deadline;
                 coro__tls_drive_deadline = deadline < 0 ? 0 : deadline;
                 drive(s, done, arg, true);
                 coro__tls_drive_deadline = saved;
-                drive_end(s);
+                coro__drive_end(s);
                 break;
             }
             continue;
@@ -187,7 +194,9 @@ void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int6
             registered = true;
             continue;   /* look again before sleeping */
         }
-        coro__futex_wait(word, v, deadline);
+        /* a virtual deadline is no CLOCK_MONOTONIC time: the driver's
+         * finishes and its stop wake us to look at it */
+        coro__futex_wait(word, v, s->vtime ? -1 : deadline);
     }
     if (registered)     /* relaxed: as above */
         __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
@@ -202,16 +211,17 @@ static bool job_over_or_late(void *arg)
 }
 
 /* coro_join and coro_join_timeout: wait until co is done (and, when this
- * call was blocked, its finisher let go: EXITING clear) or the absolute
- * deadline (-1 none) passes.  0 with *result, -ETIMEDOUT, -EINVAL,
- * -EDEADLK.  A pool frame counts its blocked joiners (JOINERS): the last
- * one out gives the frame back, even one that timed out just as the job
- * finished. */
-static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
+ * call was blocked, its finisher let go: EXITING clear) or timeout ns
+ * (CORO_FOREVER none; on s's clock, virtual or not) pass.  0 with
+ * *result, -ETIMEDOUT, -EINVAL, -EDEADLK.  A pool frame counts its
+ * blocked joiners (JOINERS): the last one out gives the frame back, even
+ * one that timed out just as the job finished. */
+static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
 {
     uint32_t st;
     bool reg = false, pool = false;
     int rc = 0;
+    int64_t deadline = -1;
 
     /* acquire (here and in the loop below): pairs with coro__finish's
      * release, so a DONE frame's result is complete */
@@ -225,6 +235,14 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
         return 0;
     }
     coro_sched_t *s = co->sched;
+    /* a joiner of a virtual scheduler reads its clock (rt/vtime.c) */
+    const int64_t *saved_clk = coro__tls_vclock;
+    if (s && s->vtime)
+        coro__tls_vclock = &s->vnow;
+    if (timeout >= 0) {
+        int64_t now = coro__now();
+        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
+    }
     for (;;) {
         /* acquire: pairs with coro__finish's release (the result) */
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
@@ -240,6 +258,7 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
                 continue;
             }
         } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
+            coro__tls_vclock = saved_clk;
             return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
         } else if (!reg) {
             /* register: THREAD_JOIN, and for a pool frame one more joiner,
@@ -271,10 +290,15 @@ static int join_dl(coro_t *co, int64_t deadline, intptr_t *result)
                 struct late l = { co, deadline };
                 coro__drive_until_dl(s, job_over_or_late, &l, deadline);
             }
+            if (CORO__UNLIKELY(coro__vt_stuck(s)) && !job_over(co)) {
+                rc = -EDEADLK;      /* virtual: nothing can ever run again */
+                break;
+            }
             continue;
         }
         coro__futex_wait(&co->state, st, deadline);
     }
+    coro__tls_vclock = saved_clk;
     if (rc == 0)
         *result = co->result;
     if (reg && pool) {
@@ -296,7 +320,7 @@ intptr_t coro_join(coro_t *co)
     if (!co)
         return -EINVAL;
     int e = errno;      /* as coro_sched_run */
-    int rc = join_dl(co, -1, &r);
+    int rc = join_dl(co, CORO_FOREVER, &r);
     errno = e;
     return rc < 0 ? rc : r;
 }
@@ -305,13 +329,8 @@ int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
 {
     if (!co || !result || timeout < CORO_FOREVER)
         return -EINVAL;
-    int64_t deadline = -1;
-    if (timeout >= 0) {
-        int64_t now = coro__now();
-        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
-    }
     int e = errno;      /* as coro_sched_run */
-    int rc = join_dl(co, deadline, result);
+    int rc = join_dl(co, timeout, result);
     errno = e;
     return rc;
 }

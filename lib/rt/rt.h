@@ -34,4 +34,22 @@ CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), vo
  * CPUs (never spin) is judged on the real ones.  Set before create */
 CORO__HIDDEN extern int coro__test_ncpus;
 
+/* join.c: the drive word of a single-threaded scheduler (take it: false
+ * when another thread drives; give it back), and what the driver does
+ * after each job that finished on it */
+CORO__HIDDEN bool coro__drive_begin(coro_sched_t *s);
+CORO__HIDDEN void coro__drive_end(coro_sched_t *s);
+CORO__HIDDEN void coro__drive_finished(struct coro__worker *w);
+
+/* vtime.c: virtual time and seeded runs (config .virtual_time, .seed).
+ * init at create (-EINVAL with workers, -ENOMEM), fini at free; the drive
+ * join.c's drive() hands over to when either is on (limit: the end of a
+ * coro_sched_advance, -1 = none); stuck: the last drive stopped because
+ * nothing can ever run again */
+CORO__HIDDEN int coro__vt_init(coro_sched_t *s, const coro_sched_config_t *c);
+CORO__HIDDEN void coro__vt_fini(coro_sched_t *s);
+CORO__HIDDEN int coro__vt_drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block,
+                                int64_t limit);
+CORO__HIDDEN bool coro__vt_stuck(const coro_sched_t *s);
+
 #endif

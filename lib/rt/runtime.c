@@ -95,6 +95,7 @@ static void sched_free(coro_sched_t *s)
         coro__trace_fini(s);    /* after every thread that records is gone */
     coro__lot_sched_fini(s);
     coro__cls_fini(s);
+    coro__vt_fini(s);
     free_workers(s);
     pthread_cond_destroy(&s->shut_gone);
     pthread_mutex_destroy(&s->shut_lock);
@@ -119,6 +120,9 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     if (c.alloc && (!c.alloc->malloc || !c.alloc->free))
         return -EINVAL;
     if (c.stall_ns < 0)
+        return -EINVAL;
+    /* virtual time and seeded picks need the one driving thread */
+    if ((c.virtual_time || c.seed) && c.workers != 0)
         return -EINVAL;
     CPU_ZERO(&os);
     if (sched_getaffinity(0, sizeof os, &os) != 0)
@@ -191,6 +195,8 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
     s->drv = &coro__io_driver;      /* how idle workers wait for I/O */
     if ((rc = coro__trace_init(s, &c)) < 0)
+        goto fail;
+    if ((rc = coro__vt_init(s, &c)) < 0)
         goto fail;
     if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)
         goto fail;

@@ -339,6 +339,12 @@ struct coro_sched {
     uint32_t nxq;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
+    /* virtual time and seeded runs (lib/rt/vtime.c), fixed at create; vt
+     * NULL = both off, the one branch a drive (not a step) pays */
+    struct coro__vt *vt;
+    bool vtime;                         /* .virtual_time */
+    int64_t vnow;                       /* atomic: the virtual clock (ns), its driver writes */
+
     /* diagnostics (lib/rt/diag.c), fixed at create: diag = stall_ns > 0 ||
      * hist, the one branch a step pays when both are off */
     bool diag, hist;
@@ -401,6 +407,15 @@ struct coro__driver {
     int (*poll_busy)(struct coro__io *io, int idx);
     bool (*wake_poller)(struct coro__io *io, int idx);
 };
+
+/* s's clock: its virtual one (.virtual_time), else coro__now()'s; for
+ * threads that neither drive nor join s (a blocking pool thread) */
+static inline int64_t coro__sched_clock(const coro_sched_t *s)
+{
+    /* relaxed: one word its driver writes; a reader racing a jump sees
+     * the time before or after it */
+    return s->vtime ? __atomic_load_n(&s->vnow, __ATOMIC_RELAXED) : coro__now();
+}
 
 static inline struct coro__io *coro__sched_io(coro_sched_t *s)
 {

@@ -42,6 +42,11 @@
  * a plain thread once per CORO__TRACE_THREAD_RUN events or coarse-clock
  * tick (coro__tr_thread_stamp, trace.h).  Events not read carry ts 0 and
  * get their time here, when the trace is written (resolve, resolve_thread).
+ * A virtual scheduler (.virtual_time) stamps every event with its virtual
+ * clock instead - its one worker's ring through coro__trace_clock on the
+ * driving thread, the other rings through coro__tr_other_stamp - and is
+ * written in those nanoseconds, from the clock's start: a seeded run's
+ * trace is the same file every time.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -345,10 +350,11 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
     } else {
         r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
         if (CORO__LIKELY(r)) {
-            coro__tr_put_at(r, coro__tr_thread_stamp(r), a, b, meta);
+            coro__tr_put_at(r, coro__tr_other_stamp(s, coro__tr_thread_stamp(r)), a, b, meta);
         } else {
             coro__spin_lock(&t->ext->lock);
-            coro__tr_put(t->ext, a, b, meta);
+            coro__tr_put_at(t->ext, coro__tr_other_stamp(s, coro__trace_clock_real()), a, b,
+                            meta);
             coro__spin_unlock(&t->ext->lock);
         }
     }
@@ -796,13 +802,20 @@ static int write_file(coro_sched_t *s, const char *path)
     }
     uint64_t tsc1 = clock_raw();
     int64_t ns1 = coro__now();
+    if (s->vtime) {
+        /* every event is stamped in virtual ns (coro__trace_clock,
+         * coro__tr_other_stamp): shown from the clock's start, unscaled */
+        c.tsc0 = CORO_VIRTUAL_TIME_START;
+        tsc1 = (uint64_t)coro__sched_clock(s);
+    }
     for (int i = 0; i < nr && rc == 0; i++) {
         if (i < n + 2)
             resolve(&sn[i], tsc1);
         else
             resolve_thread(&sn[i], t->run_lim);
     }
-    c.ns_per_tick = tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
+    c.ns_per_tick = s->vtime ? 1.0
+                  : tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
     if (rc == 0) {
         c.f = fopen(path, "w");
         if (!c.f)

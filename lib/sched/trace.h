@@ -140,13 +140,34 @@ CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint6
  * atomic (relaxed: every scheduler stores the same value) */
 extern int coro__tr_rdtsc CORO__HIDDEN;
 
-static inline uint64_t coro__trace_clock(void)
+/* the real clock, on any thread */
+static inline uint64_t coro__trace_clock_real(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     if (CORO__LIKELY(__atomic_load_n(&coro__tr_rdtsc, __ATOMIC_RELAXED)))
         return __builtin_ia32_rdtsc();
 #endif
-    return (uint64_t)coro__now();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* a worker ring's clock.  The thread that drives a virtual scheduler
+ * (coro__tls_vclock set) writes only that scheduler's worker ring, whose
+ * trace is in its virtual ns (trace.c, write_file): same seed, same
+ * trace, timestamps included */
+static inline uint64_t coro__trace_clock(void)
+{
+    if (CORO__UNLIKELY(coro__tls_vclock != NULL))
+        return (uint64_t)__atomic_load_n(coro__tls_vclock, __ATOMIC_RELAXED);
+    return coro__trace_clock_real();
+}
+
+/* a plain thread's or the I/O thread's event in s's trace: s's virtual
+ * clock when it has one, else `real` (a reading of the real clock, or 0) */
+static inline uint64_t coro__tr_other_stamp(const coro_sched_t *s, uint64_t real)
+{
+    return CORO__UNLIKELY(s->vtime) ? (uint64_t)coro__sched_clock(s) : real;
 }
 
 /* the next event's number in r: the caller is r's only writer */
@@ -197,7 +218,7 @@ static inline void coro__tr_put_at(struct coro__tring *r, uint64_t ts, const voi
 /* one event into r, the caller's own ring (not a worker's), stamped now */
 static inline void coro__tr_put(struct coro__tring *r, const void *a, const void *b, uint64_t meta)
 {
-    coro__tr_put_at(r, coro__trace_clock(), a, b, meta);
+    coro__tr_put_at(r, coro__trace_clock_real(), a, b, meta);
 }
 
 /* ---- Runs: what a worker's clock readings promise ------------------------------
@@ -265,7 +286,7 @@ static inline uint64_t coro__tr_thread_stamp(struct coro__tring *r)
         return 0;
     r->tick = tick;
     r->nrun = 0;
-    return coro__trace_clock();
+    return coro__trace_clock_real();
 }
 
 /* from any thread of s: a worker of s writes its own ring inline, and so
@@ -279,7 +300,7 @@ static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, u
     if (CORO__LIKELY(w && w->s == s))
         coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
     else if ((r = coro__tls_trthr.ring) && coro__tls_trthr.gen == s->trace->gen)
-        coro__tr_put_at(r, coro__tr_thread_stamp(r), a, b, meta);
+        coro__tr_put_at(r, coro__tr_other_stamp(s, coro__tr_thread_stamp(r)), a, b, meta);
     else
         coro__trace_any(s, a, b, meta);
 }

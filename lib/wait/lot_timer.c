@@ -162,6 +162,16 @@ uint32_t coro__lot_timers_count(coro_sched_t *s)
     return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED);
 }
 
+int64_t coro__lot_timers_next(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = s->lot;
+
+    pthread_mutex_lock(&ls->hlock);
+    int64_t d = ls->n ? ls->a[0].deadline : INT64_MAX;
+    pthread_mutex_unlock(&ls->hlock);
+    return d;
+}
+
 bool coro__lot_timers_pending(coro_sched_t *s)
 {
     return coro__lot_timers_count(s) != 0;

@@ -80,6 +80,8 @@ CORO__HIDDEN int coro__lot_timer_fd(coro_sched_t *s);
 CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
 CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
 CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now */
+/* the earliest lot timer's deadline, INT64_MAX = none (rt/vtime.c) */
+CORO__HIDDEN int64_t coro__lot_timers_next(coro_sched_t *s);
 
 /* coro_done within one scheduler: job awaits target through target's
  * joiner slot (registered for CORO_CANCEL).  Returns an arm result, or -1
