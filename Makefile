@@ -14,6 +14,7 @@
 #   make check-docs every exported function has a man page; docs/api.md is current
 #   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
+#   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
@@ -157,6 +158,11 @@ test: deps
 check-model: deps
 	$(Q)tools/check-model.sh $(B)
 
+# every mode of every model exhaustively (search.pml's membarrier mode:
+# about 8.7 GB and 84 minutes of CPU; make test checks it by supertrace)
+check-model-full: deps
+	$(Q)MODEL_FULL=1 tools/check-model.sh $(B)
+
 # libFuzzer (Debian clang): tests/fuzz/fuzz_api.c drives random API sequences
 # on a single-threaded scheduler, fuzz_cpuset.c feeds coro_cpuset_parse raw
 # bytes.  FUZZ_SECONDS for the API harness (the cpuset one gets a sixth);
@@ -277,7 +283,7 @@ check-build: lib
 check-compile-fail:
 	$(Q)tools/check-compile-fail.sh $(CC)
 
-.PHONY: uninstall check-docs check-build check-compile-fail check-model fuzz FORCE
+.PHONY: uninstall check-docs check-build check-compile-fail check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:
