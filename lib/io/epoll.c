@@ -1037,6 +1037,20 @@ static void *io_main(void *arg)
 
 /* ---- the hooks ---------------------------------------------------------------------------------------- */
 
+/* a token holder's epoll_wait returned these n events: if the eventfd's
+ * kick is among them, take it off while the token is still ours (a kick
+ * read after letting go could be the next holder's) */
+static void take_kick(struct coro__io *io, const struct epoll_event *evs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (evs[i].data.u64 == TAG_EVFD) {
+            uint64_t v;
+            ssize_t r = coro__read(io->evfd, &v, sizeof v);
+            (void)r;
+            break;
+        }
+}
+
 uint32_t coro__io_activity(struct coro__io *io)
 {
     return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
@@ -1075,13 +1089,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
      * the kick of the next holder, written for it in between, which then
      * slept in epoll_wait for good - a worker never woke for destroy
      * (stress/sched_shutdown, 1 run in about 100) */
-    for (int i = 0; i < n; i++)
-        if (evs[i].data.u64 == TAG_EVFD) {
-            uint64_t v;
-            ssize_t r = coro__read(io->evfd, &v, sizeof v);
-            (void)r;
-            break;
-        }
+    take_kick(io, evs, n);
     /* seq_cst: orders our handling so far before the next taker
      * (release), and is the store half of wake_standby's Dekker */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
@@ -1174,13 +1182,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     __atomic_store_n(&io->look_gen, __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
-    for (int i = 0; i < n; i++)
-        if (evs[i].data.u64 == TAG_EVFD) {
-            uint64_t v;
-            ssize_t r = coro__read(io->evfd, &v, sizeof v);
-            (void)r;
-            break;
-        }
+    take_kick(io, evs, n);
     /* seq_cst: as coro__io_park's release of the token */
     __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
