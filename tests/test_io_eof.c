@@ -592,3 +592,100 @@ Test(io_eof, no_io_entry_point_or_await_changes_errno, .timeout = 30)
     close(k.lsn);
     coro_sched_destroy(s);
 }
+
+/* ---- a job whose fd always has data still sees its cancel ------------------------------
+ * A constructor always makes its call, so a reader fed faster than it
+ * reads (a byte a read, from a pipe kept full) never parks, and no arm
+ * would tell it of a cancel (the forced yield keeps a completed result):
+ * the constructor asks once its budget of immediate completions is spent
+ * (coro__cancel_due).  A plain thread keeps the pipe full until the
+ * reader has ended; the reader must end with -ECANCELED after coro_cancel
+ * and after coro_sched_shutdown(CORO_CANCEL), at 0, 1 and 2 workers. */
+struct fed {
+    coro_t co;
+    int fd;
+    char buf[1];            /* one byte a read: the feeder stays far ahead */
+    long reads;
+    intptr_t last;
+};
+
+static int fed_reader(coro_t *co)
+{
+    struct fed *f = CORO_SELF(co, struct fed);
+    CORO_BEGIN(co);
+    for (;;) {
+        CORO_AWAIT(co, coro_read(f->fd, f->buf, sizeof f->buf, CORO_FOREVER));
+        f->last = CORO_RESULT(co);
+        if (f->last <= 0)
+            break;
+        __atomic_store_n(&f->reads, f->reads + 1, __ATOMIC_RELEASE);
+    }
+    CORO_RETURN(co, f->last);
+    CORO_END(co);
+}
+
+struct feeder {
+    int fd;
+    int stop;
+};
+
+static void *fed_feed(void *arg)
+{
+    struct feeder *fe = arg;
+    char buf[4096];
+
+    memset(buf, 'f', sizeof buf);
+    while (!__atomic_load_n(&fe->stop, __ATOMIC_ACQUIRE))
+        if (write(fe->fd, buf, sizeof buf) < 0)
+            sched_yield();      /* full (O_NONBLOCK): the reader is behind */
+    return NULL;
+}
+
+static void fed_round(int workers, bool whole_sched)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    struct fed f = { 0 };
+    struct feeder fe = { 0 };
+    pthread_t th;
+    int p[2];
+
+    c.workers = workers;
+    cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
+    fe.fd = p[1];
+    f.fd = p[0];
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    cr_assert_eq(pthread_create(&th, NULL, fed_feed, &fe), 0);
+    cr_assert_eq(coro_spawn(s, &f.co, fed_reader, NULL), 0);
+    if (workers > 0) {
+        /* bounded (10 s): until the reader has read a while, data always there */
+        for (int i = 0; __atomic_load_n(&f.reads, __ATOMIC_ACQUIRE) < 1000; i++) {
+            cr_assert_lt(i, 10000, "%d workers: the reader never read", workers);
+            usleep(1000);
+        }
+    }
+    if (whole_sched) {
+        cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
+    } else {
+        cr_assert_eq(coro_cancel(&f.co), 0);
+    }
+    intptr_t r = 0;
+    int rc = coro_join_timeout(&f.co, 10000 * MS, &r);
+    __atomic_store_n(&fe.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    cr_assert_eq(rc, 0, "%d workers, %s: the reader of an fd that always has data never saw "
+                 "its cancel (%s)", workers, whole_sched ? "shutdown" : "coro_cancel",
+                 coro_strerror(rc));
+    cr_assert_eq(r, -ECANCELED, "%d workers: %ld", workers, (long)r);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    close(p[0]);
+    close(p[1]);
+}
+
+Test(io_eof, a_job_whose_fd_always_has_data_sees_its_cancel, .timeout = 120)
+{
+    for (int workers = 0; workers <= 2; workers++) {
+        fed_round(workers, false);
+        fed_round(workers, true);
+    }
+}

@@ -126,6 +126,8 @@ static struct coro__io *cur_io(void)
  * (fd_wait) then parks without a second try. */
 static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir)
 {
+    if (CORO__UNLIKELY(coro__cancel_due()))
+        return -ECANCELED;
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
     uint64_t snap = coro__rdy_load(word);
@@ -215,6 +217,8 @@ static coro_await_t readiness(const struct coro__io_ops *ops, int fd, short even
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout))
         return coro__complete(-EINVAL);
+    if (CORO__UNLIKELY(coro__cancel_due()))
+        return coro__complete(-ECANCELED);
     int r = poll_now(fd, events);
     if (r != 0)
         return coro__complete(r > 0 ? 0 : r);
@@ -328,6 +332,8 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
     if (coro__file_op(fd, buf, len, timeout, 2, &f))       /* regular file: the pool */
         return f;
     /* tried whatever the word says, as rw_now */
+    if (CORO__UNLIKELY(coro__cancel_due()))
+        return coro__complete(-ECANCELED);
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
     uint64_t snap = coro__rdy_load(word);
@@ -382,6 +388,8 @@ static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64
     int rc = set_nonblock(fd);
     if (rc < 0)
         return coro__complete(rc);
+    if (CORO__UNLIKELY(coro__cancel_due()))
+        return coro__complete(-ECANCELED);
     intptr_t c = do_accept(fd, addr, len);
     if (c >= 0)
         new_fd((int)c);

@@ -28,6 +28,16 @@ coro_await_t coro__complete(intptr_t r)
     return a;
 }
 
+bool coro__cancel_due(void)
+{
+    if (!coro__tls_in_job || coro__tls_budget > 0)
+        return false;
+    struct coro__worker *w = coro__tls_worker;
+    /* relaxed: this thread's own store at the step's start */
+    coro_t *job = w ? __atomic_load_n(&w->cur, __ATOMIC_RELAXED) : NULL;
+    return job && (coro__job_cancelled(job) || coro__cancelling(w->s));
+}
+
 coro_await_t coro_ready(intptr_t r)
 {
     coro_await_t a = { .ops = NULL };

@@ -162,6 +162,16 @@ CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);
  * job whose I/O is always ready cannot keep its worker forever. */
 CORO__HIDDEN coro_await_t coro__complete(intptr_t r);
 
+/* coro__cancel_due - asked by a constructor before an operation that may
+ * complete at once (a read of an fd that always has data): true when the
+ * calling job, or its scheduler (CORO_CANCEL), was cancelled and the job's
+ * budget of immediate completions is spent.  The constructor then completes
+ * with -ECANCELED before the operation takes anything; the forced yield
+ * coro__complete makes there carries it.  A job whose fd is always ready
+ * thus sees its cancel within CORO__BUDGET awaits, where no arm would ever
+ * run to tell it; while the budget lasts the cost is one thread-local load. */
+CORO__HIDDEN bool coro__cancel_due(void);
+
 /* ---- memory (sched/common.c) ------------------------------------------------ */
 CORO__HIDDEN void *coro__alloc(coro_sched_t *s, size_t n);
 CORO__HIDDEN void coro__free(coro_sched_t *s, void *p, size_t n);
