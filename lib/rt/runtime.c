@@ -413,7 +413,7 @@ int coro_cancel(coro_t *job)
         return 0;
     /* what the job waits on, through its own awaitable (lib/wait/lot.c
      * CANCEL ONE); else every structure it may wait in */
-    if (coro__lot_cancel_job(s, job, old) || (s->io && coro__io_cancel_job(s->io, job)))
+    if (coro__wait_cancel_job(s, job, old) || (s->io && coro__io_cancel_job(s->io, job)))
         return 0;
     coro__lot_cancel_jobs(s);
     if (s->io)

@@ -179,3 +179,29 @@ int coro__done_wake_all(coro_t *key, intptr_t res)
     return n;
 }
 
+/* ---- coro_cancel of one job: what it waits on, through its awaitable ------------------
+ * lib/wait/lot.c CANCEL ONE has the argument; here only the dispatch on
+ * the awaitable, kept above the lot so that the lot names none of them */
+bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
+{
+    if ((old & CORO__S_MASK) != CORO__S_SUSPENDED)
+        return true;
+    /* ordered by the state word's RMWs (lot.c CANCEL ONE); the awaitable
+     * is the innermost frame's (a coro_call child's own await) */
+    coro_await_t *aw = &job->top->aw;
+    const struct coro_await_ops *ops = aw->ops;
+    if (ops && ops->arm == coro__sync_arm) {
+        coro__lot_cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));
+        return true;
+    }
+    if (ops == &coro__done_to_ops) {
+        coro__lot_cancel_in_bucket(job, aw->arg[0].p);
+        return true;
+    }
+    if (ops == &coro__done_ops) {
+        coro__lot_cancel_in_bucket(job, aw->arg[0].p);
+        coro__lot_cancel_joiners(s);
+        return true;
+    }
+    return false;
+}

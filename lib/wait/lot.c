@@ -589,10 +589,6 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
     return n;
 }
 
-static void cancel_joiners(coro_sched_t *s)
-{
-    joiners_sweep(s, true);
-}
 
 /* CANCEL ONE.  coro_cancel(job) set the flag with a seq_cst RMW of the
  * job's state word, which returned old.  Every change of the word is an
@@ -614,8 +610,10 @@ static void cancel_joiners(coro_sched_t *s)
  *     coro_done's joiner slot is one of the per-worker registries: those
  *     are swept as before (their length is the joiners waiting now).
  * Anything else (I/O, the blocking pool, a select, a group wait): false,
- * and the caller sweeps every structure as for CORO_CANCEL of many. */
-static void cancel_in_bucket(coro_t *job, const void *key)
+ * and the caller sweeps every structure as for CORO_CANCEL of many.  The
+ * dispatch on the awaitable (coro__wait_cancel_job) lives in wait/done.c,
+ * which knows the awaitables: the lot knows none of them. */
+void coro__lot_cancel_in_bucket(coro_t *job, const void *key)
 {
     struct bucket *b = bucket_of(key);
     coro__wl_t wl;
@@ -632,32 +630,12 @@ static void cancel_in_bucket(coro_t *job, const void *key)
     coro__wl_wake(&wl);
 }
 
-static int cancel_sweep(coro_sched_t *s, bool flagged);
-static void cancel_joiners(coro_sched_t *s);
-
-bool coro__lot_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
+void coro__lot_cancel_joiners(coro_sched_t *s)
 {
-    if ((old & CORO__S_MASK) != CORO__S_SUSPENDED)
-        return true;
-    /* ordered by the state word's RMWs (above); the awaitable is the
-     * innermost frame's (a coro_call child's own await) */
-    coro_await_t *aw = &job->top->aw;
-    const struct coro_await_ops *ops = aw->ops;
-    if (ops && ops->arm == coro__sync_arm) {
-        cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));
-        return true;
-    }
-    if (ops == &coro__done_to_ops) {
-        cancel_in_bucket(job, aw->arg[0].p);
-        return true;
-    }
-    if (ops == &coro__done_ops) {
-        cancel_in_bucket(job, aw->arg[0].p);
-        cancel_joiners(s);
-        return true;
-    }
-    return false;
+    joiners_sweep(s, true);
 }
+
+static int cancel_sweep(coro_sched_t *s, bool flagged);
 
 int coro__lot_cancel_sched(coro_sched_t *s)
 {

@@ -59,13 +59,17 @@ CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
 /* coro__lot_cancel_jobs - the same for the jobs of s that carry
  * CORO__F_CANCEL (coro_cancel set it, seq_cst, before the call). */
 CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
-/* coro__lot_cancel_job - coro_cancel(job) of a job of s, after its
- * seq_cst RMW set CORO__F_CANCEL in the state word, which was old: ends
- * what the job waits on, reached through its own awaitable (O(1) of the
- * history: lib/wait/lot.c CANCEL ONE).  False when the job waits on
+/* coro__wait_cancel_job (wait/done.c) - coro_cancel(job) of a job of s,
+ * after its seq_cst RMW set CORO__F_CANCEL in the state word, which was
+ * old: ends what the job waits on, reached through its own awaitable (O(1)
+ * of the history: lib/wait/lot.c CANCEL ONE).  False when the job waits on
  * something the lot does not know (I/O, the blocking pool, a select, a
  * group): the caller sweeps as for many jobs. */
-CORO__HIDDEN bool coro__lot_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old);
+CORO__HIDDEN bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old);
+/* the lot's halves of it: unlink job from key's bucket if it is there
+ * (woken with -ECANCELED), and sweep the joiner registries */
+CORO__HIDDEN void coro__lot_cancel_in_bucket(coro_t *job, const void *key);
+CORO__HIDDEN void coro__lot_cancel_joiners(coro_sched_t *s);
 /* the awaitables of coro_done and coro_done_timeout (wait/done.c) */
 extern const struct coro_await_ops coro__done_ops CORO__HIDDEN;
 extern const struct coro_await_ops coro__done_to_ops CORO__HIDDEN;
