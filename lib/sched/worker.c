@@ -131,9 +131,12 @@
  * -ECANCELED before it is armed, but that yield is never rewritten: its
  * operation (an item received, bytes read, an fd accepted) already
  * happened, and a completed operation keeps its result.  coro_cancel(job)
- * (flag CORO__F_CANCEL in the state word) does the same for one job.
+ * (flag CORO__F_CANCEL in the state word) does the same for one job.  So
+ * that a job whose operations always complete at once still sees its
+ * cancel, the I/O constructors ask coro__cancel_due (sched/await.c) once
+ * the budget is spent, and complete with -ECANCELED before their call.
  *
- * WAITING IN EPOLL INSTEAD (issue 10).  In step 4 a worker of a threaded
+ * WAITING IN EPOLL INSTEAD.  In step 4 a worker of a threaded
  * scheduler may wait in epoll_wait on the I/O context instead of its futex
  * (coro__io_park, lib/io/epoll.c), when it can take the poll token.  The
  * protocol above holds unchanged with one more way to deliver step c's
