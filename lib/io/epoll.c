@@ -961,6 +961,8 @@ static void wake_standby(struct coro__io *io)
 static void *io_main(void *arg)
 {
     struct coro__io *io = arg;
+    /* relaxed: generation counters, compared for change only; what a
+     * look handled is ordered by the poll token, not by these */
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
     uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
     uint32_t held_gen = seen_gen, held_looks = 0;
@@ -1459,6 +1461,9 @@ uint32_t coro__io_fd_waiters(struct coro__io *io)
 {
     /* npending counts fd waiters and timers: the timers are the heap's */
     pthread_mutex_lock(&io->hlock);
+    /* relaxed: a count read under hlock, for the driver's "anything
+     * outside waiting" question; the waiters themselves are under their
+     * fd entries' locks */
     uint32_t n = __atomic_load_n(&io->npending, __ATOMIC_RELAXED) - io->heap.n;
     pthread_mutex_unlock(&io->hlock);
     return n;

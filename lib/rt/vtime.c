@@ -217,6 +217,8 @@ static void set_now(coro_sched_t *s, int64_t t)
 
 static bool live_jobs(coro_sched_t *s)
 {
+    /* relaxed: a count only; the jobs it counts run on this thread (the
+     * driver), and a spawn from elsewhere is ordered by its queue */
     return __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
 }
 
