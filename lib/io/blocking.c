@@ -415,6 +415,36 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
     wake_list(p, list, -ECANCELED);
 }
 
+/* coro_cancel of one job whose awaitable runs on the pool: take it off
+ * the FIFO if it is still queued (a thread that holds it checks the flag
+ * before the call starts, CANCEL AND DEADLINES).  The FIFO is walked by
+ * identity: what it costs is the calls waiting for a thread now, nothing
+ * that waited before. */
+void coro__blocking_cancel_one(coro_sched_t *s, coro_t *job)
+{
+    struct coro__bpool *p = s->blocking;
+    coro_t *list = NULL;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (coro_t *prev = NULL, *j = p->head; j; prev = j, j = j->next) {
+        if (j != job)
+            continue;
+        if (prev)
+            prev->next = j->next;
+        else
+            p->head = j->next;
+        if (p->tail == j)
+            p->tail = prev;
+        j->next = NULL;
+        list = j;
+        break;
+    }
+    pthread_mutex_unlock(&p->lock);
+    wake_list(p, list, -ECANCELED);
+}
+
 void coro__blocking_destroy(coro_sched_t *s)
 {
     struct coro__bpool *p = s->blocking;

@@ -1401,14 +1401,25 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * argument: its awaitable is ours to read and stays put): an fd wait
  * takes its entry's lock and the job off its slot, as the sweep above
  * does for every entry; a wait parking concurrently takes the same lock
- * and checks the flag under it.  A sleep is looked for in the heap of
- * the timers pending now.  False for an awaitable that is not ours or
- * whose fd its arm makes (prepare: signals, children): the caller sweeps. */
+ * and checks the flag under it.  A signal or child wait waits on the fd
+ * its arm makes (prepare), stored in the awaitable with a seq_cst store
+ * before the arm's seq_cst load of the flag (fd_wait); our seq_cst RMW of
+ * the flag comes before our seq_cst load of that fd, so one of the two
+ * sees the other: no fd yet means the arm refuses, an fd means the entry
+ * lock decides as above.  A sleep is looked for in the heap of the
+ * timers pending now.  A call for the blocking pool is taken off its
+ * queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
     coro_await_t *aw = &job->top->aw;
 
-    if (!aw->ops || aw->ops->arm != coro__io_arm)
+    if (!aw->ops)
+        return false;
+    if (aw->ops->arm == coro__blocking_arm) {
+        coro__blocking_cancel_one(io->s, job);
+        return true;
+    }
+    if (aw->ops->arm != coro__io_arm)
         return false;
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     if (ops->kind == CORO__IOK_SLEEP) {
@@ -1430,12 +1441,17 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
             timer_fire(io, &t, -ECANCELED);
         return true;
     }
-    if (ops->kind != CORO__IOK_FD || ops->prepare)
+    if (ops->kind != CORO__IOK_FD)
         return false;
     int dir = ops->dir;
-    struct fdent *e = ent_get(io, (int)aw->arg[0].i, true);
+    /* seq_cst: the fd prepare made, against its store (above) */
+    intptr_t fd = ops->prepare ? __atomic_load_n(&aw->arg[0].i, __ATOMIC_SEQ_CST)
+                               : aw->arg[0].i;
+    if (fd < 0)
+        return true;    /* not made yet: the arm sees the flag */
+    struct fdent *e = ent_get(io, (int)fd, true);
     if (!e)
-        return (uint32_t)aw->arg[0].i >= MAX_FDS;  /* no entry can hold it */
+        return (uint64_t)fd >= MAX_FDS;     /* no entry can hold it */
     coro_t *w = NULL;
     ent_lock(e);
     if (e->w[dir] == job)

@@ -177,6 +177,9 @@ struct coro__pool_ops {
 };
 CORO__HIDDEN int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
                                     intptr_t *res);
+/* coro_cancel of one job whose awaitable is one of these (its arm is
+ * coro__blocking_arm): take it off the queue if it waits there */
+CORO__HIDDEN void coro__blocking_cancel_one(coro_sched_t *s, coro_t *job);
 
 /* lib/io/file.c: the hook at the start of coro_read / coro_write /
  * coro_write_all.  When fd is a regular file or a block device (fstat

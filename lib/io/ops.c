@@ -475,7 +475,9 @@ static int signal_prepare(coro_await_t *aw)
     int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0)
         return -errno;
-    aw->arg[0].i = fd;
+    /* seq_cst: before the arm's load of the cancel flag (fd_wait), against
+     * coro_cancel's flag, then its load of this fd (coro__io_cancel_job) */
+    __atomic_store_n(&aw->arg[0].i, fd, __ATOMIC_SEQ_CST);
     return 0;
 }
 
@@ -546,7 +548,8 @@ static int child_prepare(coro_await_t *aw)
     int fd = (int)syscall(SYS_pidfd_open, (pid_t)aw->arg[2].i, 0);
     if (fd < 0)
         return -errno;
-    aw->arg[0].i = fd;
+    /* seq_cst: as in signal_prepare */
+    __atomic_store_n(&aw->arg[0].i, fd, __ATOMIC_SEQ_CST);
     return 0;
 }
 

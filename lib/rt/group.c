@@ -107,11 +107,14 @@ static int group_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr
     return coro__lot_park_job(aw->arg[0].p, job, group_validate, NULL, res, aw->timeout);
 }
 
-static const struct coro_await_ops group_wait_ops = { "group_wait", group_wait_arm };
+/* its key, for coro_cancel of one waiter (lib/wait/lot.c CANCEL ONE):
+ * the group's */
+static const struct coro__lot_ops group_wait_ops = { { "group_wait", coro__lot_ops_arm },
+                                                     group_wait_arm, coro__arg0_key };
 
 coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout)
 {
-    coro_await_t a = { .ops = &group_wait_ops };
+    coro_await_t a = { .ops = &group_wait_ops.base };
 
     if (!g || timeout < CORO_FOREVER)
         return coro_ready(-EINVAL);

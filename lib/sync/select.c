@@ -443,11 +443,21 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
     return r;
 }
 
-static const struct coro_await_ops sel_ops = { "select", sel_arm };
+/* coro_cancel of one selecting job (lib/wait/lot.c CANCEL ONE) unlinks
+ * the owner from the select's own key; it then ends as by its timer: a
+ * claimer finds no owner and makes the select OVER (claim), and
+ * coro_select_end takes the branches' records off their lists */
+static const void *sel_owner_key(const coro_await_t *aw)
+{
+    return sel_key(aw->arg[0].p);
+}
+
+static const struct coro__lot_ops sel_ops = { { "select", coro__lot_ops_arm }, sel_arm,
+                                              sel_owner_key };
 
 coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
 {
-    coro_await_t a = { .ops = &sel_ops, .timeout = timeout };
+    coro_await_t a = { .ops = &sel_ops.base, .timeout = timeout };
 
     if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return coro_ready(-EINVAL);

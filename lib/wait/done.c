@@ -199,9 +199,20 @@ bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
         return true;
     }
     if (ops == &coro__done_ops) {
+        /* in the target's bucket, or in its joiner slot */
         coro__lot_cancel_in_bucket(job, aw->arg[0].p);
-        coro__lot_cancel_joiners(s);
+        coro__lot_cancel_joiner(s, job, aw->arg[0].p);
+        return true;
+    }
+    if (ops && ops->arm == coro__lot_ops_arm) {
+        const struct coro__lot_ops *lo = (const struct coro__lot_ops *)(const void *)ops;
+        coro__lot_cancel_in_bucket(job, lo->key(aw));
         return true;
     }
     return false;
+}
+
+int coro__lot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    return ((const struct coro__lot_ops *)(const void *)aw->ops)->arm(s, job, aw, res);
 }

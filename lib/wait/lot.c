@@ -70,7 +70,8 @@
  *     same holds through it.  An idle scheduler's cancel visits nothing.
  *   - joiner slots: a job that awaits coro_done(T) of its own scheduler
  *     sits in T->joiner (no lot).  It is also linked (next / wait_obj as
- *     prev) on a per-worker registry list under that list's mutex, and
+ *     prev) on a registry list (one per worker slot, chosen by a hash of
+ *     the job's address) under that list's lock, and
  *     keeps the list's index in wait_slot (a spinlock: see jreg_lock).  Whoever unlinks it there owns
  *     its wake-up: T's finisher (after its exchange of T->joiner took it),
  *     or cancel after a CAS of T->joiner from the job to NULL (T is valid:
@@ -418,11 +419,18 @@ int coro__lot_unpark_all(void *key, intptr_t res)
 
 /* ---- joiner slots (coro_done within one scheduler) ----------------------------- */
 
+/* the registry list of job: a hash of its address, so that coro_cancel
+ * of one job finds the one list it may be on (CANCEL ONE) */
+static int jreg_index(const struct coro__lotsched *ls, const coro_t *job)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)job >> 6) * 0x9E3779B97F4A7C15ull;
+    return (int)(((h >> 32) * (uint64_t)ls->nreg) >> 32);
+}
+
 int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t *res)
 {
     struct coro__lotsched *ls = s->lot;
-    struct coro__worker *me = coro__tls_worker;
-    int idx = me && me->s == s ? me->idx : 0;
+    int idx = jreg_index(ls, job);
     struct jreg *r = &ls->reg[idx];
     coro_t *none = NULL;
 
@@ -559,6 +567,8 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
     struct coro__lotsched *ls = s->lot;
     int n = 0;
 
+    if (flagged)        /* relaxed: a count for tests, read after their cancels */
+        __atomic_add_fetch(&ls->sweeps, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ls->nreg; i++) {
         struct jreg *r = &ls->reg[i];
         coro_t *woken = NULL;
@@ -607,12 +617,18 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
  *     the same lock: before us, it linked the job (found) or saw the flag;
  *     after us, our flag happens before its check (the lock), so it
  *     refuses.  A waker that got there first owns the wake: not found.
- *     coro_done's joiner slot is one of the per-worker registries: those
- *     are swept as before (their length is the joiners waiting now).
- * Anything else (I/O, the blocking pool, a select, a group wait): false,
- * and the caller sweeps every structure as for CORO_CANCEL of many.  The
- * dispatch on the awaitable (coro__wait_cancel_job) lives in wait/done.c,
- * which knows the awaitables: the lot knows none of them. */
+ *     A select's owner waits on the select's own key, a group's waiter
+ *     on the group: the same.  coro_done's joiner slot: the job's
+ *     registry list is a hash of its address (jreg_index), so we lock
+ *     that list, the one its arm holds from its claim of the slot to its
+ *     link (or undo): the job is linked there or not at all, and the
+ *     slot is ours to empty by the same CAS as the sweep's.
+ * The I/O layer does the same for fd, signal and child waits
+ * (coro__io_cancel_job), the blocking pool for its queue; anything else
+ * (an awaitable with no cancel hook): false, and the caller sweeps every
+ * structure as for CORO_CANCEL of many.  The dispatch on the awaitable
+ * (coro__wait_cancel_job) lives in wait/done.c, which knows the
+ * awaitables: the lot knows none of them. */
 void coro__lot_cancel_in_bucket(coro_t *job, const void *key)
 {
     struct bucket *b = bucket_of(key);
@@ -630,9 +646,30 @@ void coro__lot_cancel_in_bucket(coro_t *job, const void *key)
     coro__wl_wake(&wl);
 }
 
-void coro__lot_cancel_joiners(coro_sched_t *s)
+void coro__lot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target)
 {
-    joiners_sweep(s, true);
+    struct jreg *r = &s->lot->reg[jreg_index(s->lot, job)];
+    bool took = false;
+
+    jreg_lock(r);
+    /* by identity only: a job that is not on this list may have resumed,
+     * and target is read only while the job is linked (not resumed) */
+    for (coro_t *w = r->head; w; w = w->next) {
+        if (w != job)
+            continue;
+        coro_t *me = job;
+        /* acq_rel: against the finisher's exchange of the slot, as in
+         * joiners_sweep */
+        if (__atomic_compare_exchange_n(&target->joiner, &me, NULL, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            jreg_unlink(r, job);
+            took = true;
+        }
+        break;
+    }
+    jreg_unlock(r);
+    if (took)
+        coro__wake(job, -ECANCELED);
 }
 
 static int cancel_sweep(coro_sched_t *s, bool flagged);
@@ -655,6 +692,11 @@ int coro__lot_cancel_jobs(coro_sched_t *s)
 uint64_t coro__lot_cancel_visits(coro_sched_t *s)
 {
     return s->lot->visits;
+}
+
+uint64_t coro__lot_cancel_sweeps(coro_sched_t *s)
+{
+    return __atomic_load_n(&s->lot->sweeps, __ATOMIC_RELAXED);
 }
 
 /* ---- per-scheduler life ------------------------------------------------------------ */

@@ -34,6 +34,7 @@ struct coro__lotsched {
     int nreg;
     struct jreg *reg;       /* one per worker slot */
     uint64_t visits;        /* buckets the last cancel visited (tests) */
+    uint64_t sweeps;        /* sweeps of the joiner registries for flagged jobs (tests) */
 };
 
 

@@ -62,19 +62,34 @@ CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
 /* coro__wait_cancel_job (wait/done.c) - coro_cancel(job) of a job of s,
  * after its seq_cst RMW set CORO__F_CANCEL in the state word, which was
  * old: ends what the job waits on, reached through its own awaitable (O(1)
- * of the history: lib/wait/lot.c CANCEL ONE).  False when the job waits on
- * something the lot does not know (I/O, the blocking pool, a select, a
- * group): the caller sweeps as for many jobs. */
+ * of the history: lib/wait/lot.c CANCEL ONE): the lot's waits here (sync
+ * objects, coro_done, struct coro__lot_ops).  False for any other (I/O and
+ * the blocking pool: the caller asks coro__io_cancel_job, then sweeps). */
 CORO__HIDDEN bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old);
-/* the lot's halves of it: unlink job from key's bucket if it is there
- * (woken with -ECANCELED), and sweep the joiner registries */
+/* the lot's halves of it: unlink job from key's bucket if it is there,
+ * or from target's joiner slot and the one registry list it may be on
+ * (woken with -ECANCELED) */
 CORO__HIDDEN void coro__lot_cancel_in_bucket(coro_t *job, const void *key);
-CORO__HIDDEN void coro__lot_cancel_joiners(coro_sched_t *s);
+CORO__HIDDEN void coro__lot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target);
+/* An awaitable whose arm parks its job in the lot on a key of its own (a
+ * group, a select's own key), so that coro_cancel of one job finds it
+ * there: base.arm is coro__lot_ops_arm, which calls arm; key gives the
+ * key from the job's awaitable. */
+struct coro__lot_ops {
+    struct coro_await_ops base;     /* first: aw->ops points here */
+    int (*arm)(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+    const void *(*key)(const coro_await_t *aw);
+};
+CORO__HIDDEN int coro__lot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
+                                   intptr_t *res);
 /* the awaitables of coro_done and coro_done_timeout (wait/done.c) */
 extern const struct coro_await_ops coro__done_ops CORO__HIDDEN;
 extern const struct coro_await_ops coro__done_to_ops CORO__HIDDEN;
 /* buckets the last coro__lot_cancel_sched(s) visited (tests) */
 CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
+/* how many sweeps for flagged jobs ran (every coro__lot_cancel_jobs makes
+ * one; tests: a cancel of one job that reached its wait directly made none) */
+CORO__HIDDEN uint64_t coro__lot_cancel_sweeps(coro_sched_t *s);
 
 /* Lot timers, for the I/O context: the timerfd to watch (its own epoll
  * tag), what to call when it is readable (the I/O thread, or the thread
