@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -219,4 +220,48 @@ Test(frame_mem, big_frames_are_kept_for_reuse_within_a_bound, .timeout = 120)
         coro_frame_free(a);
         cr_assert_eq(coro_sched_destroy(s), 0);
     }
+}
+
+/* a job that takes n frames of 256 B from its worker's pool and gives
+ * them all back: its pool then holds about n / 250 empty slabs */
+struct churn {
+    coro_t co;
+    coro_sched_t *s;
+    void **f;
+    int n;
+};
+
+static int churn_fn(coro_t *co)
+{
+    struct churn *c = CORO_SELF(co, struct churn);
+    CORO_BEGIN(co);
+    for (int i = 0; i < c->n; i++)
+        cr_assert_not_null(c->f[i] = coro_frame_alloc(c->s, 256));
+    for (int i = 0; i < c->n; i++)
+        coro_frame_free(c->f[i]);
+    CORO_END(co);
+}
+
+Test(frame_mem, a_parked_worker_keeps_a_few_empty_slabs, .timeout = 30)
+{
+    enum { N = 8000 };  /* about 32 slabs of 64 KiB */
+    coro_sched_t *s = mk(1);
+    struct churn c = { .s = s, .n = N };
+    c.f = calloc(N, sizeof *c.f);
+    cr_assert_not_null(c.f);
+    cr_assert_eq(coro_spawn(s, &c.co, churn_fn, NULL), 0);
+    cr_assert_eq(coro_join(&c.co), 0);
+    /* bounded (20 s): until the worker parked, after its pool's trim */
+    int64_t end = coro_now() + 20000000000LL;
+    while (!(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1)) {
+        cr_assert_lt(coro_now(), end, "the worker never parked");
+        sched_yield();
+    }
+    /* the empty slabs a parked worker keeps, and its classes' current
+     * ones (one here), whatever it held while it ran */
+    size_t bound = (size_t)(CORO__FRAME_EMPTY_PARK + 2) << 16;
+    cr_assert_leq(coro__frames_held(s), bound, "a parked worker holds %zu bytes of slabs",
+                  coro__frames_held(s));
+    coro_sched_destroy(s);
+    free(c.f);
 }

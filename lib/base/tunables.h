@@ -166,6 +166,13 @@
  * DETACH): a burst of 10,000 small jobs fills about 30 slabs, and each
  * slab got again from the allocator costs an mmap and its page faults */
 #define CORO__FRAME_EMPTY_MAX 32
+/* of those, what a worker keeps when it parks (sched/frame.c IDLE): at
+ * most CORO__FRAME_EMPTY_PARK (512 KiB; 64 MiB at 128 workers), and only
+ * CORO__FRAME_EMPTY_IDLE (256 KiB) beyond what its last active phase drew
+ * on.  A phase that draws more than the cap gets each slab past it from
+ * the allocator: one call per 64 KiB of frames, 256 frames of 256 B */
+#define CORO__FRAME_EMPTY_PARK 8
+#define CORO__FRAME_EMPTY_IDLE 4
 /* big frame slabs (above the largest class) a pool keeps for reuse: as
  * many as a burst of fire-and-forget jobs has alive at once, or each spawn
  * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them

@@ -54,10 +54,12 @@
  *     found PENDING set is done with the slab at its CAS.
  *   - A slab whose `used` drops to 0 and that is not the class's current
  *     slab goes back to the allocator (one empty slab per class is kept as
- *     empty slab is kept per class, and up to CORO__FRAME_EMPTY_MAX per pool on its
- *     empty list, ready for any class: a burst of spawns reuses them with no
- *     allocator call and no page fault), so idle pools do not grow: memory
- *     follows the frames alive, plus at most CORO__FRAME_EMPTY_MAX + NCLASS slabs per pool.
+ *     the class's current slab, and up to CORO__FRAME_EMPTY_MAX per pool on
+ *     its empty list, ready for any class: a burst of spawns reuses them
+ *     with no allocator call and no page fault), so idle pools do not
+ *     grow: memory follows the frames alive, plus at most
+ *     CORO__FRAME_EMPTY_MAX + NCLASS slabs per pool, and a parked worker's
+ *     pool at most CORO__FRAME_EMPTY_PARK + NCLASS (IDLE below).
  *
  * LIFETIME.  Slabs and pools live until coro_sched_destroy, which gives
  * every slab back (the pools' lists and the scheduler's list of big slabs
@@ -157,6 +159,7 @@ struct fpool {
     struct slab *all;           /* every slab of the pool (owner) */
     struct slab *empty;         /* empty slabs for any class (link: next) */
     uint32_t nempty;
+    uint32_t empty_low;         /* a worker's: fewest empty since it last parked (IDLE) */
     bool thread;                /* a plain thread's cache: full slabs detach */
     struct slab *bigc;          /* big slabs kept for reuse (BIG FRAMES; link: next), owner */
     struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
@@ -732,7 +735,8 @@ static void *pool_alloc(struct fpool *p, int ci)
                 avail_del(c, sl);
             } else if ((sl = p->empty)) {
                 p->empty = sl->next;
-                p->nempty--;
+                if (--p->nempty < p->empty_low)
+                    p->empty_low = p->nempty;
                 slab_format(sl, (uint32_t)(ci + 1) * 64, ci);
             } else {
                 sl = slab_new(p->fr, p, SLAB_SIZE, (uint32_t)(ci + 1) * 64, ci, false);
@@ -863,6 +867,33 @@ static void free_remote(struct fpool *mine, struct slab *sl, void *b)
         out_flush(o);
 }
 
+/* IDLE.  A worker about to park keeps the empty slabs its next active
+ * phase is likely to draw on, and no more: the slabs that stayed on its
+ * empty list through the whole phase that just ended (the fewest it held
+ * since it last parked: the list is a stack, so those were never taken)
+ * go back beyond CORO__FRAME_EMPTY_IDLE, and in any case no more than
+ * CORO__FRAME_EMPTY_PARK stay.  A load that draws the same slabs phase
+ * after phase (bursts, a spawning loop between parks) keeps them up to
+ * that cap and reaches the allocator for none; a worker that parks for
+ * good holds at most CORO__FRAME_EMPTY_PARK empty slabs, plus the current
+ * slab of each class it allocated from. */
+static void idle_trim(struct fpool *p)
+{
+    uint32_t keep = p->nempty;
+
+    if (p->empty_low > CORO__FRAME_EMPTY_IDLE)
+        keep -= p->empty_low - CORO__FRAME_EMPTY_IDLE;
+    if (keep > CORO__FRAME_EMPTY_PARK)
+        keep = CORO__FRAME_EMPTY_PARK;
+    while (p->nempty > keep) {
+        struct slab *sl = p->empty;
+        p->empty = sl->next;
+        p->nempty--;
+        pool_slab_free(p, sl);
+    }
+    p->empty_low = p->nempty;
+}
+
 void coro__frames_flush(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -877,6 +908,7 @@ void coro__frames_flush(coro_sched_t *s)
         collect(p);
     if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
         bigc_trim(p, CORO__FRAME_BIG_IDLE);
+    idle_trim(p);
 }
 
 /* ---- thread caches -------------------------------------------------------------- */
