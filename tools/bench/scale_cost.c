@@ -9,7 +9,8 @@
  *       HISTORY distinct events are each waited on once by a job (1 worker);
  *       then one job waits on an event and coro_cancel ends it: ns of the
  *       coro_cancel call, and of a coro_event_set that ends the same wait
- *       (both wake the parked worker)
+ *       (both wake the parked worker), and of the same cancel while the
+ *       worker runs another job (busy_worker: no wake, the cancel alone)
  *   scale_cost burst WORKERS [bursts]
  *       unpinned workers; a plain thread starts a chain of 200 pool-frame
  *       jobs every 2 ms: the process's CPU time per burst, in ns
@@ -204,6 +205,22 @@ static int waiter_body(coro_t *co)
     CORO_END(co);
 }
 
+/* keeps the only worker running (not parked) until *stop */
+struct spinner {
+    coro_t co;
+    int running, stop;
+};
+
+static int spinner_body(coro_t *co)
+{
+    struct spinner *sp = CORO_SELF(co, struct spinner);
+    CORO_BEGIN(co);
+    __atomic_store_n(&sp->running, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE))
+        ;
+    CORO_END(co);
+}
+
 /* wait until job is suspended on its event (its worker is then idle) */
 static void settle(coro_sched_t *s)
 {
@@ -252,7 +269,8 @@ static void run_cancel(long history, int rounds)
         done += n;
     }
     double *tw = calloc((size_t)rounds, sizeof *tw);
-    if (!tw)
+    double *tb = calloc((size_t)rounds, sizeof *tb);
+    if (!tw || !tb)
         die("calloc");
     for (int r = 0; r < rounds; r++) {
         coro_event_t ev;
@@ -275,12 +293,32 @@ static void run_cancel(long history, int rounds)
         coro_event_set(&ev);
         tw[r] = now_ns() - t0;
         coro_join(&w.co);
+        /* the same cancel while the worker runs another job: the woken
+         * job is queued and nobody is woken, so this is the cancel's own
+         * cost, without the futex wake of a parked worker */
+        struct spinner sp = { 0 };
+        w = (struct waiter){ .ev = &ev };
+        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
+            die("coro_spawn");
+        settle(s);
+        if (coro_spawn(s, &sp.co, spinner_body, NULL) != 0)
+            die("coro_spawn");
+        while (!__atomic_load_n(&sp.running, __ATOMIC_ACQUIRE))
+            sched_yield();
+        t0 = now_ns();
+        coro_cancel(&w.co);
+        tb[r] = now_ns() - t0;
+        __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
+        coro_join(&sp.co);
+        coro_join(&w.co);
         coro_event_destroy(&ev);
-        printf("cancel history=%ld round=%d ns=%.0f event_set_ns=%.0f\n", history, r, t[r],
-               tw[r]);
+        printf("cancel history=%ld round=%d ns=%.0f event_set_ns=%.0f busy_worker_ns=%.0f\n",
+               history, r, t[r], tw[r], tb[r]);
     }
-    double mc = median(t, rounds), me = median(tw, rounds);
-    printf("cancel history=%ld median_ns=%.0f event_set_median_ns=%.0f\n", history, mc, me);
+    double mc = median(t, rounds), me = median(tw, rounds), mb = median(tb, rounds);
+    printf("cancel history=%ld median_ns=%.0f event_set_median_ns=%.0f "
+           "busy_worker_median_ns=%.0f\n", history, mc, me, mb);
+    free(tb);
     free(tw);
     coro_sched_destroy(s);
     free(evs);
