@@ -5,9 +5,10 @@
  *       NTHREADS plain threads each spawn one job and stay alive; then a
  *       chain of 10,000 pool-frame jobs, each spawning the next, runs on
  *       WORKERS workers: ns per job
- *   scale_cost cancel HISTORY [rounds]
+ *   scale_cost cancel HISTORY [rounds [event|select|group]]
  *       HISTORY distinct events are each waited on once by a job (1 worker);
- *       then one job waits on an event and coro_cancel ends it: ns of the
+ *       then one job waits on an event (or in a select on it, or on a group
+ *       whose member waits on it) and coro_cancel ends it: ns of the
  *       coro_cancel call, and of a coro_event_set that ends the same wait
  *       (both wake the parked worker), and of the same cancel while the
  *       worker runs another job (busy_worker: no wake, the cancel alone)
@@ -195,14 +196,63 @@ static void run_threads(int workers, int nthreads, int rounds)
 struct waiter {
     coro_t co;
     coro_event_t *ev;
+    int kind;               /* what it waits in: enum wait_kind */
+    coro_select_t sel;
+    coro_group_t *g;
 };
+
+enum wait_kind { W_EVENT, W_SELECT, W_GROUP };
+static const char *const kind_name[] = { "event", "select", "group" };
 
 static int waiter_body(coro_t *co)
 {
     struct waiter *w = CORO_SELF(co, struct waiter);
     CORO_BEGIN(co);
-    CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    if (w->kind == W_SELECT) {
+        coro_select_init(&w->sel);
+        coro_select_event(&w->sel, w->ev);
+        CORO_SELECT(co, &w->sel, CORO_FOREVER);
+    } else if (w->kind == W_GROUP) {
+        CORO_AWAIT(co, coro_group_wait(w->g, CORO_FOREVER));
+    } else {
+        CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER));
+    }
     CORO_END(co);
+}
+
+/* what the measured job waits on: an event, a select on it, or a group
+ * whose one member waits on it */
+struct target {
+    int kind;
+    coro_event_t ev;
+    coro_group_t g;
+    struct waiter member;
+};
+
+static void target_start(coro_sched_t *s, struct target *x, struct waiter *w)
+{
+    coro_event_init(&x->ev);
+    if (x->kind == W_GROUP) {
+        coro_spawn_opts_t o = { .group = &x->g };
+        coro_group_init(&x->g);
+        x->member = (struct waiter){ .ev = &x->ev };
+        if (coro_spawn(s, &x->member.co, waiter_body, &o) != 0)
+            die("coro_spawn");
+    }
+    *w = (struct waiter){ .ev = &x->ev, .kind = x->kind, .g = &x->g };
+    if (coro_spawn(s, &w->co, waiter_body, NULL) != 0)
+        die("coro_spawn");
+}
+
+static void target_end(struct target *x, struct waiter *w)
+{
+    coro_join(&w->co);
+    if (x->kind == W_GROUP) {
+        coro_event_set(&x->ev);
+        coro_join(&x->member.co);
+        coro_group_destroy(&x->g);
+    }
+    coro_event_destroy(&x->ev);
 }
 
 /* keeps the only worker running (not parked) until *stop */
@@ -234,7 +284,7 @@ static void settle(coro_sched_t *s)
     usleep(2000);
 }
 
-static void run_cancel(long history, int rounds)
+static void run_cancel(long history, int rounds, int kind)
 {
     enum { BATCH = 1000 };
     coro_sched_t *s = make_sched(1);
@@ -273,33 +323,28 @@ static void run_cancel(long history, int rounds)
     if (!tw || !tb)
         die("calloc");
     for (int r = 0; r < rounds; r++) {
-        coro_event_t ev;
-        struct waiter w = { .ev = &ev };
-        coro_event_init(&ev);
-        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
-            die("coro_spawn");
+        struct target x = { .kind = kind };
+        struct waiter w;
+        target_start(s, &x, &w);
         settle(s);
         double t0 = now_ns();
         coro_cancel(&w.co);
         t[r] = now_ns() - t0;
-        coro_join(&w.co);
-        /* the same wait ended by its event, for scale: the wake-up of the
-         * parked worker that both pay */
-        w = (struct waiter){ .ev = &ev };
-        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
-            die("coro_spawn");
+        target_end(&x, &w);
+        /* the same wait ended by its event (a group's: through its
+         * member's end), for scale: the wake-up of the parked worker that
+         * both pay */
+        target_start(s, &x, &w);
         settle(s);
         t0 = now_ns();
-        coro_event_set(&ev);
+        coro_event_set(&x.ev);
         tw[r] = now_ns() - t0;
-        coro_join(&w.co);
+        target_end(&x, &w);
         /* the same cancel while the worker runs another job: the woken
          * job is queued and nobody is woken, so this is the cancel's own
          * cost, without the futex wake of a parked worker */
         struct spinner sp = { 0 };
-        w = (struct waiter){ .ev = &ev };
-        if (coro_spawn(s, &w.co, waiter_body, NULL) != 0)
-            die("coro_spawn");
+        target_start(s, &x, &w);
         settle(s);
         if (coro_spawn(s, &sp.co, spinner_body, NULL) != 0)
             die("coro_spawn");
@@ -310,14 +355,13 @@ static void run_cancel(long history, int rounds)
         tb[r] = now_ns() - t0;
         __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
         coro_join(&sp.co);
-        coro_join(&w.co);
-        coro_event_destroy(&ev);
-        printf("cancel history=%ld round=%d ns=%.0f event_set_ns=%.0f busy_worker_ns=%.0f\n",
-               history, r, t[r], tw[r], tb[r]);
+        target_end(&x, &w);
+        printf("cancel kind=%s history=%ld round=%d ns=%.0f event_set_ns=%.0f "
+               "busy_worker_ns=%.0f\n", kind_name[kind], history, r, t[r], tw[r], tb[r]);
     }
     double mc = median(t, rounds), me = median(tw, rounds), mb = median(tb, rounds);
-    printf("cancel history=%ld median_ns=%.0f event_set_median_ns=%.0f "
-           "busy_worker_median_ns=%.0f\n", history, mc, me, mb);
+    printf("cancel kind=%s history=%ld median_ns=%.0f event_set_median_ns=%.0f "
+           "busy_worker_median_ns=%.0f\n", kind_name[kind], history, mc, me, mb);
     free(tb);
     free(tw);
     coro_sched_destroy(s);
@@ -434,7 +478,11 @@ int main(int argc, char **argv)
     if (strcmp(mode, "threads") == 0 && argc > 3) {
         run_threads(atoi(argv[2]), atoi(argv[3]), argc > 4 ? atoi(argv[4]) : 5);
     } else if (strcmp(mode, "cancel") == 0 && argc > 2) {
-        run_cancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
+        int kind = W_EVENT;
+        for (int k = 0; argc > 4 && k < 3; k++)
+            if (strcmp(argv[4], kind_name[k]) == 0)
+                kind = k;
+        run_cancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9, kind);
     } else if (strcmp(mode, "burst") == 0 && argc > 2) {
         run_burst(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 200);
     } else if (strcmp(mode, "prio") == 0 && argc > 2) {
@@ -443,7 +491,8 @@ int main(int argc, char **argv)
         run_park(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else {
         fprintf(stderr,
-                "usage: scale_cost threads WORKERS NTHREADS [rounds] | cancel HISTORY [rounds] |\n"
+                "usage: scale_cost threads WORKERS NTHREADS [rounds] |\n"
+                "       cancel HISTORY [rounds [event|select|group]] |\n"
                 "       burst WORKERS [bursts] | prio WORKERS [rounds] | park WORKERS [rounds]\n");
         return 2;
     }
