@@ -298,7 +298,7 @@ static int fib_fn(coro_t *co)
 Test(fork, deep_fork_join_fib_is_right_and_gives_every_frame_back, .timeout = 30)
 {
 #if defined(__SANITIZE_ADDRESS__)
-    static const long n = 24, want = 46368;
+    static const long n = 23, want = 28657;
 #else
     static const long n = 22, want = 17711;
 #endif
