@@ -610,7 +610,8 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
              * chain's and a woken parent's usual case).  Seen full, a
              * thief may take the job meanwhile: the exchange says which
              * of us has it.  relaxed load: a stale "full" only costs the
-             * exchange; a stale "empty" cannot be (only we fill it).
+             * exchange; a stale "empty" cannot be (only we fill it;
+             * tools/model/lifo.pml).
              * release / acq_rel: publishes the job's fields to a thief
              * that takes the slot, and acquires the displaced job's */
             if (!__atomic_load_n(&w->lifo, __ATOMIC_RELAXED)) {
