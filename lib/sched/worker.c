@@ -604,11 +604,23 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
              * and pays one exchange, not one per job (tokio exchanges
              * every time; its slot is not stealable, a plain store) */
             w->lifo_run = w->n_run;
-            /* acq_rel: publishes the job's fields to a thief that takes
-             * the slot, and acquires the displaced job's */
+            /* Only this worker fills the slot; thieves and this worker
+             * only empty it.  Seen empty, it stays empty until our store:
+             * a plain release store fills it (no locked instruction; the
+             * chain's and a woken parent's usual case).  Seen full, a
+             * thief may take the job meanwhile: the exchange says which
+             * of us has it.  relaxed load: a stale "full" only costs the
+             * exchange; a stale "empty" cannot be (only we fill it;
+             * tools/model/lifo.pml).
+             * release / acq_rel: publishes the job's fields to a thief
+             * that takes the slot, and acquires the displaced job's */
+            if (!__atomic_load_n(&w->lifo, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+                return;     /* this worker runs it next: no one to wake (tokio) */
+            }
             job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
             if (!job)
-                return;     /* this worker runs it next: no one to wake (tokio) */
+                return;     /* a thief took the old one: as above */
             pi = CORO__PRIO_IDX(job->prio);
         }
         if (!own_lq_push(w, &w->local[pi], pi, job))
@@ -1329,6 +1341,48 @@ static void diag_end(struct coro__worker *w, int64_t t0)
     __atomic_store_n(&w->cur_t0, 0, __ATOMIC_RELAXED);
 }
 
+/* CONTINUING.  A step that hands off one NORMAL job puts it in the LIFO
+ * slot (submit_): the child a chain link spawned, the parent a finishing
+ * child woke (its coro_done), the first child a fork spawned before it
+ * awaits it.  The worker would pick it next anyway (pop_level takes the
+ * slot first while lifo_streak < CORO__LIFO_MAX), after a trip through
+ * its loop, find_own_ and pop_level that costs more than the job itself
+ * when the job is small.  So coro__run_job takes it at once, as pop_level
+ * would, under the same bounds: the streak (its other queued jobs still
+ * get a pick after CORO__LIFO_MAX runs from the slot), the tick of the
+ * periodic look at the shared queues (find_own_: it is due, the loop
+ * makes it), no HIGH or LOW job queued where we look (PRIORITIES), no
+ * yielder kept aside (DEFERRED YIELDS), and a step count that is not due
+ * for a look at epoll (BUSY LOOKS: the loop's coro__look_due makes it;
+ * a yield ends the run with its own look).  The exchange still takes the
+ * slot from thieves, who may have stolen it meanwhile.  Worker threads
+ * only: the single-threaded driver counts each finished job itself
+ * (rt/join.c).  The step's end calls run_next only when it filled the
+ * slot: a step that yielded or handed nothing off pays one comparison. */
+static inline coro_t *take_next(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (w->lifo_run != w->n_run || w->lifo_streak >= CORO__LIFO_MAX || w->tick == 0 ||
+        (s->io && (w->poll_steps <= 1 || w->poll_yield)) || w->deferred ||
+        s->nworkers == 0 || prio_queued(w))
+        return NULL;
+    /* acq_rel: as pop_level's exchange (the job's frame is complete) */
+    coro_t *j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL);
+    if (!j)
+        return NULL;    /* a thief took it */
+    w->lifo_streak++;
+    w->tick--;
+    if (s->io)
+        w->poll_steps--;
+    return found_(w, j);
+}
+
+/* the job after a step that filled the LIFO slot (CONTINUING); done: the
+ * step's job finished.  Returns what coro__run_job returns for the last
+ * job run */
+static bool run_next(struct coro__worker *w, bool done);
+
 /* errno as the jobs run on this thread left it: put back before each step
  * of a body, so that no system call, futex or allocation of the library's
  * own between two steps shows through (a job that resumes on the thread
@@ -1338,7 +1392,7 @@ static __thread int tls_job_errno;
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
  * without the diagnostics (the common case) and one with them */
 static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
-                                                           const bool diag)
+                                                           const bool diag, const bool cont)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
@@ -1390,7 +1444,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 coro__trace_step(w, job, &tr0, CORO__TR_END_DONE, NULL);
                 w->s->finish(job);     /* the one upcall: rt/runtime.c */
                 coro__tls_in_job = 0;
-                return true;
+                /* a chain's next link, or the parent this end woke */
+                return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
             }
             /* a coro_call child returned: its caller continues at once */
             coro_t *parent = cur->parent;
@@ -1477,7 +1532,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             /* the job may already run elsewhere: do not touch it */
             STEP_END();
             coro__tls_in_job = 0;
-            return false;
+            /* a fork's first child, which this job now awaits */
+            return !cont && w->lifo_run == w->n_run ? run_next(w, false) : false;
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
@@ -1498,8 +1554,27 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     /* the one branch the diagnostics cost when off (fixed at create) */
     if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, job, true);
-    return run_job_(w, job, false);
+        return run_job_(w, job, true, false);
+    return run_job_(w, job, false, false);
+}
+
+/* the jobs after a step that filled the LIFO slot (CONTINUING); done: the
+ * step's job finished.  Returns what coro__run_job returns for the last
+ * job run.  Its own copy of the step loop (cont: the steps it runs do not
+ * call back here), so that the loop's registers cost nothing to the steps
+ * that end without a hand-off */
+static __attribute__((noinline)) bool run_next(struct coro__worker *w, bool done)
+{
+    coro_t *j;
+
+    if (CORO__UNLIKELY(w->s->diag)) {
+        while ((j = take_next(w)))
+            done = run_job_(w, j, true, true);
+        return done;
+    }
+    while ((j = take_next(w)))
+        done = run_job_(w, j, false, true);
+    return done;
 }
 
 /* ---- the worker thread ------------------------------------------------------ */
