@@ -134,6 +134,13 @@
 
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
+/* io->want: who asks the I/O thread for the token.  A worker about to
+ * park (coro__io_park, coro__io_poll_now): the I/O thread lets go and
+ * wakes an idle worker to take it.  A busy worker's look
+ * (coro__io_poll_busy): it lets go only; the asker takes it at its next
+ * look */
+#define WANT_PARK 1u
+#define WANT_BUSY 2u
 #define MAX_SOURCES 4
 
 #define RD_BIT 1u
@@ -167,7 +174,7 @@ struct coro__io {
 
     /* shared, hot */
     uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
-    uint32_t want;          /* a worker asks the I/O thread for the token */
+    uint32_t want;          /* a worker asks the I/O thread for the token (WANT_*) */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
     uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
     uint32_t standby;       /* futex word of the I/O thread's standby */
@@ -319,6 +326,12 @@ static void pending_add(struct coro__io *io, int d)
 {
     /* relaxed: a hint for the single-threaded driver (coro__io_pending) */
     __atomic_add_fetch(&io->npending, (uint32_t)d, __ATOMIC_RELAXED);
+    /* a wait begun on a worker: its next yield asks "anything waits?"
+     * again (sched/worker.c BUSY LOOKS; owner-only field, and this is
+     * the owner's thread) */
+    struct coro__worker *w = coro__tls_worker;
+    if (d > 0 && w && w->s == io->s)
+        w->poll_idle = 0;
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */
@@ -914,10 +927,18 @@ static void iot_drive(struct coro__io *io)
          * it to them rather than compete for each event */
         if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != gen)
             break;
-        if (__atomic_load_n(&io->want, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
+        /* relaxed: a hint; the exchange keeps a park's ask that races a
+         * busy one */
+        uint32_t want = __atomic_load_n(&io->want, __ATOMIC_RELAXED);
+        if (want) {
+            want = __atomic_exchange_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
             __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+            /* only a busy worker asked: it takes the token at its next
+             * look, and no idle worker is woken for it (a futex wake and
+             * two context switches per ask, on CPUs the busy workers use) */
+            if (!(want & WANT_PARK))
+                return;
             /* an idle worker wakes and takes it; if none is idle, the one
              * that asked was woken meanwhile (often by the event we just
              * handled) and takes it at its next park.  Taking the token
@@ -1073,7 +1094,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
         return -EAGAIN;
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
-        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+        if (!(__atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED) & WANT_PARK))
             kick(io);
         return -EAGAIN;
     }
@@ -1116,8 +1137,8 @@ int coro__io_poll_now(struct coro__io *io)
      * never parks, so never asks: the I/O thread would relay a whole
      * conversation (relaxed: a hint, as in coro__io_park) */
     if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
-        !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
-        __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
+        !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_PARK))
+        __atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
@@ -1147,8 +1168,9 @@ int coro__io_poll_now(struct coro__io *io)
  *   The token, not a look beside its holder: a worker blocked in epoll
  * (coro__io_park) already sees every event, and a second look would only
  * take its jobs' readiness to this busy worker.  When the I/O thread holds
- * it, we ask for it (io->want and a kick, as coro__io_park does): the I/O
- * thread lets go at its next round and stays in standby while workers keep
+ * it, we ask for it (WANT_BUSY, with no kick: the I/O thread sees every
+ * event meanwhile): it lets go after its next round, wakes no idle worker
+ * for it, and stays in standby while workers keep
  * looking (look_gen moves at every look, poll_gen when a look found
  * something), so the I/O thread is the guarantee only while no worker
  * looks - every job in a long step.
@@ -1164,10 +1186,14 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     /* relaxed: a hint; the CAS below decides */
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
-        /* relaxed: iot_drive reads the flag at its next round; the kick
-         * ends an epoll_wait it may block in meanwhile */
-        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
-            kick(io);
+        /* relaxed: iot_drive reads the flag at its next round.  No kick:
+         * while it blocks in epoll_wait the I/O thread sees every event,
+         * so nothing waits for it to let go; it does after the round that
+         * handles the next event (one batch relayed), without the eventfd
+         * write and the wake-up of a thread on a busy CPU that a kick
+         * would cost at every ask */
+        if (!(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
+            __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
         return 0;
     }
     /* seq_cst: the token word is RMWed by every taker, and its store by

@@ -1561,8 +1561,10 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * asks of the I/O thread when that holds it) every CORO__IO_POLL_STEPS
  * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
  * passed since a yield last looked.  A step count costs no clock reading
- * on the path of every step; a yield pays one only while something waits
- * on I/O.  When that look woke jobs and the yielder is kept aside
+ * on the path of every step (a decrement and a flag's test); a yield pays
+ * one only while something waits on I/O or a timer, and a yield that
+ * found nothing waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields
+ * even that question (a wait this worker begins asks it again at once).  When that look woke jobs and the yielder is kept aside
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
@@ -1579,16 +1581,24 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * and DEFERRED YIELDS lets what it wakes run after the current steps. */
 bool coro__busy_look_off;
 
-bool coro__look_due(struct coro__worker *w)
+/* a yield's question, or the count ran out (count_out), out of the path
+ * of every step */
+__attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool count_out)
 {
     coro_sched_t *s = w->s;
-    bool yielded = w->poll_yield;
 
-    w->poll_yield = false;
-    if (w->poll_steps > 1) {
-        w->poll_steps--;
-        if (!yielded || !s->drv->pending(s->io))
+    if (!count_out) {
+        /* a yield before the count ran out: only while something waits,
+         * and at least CORO__IO_POLL_YIELD_NS after the last look.  A
+         * yield that found nothing waiting answers so for the next
+         * CORO__IO_POLL_IDLE_YIELDS yields (a wait this worker starts
+         * ends that at once: lib/io/epoll.c pending_add): a job that
+         * yields in a tight loop with nothing to look for pays neither the
+         * question nor a clock read at each yield */
+        if (!s->drv->pending(s->io)) {
+            w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
+        }
         int64_t now = coro__now();
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
             return false;
@@ -1599,6 +1609,33 @@ bool coro__look_due(struct coro__worker *w)
     }
     w->poll_steps = CORO__IO_POLL_STEPS;
     return true;
+}
+
+/* the path of every step: a decrement and a test of the yield's flag;
+ * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
+ * waiting, a decrement more */
+static inline bool look_due_(struct coro__worker *w)
+{
+    bool yielded = w->poll_yield;
+
+    if (CORO__UNLIKELY(yielded))
+        w->poll_yield = false;
+    if (CORO__LIKELY(w->poll_steps > 1)) {
+        w->poll_steps--;
+        if (CORO__LIKELY(!yielded))
+            return false;
+        if (w->poll_idle > 0) {
+            w->poll_idle--;
+            return false;
+        }
+        return look_due_slow(w, false);
+    }
+    return look_due_slow(w, true);
+}
+
+bool coro__look_due(struct coro__worker *w)
+{
+    return look_due_(w);
 }
 
 void *coro__worker_main(void *arg)
@@ -1707,7 +1744,7 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
-        if (s->io && coro__look_due(w) && !coro__busy_look_off)
+        if (s->io && look_due_(w) && !coro__busy_look_off)
             w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
