@@ -39,7 +39,7 @@
  * come since.  So clear bits of a registered direction mean "would block".
  *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
  *     set, and its closed bit when the event says so (a CAS loop, one
- *     RMW); a waiter in the slot is taken and its operation run
+ *     RMW); a waiter in the slot is taken and woken to try (WHO CALLS)
  *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
  *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
  *     by CAS, only while the tick is still snap's.  A transfer, short or
@@ -96,6 +96,20 @@
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
  * that ends otherwise removes its timer (O(log n)).
+ *
+ * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
+ * a busy worker's look, the I/O thread) makes no read or write for the
+ * waiter it takes: it wakes it with CORO__FL_REARM, and the worker that
+ * runs the job arms its await again (coro__io_arm -> fd_wait: the bits
+ * this event set, the operation tried with a snapshot, EAGAIN clears and
+ * parks again).  So the calls are made on the workers the jobs' masks
+ * allow, spread as the jobs are, and the handler's work per event is a
+ * lock, a slot and a push, whatever the operation costs: no one thread
+ * does work that grows with the bytes moved.  The job's deadline is
+ * absolute (aw->timeout), so a wait parked again keeps it; a cancel
+ * between the wake and the try is seen by fd_wait under the entry lock.
+ * A select's stand-in is fired as before (proxy_fire): the select makes
+ * its calls itself when it runs.
  *
  * CANCEL: coro_sched_shutdown(CORO_CANCEL) sets s->cancelling and calls
  * coro__io_cancel_all, which sweeps every waiter and timer at once, on
@@ -648,20 +662,15 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
     }
 }
 
-/* a taken waiter, its fd ready: perform the operation; done: wake it;
- * it would block: park it again */
-static void fd_resume(struct coro__io *io, struct fdent *e, int dir, coro_t *job)
+/* a taken waiter, its fd ready: wake it to make its call itself, on the
+ * worker that runs it (WHO CALLS).  Its await is armed again there
+ * (coro__io_arm, CORO__FL_REARM): fd_wait finds the bits this event set
+ * and tries, or parks it again after an EAGAIN - the waiter's protocol,
+ * with no call made here */
+static void fd_resume(coro_t *job)
 {
-    coro_await_t *aw = &job->top->aw;
-    const struct coro__io_ops *ops = coro__io_ops_of(aw);
-    uint64_t snap = rdy_load(e);    /* after the event's update: its tick */
-    intptr_t res;
-    bool done = ops->attempt(aw, &res);
-
-    if (!done)
-        rdy_clear(e, dir, snap);
-    if (done || fd_wait(io, job, aw, &res) == CORO__ARM_READY)
-        finish(io, job, res);
+    job->flags |= CORO__FL_IOWAKE | CORO__FL_REARM;
+    coro__wake(job, 0);         /* from here the job is not ours */
 }
 
 /* returns how many waiters the event took */
@@ -723,7 +732,7 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
-            fd_resume(io, e, dir, job[dir]);
+            fd_resume(job[dir]);
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
@@ -1266,7 +1275,10 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
         }
         return CORO__ARM_PENDING;
     }
-    if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
+    if (job->flags & CORO__FL_REARM)
+        /* woken by readiness to try again (fd_resume): prepared already */
+        job->flags &= (uint8_t)~CORO__FL_REARM;
+    else if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
         *res = rc;      /* nothing acquired: no fini */
         return CORO__ARM_READY;
     }

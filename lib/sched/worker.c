@@ -1360,10 +1360,20 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     if (diag)
         t0 = diag_begin(w, job);
+    /* errno: the thread's as its jobs left it, whatever the library did
+     * between their steps (include/corokit/error.h) */
+    int *errp = &errno;
     uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
+        /* readiness woke it to make its own call here: its await is
+         * armed again (the arm clears the flag), the body resumes only
+         * once the operation completed */
+        if (job->flags & CORO__FL_REARM) {
+            aw = &cur->aw;
+            goto rearm;
+        }
     }
 #define STEP_END()                                                                 \
     do {                                                                           \
@@ -1371,9 +1381,6 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             diag_end(w, t0);                                                       \
         __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
     } while (0)
-    /* errno: the thread's as its jobs left it, whatever the library did
-     * between their steps (include/corokit/error.h) */
-    int *errp = &errno;
     for (;;) {
         *errp = tls_job_errno;
         int st = cur->fn(cur);
@@ -1471,6 +1478,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             continue;
         }
         coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
+    rearm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
