@@ -1477,8 +1477,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur->result = -ETIMEDOUT;
             continue;
         }
-        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
     rearm:
+        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
