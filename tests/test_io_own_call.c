@@ -8,6 +8,7 @@
  * event was handled. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -86,6 +87,41 @@ Test(io_own_call, a_woken_reader_reads_on_its_worker_what_is_there_when_it_runs,
     /* its own read, made when it ran: both bytes */
     cr_assert_eq(r.n, 2, "read %ld byte(s): the event's handler read for it", (long)r.n);
     cr_assert_eq(memcmp(r.buf, "AB", 2), 0);
+    close(p[0]);
+    close(p[1]);
+    coro_sched_destroy(s);
+}
+
+/* a cancel that comes after the wake-up and before the job runs: the job
+ * sees it when it arms its await again (under the fd entry's lock), and
+ * the data stays in the pipe, read by nobody */
+Test(io_own_call, a_reader_cancelled_between_its_wake_up_and_its_call_reads_nothing, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    struct holder h = { 0 };
+    struct reader r = { 0 };
+    int p[2];
+    char c;
+
+    cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+    r.fd = p[0];
+    cr_assert_eq(coro_spawn(s, &r.co, read_fn, NULL), 0);
+    wait_suspended(&r.co);
+    cr_assert_eq(coro_spawn(s, &h.co, hold_fn, NULL), 0);
+    while (!atomic_load(&h.running))
+        sched_yield();
+    cr_assert_eq(write(p[1], "A", 1), 1);
+    int64_t end = coro_now() + 20000000000LL;
+    while (!ready(&r.co)) {
+        cr_assert_lt(coro_now(), end, "the event never woke the reader");
+        sched_yield();
+    }
+    cr_assert_eq(coro_cancel(&r.co), 0);
+    atomic_store(&h.go, 1);
+    coro_join(&h.co);
+    coro_join(&r.co);
+    cr_assert_eq(r.n, -ECANCELED);
+    cr_assert_eq(read(p[0], &c, 1), 1, "the byte was read for a cancelled job");
     close(p[0]);
     close(p[1]);
     coro_sched_destroy(s);
