@@ -1103,6 +1103,9 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
         return -EAGAIN;
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
+        /* relaxed: a hint iot_drive reads at its next round; the kick
+         * (one per ask: the first to set the bit) ends an epoll_wait it
+         * may block in meanwhile */
         if (!(__atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED) & WANT_PARK))
             kick(io);
         return -EAGAIN;
