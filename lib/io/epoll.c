@@ -39,7 +39,7 @@
  * come since.  So clear bits of a registered direction mean "would block".
  *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
  *     set, and its closed bit when the event says so (a CAS loop, one
- *     RMW); a waiter in the slot is taken and its operation run
+ *     RMW); a waiter in the slot is taken and woken to try (WHO CALLS)
  *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
  *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
  *     by CAS, only while the tick is still snap's.  A transfer, short or
@@ -97,6 +97,20 @@
  * sequence number tells whether the wait it names is still there.  A wait
  * that ends otherwise removes its timer (O(log n)).
  *
+ * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
+ * a busy worker's look, the I/O thread) makes no read or write for the
+ * waiter it takes: it wakes it with CORO__FL_REARM, and the worker that
+ * runs the job arms its await again (coro__io_arm -> fd_wait: the bits
+ * this event set, the operation tried with a snapshot, EAGAIN clears and
+ * parks again).  So the calls are made on the workers the jobs' masks
+ * allow, spread as the jobs are, and the handler's work per event is a
+ * lock, a slot and a push, whatever the operation costs: no one thread
+ * does work that grows with the bytes moved.  The job's deadline is
+ * absolute (aw->timeout), so a wait parked again keeps it; a cancel
+ * between the wake and the try is seen by fd_wait under the entry lock.
+ * A select's stand-in is fired as before (proxy_fire): the select makes
+ * its calls itself when it runs.
+ *
  * CANCEL: coro_sched_shutdown(CORO_CANCEL) sets s->cancelling and calls
  * coro__io_cancel_all, which sweeps every waiter and timer at once, on
  * its thread.  A waiter checks the flag under the entry (heap) lock before
@@ -134,6 +148,13 @@
 
 #define DRV_FREE 0u
 #define DRV_IOT 0xffffffffu
+/* io->want: who asks the I/O thread for the token.  A worker about to
+ * park (coro__io_park, coro__io_poll_now): the I/O thread lets go and
+ * wakes an idle worker to take it.  A busy worker's look
+ * (coro__io_poll_busy): it lets go only; the asker takes it at its next
+ * look */
+#define WANT_PARK 1u
+#define WANT_BUSY 2u
 #define MAX_SOURCES 4
 
 #define RD_BIT 1u
@@ -167,7 +188,7 @@ struct coro__io {
 
     /* shared, hot */
     uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
-    uint32_t want;          /* a worker asks the I/O thread for the token */
+    uint32_t want;          /* a worker asks the I/O thread for the token (WANT_*) */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
     uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
     uint32_t standby;       /* futex word of the I/O thread's standby */
@@ -319,6 +340,12 @@ static void pending_add(struct coro__io *io, int d)
 {
     /* relaxed: a hint for the single-threaded driver (coro__io_pending) */
     __atomic_add_fetch(&io->npending, (uint32_t)d, __ATOMIC_RELAXED);
+    /* a wait begun on a worker: its next yield asks "anything waits?"
+     * again (sched/worker.c BUSY LOOKS; owner-only field, and this is
+     * the owner's thread) */
+    struct coro__worker *w = coro__tls_worker;
+    if (d > 0 && w && w->s == io->s)
+        w->poll_idle = 0;
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */
@@ -635,20 +662,15 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
     }
 }
 
-/* a taken waiter, its fd ready: perform the operation; done: wake it;
- * it would block: park it again */
-static void fd_resume(struct coro__io *io, struct fdent *e, int dir, coro_t *job)
+/* a taken waiter, its fd ready: wake it to make its call itself, on the
+ * worker that runs it (WHO CALLS).  Its await is armed again there
+ * (coro__io_arm, CORO__FL_REARM): fd_wait finds the bits this event set
+ * and tries, or parks it again after an EAGAIN - the waiter's protocol,
+ * with no call made here */
+static void fd_resume(coro_t *job)
 {
-    coro_await_t *aw = &job->top->aw;
-    const struct coro__io_ops *ops = coro__io_ops_of(aw);
-    uint64_t snap = rdy_load(e);    /* after the event's update: its tick */
-    intptr_t res;
-    bool done = ops->attempt(aw, &res);
-
-    if (!done)
-        rdy_clear(e, dir, snap);
-    if (done || fd_wait(io, job, aw, &res) == CORO__ARM_READY)
-        finish(io, job, res);
+    job->flags |= CORO__FL_IOWAKE | CORO__FL_REARM;
+    coro__wake(job, 0);         /* from here the job is not ours */
 }
 
 /* returns how many waiters the event took */
@@ -710,7 +732,7 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
-            fd_resume(io, e, dir, job[dir]);
+            fd_resume(job[dir]);
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
@@ -914,10 +936,18 @@ static void iot_drive(struct coro__io *io)
          * it to them rather than compete for each event */
         if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != gen)
             break;
-        if (__atomic_load_n(&io->want, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&io->want, 0, __ATOMIC_RELAXED);
+        /* relaxed: a hint; the exchange keeps a park's ask that races a
+         * busy one */
+        uint32_t want = __atomic_load_n(&io->want, __ATOMIC_RELAXED);
+        if (want) {
+            want = __atomic_exchange_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
             __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+            /* only a busy worker asked: it takes the token at its next
+             * look, and no idle worker is woken for it (a futex wake and
+             * two context switches per ask, on CPUs the busy workers use) */
+            if (!(want & WANT_PARK))
+                return;
             /* an idle worker wakes and takes it; if none is idle, the one
              * that asked was woken meanwhile (often by the event we just
              * handled) and takes it at its next park.  Taking the token
@@ -1073,7 +1103,10 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
         return -EAGAIN;
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
-        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
+        /* relaxed: a hint iot_drive reads at its next round; the kick
+         * (one per ask: the first to set the bit) ends an epoll_wait it
+         * may block in meanwhile */
+        if (!(__atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED) & WANT_PARK))
             kick(io);
         return -EAGAIN;
     }
@@ -1116,8 +1149,8 @@ int coro__io_poll_now(struct coro__io *io)
      * never parks, so never asks: the I/O thread would relay a whole
      * conversation (relaxed: a hint, as in coro__io_park) */
     if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
-        !__atomic_load_n(&io->want, __ATOMIC_RELAXED))
-        __atomic_store_n(&io->want, 1, __ATOMIC_RELAXED);
+        !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_PARK))
+        __atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, 64, 0);
     if (n <= 0)
         return 0;
@@ -1147,8 +1180,9 @@ int coro__io_poll_now(struct coro__io *io)
  *   The token, not a look beside its holder: a worker blocked in epoll
  * (coro__io_park) already sees every event, and a second look would only
  * take its jobs' readiness to this busy worker.  When the I/O thread holds
- * it, we ask for it (io->want and a kick, as coro__io_park does): the I/O
- * thread lets go at its next round and stays in standby while workers keep
+ * it, we ask for it (WANT_BUSY, with no kick: the I/O thread sees every
+ * event meanwhile): it lets go after its next round, wakes no idle worker
+ * for it, and stays in standby while workers keep
  * looking (look_gen moves at every look, poll_gen when a look found
  * something), so the I/O thread is the guarantee only while no worker
  * looks - every job in a long step.
@@ -1164,10 +1198,14 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     /* relaxed: a hint; the CAS below decides */
     uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
     if (cur == DRV_IOT) {
-        /* relaxed: iot_drive reads the flag at its next round; the kick
-         * ends an epoll_wait it may block in meanwhile */
-        if (!__atomic_exchange_n(&io->want, 1, __ATOMIC_RELAXED))
-            kick(io);
+        /* relaxed: iot_drive reads the flag at its next round.  No kick:
+         * while it blocks in epoll_wait the I/O thread sees every event,
+         * so nothing waits for it to let go; it does after the round that
+         * handles the next event (one batch relayed), without the eventfd
+         * write and the wake-up of a thread on a busy CPU that a kick
+         * would cost at every ask */
+        if (!(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
+            __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
         return 0;
     }
     /* seq_cst: the token word is RMWed by every taker, and its store by
@@ -1240,7 +1278,10 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
         }
         return CORO__ARM_PENDING;
     }
-    if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
+    if (job->flags & CORO__FL_REARM)
+        /* woken by readiness to try again (fd_resume): prepared already */
+        job->flags &= (uint8_t)~CORO__FL_REARM;
+    else if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
         *res = rc;      /* nothing acquired: no fini */
         return CORO__ARM_READY;
     }

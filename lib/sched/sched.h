@@ -79,6 +79,11 @@ static inline bool coro__job_cancelled(const coro_t *job)
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
 #define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/wait/lot.c) */
 #define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
+/* woken to arm its await again, not to resume its body (with
+ * CORO__FL_IOWAKE: readiness came for the fd it waits on, and the job
+ * makes its own system call on the worker that runs it, lib/io/epoll.c
+ * WHO CALLS); the await's arm sees it and clears it */
+#define CORO__FL_REARM 32u
 
 /* What a job spawned with .deadline (or .group) carries, allocated at
  * spawn through the scheduler's allocator and freed when it finishes;
@@ -259,6 +264,7 @@ struct coro__worker {
      * and a job of a narrower class that yielded, queued after the next
      * pick (DEFERRED YIELDS) */
     uint32_t poll_steps;
+    uint32_t poll_idle;                 /* yields left that skip the "anything waits?" check */
     bool poll_yield;
     int64_t poll_t;
     unsigned drain;                     /* looks left before the yielder runs again */

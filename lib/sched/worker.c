@@ -1414,10 +1414,20 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     if (diag)
         t0 = diag_begin(w, job);
+    /* errno: the thread's as its jobs left it, whatever the library did
+     * between their steps (include/corokit/error.h) */
+    int *errp = &errno;
     uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
         stat_inc(&w->n_io);
+        /* readiness woke it to make its own call here: its await is
+         * armed again (the arm clears the flag), the body resumes only
+         * once the operation completed */
+        if (job->flags & CORO__FL_REARM) {
+            aw = &cur->aw;
+            goto rearm;
+        }
     }
 #define STEP_END()                                                                 \
     do {                                                                           \
@@ -1425,9 +1435,6 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             diag_end(w, t0);                                                       \
         __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
     } while (0)
-    /* errno: the thread's as its jobs left it, whatever the library did
-     * between their steps (include/corokit/error.h) */
-    int *errp = &errno;
     for (;;) {
         *errp = tls_job_errno;
         int st = cur->fn(cur);
@@ -1525,6 +1532,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur->result = -ETIMEDOUT;
             continue;
         }
+    rearm:
         coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
@@ -1636,8 +1644,10 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * asks of the I/O thread when that holds it) every CORO__IO_POLL_STEPS
  * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
  * passed since a yield last looked.  A step count costs no clock reading
- * on the path of every step; a yield pays one only while something waits
- * on I/O.  When that look woke jobs and the yielder is kept aside
+ * on the path of every step (a decrement and a flag's test); a yield pays
+ * one only while something waits on I/O or a timer, and a yield that
+ * found nothing waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields
+ * even that question (a wait this worker begins asks it again at once).  When that look woke jobs and the yielder is kept aside
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
@@ -1654,16 +1664,24 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * and DEFERRED YIELDS lets what it wakes run after the current steps. */
 bool coro__busy_look_off;
 
-bool coro__look_due(struct coro__worker *w)
+/* a yield's question, or the count ran out (count_out), out of the path
+ * of every step */
+__attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool count_out)
 {
     coro_sched_t *s = w->s;
-    bool yielded = w->poll_yield;
 
-    w->poll_yield = false;
-    if (w->poll_steps > 1) {
-        w->poll_steps--;
-        if (!yielded || !s->drv->pending(s->io))
+    if (!count_out) {
+        /* a yield before the count ran out: only while something waits,
+         * and at least CORO__IO_POLL_YIELD_NS after the last look.  A
+         * yield that found nothing waiting answers so for the next
+         * CORO__IO_POLL_IDLE_YIELDS yields (a wait this worker starts
+         * ends that at once: lib/io/epoll.c pending_add): a job that
+         * yields in a tight loop with nothing to look for pays neither the
+         * question nor a clock read at each yield */
+        if (!s->drv->pending(s->io)) {
+            w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
+        }
         int64_t now = coro__now();
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
             return false;
@@ -1674,6 +1692,33 @@ bool coro__look_due(struct coro__worker *w)
     }
     w->poll_steps = CORO__IO_POLL_STEPS;
     return true;
+}
+
+/* the path of every step: a decrement and a test of the yield's flag;
+ * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
+ * waiting, a decrement more */
+static inline bool look_due_(struct coro__worker *w)
+{
+    bool yielded = w->poll_yield;
+
+    if (CORO__UNLIKELY(yielded))
+        w->poll_yield = false;
+    if (CORO__LIKELY(w->poll_steps > 1)) {
+        w->poll_steps--;
+        if (CORO__LIKELY(!yielded))
+            return false;
+        if (w->poll_idle > 0) {
+            w->poll_idle--;
+            return false;
+        }
+        return look_due_slow(w, false);
+    }
+    return look_due_slow(w, true);
+}
+
+bool coro__look_due(struct coro__worker *w)
+{
+    return look_due_(w);
 }
 
 void *coro__worker_main(void *arg)
@@ -1782,7 +1827,7 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
-        if (s->io && coro__look_due(w) && !coro__busy_look_off)
+        if (s->io && look_due_(w) && !coro__busy_look_off)
             w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
