@@ -399,8 +399,11 @@ static void xq_top_tidy(coro_sched_t *s, int k)
 /* the ring with bit i (set: the table entry was stored before it) */
 static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
 {
-    /* acquire: pairs with coro__thread_xq's release store of the entry */
-    return __atomic_load_n(&s->xq_tab[i], __ATOMIC_ACQUIRE);
+    /* acquire, both: the table pointer pairs with coro__thread_xq's CAS
+     * that installs it, the entry with its release store (a plain read of
+     * the pointer would race with that CAS in the C11 model: TSan saw it) */
+    struct coro__xq **tab = __atomic_load_n(&s->xq_tab, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&tab[i], __ATOMIC_ACQUIRE);
 }
 
 /* a parking worker with s->asym, before its membarrier: take the rings
