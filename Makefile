@@ -18,6 +18,9 @@
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
+#   make check-locals FILES='a.c b.c' [CHECK_LOCALS_FLAGS='-I... -D...']
+#                   C locals used across an await or yield in those bodies
+#                   (default: samples/*.c, after the checker's self-test)
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -152,7 +155,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-model fuzz
+	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-model fuzz
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -283,7 +286,14 @@ check-build: lib
 check-compile-fail:
 	$(Q)tools/check-compile-fail.sh $(CC)
 
-.PHONY: uninstall check-docs check-build check-compile-fail check-model check-model-full fuzz FORCE
+# a body's C local read after a suspension (tools/check-locals.sh; guide.md)
+FILES ?= $(SAMPLE_SRC)
+CHECK_LOCALS_FLAGS ?=
+check-locals:
+	$(Q)tools/check-locals.sh --self-test
+	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
+
+.PHONY: uninstall check-docs check-build check-compile-fail check-locals check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:
