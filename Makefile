@@ -232,6 +232,13 @@ bench-http: all
 # ${prefix} where they lie under it.  Requires.private names ck only when the
 # static library really calls a ck function that is not inline (nm decides,
 # so the file stays right whatever lib/ comes to use).
+# Libs: carries -Wl,-rpath,${libdir} (PC_RPATH=auto) unless LIBDIR is one the
+# dynamic loader searches by itself: a program built through pkg-config
+# against PREFIX=$HOME/opt then runs without LD_LIBRARY_PATH or ldconfig.
+# PC_RPATH=yes always writes it, PC_RPATH=no never (distribution packages).
+PC_RPATH ?= auto
+PC_SYSLIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(addprefix /usr/lib/,$(shell $(CC) -print-multiarch 2>/dev/null))
+PC_RPATH_ON = $(or $(filter yes,$(PC_RPATH)),$(and $(filter auto,$(PC_RPATH)),$(if $(filter $(LIBDIR),$(PC_SYSLIBDIRS)),,yes)))
 MAN3 := $(wildcard man/man3/*.3)
 MAN7 := $(wildcard man/man7/*.7)
 PC_REL = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
@@ -241,9 +248,11 @@ $(B)/corokit.pc: corokit.pc.in $(VERSION_H) $(STATIC) FORCE
 	$(Q)req=; if nm -u $(STATIC) | grep -q ' ck_'; then req='Requires.private: ck'; fi; \
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_REL,$(LIBDIR))|' \
 		-e 's|@INCDIR@|$(call PC_REL,$(INCDIR))|' -e 's|@VERSION@|$(VERSION)|' \
-		-e "s|@REQUIRES_PRIVATE@|$$req|" $< > $@
+		-e "s|@REQUIRES_PRIVATE@|$$req|" \
+		-e 's|@RPATH@|$(if $(PC_RPATH_ON),-Wl$(,)-rpath$(,)$${libdir} )|' $< > $@
 
 FORCE:
+, := ,
 
 install: lib $(B)/corokit.pc
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit \
@@ -257,6 +266,8 @@ install: lib $(B)/corokit.pc
 	install -m 644 $(B)/corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+	@# a real install as root: refresh the loader's cache for LIBDIR
+	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/corokit.h
