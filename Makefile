@@ -18,6 +18,8 @@
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
+#   make check-valgrind  samples under memcheck: nothing leaked or still
+#                   reachable after coro_sched_destroy (in make test)
 #   make check-locals FILES='a.c b.c' [CHECK_LOCALS_FLAGS='-I... -D...']
 #                   C locals used across an await or yield in those bodies
 #                   (default: samples/*.c, after the checker's self-test)
@@ -155,7 +157,7 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-model fuzz
+	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-valgrind check-model fuzz
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -297,6 +299,10 @@ check-build: lib
 check-compile-fail:
 	$(Q)tools/check-compile-fail.sh $(CC)
 
+check-valgrind: all
+	$(Q)tools/deps.sh valgrind
+	$(Q)tools/check-valgrind.sh $(B)
+
 # a body's C local read after a suspension (tools/check-locals.sh; guide.md)
 FILES ?= $(SAMPLE_SRC)
 CHECK_LOCALS_FLAGS ?=
@@ -304,7 +310,7 @@ check-locals:
 	$(Q)tools/check-locals.sh --self-test
 	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
 
-.PHONY: uninstall check-docs check-build check-compile-fail check-locals check-model check-model-full fuzz FORCE
+.PHONY: uninstall check-docs check-build check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:
