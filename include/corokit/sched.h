@@ -37,7 +37,7 @@ typedef struct coro_stall {
     coro_t *job;                /* the job (identity only: do not touch it) */
     const char *name;           /* its coro_spawn_opts_t.name, or NULL */
     void *fn;                   /* the body that runs (the innermost frame's) */
-    const char *symbol;         /* fn's symbol (dladdr), or NULL when unknown */
+    const char *symbol;         /* fn's name (static bodies too), NULL if stripped */
     int64_t duration_ns;        /* how long the step has run so far */
     int worker;                 /* worker index (0 when single-threaded) */
     int cpu;                    /* the worker's CPU (-1 when single-threaded) */
@@ -480,7 +480,9 @@ CORO_EXTERN int coro_sched_worker_stats(const coro_sched_t *s, int i, coro_worke
  * job with what it waits on: an fd and direction, a parking-lot object
  * (event, mutex, channel, coro_done, select ...) with its address, a
  * timer with the time left, a blocking call; with its mask, priority,
- * body symbol and name.  Safe from any thread, jobs included, while the
+ * body symbol and name.  Running jobs always show their body and name;
+ * static bodies are named from the program's symbol table (an address
+ * only when the file is stripped).  Safe from any thread, jobs included, while the
  * workers run: it takes each wait structure's lock in turn (never two
  * at once but in their usual order), so it is a sequence of snapshots,
  * not one: a job may move between them, and the running / queued part is

@@ -605,15 +605,16 @@ static void json_str(FILE *f, const char *p)
 
 static const char *fn_name(struct wctx *c, const void *fn)
 {
-    Dl_info di;
-
     if (fn == c->last_fn)
         return c->last_name;
     c->last_fn = fn;
-    if (fn && dladdr(fn, &di) && di.dli_sname && di.dli_saddr == fn) {
-        snprintf(c->last_name, sizeof c->last_name, "%s", di.dli_sname);
-    } else if (fn && dladdr(fn, &di) && di.dli_fname && di.dli_fbase) {
-        /* a static function: its module and offset (nm / addr2line find it) */
+    /* static bodies too (base/symbol.c reads the object's symbol table) */
+    if (fn && coro__sym_name(fn, c->last_name, sizeof c->last_name))
+        return c->last_name;
+    Dl_info di;
+    if (fn && dladdr(fn, &di) && di.dli_fname && di.dli_fbase) {
+        /* a stripped object: its module and offset (addr2line finds it
+         * with the unstripped file) */
         const char *base = strrchr(di.dli_fname, '/');
         snprintf(c->last_name, sizeof c->last_name, "%s+0x%tx", base ? base + 1 : di.dli_fname,
                  (const char *)fn - (const char *)di.dli_fbase);
