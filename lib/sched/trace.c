@@ -194,15 +194,34 @@ fail:
 
 static int write_file(coro_sched_t *s, const char *path);
 
+/* COROKIT_TRACE's files written by this process so far */
+static uint32_t env_writes;
+
+/* The first scheduler destroyed writes FILE, the n-th FILE with ".n"
+ * before its extension (trace.json, trace.2.json, ...): a program with
+ * several schedulers keeps every trace, none overwrites another. */
 void coro__trace_write_env(coro_sched_t *s)
 {
     struct coro__trace *t = s->trace;
+    char buf[4096];
+    const char *path;
 
-    if (t && t->path) {
-        int rc = write_file(s, t->path);
-        if (rc < 0)
-            fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", t->path, coro_strerror(rc));
+    if (!t || !t->path)
+        return;
+    /* relaxed: a unique number is all it needs */
+    uint32_t n = __atomic_add_fetch(&env_writes, 1, __ATOMIC_RELAXED);
+    path = t->path;
+    if (n > 1) {
+        const char *dot = strrchr(t->path, '.');
+        const char *slash = strrchr(t->path, '/');
+        if (!dot || (slash && dot < slash) || dot == t->path || (slash && dot == slash + 1))
+            dot = t->path + strlen(t->path);        /* no extension */
+        snprintf(buf, sizeof buf, "%.*s.%u%s", (int)(dot - t->path), t->path, n, dot);
+        path = buf;
     }
+    int rc = write_file(s, path);
+    if (rc < 0)
+        fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", path, coro_strerror(rc));
 }
 
 void coro__trace_fini(coro_sched_t *s)
