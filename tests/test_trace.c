@@ -626,6 +626,23 @@ Test(trace, a_long_step_among_short_ones_shows_its_own_length, .timeout = 60)
     unlink(f);
 }
 
+/* tools/timeline --steps on a known trace (tests/timeline/known.json):
+ * each step's true start and length per lane, a 10 us step between two
+ * 0.25 us ones as 10 us, and a step with a shared reading marked as such;
+ * the expected text is tests/timeline/known.steps */
+Test(trace, timeline_steps_of_a_known_trace, .timeout = 30)
+{
+    char out[128], cmd[512];
+    snprintf(out, sizeof out, "/tmp/corokit-test-timeline-%d.txt", (int)getpid());
+    snprintf(cmd, sizeof cmd,
+             "python3 tools/timeline.py --steps tests/timeline/known.json > %s && "
+             "cmp -s %s tests/timeline/known.steps", out, out);
+    int rc = system(cmd);
+    cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "tools/timeline --steps differs from "
+              "tests/timeline/known.steps (diff %s tests/timeline/known.steps)", out);
+    unlink(out);
+}
+
 /* Plain threads: each of the first CORO__TRACE_THREAD_RINGS gets a ring of
  * its own, the others share the locked one; all their events go to the
  * "threads" lane.  20 threads spawn 50 jobs each: every spawn is there,
