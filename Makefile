@@ -2,6 +2,9 @@
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends)
+#   make quick      the unit tests without the slow ones and the compile-fail
+#                   cases (under a minute on 2 CPUs): for contributors between
+#                   edits; make test stays the one full check
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
@@ -91,7 +94,7 @@ TOOL_BIN := $(B)/tools/spawn_cost $(B)/tools/frame_cost $(B)/tools/scale_cost
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench bench-http install clean deps
+.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -158,6 +161,16 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
 	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-valgrind check-model fuzz
+
+# the tests of a few seconds each (stress-like loops, samples, 10,000
+# connections, a million jobs) are left to make test
+QUICK_SKIP := samples/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
+	io/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
+	wait/timed_waits_of_1ns*|sync/a_plain_thread_and_jobs_share*|sync/channel_carries_1m*|\
+	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*
+quick: lib $(TEST_BIN)
+	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
+	$(Q)tools/check-compile-fail.sh $(CC) >/dev/null || tools/check-compile-fail.sh $(CC)
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -255,6 +268,7 @@ $(B)/corokit.pc: corokit.pc.in $(VERSION_H) $(STATIC) FORCE
 
 FORCE:
 , := ,
+space := $(subst ,, )
 
 install: lib $(B)/corokit.pc
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit \
