@@ -14,7 +14,8 @@
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
-#   make check-docs every exported function has a man page; docs/api.md is current
+#   make check-docs every exported function has a man page; docs/api.md is current;
+#                   a header comment and its man page name the same error codes
 #   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
@@ -305,6 +306,8 @@ check-docs: lib
 	$(Q)tools/check-man.sh $(B)/$(SONAME)
 	$(Q)tools/gen-man.sh --check
 	$(Q)tools/check-errors.sh
+	$(Q)tools/check-doc-errors.py --self-test
+	$(Q)tools/check-doc-errors.py
 	$(Q)tools/add-spdx.sh --check
 
 check-build: lib

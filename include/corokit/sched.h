@@ -211,12 +211,15 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 
 /* coro_spawn - start job co (a zeroed or finished frame) with body fn.  The
- * frame stays the caller's: corokit allocates nothing.  Any thread, and
- * any job, may spawn; never blocks.  Returns 0, or -EINVAL (NULL s, co or
- * fn; bad priority; affinity empty, holding a CPU id >= CORO_MAX_CPUS or
- * no worker's CPU), -EBUSY (co is live: spawned and not finished, or a
- * coro_call child), -ESHUTDOWN (shutdown has begun).  When it fails, fn
- * never runs and on_exit is never called. */
+ * frame stays the caller's.  A plain spawn allocates nothing; a new
+ * affinity mask allocates its class once, and a job with a .name, a
+ * .deadline or a .group a small record, freed when it finishes.  Any
+ * thread, and any job, may spawn; never blocks.  Returns 0, or -EINVAL
+ * (NULL s, co or fn; bad priority; affinity empty, holding a CPU id >=
+ * CORO_MAX_CPUS or no worker's CPU), -EBUSY (co is live: spawned and not
+ * finished, or a coro_call child), -ESHUTDOWN (shutdown has begun),
+ * -ENOMEM (the table of distinct masks is full, or the record could not
+ * be had).  When it fails, fn never runs and on_exit is never called. */
 CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
                            const coro_spawn_opts_t *opts);
 
