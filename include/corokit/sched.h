@@ -290,6 +290,14 @@ CORO_EXTERN int coro_group_destroy(coro_group_t *g);
  * call (as for coro_join). */
 CORO_EXTERN int coro_cancel(coro_t *job);
 
+/* coro_cancelled - inside a job: true once the job was cancelled
+ * (coro_cancel, coro_group_cancel, coro_sched_shutdown with CORO_CANCEL);
+ * false otherwise and on a thread that is not running a job.  CORO_YIELD
+ * is not a cancellation point (it returns no result): a loop that computes
+ * and yields asks this to stop.  Only awaits are cancellation points
+ * (their result says so: see coro_cancel).  Never blocks; reads one word. */
+CORO_EXTERN bool coro_cancelled(void);
+
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
                                    const coro_spawn_opts_t *opts);
