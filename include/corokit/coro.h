@@ -38,6 +38,8 @@ extern "C" {
 #endif
 
 typedef struct coro coro_t;
+/* A scheduler (sched.h), always spelled coro_sched_t in the API. */
+typedef struct coro_sched coro_sched_t;
 
 /* CORO_NODISCARD: on every awaitable constructor.  A constructor may
  * already complete the operation (coro_chan_recv takes an item, coro_read
@@ -125,7 +127,7 @@ struct coro {
         coro_t *top;            /* private: a job's innermost frame */
     };
     coro_t *joiner;             /* private: the first job awaiting this one */
-    struct coro_sched *sched;   /* private: owning scheduler */
+    coro_sched_t *sched;        /* private: owning scheduler */
     coro_t *next;               /* private: intrusive link (queues, waits) */
     union {
         void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */

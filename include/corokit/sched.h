@@ -14,7 +14,6 @@
 extern "C" {
 #endif
 
-typedef struct coro_sched coro_sched_t;
 struct ck_malloc;
 
 /* Job priorities.  A worker always looks at HIGH first, then NORMAL, then
