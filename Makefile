@@ -2,6 +2,9 @@
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends)
+#   make quick      the unit tests without the slow ones and the compile-fail
+#                   cases (under a minute on 2 CPUs): for contributors between
+#                   edits; make test stays the one full check
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
@@ -11,13 +14,19 @@
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
-#   make check-docs every exported function has a man page; docs/api.md is current
+#   make check-docs every exported function has a man page; docs/api.md is current;
+#                   a header comment and its man page name the same error codes
 #   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
+#   make check-valgrind  samples under memcheck: nothing leaked or still
+#                   reachable after coro_sched_destroy (in make test)
+#   make check-locals FILES='a.c b.c' [CHECK_LOCALS_FLAGS='-I... -D...']
+#                   C locals used across an await or yield in those bodies
+#                   (default: samples/*.c, after the checker's self-test)
 #   make bench-http samples/httpd against nginx-light under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
@@ -86,7 +95,7 @@ TOOL_BIN := $(B)/tools/spawn_cost $(B)/tools/frame_cost $(B)/tools/scale_cost
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test run-tests demo check-asan check-tsan stress bench bench-http install clean deps
+.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -152,7 +161,17 @@ deps:
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-model fuzz
+	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-valgrind check-model fuzz
+
+# the tests of a few seconds each (stress-like loops, samples, 10,000
+# connections, a million jobs) are left to make test
+QUICK_SKIP := samples/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
+	io/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
+	wait/timed_waits_of_1ns*|sync/a_plain_thread_and_jobs_share*|sync/channel_carries_1m*|\
+	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*
+quick: lib $(TEST_BIN)
+	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
+	$(Q)tools/check-compile-fail.sh $(CC) >/dev/null || tools/check-compile-fail.sh $(CC)
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
@@ -229,6 +248,13 @@ bench-http: all
 # ${prefix} where they lie under it.  Requires.private names ck only when the
 # static library really calls a ck function that is not inline (nm decides,
 # so the file stays right whatever lib/ comes to use).
+# Libs: carries -Wl,-rpath,${libdir} (PC_RPATH=auto) unless LIBDIR is one the
+# dynamic loader searches by itself: a program built through pkg-config
+# against PREFIX=$HOME/opt then runs without LD_LIBRARY_PATH or ldconfig.
+# PC_RPATH=yes always writes it, PC_RPATH=no never (distribution packages).
+PC_RPATH ?= auto
+PC_SYSLIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(addprefix /usr/lib/,$(shell $(CC) -print-multiarch 2>/dev/null))
+PC_RPATH_ON = $(or $(filter yes,$(PC_RPATH)),$(and $(filter auto,$(PC_RPATH)),$(if $(filter $(LIBDIR),$(PC_SYSLIBDIRS)),,yes)))
 MAN3 := $(wildcard man/man3/*.3)
 MAN7 := $(wildcard man/man7/*.7)
 PC_REL = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
@@ -238,9 +264,12 @@ $(B)/corokit.pc: corokit.pc.in $(VERSION_H) $(STATIC) FORCE
 	$(Q)req=; if nm -u $(STATIC) | grep -q ' ck_'; then req='Requires.private: ck'; fi; \
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call PC_REL,$(LIBDIR))|' \
 		-e 's|@INCDIR@|$(call PC_REL,$(INCDIR))|' -e 's|@VERSION@|$(VERSION)|' \
-		-e "s|@REQUIRES_PRIVATE@|$$req|" $< > $@
+		-e "s|@REQUIRES_PRIVATE@|$$req|" \
+		-e 's|@RPATH@|$(if $(PC_RPATH_ON),-Wl$(,)-rpath$(,)$${libdir} )|' $< > $@
 
 FORCE:
+, := ,
+space := $(subst ,, )
 
 install: lib $(B)/corokit.pc
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/corokit \
@@ -254,6 +283,8 @@ install: lib $(B)/corokit.pc
 	install -m 644 $(B)/corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+	@# a real install as root: refresh the loader's cache for LIBDIR
+	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/corokit.h
@@ -275,6 +306,8 @@ check-docs: lib
 	$(Q)tools/check-man.sh $(B)/$(SONAME)
 	$(Q)tools/gen-man.sh --check
 	$(Q)tools/check-errors.sh
+	$(Q)tools/check-doc-errors.py --self-test
+	$(Q)tools/check-doc-errors.py
 	$(Q)tools/add-spdx.sh --check
 
 check-build: lib
@@ -283,7 +316,18 @@ check-build: lib
 check-compile-fail:
 	$(Q)tools/check-compile-fail.sh $(CC)
 
-.PHONY: uninstall check-docs check-build check-compile-fail check-model check-model-full fuzz FORCE
+check-valgrind: all
+	$(Q)tools/deps.sh valgrind
+	$(Q)tools/check-valgrind.sh $(B)
+
+# a body's C local read after a suspension (tools/check-locals.sh; guide.md)
+FILES ?= $(SAMPLE_SRC)
+CHECK_LOCALS_FLAGS ?=
+check-locals:
+	$(Q)tools/check-locals.sh --self-test
+	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
+
+.PHONY: uninstall check-docs check-build check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:

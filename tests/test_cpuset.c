@@ -79,3 +79,18 @@ Test(cpuset, next_from_a_negative_id_finds_the_lowest_cpu, .timeout = 10)
     coro_cpuset_zero(&s);
     cr_assert_eq(coro_cpuset_next(&s, -1), -1);
 }
+
+/* one NULL rule (cpuset.h): readers see the empty set, writers refuse it,
+ * coro_cpuset_zero ignores it */
+Test(cpuset, a_null_set_reads_as_empty_and_is_refused_by_writers, .timeout = 10)
+{
+    char buf[16];
+    coro_cpuset_zero(NULL);
+    cr_assert_not(coro_cpuset_has(NULL, 0));
+    cr_assert_eq(coro_cpuset_count(NULL), 0);
+    cr_assert_eq(coro_cpuset_next(NULL, 0), -1);
+    cr_assert_eq(coro_cpuset_add(NULL, 0), -EINVAL);
+    cr_assert_eq(coro_cpuset_del(NULL, 0), -EINVAL);
+    cr_assert_eq(coro_cpuset_parse(NULL, "0"), -EINVAL);
+    cr_assert_eq(coro_cpuset_format(NULL, buf, sizeof buf), -EINVAL);
+}

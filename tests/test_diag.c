@@ -480,6 +480,46 @@ Test(diag, dump_says_why_a_ready_job_is_not_running, .timeout = 60)
     coro_sched_destroy(s);
 }
 
+/* diagnostics off (no .stall_ns, no .histograms): a running job is still
+ * shown with its name and its body, and the bodies are static functions
+ * of this program (not in the dynamic symbol table even with -rdynamic):
+ * their names come from the program's own symbol table */
+Test(diag, dump_names_running_and_suspended_jobs_with_static_bodies, .timeout = 30)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    c.workers = 1;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    int go = 0, fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    struct holder h = { .go = &go };
+    struct reader r = { .fd = fds[0] };
+    coro_spawn_opts_t oh = { .name = "the-hog" }, orr = { .name = "the-reader" };
+    cr_assert_eq(coro_spawn(s, &r.co, reader_body, &orr), 0);
+    cr_assert_eq(coro_spawn(s, &h.co, holder_body, &oh), 0);
+    char *t = NULL;
+    int64_t end = now_ns() + 20 * 1000000000LL;
+    for (;;) {          /* until the hog runs and the reader waits */
+        free(t);
+        t = dump_text(s, NULL);
+        if (has_line(t, "RUNNING", "\"the-hog\"") && has_line(t, "\"the-reader\"", "SUSPENDED"))
+            break;
+        cr_assert_lt(now_ns(), end, "%s", t);
+        sched_yield();
+    }
+    cr_assert(has_line(t, "RUNNING job", "holder_body \"the-hog\""), "%s", t);
+    cr_assert(has_line(t, "\"the-reader\"", "reader_body: SUSPENDED"), "%s", t);
+    cr_assert_null(strstr(t, " ?"), "an unnamed body:\n%s", t);
+    free(t);
+    __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(coro_join(&h.co), 0);
+    cr_assert_eq(write(fds[1], "x", 1), 1);
+    cr_assert_eq(coro_join(&r.co), 0);
+    close(fds[0]);
+    close(fds[1]);
+    coro_sched_destroy(s);
+}
+
 Test(diag, dump_error_paths)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;

@@ -126,6 +126,21 @@ Test(trace, a_single_threaded_scheduler_has_one_run_lane_and_the_io_lane, .timeo
     unlink(f);
 }
 
+/* empty_body is static: not in the dynamic symbol table, so dladdr alone
+ * named it "corokit_tests+0x..."; the trace must name it */
+Test(trace, a_static_body_is_named_by_its_symbol, .timeout = 60)
+{
+    char f[128];
+    coro_sched_t *s = traced(0, 1024);
+
+    tmpname(f, sizeof f, "static");
+    run_some(s, 3);
+    cr_assert_eq(coro_sched_trace_write(s, f), 0);
+    cr_assert(pycheck(f, "len(jobs)==3 and all(e['name']=='empty_body' for e in jobs)"));
+    coro_sched_destroy(s);
+    unlink(f);
+}
+
 struct waiter {
     coro_t co;
     coro_event_t *ev;
@@ -254,6 +269,34 @@ Test(trace, corokit_trace_in_the_environment_writes_the_file_at_destroy, .timeou
     unlink(f);
 }
 
+/* two schedulers under one COROKIT_TRACE: the first destroyed writes
+ * FILE, the second FILE.2 before the extension; neither is lost (the
+ * last one destroyed overwrote the file before) */
+Test(trace, corokit_trace_keeps_every_schedulers_file, .timeout = 60)
+{
+    char f[128], f2[160];
+    coro_sched_t *s1 = NULL, *s2 = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+
+    snprintf(f, sizeof f, "/tmp/corokit-test-trace-%d-two.json", (int)getpid());
+    snprintf(f2, sizeof f2, "/tmp/corokit-test-trace-%d-two.2.json", (int)getpid());
+    unlink(f);
+    unlink(f2);
+    setenv("COROKIT_TRACE", f, 1);
+    c.workers = 1;
+    cr_assert_eq(coro_sched_create(&s1, &c), 0);
+    cr_assert_eq(coro_sched_create(&s2, &c), 0);
+    unsetenv("COROKIT_TRACE");
+    run_some(s1, 5);
+    run_some(s2, 7);
+    cr_assert_eq(coro_sched_destroy(s1), 0);
+    cr_assert_eq(coro_sched_destroy(s2), 0);
+    cr_assert(pycheck(f, "len(jobs)==5"));
+    cr_assert(pycheck(f2, "len(jobs)==7"));
+    unlink(f);
+    unlink(f2);
+}
+
 Test(trace, an_unwritable_corokit_trace_does_not_fail_destroy, .timeout = 60)
 {
     coro_sched_t *s = NULL;
@@ -290,14 +333,28 @@ Test(trace, a_program_whose_path_is_not_utf8_gets_a_valid_json_trace, .timeout =
     char name[] = "/tmp/nowhere/bad" "\xff\xfe" "\xc3(" "\xed\xa0\x80" "name\"\\\x01" "\xc3\xa9";
     char *argv[] = { name, NULL };
 
+    char stripped[160];
+
     tmpname(f, sizeof f, "utf8");
     unlink(f);
+    /* a stripped copy: its static bodies have no symbol, so the trace
+     * names them by module (argv[0]) and offset */
+    snprintf(stripped, sizeof stripped, "%s.hello-stripped", f);
     pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        execlp("strip", "strip", "-o", stripped, CORO_BUILD_DIR "/samples/hello", (char *)NULL);
+        _exit(127);
+    }
+    int st0 = 0;
+    waitpid(pid, &st0, 0);
+    cr_assert(WIFEXITED(st0) && WEXITSTATUS(st0) == 0, "strip failed: %#x", st0);
+    pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         freopen("/dev/null", "w", stdout);
         setenv("COROKIT_TRACE", f, 1);
-        execv(CORO_BUILD_DIR "/samples/hello", argv);
+        execv(stripped, argv);
         _exit(127);
     }
     int st = 0;
@@ -313,6 +370,7 @@ Test(trace, a_program_whose_path_is_not_utf8_gets_a_valid_json_trace, .timeout =
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 127, "python3 is needed to check the JSON");
     cr_assert_eq(WEXITSTATUS(st), 0, "the trace is not valid UTF-8 JSON, or the name is wrong");
     unlink(f);
+    unlink(stripped);
 }
 
 Test(trace, write_with_null_arguments_fails_with_einval, .timeout = 30)
@@ -466,11 +524,9 @@ Test(trace, a_step_after_an_idle_worker_starts_after_its_jobs_spawn, .timeout = 
     }
 }
 
-/* Runs (lib/sched/trace.h): a worker reads the clock once per run of up to
- * CORO__TRACE_RUN_MAX short steps, and the writer spreads a run's steps
- * evenly between the readings around it.  What that must keep: some steps
- * share a run (the "run" arg; no step had one before runs), a worker's
- * steps never overlap, and every spawn lies inside a step of its lane. */
+/* Every step is read (CORO__TRACE_RUN_MAX 1, lib/base/tunables.h): no
+ * step shares a reading (the "run" arg), a worker's steps never overlap,
+ * and every spawn lies inside a step of its lane. */
 struct spawner {
     coro_t co;
     struct job *kids;
@@ -486,7 +542,7 @@ static int spawner_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(trace, runs_of_short_steps_share_a_reading_and_keep_every_step_in_place, .timeout = 60)
+Test(trace, every_step_is_read_and_keeps_its_place, .timeout = 60)
 {
     char f[128];
     enum { N = 2000 };
@@ -503,7 +559,7 @@ Test(trace, runs_of_short_steps_share_a_reading_and_keep_every_step_in_place, .t
     /* the parent's step and its 2,000 spawns, then 2,000 steps: the last
      * 8,192 events of the ring hold all of them */
     cr_assert(pycheck(
-        f, "(lambda L: len(L)==2001 and any(e['args'].get('run',1)>1 for e in L)"
+        f, "(lambda L: len(L)==2001 and all('run' not in e['args'] for e in L)"
            " and all(a['ts']+a['dur'] <= b['ts']+0.002 for a,b in zip(L, L[1:]))"
            " and all(any(x['ts']-0.002 <= e['ts'] <= x['ts']+x['dur']+0.002 for x in L[:1])"
            "         for e in t if e.get('name')=='spawn' and lane(e).startswith('coro-w')))"
@@ -514,13 +570,13 @@ Test(trace, runs_of_short_steps_share_a_reading_and_keep_every_step_in_place, .t
     unlink(f);
 }
 
-/* A run's time is exact even when its steps are not: 200 empty jobs make
- * runs of CORO__TRACE_RUN_MAX, then a job whose BUSY_STEPS steps each work
- * 2 ms and yield.  The first run that holds such a step is shared evenly
- * (here every step is as long as the others, so each shows its 2 ms); it
- * ends sharing, and the next steps are read one by one: each of the steps
- * shows at least 1.9 ms, and the last four are not in a run. */
-#define BUSY_STEPS ((int)CORO__TRACE_RUN_MAX + 4)
+/* A long step among short ones shows its own length, and so do they: a
+ * single-threaded scheduler runs 40 empty jobs, one job whose one step
+ * works 2 ms, and 40 empty jobs, back to back.  When short steps shared a
+ * reading, the run holding the long step spread its 2 ms evenly over its
+ * steps: the long step was drawn a fraction of its length and its
+ * neighbours 100 us and more.  (The short steps' median: a preempted one
+ * may really be long.) */
 static int64_t spin_until(int64_t t)
 {
     int64_t now;
@@ -529,46 +585,63 @@ static int64_t spin_until(int64_t t)
     return now;
 }
 
-struct busy {
-    coro_t co;
-    int i;
-};
-
-static int busy_body(coro_t *co)
+static int long_body(coro_t *co)
 {
-    struct busy *b = CORO_SELF(co, struct busy);
     CORO_BEGIN(co);
-    for (b->i = 0; b->i < BUSY_STEPS; b->i++) {
-        spin_until(coro_now() + 2000000);
-        CORO_YIELD(co);
-    }
+    spin_until(coro_now() + 2000000);
+    CORO_RETURN(co, 7);
     CORO_END(co);
 }
 
-Test(trace, long_steps_end_sharing_and_a_runs_time_is_exact, .timeout = 60)
+static int mixed_spawner_body(coro_t *co)
 {
-    char f[128], expr[1024];
+    struct spawner *p = CORO_SELF(co, struct spawner);
+    CORO_BEGIN(co);
+    for (int i = 0; i < p->n; i++)
+        coro_spawn(coro_sched_current(), &p->kids[i].co, i == 40 ? long_body : empty_body, NULL);
+    CORO_END(co);
+}
+
+Test(trace, a_long_step_among_short_ones_shows_its_own_length, .timeout = 60)
+{
+    char f[128], expr[512];
     coro_sched_t *s = traced(1, 1 << 12);
-    struct busy b = { 0 };
+    struct spawner p = { .n = 81 };
+    struct job *j = p.kids = calloc(81, sizeof *j);
 
     tmpname(f, sizeof f, "long");
-    run_some(s, 200);
-    /* the worker parks (its idle bit): its run of empty steps is over, so
-     * the busy job's steps begin a run of their own */
-    while (!(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1))
-        sched_yield();
-    cr_assert_eq(coro_spawn(s, &b.co, busy_body, NULL), 0);
-    cr_assert_eq(coro_join(&b.co), 0);
+    /* spawned from a job: the worker runs them back to back */
+    cr_assert_eq(coro_block_on(s, &p.co, mixed_spawner_body, NULL), 0);
+    for (int i = 0; i < 81; i++)
+        cr_assert_eq(coro_join(&j[i].co), 7);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
-             "(lambda B: len(B)==%d and all(e['dur'] >= 1900 for e in B[:%d])"
-             " and all('run' not in e['args'] for e in B[%d:%d])"
-             " and any(e['args'].get('run',1)>1 for e in jobs))"
-             "(sorted([e for e in jobs if e['args']['job']=='%p'], key=lambda e:e['ts']))",
-             BUSY_STEPS + 1, BUSY_STEPS, BUSY_STEPS - 4, BUSY_STEPS, (void *)&b.co);
+             "(lambda L, S: len(L)==1 and L[0]['dur'] >= 1900 and len(S)==80"
+             " and sorted(e['dur'] for e in S)[40] < 100)"
+             "([e for e in jobs if e['args']['job']=='%p'],"
+             " [e for e in jobs if e['args']['job']!='%p' and e['name']=='empty_body'])",
+             (void *)&j[40].co, (void *)&j[40].co);
     cr_assert(pycheck(f, expr));
     coro_sched_destroy(s);
+    free(j);
     unlink(f);
+}
+
+/* tools/timeline --steps on a known trace (tests/timeline/known.json):
+ * each step's true start and length per lane, a 10 us step between two
+ * 0.25 us ones as 10 us, and a step with a shared reading marked as such;
+ * the expected text is tests/timeline/known.steps */
+Test(trace, timeline_steps_of_a_known_trace, .timeout = 30)
+{
+    char out[128], cmd[512];
+    snprintf(out, sizeof out, "/tmp/corokit-test-timeline-%d.txt", (int)getpid());
+    snprintf(cmd, sizeof cmd,
+             "python3 tools/timeline.py --steps tests/timeline/known.json > %s && "
+             "cmp -s %s tests/timeline/known.steps", out, out);
+    int rc = system(cmd);
+    cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "tools/timeline --steps differs from "
+              "tests/timeline/known.steps (diff %s tests/timeline/known.steps)", out);
+    unlink(out);
 }
 
 /* Plain threads: each of the first CORO__TRACE_THREAD_RINGS gets a ring of

@@ -8,7 +8,8 @@
 #      pkg-config only - shared, and fully static (-static: --static must list
 #      everything) - and run;
 #   3. the README's example program compiles as shown and runs;
-#   4. `make uninstall` leaves no file behind.
+#   4. `make uninstall` leaves no file behind;
+#   5. (2b) an install under a private PREFIX runs without LD_LIBRARY_PATH.
 # Fast (a few seconds): one install, six small compiles.
 set -eu
 B=${1:-build}
@@ -72,6 +73,20 @@ run "C++17, shared" "$TMP/cxx-shared"
 $CXX -std=gnu++17 -Wall -Wextra -Werror -static $CFL tests/build/consumer.cc -o "$TMP/cxx-static" $libs_static
 run "gnu++17, static" "$TMP/cxx-static"
 say "C and C++ programs built through pkg-config (shared and static) run"
+
+# 2b. a user's install under a private PREFIX (no DESTDIR), as the README
+# shows: a program built through pkg-config runs with no LD_LIBRARY_PATH
+# (corokit.pc's rpath)
+H="$TMP/home-opt"
+make --no-print-directory -s install B="$B" PREFIX="$H" CC="$CC" >/dev/null
+$CC -std=c11 $STRICT -DCORO_USE_SWITCH \
+    $(PKG_CONFIG_PATH="$H/lib/pkgconfig" pkg-config --cflags corokit) \
+    tests/build/consumer.c -o "$TMP/c-prefix" \
+    $(PKG_CONFIG_PATH="$H/lib/pkgconfig" pkg-config --libs corokit)
+env -u LD_LIBRARY_PATH "$TMP/c-prefix" ||
+    fail "a program built through pkg-config against PREFIX=$H does not run without LD_LIBRARY_PATH"
+make --no-print-directory -s uninstall B="$B" PREFIX="$H" >/dev/null
+say "a program built against a private PREFIX runs without LD_LIBRARY_PATH"
 
 # 3. the README's example: the first ```c block, as shown
 awk '/^```c$/ { on = 1; next } on && /^```$/ { exit } on' README.md > "$TMP/readme.c"

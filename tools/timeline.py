@@ -10,6 +10,15 @@ name.  Wakes are triangles on the lane of the thread that woke the job,
 steals are marks on the thief's lane, parks thin grey bars, the I/O
 thread's epoll_wait thin orange bars.  TIMELINE_MS=FROM:TO (milliseconds
 from the trace's start) draws only that window.
+
+--steps TRACE.json prints every job step as text instead (no matplotlib
+needed): lane, start and length in microseconds, body, job; a step whose
+times were shared with others of its run (the "run" arg of traces written
+with runs on) says so, since its length is then the run's average.
+
+Speed: a trace of a few MB holds tens of thousands of events; every mark
+kind is gathered first and drawn with one call per lane and kind (one
+matplotlib artist each, not one per event).
 """
 import bisect
 import glob
@@ -19,12 +28,6 @@ import re
 import subprocess
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
 
 PRIO_COLOR = {"HIGH": "#d62728", "NORMAL": "#1f77b4", "LOW": "#2ca02c"}
 HATCHES = ["////", "\\\\\\\\", "xxxx", "....", "++++", "oo", "--", "||"]
@@ -71,9 +74,39 @@ def resolver(src):
     return name
 
 
-def main(src, out):
+def load(src):
     with open(src) as f:
-        events = json.load(f)["traceEvents"]
+        return json.load(f)["traceEvents"]
+
+
+def steps(src):
+    """every job step, in time order per lane, as text"""
+    events = load(src)
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    jobs = [e for e in events if e.get("ph") == "X" and e.get("cat") == "job"]
+    if not jobs:
+        sys.exit("timeline: %s holds no job steps" % src)
+    t0 = min(e["ts"] for e in events if e.get("ph") in ("X", "i"))
+    symname = resolver(src)
+    out = []
+    for e in sorted(jobs, key=lambda e: (names.get(e["tid"], str(e["tid"])), e["ts"])):
+        run = e["args"].get("run", 1)
+        out.append("%-10s %12.3f %10.3f %s job=%s%s" % (
+            names.get(e["tid"], e["tid"]), e["ts"] - t0, e["dur"], symname(e["name"]),
+            e["args"].get("job", "?"),
+            " shared=%d (length: the run's average)" % run if run > 1 else ""))
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def main(src, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+
+    events = load(src)
     names, order = {}, {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") == "thread_name":
@@ -113,6 +146,8 @@ def main(src, out):
     if lo is not None:
         span = hi - lo
     bars = {}      # (tid, prio, class) -> [(x, w)]
+    thin = {}      # (y, colour) -> [(x, w)]: parks, epoll_wait
+    marks = {}     # (marker, colour, size) -> ([x], [y]): wakes, steals
     labels = []
     symname = resolver(src)
     for e in timed:
@@ -129,17 +164,22 @@ def main(src, out):
             if w > span * 0.04:
                 labels.append((x + w / 2, y, symname(e["name"])))
         elif e["ph"] == "X" and e["name"] == "parked":
-            ax.broken_barh([(ms(e["ts"]), e["dur"] / 1000.0)], (y - 0.08, 0.16),
-                           facecolors="#cccccc", linewidth=0)
+            thin.setdefault((y, "#cccccc"), []).append((ms(e["ts"]), e["dur"] / 1000.0))
         elif e["ph"] == "X" and e["name"] == "epoll_wait":
-            ax.broken_barh([(ms(e["ts"]), e["dur"] / 1000.0)], (y - 0.08, 0.16),
-                           facecolors="#ffbb78", linewidth=0)
+            thin.setdefault((y, "#ffbb78"), []).append((ms(e["ts"]), e["dur"] / 1000.0))
         elif e["ph"] == "i" and e["name"] == "wake":
-            ax.plot(ms(e["ts"]), y + 0.42, marker="v", markersize=4, linestyle="none",
-                    color=PRIO_COLOR.get(e["args"].get("prio"), "k"), alpha=0.7)
+            m = marks.setdefault(("v", PRIO_COLOR.get(e["args"].get("prio"), "k"), 4), ([], []))
+            m[0].append(ms(e["ts"]))
+            m[1].append(y + 0.42)
         elif e["ph"] == "i" and e["name"] == "steal":
-            ax.plot(ms(e["ts"]), y - 0.42, marker="^", markersize=5, linestyle="none",
-                    color="k")
+            m = marks.setdefault(("^", "k", 5), ([], []))
+            m[0].append(ms(e["ts"]))
+            m[1].append(y - 0.42)
+    for (y, colour), xs in thin.items():
+        ax.broken_barh(xs, (y - 0.08, 0.16), facecolors=colour, linewidth=0)
+    for (marker, colour, size), (xs, ys) in marks.items():
+        ax.plot(xs, ys, marker=marker, markersize=size, linestyle="none", color=colour,
+                alpha=0.7 if marker == "v" else 1.0)
     cls_hatch = {c: HATCHES[i % len(HATCHES)] for i, c in enumerate(sorted(classes))}
     for (tid, prio, cls), xs in bars.items():
         # a hatched bar (a class) gets dark edges: the hatch takes the edge colour
@@ -175,6 +215,9 @@ def main(src, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: tools/timeline TRACE.json OUT.png")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "--steps":
+        steps(sys.argv[2])
+    elif len(sys.argv) == 3:
+        main(sys.argv[1], sys.argv[2])
+    else:
+        sys.exit("usage: tools/timeline TRACE.json OUT.png | tools/timeline --steps TRACE.json")

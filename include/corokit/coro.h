@@ -38,6 +38,8 @@ extern "C" {
 #endif
 
 typedef struct coro coro_t;
+/* A scheduler (sched.h), always spelled coro_sched_t in the API. */
+typedef struct coro_sched coro_sched_t;
 
 /* CORO_NODISCARD: on every awaitable constructor.  A constructor may
  * already complete the operation (coro_chan_recv takes an item, coro_read
@@ -125,7 +127,7 @@ struct coro {
         coro_t *top;            /* private: a job's innermost frame */
     };
     coro_t *joiner;             /* private: the first job awaiting this one */
-    struct coro_sched *sched;   /* private: owning scheduler */
+    coro_sched_t *sched;        /* private: owning scheduler */
     coro_t *next;               /* private: intrusive link (queues, waits) */
     union {
         void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
@@ -213,6 +215,15 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 # define CORO__END_LABEL_ coro__this_body_lacks_CORO_END__:
 #endif
 
+/* CORO_BEGIN declares this name and every suspending macro (CORO_AWAIT,
+ * CORO_YIELD, CORO_SELECT) names it, so a suspension outside a body - in a
+ * helper called by a body, which would save a resume point into a function
+ * that is not the body and return a status word as the helper's value -
+ * fails to compile on both back ends, with this name in the message.  An
+ * enumeration constant: no storage, nothing for a case label to jump over. */
+#define CORO__BODY_MARK_ enum { coro__await_outside_a_coroutine_body__ = 0 };
+#define CORO__IN_BODY_ ((void)coro__await_outside_a_coroutine_body__)
+
 #if !defined(CORO_USE_SWITCH) && (defined(__GNUC__) || defined(__clang__))
 # define CORO_BACKEND_LABELS 1
 # define CORO_BACKEND_NAME "labels"
@@ -229,7 +240,8 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
         CORO__END_CHECK_                                                    \
     }                                                                       \
     coro__begin__:;                                                         \
-    {
+    {                                                                       \
+    CORO__BODY_MARK_
 # define CORO__SAVE_(co, n)                                                 \
     (co)->resume = (uintptr_t)(__extension__ &&CORO__CAT(coro__l_, n))
 # define CORO__MARK_(co, n) CORO__CAT(coro__l_, n):;
@@ -242,7 +254,8 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
     case 0:                                                                 \
         if (0) {                                                            \
             CORO__END_CHECK_                                                \
-        }
+        }                                                                   \
+        CORO__BODY_MARK_
 # define CORO__SAVE_(co, n) (co)->resume = (uintptr_t)(n) + 1
 # define CORO__MARK_(co, n) case (n) + 1:;
 # define CORO__END_BLOCK_ }
@@ -250,6 +263,7 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 
 #define CORO__SUSPEND_(co, st, n)                                           \
     do {                                                                    \
+        CORO__IN_BODY_;                                                     \
         CORO__SAVE_(co, n);                                                 \
         return (st);                                                        \
         CORO__MARK_(co, n)                                                  \
@@ -280,6 +294,7 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 #define CORO_AWAIT(co, a) CORO__AWAIT_(co, a, CORO__ID)
 #define CORO__AWAIT_(co, a, n)                                              \
     do {                                                                    \
+        CORO__IN_BODY_;                                                     \
         (co)->aw = (a);                                                     \
         if ((co)->aw.ops == NULL) {                                         \
             (co)->result = (co)->aw.arg[0].i;                               \

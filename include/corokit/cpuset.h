@@ -20,7 +20,12 @@ typedef struct coro_cpuset {
     uint64_t bits[CORO_MAX_CPUS / 64];
 } coro_cpuset_t;
 
-/* coro_cpuset_zero - empty the set.  set must not be NULL. */
+/* One rule for a NULL set: the functions that read a set read NULL as the
+ * empty set (has: false, count: 0, next: -1); those that write into it
+ * refuse NULL (add, del, parse, format: -EINVAL), and coro_cpuset_zero,
+ * which returns nothing, does nothing. */
+
+/* coro_cpuset_zero - empty the set; nothing for NULL. */
 CORO_EXTERN void coro_cpuset_zero(coro_cpuset_t *set);
 
 /* coro_cpuset_add - add cpu.  Returns 0, or -EINVAL when set is NULL or cpu

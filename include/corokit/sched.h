@@ -14,7 +14,6 @@
 extern "C" {
 #endif
 
-typedef struct coro_sched coro_sched_t;
 struct ck_malloc;
 
 /* Job priorities.  A worker always looks at HIGH first, then NORMAL, then
@@ -37,7 +36,7 @@ typedef struct coro_stall {
     coro_t *job;                /* the job (identity only: do not touch it) */
     const char *name;           /* its coro_spawn_opts_t.name, or NULL */
     void *fn;                   /* the body that runs (the innermost frame's) */
-    const char *symbol;         /* fn's symbol (dladdr), or NULL when unknown */
+    const char *symbol;         /* fn's name (static bodies too), NULL if stripped */
     int64_t duration_ns;        /* how long the step has run so far */
     int worker;                 /* worker index (0 when single-threaded) */
     int cpu;                    /* the worker's CPU (-1 when single-threaded) */
@@ -211,12 +210,15 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 
 /* coro_spawn - start job co (a zeroed or finished frame) with body fn.  The
- * frame stays the caller's: corokit allocates nothing.  Any thread, and
- * any job, may spawn; never blocks.  Returns 0, or -EINVAL (NULL s, co or
- * fn; bad priority; affinity empty, holding a CPU id >= CORO_MAX_CPUS or
- * no worker's CPU), -EBUSY (co is live: spawned and not finished, or a
- * coro_call child), -ESHUTDOWN (shutdown has begun).  When it fails, fn
- * never runs and on_exit is never called. */
+ * frame stays the caller's.  A plain spawn allocates nothing; a new
+ * affinity mask allocates its class once, and a job with a .name, a
+ * .deadline or a .group a small record, freed when it finishes.  Any
+ * thread, and any job, may spawn; never blocks.  Returns 0, or -EINVAL
+ * (NULL s, co or fn; bad priority; affinity empty, holding a CPU id >=
+ * CORO_MAX_CPUS or no worker's CPU), -EBUSY (co is live: spawned and not
+ * finished, or a coro_call child), -ESHUTDOWN (shutdown has begun),
+ * -ENOMEM (the table of distinct masks is full, or the record could not
+ * be had).  When it fails, fn never runs and on_exit is never called. */
 CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
                            const coro_spawn_opts_t *opts);
 
@@ -286,6 +288,14 @@ CORO_EXTERN int coro_group_destroy(coro_group_t *g);
  * thread, jobs included; never blocks.  The frame must stay valid for the
  * call (as for coro_join). */
 CORO_EXTERN int coro_cancel(coro_t *job);
+
+/* coro_cancelled - inside a job: true once the job was cancelled
+ * (coro_cancel, coro_group_cancel, coro_sched_shutdown with CORO_CANCEL);
+ * false otherwise and on a thread that is not running a job.  CORO_YIELD
+ * is not a cancellation point (it returns no result): a loop that computes
+ * and yields asks this to stop.  Only awaits are cancellation points
+ * (their result says so: see coro_cancel).  Never blocks; reads one word. */
+CORO_EXTERN bool coro_cancelled(void);
 
 /* coro_block_on - coro_spawn then coro_join.  Errors of both. */
 CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
@@ -480,7 +490,9 @@ CORO_EXTERN int coro_sched_worker_stats(const coro_sched_t *s, int i, coro_worke
  * job with what it waits on: an fd and direction, a parking-lot object
  * (event, mutex, channel, coro_done, select ...) with its address, a
  * timer with the time left, a blocking call; with its mask, priority,
- * body symbol and name.  Safe from any thread, jobs included, while the
+ * body symbol and name.  Running jobs always show their body and name;
+ * static bodies are named from the program's symbol table (an address
+ * only when the file is stripped).  Safe from any thread, jobs included, while the
  * workers run: it takes each wait structure's lock in turn (never two
  * at once but in their usual order), so it is a sequence of snapshots,
  * not one: a job may move between them, and the running / queued part is

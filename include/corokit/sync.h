@@ -52,7 +52,6 @@
 #include "coro.h"
 #include "error.h"
 
-struct coro_sched;     /* coro_sched_t (sched.h) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -336,8 +335,8 @@ CORO_EXTERN int coro_select_done(coro_select_t *sel, coro_t *job);
  * next coro_read (timeout 0 included) or coro_accept then calls the kernel
  * and, unless another job read first, gets data, 0 or the error, never
  * -ETIMEDOUT (docs/io.md, "When a system call is skipped"). */
-CORO_EXTERN int coro_select_readable(coro_select_t *sel, struct coro_sched *s, int fd);
-CORO_EXTERN int coro_select_writable(coro_select_t *sel, struct coro_sched *s, int fd);
+CORO_EXTERN int coro_select_readable(coro_select_t *sel, coro_sched_t *s, int fd);
+CORO_EXTERN int coro_select_writable(coro_select_t *sel, coro_sched_t *s, int fd);
 
 /* coro_select_timer - add a branch chosen when coro_now() reaches
  * deadline (absolute ns; a past one is chosen at once, unless an earlier

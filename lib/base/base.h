@@ -158,4 +158,10 @@ static inline unsigned coro__hist_bucket(int64_t ns)
     return b < CORO_HIST_BUCKETS ? b : CORO_HIST_BUCKETS - 1;
 }
 
+/* the name of the function at fn ("name", or "name+0xOFF" inside it) in
+ * buf: the dynamic symbol table, else the object's own (static functions);
+ * NULL = unknown.  Reads the object's file: not for a hot path
+ * (base/symbol.c) */
+CORO__HIDDEN const char *coro__sym_name(const void *fn, char *buf, size_t len);
+
 #endif

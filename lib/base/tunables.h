@@ -104,8 +104,12 @@
  * only while the steps of its last run averaged at most CORO__TRACE_RUN_NS
  * (a longer run drops the next to one step; a short one doubles it).  The
  * reading (rdtsc, 11-20 ns here) was most of what tracing cost jobs of
- * 100-300 ns */
-#define CORO__TRACE_RUN_MAX 16u
+ * 100-300 ns.  1: every step's length is its own.  With runs, a run's
+ * steps share its time evenly, so one long step among short ones drew
+ * them all at the average (a 10 us step as 1 ms): wrong for the question
+ * a trace is read for (which step took long), so the reading per step is
+ * paid */
+#define CORO__TRACE_RUN_MAX 1u
 #define CORO__TRACE_RUN_NS 1000u
 /* plain threads (not workers, not the I/O thread) that get a ring of their
  * own, written without a lock; the others share one under a spinlock */

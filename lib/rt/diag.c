@@ -19,7 +19,6 @@
  * The text goes to a memory stream first and to the caller's FILE at the
  * end, so no lock is held while the caller's stream blocks.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,12 +76,14 @@ static void worker_doing(struct coro__dump *d, int i, char *buf, size_t len)
     coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
     coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
     int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
-    const char *sym = coro__sym_of((const void *)fn);
+    char symbuf[96];
+    const char *sym;
 
     if (!cur) {
         snprintf(buf, len, "is between jobs (or idle)");
         return;
     }
+    sym = coro__sym_of((const void *)fn, symbuf, sizeof symbuf);
     if (t0 > 0 && d->now > t0)
         snprintf(buf, len, "has run one step of job %p (%s) for %.3f ms", (void *)cur,
                  sym ? sym : "?", (double)(d->now - t0) / 1e6);
@@ -202,9 +203,12 @@ static int dump(coro_sched_t *s, FILE *out)
         fprintf(d.f, "  worker %d (CPU %d%s): ", i, w->cpu,
                 __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ? ", pinned" : "");
         if (cur) {
-            const char *sym = coro__sym_of((const void *)fn);
+            char symbuf[128];
+            const char *sym = coro__sym_of((const void *)fn, symbuf, sizeof symbuf);
             fprintf(d.f, "RUNNING job %p %s", (void *)cur, sym ? sym : "?");
-            if (t0 > 0 && name)
+            if (!sym)   /* stripped: the address, for addr2line */
+                fprintf(d.f, " (%p)", (void *)(uintptr_t)fn);
+            if (name)
                 fprintf(d.f, " \"%s\"", name);
             if (t0 > 0 && d.now > t0)
                 fprintf(d.f, ", this step for %.3f ms", (double)(d.now - t0) / 1e6);

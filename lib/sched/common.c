@@ -85,6 +85,16 @@ coro_sched_t *coro_sched_current(void)
     return w ? w->s : NULL;
 }
 
+bool coro_cancelled(void)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (!w || !coro__tls_in_job)
+        return false;
+    /* relaxed: this thread's own store (run_job_) */
+    coro_t *job = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+    return job && (coro__job_cancelled(job) || coro__cancelling(w->s));
+}
+
 int coro_sched_workers(const coro_sched_t *s)
 {
     return s ? s->nworkers : -EINVAL;

@@ -20,7 +20,10 @@
  * the frame), so it needs no flag from the user.  The byte is set before
  * the slab is handed out and cleared before its memory is given back; a
  * region whose byte is 0 is never read.  Leaves (64 KiB, 4 GiB of address
- * space each) are made once and kept for the process's life.
+ * space each) are made on first use and given back when the last
+ * scheduler's frames are gone (map_release): every lookup is made for a
+ * live scheduler, registered in g_live, so with none registered and none
+ * finishing nobody can be reading a leaf.
  *
  * FREE LISTS (the invariant).  A block is in exactly one of: handed out
  * (st[i] = ALLOC or SPAWNED), the slab's local free lists `free` and
@@ -204,6 +207,7 @@ static uint8_t *g_map[1u << MAP_L1_BITS];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct coro__frames *g_live;     /* under g_lock */
 static uint64_t g_gen;                  /* under g_lock */
+static int g_finishing;                 /* under g_lock: in coro__frames_fini */
 
 static inline uint8_t map_get(uintptr_t a)
 {
@@ -230,7 +234,7 @@ static int map_set(uintptr_t a, size_t n, uint8_t first, uint8_t v)
             pthread_mutex_lock(&g_lock);
             leaf = *slot;
             if (!leaf) {
-                /* process-lifetime metadata, never freed (reachable) */
+                /* given back by map_release */
                 leaf = calloc(1, (size_t)1 << MAP_L2_BITS);
                 if (leaf)   /* release: the zeroed leaf before its pointer */
                     __atomic_store_n(slot, leaf, __ATOMIC_RELEASE);
@@ -245,6 +249,21 @@ static int map_set(uintptr_t a, size_t n, uint8_t first, uint8_t v)
                          __ATOMIC_RELAXED);
     }
     return 0;
+}
+
+/* Under g_lock: no scheduler has frames and none is giving its slabs back
+ * (each of which clears its map bytes), so no leaf is read or written. */
+static void map_release(void)
+{
+    if (g_live || g_finishing)
+        return;
+    for (size_t i = 0; i < sizeof g_map / sizeof g_map[0]; i++)
+        if (g_map[i]) {
+            free(g_map[i]);
+            /* relaxed: nobody reads it now (above); atomic because
+             * map_get's loads of the slot are */
+            __atomic_store_n(&g_map[i], NULL, __ATOMIC_RELAXED);
+        }
 }
 
 static struct slab *slab_of_big(uintptr_t a)
@@ -1091,6 +1110,7 @@ void coro__frames_fini(coro_sched_t *s)
             *pp = fr->gnext;
             break;
         }
+    g_finishing++;
     pthread_mutex_unlock(&g_lock);
     while (fr->big) {
         struct slab *sl = fr->big;
@@ -1120,6 +1140,10 @@ void coro__frames_fini(coro_sched_t *s)
     pthread_mutex_destroy(&fr->lock);
     coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
     s->frames = NULL;
+    pthread_mutex_lock(&g_lock);
+    g_finishing--;
+    map_release();
+    pthread_mutex_unlock(&g_lock);
 }
 
 size_t coro__frames_held(coro_sched_t *s)

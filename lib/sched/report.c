@@ -3,7 +3,6 @@
  * report (hook or stderr) and one suspended job's line in coro_sched_dump
  * (each layer lists the jobs it holds with coro__dump_job; rt/diag.c
  * writes the rest of the dump). */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,12 +14,9 @@ const char *coro__prio_name(int p)
     return p > 0 ? "HIGH" : p < 0 ? "LOW" : "NORMAL";
 }
 
-const char *coro__sym_of(const void *fn)
+const char *coro__sym_of(const void *fn, char *buf, size_t len)
 {
-    Dl_info di;
-    if (fn && dladdr(fn, &di) && di.dli_sname)
-        return di.dli_sname;
-    return NULL;
+    return coro__sym_name(fn, buf, len);
 }
 
 /* ---- the stall detector ---------------------------------------------------------- */
@@ -29,12 +25,13 @@ void coro__stall_report(struct coro__worker *w, coro_t *job, coro_fn fn, int64_t
 {
     coro_sched_t *s = w->s;
     coro_stall_t st;
+    char sym[128];
 
     memset(&st, 0, sizeof st);
     st.job = job;
     st.name = coro__job_name(job);
     st.fn = (void *)fn;
-    st.symbol = coro__sym_of((const void *)fn);
+    st.symbol = coro__sym_of((const void *)fn, sym, sizeof sym);
     st.duration_ns = dur;
     st.worker = w->idx;
     st.cpu = w->cpu;
@@ -71,7 +68,8 @@ void coro__dump_job(struct coro__dump *d, coro_t *job, const char *fmt, ...)
     char mask[96];
     const char *name = coro__job_name(job);
     coro_fn fn = job->top ? job->top->fn : job->fn;
-    const char *sym = coro__sym_of((const void *)fn);
+    char symbuf[128];
+    const char *sym = coro__sym_of((const void *)fn, symbuf, sizeof symbuf);
     va_list ap;
 
     coro__mask_text(d->s, job->cls, mask, sizeof mask);

@@ -501,6 +501,7 @@ CORO__HIDDEN void coro__dump_job(struct coro__dump *d, coro_t *job, const char *
 CORO__HIDDEN const char *coro__prio_name(int prio);
 /* "any CPU", "CPU 3", "CPUs 0-3": the mask of affinity class cls */
 CORO__HIDDEN void coro__mask_text(coro_sched_t *s, unsigned cls, char *buf, int len);
-CORO__HIDDEN const char *coro__sym_of(const void *fn);   /* dladdr, NULL = unknown */
+/* the body's name in buf (base/symbol.c: static bodies too), NULL = unknown */
+CORO__HIDDEN const char *coro__sym_of(const void *fn, char *buf, size_t len);
 
 #endif

@@ -194,15 +194,34 @@ fail:
 
 static int write_file(coro_sched_t *s, const char *path);
 
+/* COROKIT_TRACE's files written by this process so far */
+static uint32_t env_writes;
+
+/* The first scheduler destroyed writes FILE, the n-th FILE with ".n"
+ * before its extension (trace.json, trace.2.json, ...): a program with
+ * several schedulers keeps every trace, none overwrites another. */
 void coro__trace_write_env(coro_sched_t *s)
 {
     struct coro__trace *t = s->trace;
+    char buf[4096];
+    const char *path;
 
-    if (t && t->path) {
-        int rc = write_file(s, t->path);
-        if (rc < 0)
-            fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", t->path, coro_strerror(rc));
+    if (!t || !t->path)
+        return;
+    /* relaxed: a unique number is all it needs */
+    uint32_t n = __atomic_add_fetch(&env_writes, 1, __ATOMIC_RELAXED);
+    path = t->path;
+    if (n > 1) {
+        const char *dot = strrchr(t->path, '.');
+        const char *slash = strrchr(t->path, '/');
+        if (!dot || (slash && dot < slash) || dot == t->path || (slash && dot == slash + 1))
+            dot = t->path + strlen(t->path);        /* no extension */
+        snprintf(buf, sizeof buf, "%.*s.%u%s", (int)(dot - t->path), t->path, n, dot);
+        path = buf;
     }
+    int rc = write_file(s, path);
+    if (rc < 0)
+        fprintf(stderr, "corokit: COROKIT_TRACE=%s: %s\n", path, coro_strerror(rc));
 }
 
 void coro__trace_fini(coro_sched_t *s)
@@ -605,15 +624,16 @@ static void json_str(FILE *f, const char *p)
 
 static const char *fn_name(struct wctx *c, const void *fn)
 {
-    Dl_info di;
-
     if (fn == c->last_fn)
         return c->last_name;
     c->last_fn = fn;
-    if (fn && dladdr(fn, &di) && di.dli_sname && di.dli_saddr == fn) {
-        snprintf(c->last_name, sizeof c->last_name, "%s", di.dli_sname);
-    } else if (fn && dladdr(fn, &di) && di.dli_fname && di.dli_fbase) {
-        /* a static function: its module and offset (nm / addr2line find it) */
+    /* static bodies too (base/symbol.c reads the object's symbol table) */
+    if (fn && coro__sym_name(fn, c->last_name, sizeof c->last_name))
+        return c->last_name;
+    Dl_info di;
+    if (fn && dladdr(fn, &di) && di.dli_fname && di.dli_fbase) {
+        /* a stripped object: its module and offset (addr2line finds it
+         * with the unstripped file) */
         const char *base = strrchr(di.dli_fname, '/');
         snprintf(c->last_name, sizeof c->last_name, "%s+0x%tx", base ? base + 1 : di.dli_fname,
                  (const char *)fn - (const char *)di.dli_fbase);

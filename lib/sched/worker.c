@@ -1316,7 +1316,6 @@ static int64_t diag_begin(struct coro__worker *w, coro_t *job)
             hist_inc(w->h_io, age);
     }
     /* relaxed: read racily by coro_sched_dump, for display only */
-    __atomic_store_n(&w->cur_name, coro__job_name(job), __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
     return t0;
 }
@@ -1415,6 +1414,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
      * dereferenced there: the job's identity and body only) */
     __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_name, coro__job_name(job), __ATOMIC_RELAXED);
     if (diag)
         t0 = diag_begin(w, job);
     /* errno: the thread's as its jobs left it, whatever the library did
