@@ -32,6 +32,7 @@ command -v pkg-config >/dev/null 2>&1 || need pkgconf      # tools/check-build.s
 command -v spin >/dev/null 2>&1 || need spin                # tools/check-model.sh
 command -v python3 >/dev/null 2>&1 || need python3          # tests/test_trace.c reads the JSON
 command -v clang >/dev/null 2>&1 || need clang              # make fuzz (libFuzzer)
+command -v valgrind >/dev/null 2>&1 || need valgrind        # tools/check-valgrind.sh
 command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || need g++
 
 # extra packages named by the caller (e.g. make bench): by name, so dpkg
