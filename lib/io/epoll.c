@@ -201,6 +201,7 @@ struct coro__io {
      * token's, which idle workers and the I/O thread read */
     uint32_t npending __attribute__((aligned(CORO__CACHELINE)));   /* waiters + timers
                                                                       (coro__io_pending) */
+    uint32_t nfd;           /* fd waiters alone (coro__io_fd_waiting) */
     uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));  /* fd waiters taken by an
                                event: [0] a worker or the single-threaded driver,
                                [1] the I/O thread */
@@ -348,6 +349,15 @@ static void pending_add(struct coro__io *io, int d)
         w->poll_idle = 0;
 }
 
+/* an fd waiter set or taken: counted apart from the timers as well, for
+ * the busy workers' question (coro__io_fd_waiting) */
+static void waiters_add(struct coro__io *io, int d)
+{
+    /* relaxed: a hint, as npending */
+    __atomic_add_fetch(&io->nfd, (uint32_t)d, __ATOMIC_RELAXED);
+    pending_add(io, d);
+}
+
 /* ---- timers ---------------------------------------------------------------------------------- */
 
 /* under hlock: the timerfd never later than the heap's earliest deadline.
@@ -460,7 +470,7 @@ static inline coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
     if (!job)
         return NULL;
     e->w[dir] = NULL;
-    pending_add(io, -1);
+    waiters_add(io, -1);
     if (e->timed[dir])
         slot_untime(io, e, dir);
     return job;
@@ -559,7 +569,7 @@ int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
         rc = -EBUSY;        /* one reader and one writer per fd */
     if (rc == 0) {
         e->w[dir] = p;
-        pending_add(io, 1);
+        waiters_add(io, 1);
     }
     ent_unlock(e);
     return rc;
@@ -574,7 +584,7 @@ void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir)
     ent_lock(e);
     if (e->w[dir] == p) {
         e->w[dir] = NULL;
-        pending_add(io, -1);
+        waiters_add(io, -1);
     }
     ent_unlock(e);
 }
@@ -656,7 +666,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             e->timed[dir] = 1;
         }
         e->w[dir] = job;
-        pending_add(io, 1);
+        waiters_add(io, 1);
         ent_unlock(e);      /* from here the job is the poller's */
         return CORO__ARM_PENDING;
     }
@@ -1514,6 +1524,17 @@ bool coro__io_pending(struct coro__io *io)
            coro__lot_timers_pending(io->s);
 }
 
+bool coro__io_fd_waiting(struct coro__io *io)
+{
+    /* with no I/O thread (no workers: the single-threaded driver asks),
+     * nobody else fires the timers: they count too */
+    if (coro_sched_workers(io->s) == 0)
+        return coro__io_pending(io);
+    /* relaxed: a hint (BUSY LOOKS in sched/worker.c); a wait begun on the
+     * asking worker is its own store, seen in program order */
+    return __atomic_load_n(&io->nfd, __ATOMIC_RELAXED) != 0;
+}
+
 uint32_t coro__io_fd_waiters(struct coro__io *io)
 {
     /* npending counts fd waiters and timers: the timers are the heap's */
@@ -1653,6 +1674,7 @@ const struct coro__driver coro__io_driver = {
     .poll = coro__io_poll,
     .kick = coro__io_kick,
     .pending = coro__io_pending,
+    .fd_waiting = coro__io_fd_waiting,
     .park = coro__io_park,
     .activity = coro__io_activity,
     .poll_now = coro__io_poll_now,

@@ -233,6 +233,11 @@ CORO__HIDDEN int64_t coro__io_next_timer(struct coro__io *io);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
+/* fd_waiting: a job waits on an fd's readiness (timers not counted): what a
+ * busy worker's look is for, the timers being the timerfd's holder's
+ * (sched/worker.c BUSY LOOKS); with no workers, pending's answer (the
+ * single-threaded driver is the only one to fire timers) */
+CORO__HIDDEN bool coro__io_fd_waiting(struct coro__io *io);
 /* coro__io_park - worker idx (multi-threaded), about to sleep with its
  * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
  * other thread waits in epoll and no worker handled I/O since `activity`

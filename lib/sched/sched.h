@@ -416,6 +416,7 @@ struct coro__driver {
     int (*poll)(struct coro__io *io, int64_t timeout_ns);
     void (*kick)(struct coro__io *io);
     bool (*pending)(struct coro__io *io);
+    bool (*fd_waiting)(struct coro__io *io);   /* fd waiters alone, no timers */
     int (*park)(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
                 uint32_t activity, void (*awake)(void *), void *arg);
     uint32_t (*activity)(struct coro__io *io);

@@ -1648,9 +1648,14 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
  * passed since a yield last looked.  A step count costs no clock reading
  * on the path of every step (a decrement and a flag's test); a yield pays
- * one only while something waits on I/O or a timer, and a yield that
- * found nothing waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields
- * even that question (a wait this worker begins asks it again at once).  When that look woke jobs and the yielder is kept aside
+ * one only while a job waits on an fd, and a yield that found none
+ * waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields even that
+ * question (a wait this worker begins asks it again at once).  Timers
+ * alone make no look: the timerfd's holder fires them (the I/O thread,
+ * while every worker is busy), and what they wake reaches a busy worker
+ * as the I/O thread's other wake-ups do (DEFERRED YIELDS); a look for
+ * them would only move the firing to a busy worker, and cost each look's
+ * token hand-over.  When that look woke jobs and the yielder is kept aside
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
@@ -1681,7 +1686,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
          * ends that at once: lib/io/epoll.c pending_add): a job that
          * yields in a tight loop with nothing to look for pays neither the
          * question nor a clock read at each yield */
-        if (!s->drv->pending(s->io)) {
+        if (!s->drv->fd_waiting(s->io)) {
             w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
         }
@@ -1689,7 +1694,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
             return false;
         w->poll_t = now;
-    } else if (!s->drv->pending(s->io)) {
+    } else if (!s->drv->fd_waiting(s->io)) {
         w->poll_steps = CORO__IO_POLL_STEPS;
         return false;
     }
