@@ -1530,21 +1530,17 @@ bool coro__io_fd_waiting(struct coro__io *io)
      * nobody else fires the timers: they count too */
     if (coro_sched_workers(io->s) == 0)
         return coro__io_pending(io);
-    /* relaxed: a hint (BUSY LOOKS in sched/worker.c); a wait begun on the
-     * asking worker is its own store, seen in program order */
-    return __atomic_load_n(&io->nfd, __ATOMIC_RELAXED) != 0;
+    /* a hint (BUSY LOOKS in sched/worker.c); a wait begun on the asking
+     * worker is its own store, seen in program order */
+    return coro__io_fd_waiters(io) != 0;
 }
 
 uint32_t coro__io_fd_waiters(struct coro__io *io)
 {
-    /* npending counts fd waiters and timers: the timers are the heap's */
-    pthread_mutex_lock(&io->hlock);
-    /* relaxed: a count read under hlock, for the driver's "anything
-     * outside waiting" question; the waiters themselves are under their
-     * fd entries' locks */
-    uint32_t n = __atomic_load_n(&io->npending, __ATOMIC_RELAXED) - io->heap.n;
-    pthread_mutex_unlock(&io->hlock);
-    return n;
+    /* relaxed: a count, for the virtual driver's "anything outside
+     * waiting" question; the waiters themselves are under their fd
+     * entries' locks */
+    return __atomic_load_n(&io->nfd, __ATOMIC_RELAXED);
 }
 
 int64_t coro__io_next_timer(struct coro__io *io)
