@@ -61,7 +61,9 @@ int main(void)
     }
     /* [spawn] */
     for (int i = 0; i < 8; i++) {
-        coro_join(&jobs[i].co);
+        intptr_t r;
+        if (coro_join(&jobs[i].co, &r) != 0)
+            return 1;
         printf("job %d: started on CPU %d (mask {%d}), continued on CPU %d (mask {%d})\n", i,
                jobs[i].first, cpus[0], jobs[i].later, cpus[1]);
         bad += jobs[i].first != cpus[0] || jobs[i].later != cpus[1];

@@ -75,12 +75,13 @@ int main(void)
     }
     int bad = 0;
     for (int i = 0; i < N; i++) {
-        coro_join(&l[i].co);
-        bad += l[i].value != 2 * i;
+        intptr_t r;
+        bad += coro_join(&l[i].co, &r) != 0 || l[i].value != 2 * i;
     }
     int64_t took = coro_now() - t0;
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
-    coro_join(&t.co);
+    intptr_t r;
+    coro_join(&t.co, &r);
     coro_sched_destroy(s);
     printf("%d blocking calls of 100 ms on 2 workers: %.0f ms in all (serially: 6400 ms)\n", N,
            took / 1e6);

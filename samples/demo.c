@@ -251,10 +251,11 @@ static int trace_demo(const char *path, int cpu)
         }
         coro_spawn(s, &w[i].co, worky, &o);
     }
+    intptr_t res;
     for (int i = 0; i < NJ - 1; i++)
-        coro_join(&w[i].co);
+        coro_join(&w[i].co, &res);
     coro_event_set(&ev);
-    coro_join(&w[NJ - 1].co);
+    coro_join(&w[NJ - 1].co, &res);
     rc = path ? coro_sched_trace_write(s, path) : 0;
     coro_sched_destroy(s);
     coro_event_destroy(&ev);
@@ -295,7 +296,8 @@ int main(int argc, char **argv)
     }
     int inside = 0, per_cpu[2] = { 0, 0 };
     for (int i = 0; i < N; i++) {
-        inside += coro_join(&ws[i].co) == 1;
+        intptr_t r = 0;
+        inside += coro_join(&ws[i].co, &r) == 0 && r == 1;
         per_cpu[i % 2] += ws[i].cpu == cpus[i % 2];
     }
     printf("2. %d jobs masked to CPU %d or CPU %d: %d ran inside their mask "
@@ -340,7 +342,8 @@ int main(int argc, char **argv)
     /* ---- 4. fork-join ---- */
     struct fib root = { .n = 22 };
     t0 = now_ms();
-    intptr_t r = coro_block_on(s, &root.co, fib, NULL);
+    intptr_t r = 0;
+    coro_block_on(s, &root.co, fib, NULL, &r);
     printf("4. fib(22) = %ld by spawning %d jobs, %.1f ms\n", (long)r, 57313, now_ms() - t0);
     ok &= r == 17711;
 
@@ -355,9 +358,11 @@ int main(int argc, char **argv)
     t0 = now_ms();
     coro_spawn(s, &pong.co, bouncer, NULL);
     coro_spawn(s, &ping.co, bouncer, NULL);
-    intptr_t r1 = coro_join(&ping.co), r2 = coro_join(&pong.co);
+    intptr_t r1 = -1, r2 = -1, rn;
+    coro_join(&ping.co, &r1);
+    coro_join(&pong.co, &r2);
     double bounce = now_ms() - t0;
-    coro_join(&nap.co);
+    coro_join(&nap.co, &rn);
     close(sv[0]);
     close(sv[1]);
     printf("5. I/O: a 20 ms coro_sleep took %.2f ms; 1,000 socketpair round trips "
@@ -381,10 +386,12 @@ int main(int argc, char **argv)
     coro_spawn(s, &sleeper, long_sleep, NULL);
     t0 = now_ms();
     coro_cancel(&sleeper);
-    intptr_t rc_cancel = coro_join(&sleeper);
+    intptr_t rc_cancel = 0;
+    coro_join(&sleeper, &rc_cancel);      /* the job returns what its sleep gave */
     double cancel_ms = now_ms() - t0;
     t0 = now_ms();
-    intptr_t rc_block = coro_block_on(s, &blocker, blocking_job, NULL);
+    intptr_t rc_block = 0;
+    coro_block_on(s, &blocker, blocking_job, NULL, &rc_block);
     printf("6. %d fire-and-forget jobs in pool frames: %.1f ms; a 10 s sleep cancelled: %s "
            "after %.2f ms; a 20 ms blocking call on the pool: %ld after %.1f ms\n",
            ff_spawned, ff_ms, coro_err_name((int)rc_cancel), cancel_ms, (long)rc_block,

@@ -84,7 +84,8 @@ int main(void)
     /* a plain thread may wait on the same wait group (it may find the
      * count still 0 if the coordinator has not added yet: join decides) */
     coro_waitgroup_wait_blocking(&c.wg, CORO_FOREVER);
-    if ((rc = (int)coro_join(&c.co)) != 0) {
+    intptr_t r = 0;
+    if ((rc = coro_join(&c.co, &r)) != 0 || (rc = (int)r) != 0) {
         fprintf(stderr, "coordinator: %s\n", coro_strerror(rc));
         return 1;
     }

@@ -225,14 +225,16 @@ int main(void)
     rep.group = &fetches;
     coro_spawn(s, &rep.co, reporter_fn, NULL);
 
-    intptr_t ok = coro_join(&rep.co);
+    intptr_t ok = 0;
+    coro_join(&rep.co, &ok);
     int64_t took = coro_now() - (deadline - 2000 * MS);
     printf("%ld of %d fetched; the rest given up after the first failure; %lld ms\n",
            (long)ok, NFETCH, (long long)(took / MS));
 
     /* the server: stop accepting, end the handlers still sleeping */
     coro_cancel(&sv.co);
-    coro_join(&sv.co);
+    intptr_t r;
+    coro_join(&sv.co, &r);
     coro_group_cancel(&handlers);
     coro_group_wait_blocking(&handlers, CORO_FOREVER);
     coro_close(s, sv.lfd);

@@ -65,7 +65,8 @@ int main(void)
     }
     coro_spawn(s, &g.co, squares, NULL);
     coro_spawn(s, &p.co, printer, NULL);
-    intptr_t sum = coro_join(&p.co);    /* runs both jobs on this thread */
+    intptr_t sum = 0;
+    coro_join(&p.co, &sum);     /* runs both jobs on this thread */
     printf("sum of the first %d squares: %ld\n", g.n, (long)sum);
     coro_sched_destroy(s);
     return sum == 385 ? 0 : 1;

@@ -187,7 +187,8 @@ static void serve_until_signal(coro_sched_t *s)
     waiter = (struct stopper){ .quit = &quit };
     coro_spawn(s, &sig[0].co, stopper_body, NULL);
     coro_spawn(s, &sig[1].co, stopper_body, NULL);
-    (void)coro_block_on(s, &waiter.co, stopper_body, NULL);
+    intptr_t r;
+    (void)coro_block_on(s, &waiter.co, stopper_body, NULL, &r);
 }
 /* [/stop-on-signal] */
 
@@ -252,9 +253,11 @@ static int self_test(void)
         if (coro_spawn(s, &cl[i].co, client_body, NULL) < 0)
             bad++;
     }
-    for (int i = 0; i < N; i++)
-        if (coro_join(&cl[i].co) != 0)
+    for (int i = 0; i < N; i++) {
+        intptr_t r;
+        if (coro_join(&cl[i].co, &r) != 0 || r != 0)
             bad++;
+    }
     coro_sched_shutdown(s, CORO_CANCEL);
     coro_sched_destroy(s);
     close(lfd);

@@ -47,7 +47,8 @@ int main(void)
     }
     chain[0].depth = DEPTH;
     chain[0].below = &chain[1];
-    intptr_t r = coro_block_on(s, &chain[0].co, descend, NULL);
+    intptr_t r = 0;
+    coro_block_on(s, &chain[0].co, descend, NULL, &r);
     printf("a chain of %d nested calls returned %ld\n", DEPTH + 1, (long)r);
     coro_sched_destroy(s);
     free(chain);

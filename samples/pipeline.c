@@ -111,11 +111,13 @@ int main(void)
     }
     /* [pipeline-pinning] */
 
-    for (int k = 0; k < 3; k++)
-        if ((rc = (int)coro_join(&st[k]->co)) != 0) {
+    for (int k = 0; k < 3; k++) {
+        intptr_t r = 0;
+        if ((rc = coro_join(&st[k]->co, &r)) != 0 || (rc = (int)r) != 0) {
             fprintf(stderr, "stage %d: %s\n", k, coro_strerror(rc));
             return 1;
         }
+    }
     long long want = (long long)N * (N + 1) * (2LL * N + 1) / 6;
     printf("pipeline: sum of squares 1..%d = %lld on CPUs %d, %d, %d\n", N, sink.sum, cpus[0],
            cpus[1], cpus[2]);

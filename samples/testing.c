@@ -91,7 +91,8 @@ static void test_retry(void)
     struct retry r = { 0 };
     int64_t t0 = coro_sched_now(s);
     service_up_at = t0 + 100 * SEC;
-    coro_block_on(s, &r.co, retry_body, NULL);
+    intptr_t res;
+    coro_block_on(s, &r.co, retry_body, NULL, &res);
     /* tries at +0, 1, 3, 7, 15, 31, 63 and 127 s: the eighth succeeds */
     CHECK(r.attempts == 8, "retry: %d attempts", r.attempts);
     CHECK(r.done_at == t0 + 127 * SEC, "retry: done at +%" PRId64 " ns", r.done_at - t0);
@@ -143,8 +144,9 @@ static intptr_t race(int64_t after)
     struct requester q = { .reply = &ev };
     coro_event_init(&ev);
     coro_spawn(s, &p.co, replier_body, NULL);
-    coro_block_on(s, &q.co, requester_body, NULL);
-    coro_join(&p.co);
+    intptr_t res;
+    coro_block_on(s, &q.co, requester_body, NULL, &res);
+    coro_join(&p.co, &res);
     coro_sched_destroy(s);
     coro_event_destroy(&ev);
     return q.rc;

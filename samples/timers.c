@@ -56,7 +56,8 @@ int main(int argc, char **argv)
         coro_spawn(s, &t[i].co, sleeper_body, NULL);
     }
     for (int i = 0; i < n; i++) {
-        if (coro_join(&t[i].co) != 0)
+        intptr_t r;
+        if (coro_join(&t[i].co, &r) != 0 || r != 0)
             failed++;
         late[i] = t[i].late;
         if (t[i].late < 0)

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -94,7 +95,7 @@ Test(await_ctor, sync_and_io_constructors_try_at_once_and_the_rest_wait_for_the_
         cr_assert_eq(pipe2(d->p, O_NONBLOCK), 0);
         cr_assert_eq(write(d->p[1], "abc", 3), 3);
         ran = 0;
-        cr_assert_eq(coro_block_on(s, &d->co, drop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &d->co, drop_body, NULL), 0);
         cr_assert_eq(d->len_after_recv, 0, "the dropped receive took the item");
         cr_assert_eq(d->item, d);
         cr_assert_eq(d->sem_after, 0, "the dropped acquire took the unit");
@@ -129,7 +130,7 @@ static int zero_body(coro_t *co)
 static intptr_t zero(coro_sched_t *s, int fd, int write, int all)
 {
     struct zjob j = { .fd = fd, .write = write, .all = all, .r = 99 };
-    cr_assert_eq(coro_block_on(s, &j.co, zero_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, zero_body, NULL), 0);
     return j.r;
 }
 

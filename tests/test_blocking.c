@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,7 +27,7 @@ static coro_sched_t *mk(int workers, uint32_t threads, uint32_t keepalive_ms)
     coro_sched_t *s;
     c.workers = workers;
     c.blocking_threads = threads;
-    c.blocking_keepalive_ms = keepalive_ms;
+    c.blocking_keepalive_ns = (int64_t)keepalive_ms * 1000000;
     cr_assert_eq(coro_sched_create(&s, &c), 0);
     return s;
 }
@@ -75,7 +76,7 @@ Test(blocking, results_of_many_concurrent_calls_are_each_delivered_once, .timeou
             cr_assert_eq(coro_spawn(s, &c[i].co, call_body, NULL), 0);
         }
         for (int i = 0; i < N; i++) {
-            coro_join(&c[i].co);
+            join_r(&c[i].co);
             cr_assert_eq(c[i].out, 2 * (i + 1), "workers %d call %d", w, i);
             cr_assert_eq(c[i].ran, 1);
         }
@@ -105,7 +106,7 @@ Test(blocking, a_null_function_is_einval, .timeout = 10)
 {
     coro_sched_t *s = mk(1, 0, 0);
     struct nulljob j = { .r = 1 };
-    cr_assert_eq(coro_block_on(s, &j.co, null_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, null_body, NULL), 0);
     cr_assert_eq(j.r, -EINVAL);
     coro_sched_destroy(s);
 }
@@ -147,12 +148,12 @@ Test(blocking, no_thread_can_be_started_and_none_exists_gives_eagain_and_fn_neve
         struct markjob j = { .r = 1 };
         ran_anyway = 0;
         coro__blocking_spawn_hook = failing_create;
-        cr_assert_eq(coro_block_on(s, &j.co, mark_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, mark_body, NULL), 0);
         coro__blocking_spawn_hook = pthread_create;
         cr_assert_eq(j.r, -EAGAIN);
         cr_assert_eq(ran_anyway, 0);
         /* and the pool works again once threads can start */
-        cr_assert_eq(coro_block_on(s, &j.co, mark_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, mark_body, NULL), 0);
         cr_assert_eq(j.r, 7);
         coro_sched_destroy(s);
     }
@@ -167,7 +168,7 @@ Test(blocking, idle_pool_threads_retire_after_the_keepalive, .timeout = 30)
     uint32_t th;
     uint64_t started, retired;
 
-    cr_assert_eq(coro_block_on(s, &j.co, mark_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, mark_body, NULL), 0);
     cr_assert_eq(j.r, 7);
     coro__blocking_counts(s, &th, &started, &retired);
     cr_assert_geq(started, 1);
@@ -183,7 +184,7 @@ Test(blocking, idle_pool_threads_retire_after_the_keepalive, .timeout = 30)
     }
     cr_assert_eq(retired, first);
     /* a later call starts a thread again */
-    cr_assert_eq(coro_block_on(s, &j.co, mark_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, mark_body, NULL), 0);
     cr_assert_eq(j.r, 7);
     coro__blocking_counts(s, &th, &started, &retired);
     cr_assert_gt(started, first);
@@ -316,12 +317,12 @@ Test(blocking, sixty_four_blocking_sleeps_run_side_by_side_and_the_workers_keep_
     for (int i = 0; i < N; i++)
         cr_assert_eq(coro_spawn(s, &sl[i].co, sleeper_body, NULL), 0);
     for (int i = 0; i < N; i++) {
-        coro_join(&sl[i].co);
+        join_r(&sl[i].co);
         cr_assert_eq(sl[i].r, 0);
     }
     int64_t took = now_ns() - t0;
     __atomic_store_n(&tk.stop, 1, __ATOMIC_RELEASE);
-    coro_join(&tk.co);
+    join_r(&tk.co);
     /* serially: 6.4 s; a generous bound for a loaded machine */
     cr_assert_lt(took, 3000000000LL, "64 x 100 ms took %lld ms", (long long)(took / 1000000));
     cr_assert_gt(tk.ticks, 0, "the ticker ran while the calls blocked");
@@ -346,13 +347,13 @@ Test(blocking, coro_cancel_withdraws_a_queued_call_and_fn_never_runs, .timeout =
         while (!coro__blocking_queued(s))   /* its call is queued behind */
             sched_yield();
         cr_assert_eq(coro_cancel(&second.co), 0);
-        cr_assert_eq(coro_join(&second.co), 0);
+        cr_assert_eq(join_r(&second.co), 0);
         cr_assert_eq(second.r, -ECANCELED);
         pthread_mutex_lock(&gate_lock);
         gate_open = 1;
         pthread_cond_broadcast(&gate_cond);
         pthread_mutex_unlock(&gate_lock);
-        cr_assert_eq(coro_join(&first.co), 0);
+        cr_assert_eq(join_r(&first.co), 0);
         cr_assert_eq(first.r, 5);
         cr_assert_eq(gate_in, 1, "fn never ran for the cancelled call");
         coro_sched_destroy(s);
@@ -371,7 +372,7 @@ Test(blocking, a_burst_of_calls_starts_one_thread_on_a_worker_and_the_rest_on_po
     for (int i = 0; i < N; i++)
         cr_assert_eq(coro_spawn(s, &sl[i].co, sleeper_body, NULL), 0);
     for (int i = 0; i < N; i++) {
-        coro_join(&sl[i].co);
+        join_r(&sl[i].co);
         cr_assert_eq(sl[i].r, 0);
     }
     uint32_t th;
@@ -428,7 +429,7 @@ Test(blocking, a_started_call_keeps_its_result_after_coro_cancel_and_the_next_aw
     gate_wait_in(1);                    /* fn has started */
     cr_assert_eq(coro_cancel(&j.co), 0);
     gate_release();
-    coro_join(&j.co);
+    join_r(&j.co);
     cr_assert_eq(j.r, 5, "the started call's own result");
     cr_assert_eq(j.next, -ECANCELED);
     cr_assert_eq(ran_anyway, 0);
@@ -449,7 +450,7 @@ Test(blocking, a_started_call_keeps_its_result_past_the_deadline_and_the_next_aw
     while (coro_now() <= dl)            /* past the deadline (not an ordering sleep) */
         usleep(1000);
     gate_release();
-    coro_join(&j.co);
+    join_r(&j.co);
     cr_assert_eq(j.r, 5);
     cr_assert_eq(j.next, -ETIMEDOUT);
     cr_assert_eq(ran_anyway, 0);
@@ -474,8 +475,8 @@ Test(blocking, a_queued_call_whose_deadline_passes_never_starts_and_ends_etimedo
     while (coro_now() <= dl)
         usleep(1000);
     gate_release();
-    coro_join(&first.co);
-    coro_join(&second.co);
+    join_r(&first.co);
+    join_r(&second.co);
     cr_assert_eq(first.r, 5);
     cr_assert_eq(second.r, -ETIMEDOUT);
     cr_assert_eq(ran_anyway, 0, "fn never ran for the late call");
@@ -543,12 +544,12 @@ Test(blocking, a_regular_file_read_waits_on_the_pool_while_its_worker_runs_other
         while (!coro__blocking_queued(s))   /* the read is on the pool's queue */
             sched_yield();
         /* the workers are free: another job runs to its end meanwhile */
-        cr_assert_eq(coro_block_on(s, &q.co, quick_body, NULL), 42);
+        cr_assert_eq(block_on_r(s, &q.co, quick_body, NULL), 42);
         cr_assert_eq(__atomic_load_n(&f.co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK,
                      CORO__S_SUSPENDED, "the read has not completed");
         gate_release();
-        coro_join(&g.co);
-        coro_join(&f.co);
+        join_r(&g.co);
+        join_r(&f.co);
         cr_assert_eq(f.r[0], 11);
         cr_assert(memcmp(f.buf, "hello, file", 11) == 0);
         close(f.fd);
@@ -581,7 +582,7 @@ Test(blocking, a_regular_file_written_then_read_back_gives_the_bytes_and_then_eo
         struct fio f = { .fd = tmp_file(NULL), .out = "corokit files" };
         uint32_t th;
         uint64_t started, retired;
-        cr_assert_eq(coro_block_on(s, &f.co, frw_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &f.co, frw_body, NULL), 0);
         cr_assert_eq(f.r[0], 6, "workers %d", w);
         cr_assert_eq(f.r[1], 0, "write_all: 0 when all is written");
         cr_assert_eq(f.r[2], 13);
@@ -604,13 +605,13 @@ Test(blocking, a_file_read_through_a_write_only_fd_is_ebadf_as_read_2_says, .tim
     unlink(path);
     close(fd0);
     cr_assert_geq(f.fd, 0);
-    cr_assert_eq(coro_block_on(s, &f.co, fread_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &f.co, fread_body, NULL), 0);
     cr_assert_eq(f.r[0], -EBADF);
     close(f.fd);
     /* and a closed fd number */
     f.fd = 1000;
     cr_assert_eq(fcntl(1000, F_GETFD), -1);
-    cr_assert_eq(coro_block_on(s, &f.co, fread_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &f.co, fread_body, NULL), 0);
     cr_assert_eq(f.r[0], -EBADF);
     coro_sched_destroy(s);
 }
@@ -628,11 +629,11 @@ Test(blocking, a_file_read_cancelled_before_it_started_is_ecanceled_and_consumes
     while (!coro__blocking_queued(s))
         sched_yield();
     cr_assert_eq(coro_cancel(&f.co), 0);
-    coro_join(&f.co);
+    join_r(&f.co);
     cr_assert_eq(f.r[0], -ECANCELED);
     cr_assert_eq(lseek(f.fd, 0, SEEK_CUR), 0, "no byte was read");
     gate_release();
-    coro_join(&g.co);
+    join_r(&g.co);
     close(f.fd);
     coro_sched_destroy(s);
 }
@@ -645,7 +646,7 @@ Test(blocking, a_pipe_read_does_not_go_through_the_pool, .timeout = 30)
     cr_assert_eq(pipe(p), 0);
     cr_assert_eq(write(p[1], "x", 1), 1);
     struct fio f = { .fd = p[0] };
-    cr_assert_eq(coro_block_on(s, &f.co, fread_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &f.co, fread_body, NULL), 0);
     cr_assert_eq(f.r[0], 1);
     uint32_t th;
     uint64_t started, retired;

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -74,7 +75,7 @@ static void burst(int workers, uint32_t threads, int n, uint64_t bits, bool afte
         cr_assert_eq(coro_spawn(s, &c[i].co, call_body, NULL), 0);
     for (int i = 0; i < n; i++) {
         intptr_t r;
-        int rc = coro_join_timeout(&c[i].co, 10 * 1000000000LL, &r);
+        int rc = coro_join_timeout(&c[i].co, &r, 10 * 1000000000LL);
         cr_assert_eq(rc, 0, "workers %d threads %u bits %#llx%s: call %d never ended", workers,
                      threads, (unsigned long long)bits, after ? "+" : "", i);
         if (c[i].r == 42)
@@ -143,8 +144,8 @@ Test(blocking_fail, a_call_queued_behind_a_start_that_fails_gets_eagain_not_a_ha
         sched_yield();
     /* a's worker is inside the start: b arms on the other worker */
     cr_assert_eq(coro_spawn(race_s, &b.co, call_body, NULL), 0);
-    cr_assert_eq(coro_join_timeout(&a.co, 20 * 1000000000LL, &r), 0);
-    cr_assert_eq(coro_join_timeout(&b.co, 20 * 1000000000LL, &r), 0, "the queued call hung");
+    cr_assert_eq(coro_join_timeout(&a.co, &r, 20 * 1000000000LL), 0);
+    cr_assert_eq(coro_join_timeout(&b.co, &r, 20 * 1000000000LL), 0, "the queued call hung");
     cr_assert_eq(a.r, -EAGAIN);
     cr_assert_eq(b.r, -EAGAIN);
     cr_assert_eq(a.ran + b.ran, 0);
@@ -182,12 +183,12 @@ Test(blocking_fail, a_pool_thread_that_shuts_down_or_destroys_its_scheduler_gets
     for (size_t wi = 0; wi < 3; wi++) {
         struct selfend j = { .r = 1 };
         j.s = mk_pool(workers[wi], 2);
-        cr_assert_eq(coro_block_on(j.s, &j.co, selfend_body, NULL), 0);
+        cr_assert_eq(block_on_r(j.s, &j.co, selfend_body, NULL), 0);
         cr_assert_eq(j.r, 9);
         for (int i = 0; i < 4; i++)
             cr_assert_eq(j.rc[i], -EDEADLK, "workers %d call %d: %d", workers[wi], i, j.rc[i]);
         /* and s is whole: it still runs jobs, then shuts down */
-        cr_assert_eq(coro_block_on(j.s, &j.co, selfend_body, NULL), 0);
+        cr_assert_eq(block_on_r(j.s, &j.co, selfend_body, NULL), 0);
         cr_assert_eq(coro_sched_destroy(j.s), 0);
     }
 }

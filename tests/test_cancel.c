@@ -14,6 +14,7 @@
  * Also here: a second coro_child waiter of one pid gets -ESRCH. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -120,7 +121,7 @@ static int open_fds(void)
 
 static void *join_thread(void *arg)
 {
-    coro_join(arg);
+    join_r(arg);
     return NULL;
 }
 
@@ -185,7 +186,7 @@ static void cancel_round(int workers, enum op op, int r, const char *name)
         break;
     }
     case OP_DONE:
-        cr_assert_eq(coro_block_on(s, &target, ret42_body, NULL), 42);
+        cr_assert_eq(block_on_r(s, &target, ret42_body, NULL), 42);
         j->target = &target;
         total_units = 42L * NOPS;
         break;
@@ -201,7 +202,7 @@ static void cancel_round(int workers, enum op op, int r, const char *name)
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
     if (workers == 0)
         pthread_join(th, NULL);
-    cr_assert_eq(coro_join(&j->co), 0);
+    cr_assert_eq(join_r(&j->co), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
     cr_assert_eq(j->other, 0, "%s r=%d: unexpected result %s", name, r, coro_err_name(j->other));
 
@@ -363,7 +364,7 @@ Test(io, a_second_coro_child_waiter_of_one_pid_gets_esrch, .timeout = 60)
              * suspended in coro_child before the closer lets the child exit */
             struct closer cl = { .fd = go[1] };
             cr_assert_eq(coro_spawn(s, &cl.co, closer_body, NULL), 0);
-            coro_join(&cl.co);
+            join_r(&cl.co);
         } else {
             /* the second waiter's pidfd is armed once the I/O thread has
              * both registrations: wait until both jobs wait (stats) */
@@ -380,8 +381,8 @@ Test(io, a_second_coro_child_waiter_of_one_pid_gets_esrch, .timeout = 60)
              * constructor: the assertion holds either way */
             close(go[1]);   /* the child exits */
         }
-        coro_join(&a.co);
-        coro_join(&b.co);
+        join_r(&a.co);
+        join_r(&b.co);
         intptr_t ok = a.res >= 0 ? a.res : b.res, other = a.res >= 0 ? b.res : a.res;
         cr_assert(WIFEXITED((int)ok) && WEXITSTATUS((int)ok) == 7, "%d workers: %s / %s",
                   wk[k], coro_err_name((int)a.res), coro_err_name((int)b.res));

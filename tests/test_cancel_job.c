@@ -9,7 +9,7 @@
  * drives through coro_join), 1, 2 and 4 workers. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
+#include "join_r.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -309,7 +309,7 @@ Test(cancel_job, a_job_can_cancel_another, .timeout = 60)
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
         join_start(&j, &w.co);
         wait_suspended(&w.co);
-        cr_assert_eq(coro_block_on(s, &c.co, canceller_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &c.co, canceller_body, NULL), 0);
         cr_assert_eq(c.rc, 0);
         cr_assert_eq(join_end(&j), 31);
         cr_assert_eq(w.first, -ECANCELED);
@@ -327,14 +327,14 @@ Test(cancel_job, a_cancel_before_the_first_run_ends_every_await, .timeout = 60)
         cr_assert_eq(coro_event_init(&ev), 0);
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
         cr_assert_eq(coro_cancel(&w.co), 0);
-        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(join_r(&w.co), 31);
         cr_assert_eq(w.first, -ECANCELED);
         cr_assert_eq(w.later, -ECANCELED);
         /* spawned again, the frame is not cancelled any more */
         w.first = w.later = 0;
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
         cr_assert_geq(coro_event_set(&ev), 0);   /* 0 or 1: the job may wait already */
-        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(join_r(&w.co), 31);
         cr_assert_eq(w.first, 0);
         cr_assert_eq(w.later, 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -354,7 +354,7 @@ Test(cancel_job, an_await_that_completes_at_once_keeps_its_result, .timeout = 60
         cr_assert_eq(coro_event_set(&ev), 0);
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, NULL), 0);
         cr_assert_eq(coro_cancel(&w.co), 0);
-        cr_assert_eq(coro_join(&w.co), 31);
+        cr_assert_eq(join_r(&w.co), 31);
         cr_assert_eq(w.first, 0);
         cr_assert_eq(w.later, 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -438,7 +438,7 @@ Test(deadline, a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .time
             int64_t t0 = coro_now();
             coro_spawn_opts_t o = { .deadline = t0 + 50000000 };
             cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
-            cr_assert_eq(coro_join(&w.co), 44);
+            cr_assert_eq(join_r(&w.co), 44);
             if (kind == D_CALL) {
                 cr_assert_eq(w.first, 9);
                 cr_assert_eq(dkids[D_CALL].r1, -ETIMEDOUT);
@@ -475,19 +475,19 @@ Test(deadline, an_earlier_own_timeout_wins_and_completed_awaits_keep_their_resul
         /* own timeout 10 s > deadline: the deadline ends it */
         coro_spawn_opts_t o = { .deadline = coro_now() + 20000000 };
         cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
-        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(join_r(&w.co), 44);
         cr_assert_eq(w.first, -ETIMEDOUT);
         /* a deadline already past, the event set: the wait completes at once */
         cr_assert_eq(coro_event_set(&ev), 0);
         w.kind = D_EVENT;
         o.deadline = 1;
         cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
-        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(join_r(&w.co), 44);
         cr_assert_eq(w.first, 0);
         cr_assert_eq(w.later, -ETIMEDOUT);
         /* no deadline any more */
         cr_assert_eq(coro_spawn(s, &w.co, dl_body, NULL), 0);
-        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(join_r(&w.co), 44);
         cr_assert_eq(w.first, 0);
         cr_assert_eq(w.later, 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -507,25 +507,26 @@ Test(deadline, bad_spawn_options_give_einval, .timeout = 10)
 static int gate_fail;
 static long gate_live;
 
-static void *gate_malloc(size_t n)
+static void *gate_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (__atomic_load_n(&gate_fail, __ATOMIC_ACQUIRE))
         return NULL;
     __atomic_add_fetch(&gate_live, 1, __ATOMIC_RELAXED);
     return malloc(n);
 }
 
-static void gate_free(void *p, size_t n, bool defer)
+static void gate_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     __atomic_sub_fetch(&gate_live, 1, __ATOMIC_RELAXED);
     free(p);
 }
 
 Test(deadline, a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothing, .timeout = 30)
 {
-    struct ck_malloc gate = { .malloc = gate_malloc, .free = gate_free };
+    coro_alloc_t gate = { .alloc = gate_malloc, .free = gate_free };
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
         coro_sched_t *s;
@@ -544,7 +545,7 @@ Test(deadline, a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothi
         __atomic_store_n(&gate_fail, 0, __ATOMIC_RELEASE);
         cr_assert_eq(coro_cancel(&w.co), -EINVAL, "the frame never started");
         cr_assert_eq(coro_spawn(s, &w.co, dl_body, &o), 0);
-        cr_assert_eq(coro_join(&w.co), 44);
+        cr_assert_eq(join_r(&w.co), 44);
         cr_assert_eq(w.first, 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         cr_assert_eq(gate_live, 0, "%ld blocks leaked", gate_live);
@@ -575,15 +576,15 @@ Test(join_timeout, returns_a_jobs_own_negative_result_as_a_result, .timeout = 60
         cr_assert_eq(coro_event_init(&ev), 0);
         cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
         int64_t t0 = coro_now();
-        cr_assert_eq(coro_join_timeout(&n.co, 30000000, &r), -ETIMEDOUT);
+        cr_assert_eq(coro_join_timeout(&n.co, &r, 30000000), -ETIMEDOUT);
         cr_assert_geq(coro_now() - t0, 30000000);
         cr_assert_eq(r, 12345, "untouched on timeout");
-        cr_assert_eq(coro_join_timeout(&n.co, 0, &r), -ETIMEDOUT);
+        cr_assert_eq(coro_join_timeout(&n.co, &r, 0), -ETIMEDOUT);
         cr_assert_geq(coro_event_set(&ev), 0);
-        cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+        cr_assert_eq(coro_join_timeout(&n.co, &r, CORO_FOREVER), 0);
         cr_assert_eq(r, -ETIMEDOUT, "the job's own result");
         r = 0;
-        cr_assert_eq(coro_join_timeout(&n.co, 0, &r), 0, "a finished job at once");
+        cr_assert_eq(coro_join_timeout(&n.co, &r, 0), 0, "a finished job at once");
         cr_assert_eq(r, -ETIMEDOUT);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
@@ -597,7 +598,7 @@ static int jt_in_job_body(coro_t *co)
     struct jt_in_job *j = CORO_SELF(co, struct jt_in_job);
     intptr_t r;
     CORO_BEGIN(co);
-    j->rc = coro_join_timeout(j->other, 1000, &r);
+    j->rc = coro_join_timeout(j->other, &r, 1000);
     CORO_END(co);
 }
 
@@ -611,16 +612,16 @@ Test(join_timeout, error_paths, .timeout = 30)
     struct neg n = { .ev = &ev };
     memset(&idle, 0, sizeof idle);
     cr_assert_eq(coro_event_init(&ev), 0);
-    cr_assert_eq(coro_join_timeout(NULL, 0, &r), -EINVAL);
-    cr_assert_eq(coro_join_timeout(&idle, 0, &r), -EINVAL);
+    cr_assert_eq(coro_join_timeout(NULL, &r, 0), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&idle, &r, 0), -EINVAL);
     cr_assert_eq(coro_spawn(s, &n.co, neg_body, NULL), 0);
-    cr_assert_eq(coro_join_timeout(&n.co, 0, NULL), -EINVAL);
-    cr_assert_eq(coro_join_timeout(&n.co, -2, &r), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&n.co, NULL, 0), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&n.co, &r, -2), -EINVAL);
     j.other = &n.co;
-    cr_assert_eq(coro_block_on(s, &j.co, jt_in_job_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, jt_in_job_body, NULL), 0);
     cr_assert_eq(j.rc, -EDEADLK);
     coro_event_set(&ev);
-    cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+    cr_assert_eq(coro_join_timeout(&n.co, &r, CORO_FOREVER), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
     coro_event_destroy(&ev);
 }
@@ -637,9 +638,9 @@ static int dto_body(coro_t *co)
     struct dto *d = CORO_SELF(co, struct dto);
     CORO_BEGIN(co);
     d->res1 = 777;
-    CORO_AWAIT(co, coro_done_timeout(d->target, d->timeout, &d->res1));
+    CORO_AWAIT(co, coro_done_timeout(d->target, &d->res1, d->timeout));
     d->r1 = CORO_RESULT(co);
-    CORO_AWAIT(co, coro_done_timeout(d->target, CORO_FOREVER, &d->res2));
+    CORO_AWAIT(co, coro_done_timeout(d->target, &d->res2, CORO_FOREVER));
     d->r2 = CORO_RESULT(co);
     CORO_END(co);
 }
@@ -669,7 +670,7 @@ Test(done_timeout, times_out_then_returns_the_jobs_own_result_apart, .timeout = 
         cr_assert_eq(d.res2, -ETIMEDOUT, "the job's own result, apart");
         /* a finished job: at once */
         d.timeout = 0;
-        cr_assert_eq(coro_block_on(s, &d.co, dto_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &d.co, dto_body, NULL), 0);
         cr_assert_eq(d.r1, 0);
         cr_assert_eq(d.res1, -ETIMEDOUT);
         cr_assert_eq(coro__lot_timers_count(s), 0);
@@ -698,7 +699,7 @@ Test(done_timeout, a_cancelled_awaiter_gets_ecanceled, .timeout = 60)
         cr_assert_eq(d.res1, 777);
         coro_event_set(&ev);
         intptr_t r;
-        cr_assert_eq(coro_join_timeout(&n.co, CORO_FOREVER, &r), 0);
+        cr_assert_eq(coro_join_timeout(&n.co, &r, CORO_FOREVER), 0);
         cr_assert_eq(r, -ETIMEDOUT);
         cr_assert_eq(coro__lot_timers_count(s), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -712,13 +713,13 @@ static int dto_err_body(coro_t *co)
 {
     struct dto_err *e = CORO_SELF(co, struct dto_err);
     CORO_BEGIN(co);
-    CORO_AWAIT(co, coro_done_timeout(NULL, 0, &e->res));
+    CORO_AWAIT(co, coro_done_timeout(NULL, &e->res, 0));
     e->r[0] = CORO_RESULT(co);
-    CORO_AWAIT(co, coro_done_timeout(&e->idle, 0, &e->res));
+    CORO_AWAIT(co, coro_done_timeout(&e->idle, &e->res, 0));
     e->r[1] = CORO_RESULT(co);
-    CORO_AWAIT(co, coro_done_timeout(co, CORO_FOREVER, &e->res));
+    CORO_AWAIT(co, coro_done_timeout(co, &e->res, CORO_FOREVER));
     e->r[2] = CORO_RESULT(co);
-    CORO_AWAIT(co, coro_done_timeout(co, -7, &e->res));
+    CORO_AWAIT(co, coro_done_timeout(co, &e->res, -7));
     e->r[3] = CORO_RESULT(co);
     CORO_END(co);
 }
@@ -728,7 +729,7 @@ Test(done_timeout, error_paths, .timeout = 30)
     coro_sched_t *s = mk(1);
     struct dto_err e;
     memset(&e, 0, sizeof e);
-    cr_assert_eq(coro_block_on(s, &e.co, dto_err_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &e.co, dto_err_body, NULL), 0);
     cr_assert_eq(e.r[0], -EINVAL);
     cr_assert_eq(e.r[1], -EINVAL);
     cr_assert_eq(e.r[2], -EDEADLK);
@@ -798,7 +799,7 @@ Test(shutdown_timeout, error_paths, .timeout = 30)
     struct sd_in_job j = { .s = s, .rc = 1 };
     cr_assert_eq(coro_sched_shutdown_timeout(NULL, 0), -EINVAL);
     cr_assert_eq(coro_sched_shutdown_timeout(s, -2), -EINVAL);
-    cr_assert_eq(coro_block_on(s, &j.co, sd_in_job_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, sd_in_job_body, NULL), 0);
     cr_assert_eq(j.rc, -EDEADLK);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
@@ -826,7 +827,7 @@ static void *drv_main(void *arg)
 {
     struct drv *d = arg;
     for (int i = 0; i < d->n; i++)
-        (void)coro_join(&d->m[i].co);
+        (void)join_r(&d->m[i].co);
     return NULL;
 }
 
@@ -860,7 +861,7 @@ Test(group, members_sleeping_10s_all_see_ecanceled_soon_after_coro_group_cancel,
         pthread_join(d.t, NULL);
         for (int i = 0; i < NMEMB; i++) {
             intptr_t r;
-            cr_assert_eq(coro_join_timeout(&m[i].co, 0, &r), 0, "finished once the wait returned");
+            cr_assert_eq(coro_join_timeout(&m[i].co, &r, 0), 0, "finished once the wait returned");
             cr_assert_eq(r, 2);
         }
         cr_assert_eq(coro_group_cancel(&g), 0, "no member left");
@@ -913,7 +914,7 @@ Test(group, a_job_waits_for_the_group_with_a_timeout, .timeout = 60)
         cr_assert_eq(coro_group_destroy(&g), 0);
         /* a group is reusable after its members finished */
         cr_assert_eq(coro_spawn(s, &n[0].co, neg_body, &o), 0);
-        cr_assert_eq(coro_join(&n[0].co), -ETIMEDOUT);  /* drives at 0 workers */
+        cr_assert_eq(join_r(&n[0].co), -ETIMEDOUT);  /* drives at 0 workers */
         cr_assert_eq(coro_group_wait_blocking(&g, CORO_FOREVER), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
@@ -943,7 +944,7 @@ Test(group, error_paths, .timeout = 30)
     cr_assert_eq(coro_group_wait_blocking(NULL, 0), -EINVAL);
     cr_assert_eq(coro_group_init(&g), 0);
     cr_assert_eq(coro_group_wait_blocking(&g, -2), -EINVAL);
-    cr_assert_eq(coro_block_on(s, &j.co, gb_in_job_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, gb_in_job_body, NULL), 0);
     cr_assert_eq(j.rc, -EDEADLK);
     cr_assert_eq(j.r, -EINVAL);
     cr_assert_eq(coro_group_destroy(&g), 0);

@@ -10,6 +10,7 @@
  * structure the scheduler ever waited in (coro__lot_cancel_sweeps). */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,7 @@ static void make_history(coro_sched_t *s)
     for (int i = 0; i < HISTORY; i++)
         coro_event_set(&ev[i]);
     for (int i = 0; i < HISTORY; i++)
-        cr_assert_eq(coro_join(&j[i].co), 0);
+        cr_assert_eq(join_r(&j[i].co), 0);
     for (int i = 0; i < HISTORY; i++)
         coro_event_destroy(&ev[i]);
     free(ev);
@@ -203,7 +204,7 @@ static void run_kind(enum kind k, int workers)
         int i = (n / 2 + (step % 2 ? -(step + 1) / 2 : step / 2) + n) % n;
         uint64_t sweeps = coro__lot_cancel_sweeps(s);
         cr_assert_eq(coro_cancel(&w[i].co), 0);
-        cr_assert_eq(coro_join(&w[i].co), 0);
+        cr_assert_eq(join_r(&w[i].co), 0);
         gone[i] = true;
         cr_assert_eq(w[i].res, -ECANCELED, "%s: waiter %d got %ld", kind_name[k], i,
                      (long)w[i].res);
@@ -218,13 +219,13 @@ static void run_kind(enum kind k, int workers)
 
     if (k == K_BLOCKING) {
         __atomic_store_n(&plug_go, 1, __ATOMIC_RELEASE);
-        cr_assert_eq(coro_join(&plug), 0);
+        cr_assert_eq(join_r(&plug), 0);
     }
     if (k == K_GROUP || k == K_DONE) {
         for (int i = 0; i < NW; i++)
             coro_event_set(&ev[i]);
         for (int i = 0; i < NW; i++) {
-            cr_assert_eq(coro_join(&member[i].co), 0);
+            cr_assert_eq(join_r(&member[i].co), 0);
             cr_assert_eq(coro_group_destroy(&g[i]), 0);
         }
     }

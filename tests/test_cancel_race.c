@@ -6,6 +6,7 @@
  * joiner slot and the lot), an fd, a timer, a select and a blocking call. */
 #include "rt/rt.h"
 #include "util.h"
+#include "join_r.h"
 
 #include <corokit/sync.h>
 
@@ -233,7 +234,7 @@ Test(cancel_race, a_cancel_after_20000_objects_were_waited_on_ends_the_one_wait,
         for (int i = 0; i < BATCH; i++)
             coro_event_set(&evs[done + i]);
         for (int i = 0; i < BATCH; i++)
-            cr_assert_eq(coro_join(&ws[i].co), 0);
+            cr_assert_eq(join_r(&ws[i].co), 0);
     }
     /* the one wait, and a neighbour on another event that stays */
     coro_event_t ev, other;
@@ -245,11 +246,11 @@ Test(cancel_race, a_cancel_after_20000_objects_were_waited_on_ends_the_one_wait,
     wait_suspended(&w.co);
     wait_suspended(&n.co);
     cr_assert_eq(coro_cancel(&w.co), 0);
-    cr_assert_eq(coro_join(&w.co), 0);
+    cr_assert_eq(join_r(&w.co), 0);
     cr_assert_eq(w.first, -ECANCELED);
     cr_assert(suspended(&n.co), "the neighbour was left alone");
     coro_event_set(&other);
-    cr_assert_eq(coro_join(&n.co), 0);
+    cr_assert_eq(join_r(&n.co), 0);
     cr_assert_eq(n.first, 0);
     for (int i = 0; i < N; i++)
         coro_event_destroy(&evs[i]);

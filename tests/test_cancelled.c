@@ -3,6 +3,7 @@
  * a cancellation point) stops when its job is cancelled, by asking. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <sched.h>
 
 struct cruncher {
@@ -37,7 +38,7 @@ Test(cancelled, a_yielding_loop_stops_when_its_job_is_cancelled, .timeout = 10)
     while (!__atomic_load_n(&cr.started, __ATOMIC_ACQUIRE))
         sched_yield();
     cr_assert_eq(coro_cancel(&cr.co), 0);
-    cr_assert_eq(coro_join(&cr.co), 42);
+    cr_assert_eq(join_r(&cr.co), 42);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
@@ -53,6 +54,6 @@ Test(cancelled, shutdown_with_cancel_reaches_a_yielding_loop, .timeout = 10)
     while (!__atomic_load_n(&cr.started, __ATOMIC_ACQUIRE))
         sched_yield();
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-    cr_assert_eq(coro_join(&cr.co), 42);
+    cr_assert_eq(join_r(&cr.co), 42);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }

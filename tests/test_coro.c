@@ -4,7 +4,7 @@
  * switch back end (-DCORO_USE_SWITCH, suite "coro_switch"). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
+#include "join_r.h"
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -79,8 +79,8 @@ CTEST(generator_yields_1_to_n_in_order, .timeout = 10)
     cr_assert_eq(coro_spawn(s, &c.co, consume_body, NULL), 0);
     cr_assert_gt(coro_sched_run(s), 0);
     cr_assert_eq(c.bad, 0, "values out of order: %d", c.bad);
-    cr_assert_eq(coro_join(&c.co), 1000);
-    cr_assert_eq(coro_join(&g.co), 0);
+    cr_assert_eq(join_r(&c.co), 1000);
+    cr_assert_eq(join_r(&g.co), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
@@ -121,7 +121,7 @@ CTEST(switch_inside_a_body_works, .timeout = 10)
     coro_sched_t *s = st_sched();
     struct sw f = { 0 };
 
-    cr_assert_eq(coro_block_on(s, &f.co, switch_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &f.co, switch_body, NULL), 0);
     for (int i = 0; i < 12; i++)
         cr_assert_eq(f.trace[i], (i % 3 + 1) * 100, "trace[%d] = %d", i, f.trace[i]);
     coro_sched_destroy(s);
@@ -167,7 +167,7 @@ CTEST(two_awaits_on_one_line_do_not_collide, .timeout = 10)
     coro_sched_t *s = st_sched();
     struct two t = { .a.v = 3, .b.v = 40 };
 
-    cr_assert_eq(coro_block_on(s, &t.co, two_body, NULL), 43);
+    cr_assert_eq(block_on_r(s, &t.co, two_body, NULL), 43);
     cr_assert_eq(t.ra, 3);
     cr_assert_eq(t.rb, 40);
     cr_assert_eq(t.yields, 2);
@@ -222,7 +222,7 @@ static void *deep_thread(void *arg)
     a->chain[0].chain = a->chain;
     a->chain[0].max = a->depth;
     a->chain[a->depth].yields = a->yields;
-    a->result = coro_block_on(s, &a->chain[0].co, link_body, NULL);
+    a->result = block_on_r(s, &a->chain[0].co, link_body, NULL);
     coro_sched_destroy(s);
     return NULL;
 }
@@ -253,7 +253,7 @@ CTEST(a_deep_child_is_resumed_without_reentering_its_ancestors, .timeout = 10)
     chain[0].chain = chain;
     chain[0].max = DEPTH;
     chain[DEPTH].yields = YIELDS;
-    cr_assert_eq(coro_block_on(s, &chain[0].co, link_body, NULL), DEPTH);
+    cr_assert_eq(block_on_r(s, &chain[0].co, link_body, NULL), DEPTH);
     /* every ancestor was entered twice: to start, and when its child
      * returned; the leaf once per resumption */
     for (int i = 0; i < DEPTH; i++)
@@ -328,7 +328,7 @@ CTEST(a_finished_frame_can_be_spawned_again, .timeout = 10)
         l.entries = 0;
         l.yields = 2;
         l.max = 0;
-        cr_assert_eq(coro_block_on(s, &l.co, link_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &l.co, link_body, NULL), 0);
         cr_assert_eq(l.entries, 3);
     }
     coro_sched_destroy(s);
@@ -372,10 +372,10 @@ CTEST(several_jobs_await_the_same_job, .timeout = 10)
     }
     coro_sched_run(s);
     for (int i = 0; i < 10; i++)
-        cr_assert_eq(coro_join(&w[i].co), 0);
+        cr_assert_eq(join_r(&w[i].co), 0);
     /* a finished job: coro_done completes at once with its result */
     struct waiter late = { .target = &target.co };
-    cr_assert_eq(coro_block_on(s, &late.co, wait_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &late.co, wait_body, NULL), 0);
     coro_sched_destroy(s);
 }
 
@@ -416,7 +416,7 @@ CTEST(a_job_whose_awaits_are_always_ready_still_lets_others_run, .timeout = 10)
     volatile int flag = 0;
     struct spinner a = { .flag = &flag }, b = { .flag = &flag };
 
-    cr_assert_eq(coro_block_on(s, &finished, answer_body, NULL), 42);
+    cr_assert_eq(block_on_r(s, &finished, answer_body, NULL), 42);
     a.done_job = &finished;
     cr_assert_eq(coro_spawn(s, &a.co, spinner_body, NULL), 0);
     cr_assert_eq(coro_spawn(s, &b.co, flag_body, NULL), 0);
@@ -435,7 +435,7 @@ CTEST(spawn_with_null_frame_or_fn_fails_with_einval, .timeout = 10)
     cr_assert_eq(coro_spawn(s, NULL, answer_body, NULL), -EINVAL);
     cr_assert_eq(coro_spawn(s, &co, NULL, NULL), -EINVAL);
     cr_assert_eq(coro_spawn(NULL, &co, answer_body, NULL), -EINVAL);
-    cr_assert_eq(coro_block_on(s, NULL, answer_body, NULL), -EINVAL);
+    cr_assert_eq(block_on_r(s, NULL, answer_body, NULL), -EINVAL);
     coro_spawn_opts_t bad = { .priority = 2 };
     cr_assert_eq(coro_spawn(s, &co, answer_body, &bad), -EINVAL);
     bad.priority = -2;
@@ -463,7 +463,7 @@ CTEST(spawn_after_shutdown_fails_with_eshutdown, .timeout = 10)
 
     cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
     cr_assert_eq(coro_spawn(s, &co, answer_body, NULL), -ESHUTDOWN);
-    cr_assert_eq(coro_block_on(s, &co, answer_body, NULL), -ESHUTDOWN);
+    cr_assert_eq(block_on_r(s, &co, answer_body, NULL), -ESHUTDOWN);
     cr_assert_eq(co.state, 0);
     cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0, "a second shutdown is harmless");
     coro_sched_destroy(s);
@@ -473,8 +473,8 @@ CTEST(join_on_a_never_spawned_frame_fails_with_einval, .timeout = 10)
 {
     coro_t co = { 0 };
 
-    cr_assert_eq(coro_join(&co), -EINVAL);
-    cr_assert_eq(coro_join(NULL), -EINVAL);
+    cr_assert_eq(join_r(&co), -EINVAL);
+    cr_assert_eq(join_r(NULL), -EINVAL);
 }
 
 struct inner {
@@ -490,8 +490,8 @@ static int inner_body(coro_t *co)
 {
     struct inner *f = CORO_SELF(co, struct inner);
     CORO_BEGIN(co);
-    f->join_rc = coro_join(&f->child.co);
-    f->block_rc = coro_block_on(f->s, &f->other, answer_body, NULL);
+    f->join_rc = join_r(&f->child.co);
+    f->block_rc = block_on_r(f->s, &f->other, answer_body, NULL);
     f->run_rc = coro_sched_run(f->s);
     f->shut_rc = coro_sched_shutdown(f->s, CORO_DRAIN);
     f->destroy_rc = coro_sched_destroy(f->s);
@@ -551,7 +551,7 @@ CTEST(cancel_resumes_every_suspended_job_with_ecanceled, .timeout = 30)
         cr_assert_eq(w[i].got, -ECANCELED);
     cr_assert_eq(coro_sched_destroy(a), 0);
     cr_assert_eq(coro_sched_destroy(b), 0, "destroy drains: gate runs now");
-    cr_assert_eq(coro_join(&gate), 42);
+    cr_assert_eq(join_r(&gate), 42);
     free(w);
 }
 
@@ -586,25 +586,26 @@ CTEST(scheduler_config_errors, .timeout = 10)
 /* an allocator that fails after `budget` allocations, and counts */
 static int alloc_budget, alloc_live;
 
-static void *fail_malloc(size_t n)
+static void *fail_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (alloc_budget-- <= 0)
         return NULL;
     alloc_live++;
     return malloc(n);
 }
 
-static void fail_free(void *p, size_t n, bool defer)
+static void fail_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     alloc_live--;
     free(p);
 }
 
 CTEST(out_of_memory_gives_enomem_and_leaks_nothing, .timeout = 30)
 {
-    struct ck_malloc a = { .malloc = fail_malloc, .free = fail_free };
+    coro_alloc_t a = { .alloc = fail_malloc, .free = fail_free };
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s = NULL;
     int rc, tries = 0;
@@ -624,7 +625,7 @@ CTEST(out_of_memory_gives_enomem_and_leaks_nothing, .timeout = 30)
             cr_assert_null(s);
         }
         struct link l = { .yields = 2 };
-        cr_assert_eq(coro_block_on(s, &l.co, link_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &l.co, link_body, NULL), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         cr_assert_eq(alloc_live, 0);
     }

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ Test(diag, stall_detector_fires_for_a_20ms_step_with_name_worker_and_body, .time
         coro_sched_t *s = mk_stall(workers, 10 * 1000000LL, &log);
         struct spinner sp = { .steps = 1, .step_ns = 20 * 1000000LL };
         coro_spawn_opts_t o = { .priority = CORO_PRIO_HIGH, .name = "slowpoke" };
-        cr_assert_eq(coro_block_on(s, &sp.co, diag_spinner_body, &o), 0);
+        cr_assert_eq(block_on_r(s, &sp.co, diag_spinner_body, &o), 0);
         cr_assert_eq(log.n, 1, "%d workers: %d reports", workers, log.n);
         cr_assert_str_eq(log.name, "slowpoke");
         cr_assert_eq(log.last.job, &sp.co);
@@ -117,7 +118,7 @@ Test(diag, stall_detector_is_silent_for_1ms_steps, .timeout = 30)
         struct stall_log log = { 0 };
         coro_sched_t *s = mk_stall(2, 15 * 1000000LL, &log);
         struct spinner sp = { .steps = 20, .step_ns = 1000000LL };
-        cr_assert_eq(coro_block_on(s, &sp.co, diag_spinner_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &sp.co, diag_spinner_body, NULL), 0);
         coro_sched_destroy(s);
         if (log.n < best)
             best = log.n;
@@ -133,7 +134,7 @@ Test(diag, stall_detector_symbol_and_stderr_default, .timeout = 30)
     c.stall_ns = 1000000LL;      /* no hook: one line on stderr */
     cr_assert_eq(coro_sched_create(&s, &c), 0);
     struct spinner sp = { .steps = 1, .step_ns = 3 * 1000000LL };
-    cr_assert_eq(coro_block_on(s, &sp.co, diag_spinner_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &sp.co, diag_spinner_body, NULL), 0);
     coro_sched_stats_t st;
     coro_sched_stats(s, &st);
     cr_assert_eq(st.stalls, 1);
@@ -203,7 +204,7 @@ Test(diag, histograms_count_what_ran, .timeout = 30)
             cr_assert_eq(coro_spawn(s, &sp[i].co, diag_spinner_body, &o), 0);
         }
         for (int i = 0; i < N; i++)
-            cr_assert_eq(coro_join(&sp[i].co), 0);
+            cr_assert_eq(join_r(&sp[i].co), 0);
         int p[2];
         cr_assert_eq(pipe(p), 0);
         struct reader r = { .fd = p[0] };
@@ -221,7 +222,7 @@ Test(diag, histograms_count_what_ran, .timeout = 30)
             cr_assert_lt(now_ns(), end);
         }
         cr_assert_eq(write(p[1], "x", 1), 1);
-        cr_assert_eq(coro_join(&r.co), 0);
+        cr_assert_eq(join_r(&r.co), 0);
         close(p[0]);
         close(p[1]);
 
@@ -406,11 +407,11 @@ Test(diag, dump_names_what_each_job_waits_on, .timeout = 60)
     cr_assert_eq(write(bp[1], "x", 1), 1);
     coro_event_set(&ev);
     coro_cancel(&sl.co);
-    cr_assert_eq(coro_join(&r.co), 0);
-    cr_assert_eq(coro_join(&e.co), 0);
-    cr_assert_eq(coro_join(&j.co), 0);
-    cr_assert_eq(coro_join(&b.co), 0);
-    coro_join(&sl.co);
+    cr_assert_eq(join_r(&r.co), 0);
+    cr_assert_eq(join_r(&e.co), 0);
+    cr_assert_eq(join_r(&j.co), 0);
+    cr_assert_eq(join_r(&b.co), 0);
+    join_r(&sl.co);
     t = dump_text(s, &n);
     cr_assert_eq(n, 0, "%s", t);
     free(t);
@@ -475,8 +476,8 @@ Test(diag, dump_says_why_a_ready_job_is_not_running, .timeout = 60)
     cr_assert(has_line(t, want, "has run one step"), "%s", t);
     free(t);
     __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-    cr_assert_eq(coro_join(&h.co), 0);
-    cr_assert_eq(coro_join(&sp.co), 0);
+    cr_assert_eq(join_r(&h.co), 0);
+    cr_assert_eq(join_r(&sp.co), 0);
     coro_sched_destroy(s);
 }
 
@@ -512,9 +513,9 @@ Test(diag, dump_names_running_and_suspended_jobs_with_static_bodies, .timeout = 
     cr_assert_null(strstr(t, " ?"), "an unnamed body:\n%s", t);
     free(t);
     __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-    cr_assert_eq(coro_join(&h.co), 0);
+    cr_assert_eq(join_r(&h.co), 0);
     cr_assert_eq(write(fds[1], "x", 1), 1);
-    cr_assert_eq(coro_join(&r.co), 0);
+    cr_assert_eq(join_r(&r.co), 0);
     close(fds[0]);
     close(fds[1]);
     coro_sched_destroy(s);

@@ -3,7 +3,7 @@
 /* Allocation failure at every allocation of every scenario.
  *
  * Each scenario is a whole life of a scheduler whose config allocator
- * (.alloc, a struct ck_malloc) counts: coro_sched_create, pool frames
+ * (.alloc, a coro_alloc_t) counts: coro_sched_create, pool frames
  * (coro_frame_alloc, several slabs and a big one), affinity classes, job
  * deadlines and groups (the spawn's extension record), the parking lot's
  * timers and the sleep heap past their preallocation, channels
@@ -26,7 +26,7 @@
  * the threads' stacks (pthread_create: -EAGAIN, not injectable here). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
+#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,8 +40,9 @@ static long fail_at;        /* the allocation (1-based) to refuse; 0 = none */
 static long n_failed;       /* refusals made */
 static long live_blocks, live_bytes;
 
-static void *f_malloc(size_t n)
+static void *f_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     long k = __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
     if (k == __atomic_load_n(&fail_at, __ATOMIC_RELAXED)) {
         __atomic_add_fetch(&n_failed, 1, __ATOMIC_RELAXED);
@@ -55,9 +56,9 @@ static void *f_malloc(size_t n)
     return p;
 }
 
-static void f_free(void *p, size_t n, bool defer)
+static void f_free(void *ctx, void *p, size_t n)
 {
-    (void)defer;
+    (void)ctx;
     if (!p)
         return;
     __atomic_sub_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
@@ -65,7 +66,7 @@ static void f_free(void *p, size_t n, bool defer)
     free(p);
 }
 
-static struct ck_malloc failing = { .malloc = f_malloc, .free = f_free };
+static coro_alloc_t failing = { .alloc = f_malloc, .free = f_free };
 
 /* what a run saw: -ENOMEM reported somewhere, or another error (a bug) */
 static long saw_enomem, saw_other;
@@ -275,7 +276,7 @@ static int tjob_body(coro_t *co)
     else if (j->kind == 1)
         CORO_AWAIT(co, coro_sleep(1000000));
     else if (j->kind == 2)
-        CORO_AWAIT(co, coro_done_timeout(j->target, 30 * 1000000000LL, &j->got));
+        CORO_AWAIT(co, coro_done_timeout(j->target, &j->got, 30 * 1000000000LL));
     else
         coro_event_set(j->ev);
     j->res = CORO_RESULT(co);
@@ -315,7 +316,7 @@ static void scen_timers(int workers)
     setter->ev = &ev;
     cr_assert_eq(coro_spawn(s, &setter->co, tjob_body, NULL), 0);
     for (int i = 0; i < 3 * NTIMED + 2; i++)
-        coro_join(&j[i].co);
+        join_r(&j[i].co);
     for (int i = 0; i < 3 * NTIMED; i++) {
         note(j[i].kind == 0 ? "event wait" : j[i].kind == 1 ? "sleep" : "done_timeout",
              j[i].res, NULL);
@@ -387,11 +388,11 @@ static void scen_chan(int workers)
         j[i].ev = &ev;
         cr_assert_eq(coro_spawn(s, &j[i].co, cjob_body, NULL), 0);
     }
-    coro_join(&j[3 * NCHJ].co);
+    join_r(&j[3 * NCHJ].co);
     static const int ok[] = { -EPIPE, 0 };
     long sent = 0, got = 0;
     for (int i = 0; i < 3 * NCHJ; i++) {
-        coro_join(&j[i].co);
+        join_r(&j[i].co);
         note(j[i].kind == 0 ? "send" : j[i].kind == 1 ? "recv" : "select", j[i].res, ok);
         if (j[i].kind == 0 && j[i].res == 0)
             sent++;
@@ -456,14 +457,14 @@ static void scen_io(int workers)
         cr_assert_eq(coro_spawn(s, &j[i].co, iojob_body, NULL), 0);
     for (int i = 0; i < NIO; i++) {
         /* a writer that failed leaves its reader waiting: close its end */
-        coro_join(&j[NIO + i].co);
+        join_r(&j[NIO + i].co);
         note("write", j[NIO + i].res, NULL);
         if (j[NIO + i].res < 0)
             coro_sched_shutdown(s, CORO_CANCEL);
     }
     static const int ok[] = { -ECANCELED, 0 };
     for (int i = 0; i < NIO; i++) {
-        coro_join(&j[i].co);
+        join_r(&j[i].co);
         note("read", j[i].res, ok);
         if (j[i].res >= 0)
             cr_assert_eq(j[i].res, 4);
@@ -507,7 +508,7 @@ static void scen_blocking(int workers)
         cr_assert_eq(coro_spawn(s, &j[i].co, bjob_body, NULL), 0);
     }
     for (int i = 0; i < 8; i++) {
-        coro_join(&j[i].co);
+        join_r(&j[i].co);
         note("coro_blocking", j[i].res, NULL);
         if (j[i].res >= 0)
             cr_assert_eq(j[i].res, 2 * (i + 1));
@@ -588,12 +589,12 @@ static void scen_shutdown(int workers)
     /* on one thread, joining the marker runs every waiter up to its wait
      * first; with workers, a waiter not waiting yet is cancelled at its
      * await just the same */
-    coro_join(&j[4 * NW].co);
+    join_r(&j[4 * NW].co);
     int rc = coro_sched_shutdown(s, CORO_CANCEL);
     note("coro_sched_shutdown", rc, NULL);
     static const int ok[] = { -ECANCELED, 0 };
     for (int i = 0; i < 4 * NW; i++) {
-        coro_join(&j[i].co);
+        join_r(&j[i].co);
         note("waiter", j[i].res, ok);
         cr_assert_neq(j[i].res, 0, "waiter %d (kind %d) was not cancelled", i, j[i].kind);
     }

@@ -7,8 +7,8 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
-#include <ck_malloc.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -82,9 +82,9 @@ Test(errno_kept, sched_create_destroy_spawn_join_and_shutdown_keep_errno, .timeo
         KEEP(coro_spawn(s, &a, empty_body, NULL));
         KEEP(coro_spawn(s, &a, empty_body, NULL) == -EBUSY);
         KEEP(coro_spawn(s, &b, empty_body, &hi));
-        KEEP(coro_join(&a));
-        KEEP(coro_join_timeout(&a, 0, &r));
-        KEEP(coro_block_on(s, &a, empty_body, NULL));
+        KEEP(join_r(&a));
+        KEEP(coro_join_timeout(&a, &r, 0));
+        KEEP(block_on_r(s, &a, empty_body, NULL));
         if (workers[wi] == 0)
             KEEP(coro_sched_run(s));
         else
@@ -97,10 +97,10 @@ Test(errno_kept, sched_create_destroy_spawn_join_and_shutdown_keep_errno, .timeo
         KEEP(coro_spawn(s, &j.co, ev_body, NULL));
         if (workers[wi] == 0)
             coro_sched_run(s);
-        KEEP(coro_join_timeout(&j.co, 1000000, &r));       /* -ETIMEDOUT */
-        KEEP(coro_join_timeout(&j.co, 0, &r));
+        KEEP(coro_join_timeout(&j.co, &r, 1000000));       /* -ETIMEDOUT */
+        KEEP(coro_join_timeout(&j.co, &r, 0));
         KEEP(coro_cancel(&j.co));
-        KEEP(coro_join(&j.co));
+        KEEP(join_r(&j.co));
         KEEP(coro_spawn(s, &j.co, ev_body, NULL));
         if (workers[wi] == 0)
             coro_sched_run(s);
@@ -135,7 +135,7 @@ Test(errno_kept, trace_writes_keep_errno_on_success_and_failure, .timeout = 30)
     c.pin = false;
     c.trace_events = 256;
     cr_assert_eq(coro_sched_create(&s, &c), 0);
-    cr_assert_eq(coro_block_on(s, &a, empty_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &a, empty_body, NULL), 0);
     cr_assert_not_null(mkdtemp(dir));
     KEEP(coro_sched_trace_write(s, dir));                  /* -EISDIR */
     KEEP(coro_sched_trace_write(s, "/nonexistent/dir/trace.json"));
@@ -150,8 +150,9 @@ Test(errno_kept, trace_writes_keep_errno_on_success_and_failure, .timeout = 30)
 /* an allocator that fails, as malloc does (NULL, errno ENOMEM), once told */
 static int alloc_fails;
 
-static void *failing_malloc(size_t n)
+static void *failing_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (__atomic_load_n(&alloc_fails, __ATOMIC_RELAXED)) {
         errno = ENOMEM;
         return NULL;
@@ -159,16 +160,16 @@ static void *failing_malloc(size_t n)
     return malloc(n);
 }
 
-static void plain_free(void *p, size_t n, bool defer)
+static void plain_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     free(p);
 }
 
 Test(errno_kept, frames_cpusets_errors_and_version_keep_errno, .timeout = 30)
 {
-    static struct ck_malloc failing = { .malloc = failing_malloc, .free = plain_free };
+    static coro_alloc_t failing = { .alloc = failing_malloc, .free = plain_free };
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
     void *f = NULL;
@@ -412,7 +413,7 @@ static int awaits_body(coro_t *co)
     AW(co, coro_done(&a->other));
     AW(co, coro_done(&a->other));                                /* finished already */
     CALL(coro_spawn(coro_sched_current(), &a->waiter.co, ev_body, NULL));
-    AW(co, coro_done_timeout(&a->waiter.co, 1000000, &a->r));    /* -ETIMEDOUT */
+    AW(co, coro_done_timeout(&a->waiter.co, &a->r, 1000000));    /* -ETIMEDOUT */
     AW(co, coro_reschedule(NULL, CORO_PRIO_HIGH));
     AW(co, coro_reschedule(NULL, 7));                            /* -EINVAL */
     AW(co, coro_sleep(1000000));
@@ -426,7 +427,7 @@ static int awaits_body(coro_t *co)
     CALL(coro_event_set(&a->ev));
     AW(co, coro_event_wait(&a->ev, CORO_FOREVER));
     AW(co, coro_done(&a->waiter.co));                            /* woken by the set */
-    AW(co, coro_done_timeout(&a->waiter.co, 1000000, &a->r));    /* finished */
+    AW(co, coro_done_timeout(&a->waiter.co, &a->r, 1000000));    /* finished */
     a->dl.ev = &a->ev2;
     CALL(coro_spawn(coro_sched_current(), &a->dl.co, deadline_body,
                     &(coro_spawn_opts_t){ .deadline = coro_now() + 1000000 }));
@@ -556,7 +557,7 @@ static void run_awaits(int workers, coro_fn body)
         _exit(3);
 
     cr_assert_eq(coro_spawn(s, &a->co, body, NULL), 0);
-    coro_join(&a->co);
+    join_r(&a->co);
     for (int i = 0; i < nbad; i++)
         cr_expect_fail("workers %d: after line %d errno was %d (%s)", workers, bad_line[i],
                        bad_errno[i], strerror(bad_errno[i]));

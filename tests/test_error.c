@@ -114,8 +114,10 @@ Test(abi, option_structs_start_zeroed_with_room_to_grow, .timeout = 10)
     cr_assert_eq(f.pin, c.pin);
     cr_assert_eq(f.cpus, NULL);
     cr_assert_eq(f.alloc, NULL);
-    for (size_t i = 0; i < sizeof c.reserved / sizeof c.reserved[0]; i++)
-        cr_assert_eq(c.reserved[i] | f.reserved[i], 0);
+    cr_assert_eq(c.reserved_u | f.reserved_u, 0);
+    cr_assert_eq(c.blocking_keepalive_ns | f.blocking_keepalive_ns, 0);
+    for (size_t i = 0; i < sizeof c.reserved_b / sizeof c.reserved_b[0]; i++)
+        cr_assert_eq(c.reserved_b[i] | f.reserved_b[i], 0);
     coro_spawn_opts_t o = { .priority = CORO_PRIO_HIGH };
     for (size_t i = 0; i < sizeof o.reserved / sizeof o.reserved[0]; i++)
         cr_assert_eq(o.reserved[i], 0);

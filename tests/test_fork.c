@@ -8,6 +8,7 @@
  * gives back every frame.  At 0, 1 and 2 workers where the shape allows. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ Test(fork, a_child_queued_behind_a_long_step_is_stolen_while_its_parent_awaits_i
     struct steal_parent p = { 0 };
 
     atomic_init(&p.started, 0);
-    cr_assert_eq(coro_block_on(s, &p.co, steal_parent_fn, NULL), 3);
+    cr_assert_eq(block_on_r(s, &p.co, steal_parent_fn, NULL), 3);
     cr_assert_eq(p.ra, 1, "the spinning child never saw its sibling run");
     cr_assert_eq(p.rb, 2);
     coro_sched_stats_t st;
@@ -170,7 +171,7 @@ Test(fork, two_jobs_awaiting_one_child_both_get_its_result, .timeout = 30)
         struct two_root r = { 0 };
         coro_event_init(&r.ev);
         atomic_init(&r.armed, 0);
-        cr_assert_eq(coro_block_on(s, &r.co, two_root_fn, NULL), 42, "workers %d",
+        cr_assert_eq(block_on_r(s, &r.co, two_root_fn, NULL), 42, "workers %d",
                      worker_counts[i]);
         cr_assert_eq(r.a1.got, 42, "workers %d", worker_counts[i]);
         cr_assert_eq(r.a2.got, 42, "workers %d", worker_counts[i]);
@@ -232,7 +233,7 @@ Test(fork, a_child_cancelled_while_its_parent_awaits_it_ends_the_await_with_ecan
         struct cancel_root r = { 0 };
         coro_event_init(&r.p.ev);
         atomic_init(&r.p.armed, 0);
-        cr_assert_eq(coro_block_on(s, &r.co, cancel_root_fn, NULL), -ECANCELED, "workers %d",
+        cr_assert_eq(block_on_r(s, &r.co, cancel_root_fn, NULL), -ECANCELED, "workers %d",
                      worker_counts[i]);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&r.p.ev);
@@ -306,7 +307,7 @@ Test(fork, deep_fork_join_fib_is_right_and_gives_every_frame_back, .timeout = 30
         coro_sched_t *s = mk(worker_counts[i]);
         struct fib root = { .n = n };
         atomic_store(&blocks_out, 0);
-        cr_assert_eq(coro_block_on(s, &root.co, fib_fn, NULL), want, "workers %d",
+        cr_assert_eq(block_on_r(s, &root.co, fib_fn, NULL), want, "workers %d",
                      worker_counts[i]);
         cr_assert_eq(coro_sched_destroy(s), 0);
         /* every child's on_exit ran: the last block went back */

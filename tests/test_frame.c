@@ -4,7 +4,7 @@
  * and coro_join's ordering against on_exit, at 0, 1, 2 and 4 workers. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +21,9 @@ static const int counts[] = { 0, 1, 2, 4 };
 static long live_bytes, live_blocks;
 static long fail_after = -1;    /* allocations left before failing; -1 = never */
 
-static void *cnt_malloc(size_t n)
+static void *cnt_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (__atomic_load_n(&fail_after, __ATOMIC_RELAXED) == 0)
         return NULL;
     if (__atomic_load_n(&fail_after, __ATOMIC_RELAXED) > 0)
@@ -35,15 +36,15 @@ static void *cnt_malloc(size_t n)
     return p;
 }
 
-static void cnt_free(void *p, size_t n, bool defer)
+static void cnt_free(void *ctx, void *p, size_t n)
 {
-    (void)defer;
+    (void)ctx;
     __atomic_sub_fetch(&live_bytes, (long)n, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
     free(p);
 }
 
-static struct ck_malloc counting = { .malloc = cnt_malloc, .free = cnt_free };
+static coro_alloc_t counting = { .alloc = cnt_malloc, .free = cnt_free };
 
 static coro_sched_t *mk(int workers, bool count)
 {
@@ -193,7 +194,7 @@ Test(frame, frames_from_workers_are_freed_by_other_workers_and_plain_threads, .t
         coro_sched_t *s = mk(counts[k], true);
         struct maker m = { .s = s, .out = v, .n = N };
         exits = 0;
-        cr_assert_eq(coro_block_on(s, &m.co, make_frames, NULL), 0);
+        cr_assert_eq(block_on_r(s, &m.co, make_frames, NULL), 0);
         /* the never-spawned half, given back by another plain thread */
         pthread_t t;
         struct freer_arg fa = { v, N };
@@ -275,7 +276,7 @@ Test(frame, a_pool_frame_spawned_on_another_scheduler_fails_with_einval, .timeou
         cr_assert_not_null(j);
         cr_assert_eq(coro_spawn(b, &j->co, ret_id, NULL), -EINVAL);
         j->id = 7;
-        cr_assert_eq(coro_block_on(a, &j->co, ret_id, NULL), 7, "still good on its own");
+        cr_assert_eq(block_on_r(a, &j->co, ret_id, NULL), 7, "still good on its own");
         cr_assert_eq(coro_sched_destroy(a), 0);
         cr_assert_eq(coro_sched_destroy(b), 0);
     }
@@ -372,7 +373,7 @@ Test(frame, a_joined_pool_frame_is_given_back_after_coro_join_and_reused, .timeo
             struct opener o = { &g->co, &ev };
             pthread_t t;
             pthread_create(&t, NULL, open_when_joined, &o);
-            cr_assert_eq(coro_join(&g->co), 40 + r);
+            cr_assert_eq(join_r(&g->co), 40 + r);
             cr_assert_eq(exits, 1, "on_exit ran before coro_join returned");
             pthread_join(t, NULL);
             coro_event_reset(&ev);
@@ -414,7 +415,7 @@ Test(frame, coro_join_returns_only_after_on_exit_so_the_frame_can_be_respawned, 
             struct opener op = { &g.co, &ev };
             pthread_t t;
             pthread_create(&t, NULL, open_when_joined, &op);
-            cr_assert_eq(coro_join(&g.co), 3);
+            cr_assert_eq(join_r(&g.co), 3);
             cr_assert_eq(__atomic_load_n(&slow_exits, __ATOMIC_ACQUIRE), r + 1,
                          "workers %d: coro_join returned before on_exit", counts[k]);
             pthread_join(t, NULL);
@@ -464,12 +465,12 @@ Test(frame, rss_stays_flat_over_many_fire_and_forget_spawns, .timeout = 120)
     for (int k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk(counts[k], false);
         struct burst b = { .s = s, .n = 100000 };
-        cr_assert_eq(coro_block_on(s, &b.co, burst_fn, NULL), 0);
+        cr_assert_eq(block_on_r(s, &b.co, burst_fn, NULL), 0);
         if (counts[k] == 0)
             coro_sched_run(s);
         long r0 = rss_kib();
         for (int r = 0; r < 5; r++) {
-            cr_assert_eq(coro_block_on(s, &b.co, burst_fn, NULL), 0);
+            cr_assert_eq(block_on_r(s, &b.co, burst_fn, NULL), 0);
             if (counts[k] == 0)
                 coro_sched_run(s);
         }

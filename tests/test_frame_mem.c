@@ -7,6 +7,7 @@
  * process's RSS after malloc_trim (what the allocator could return). */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <malloc.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -137,7 +138,7 @@ Test(frame_mem, a_burst_from_a_plain_thread_beside_busy_workers_gives_its_slabs_
 
     __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < 2; i++)
-        cr_assert_eq(coro_join(&b[i].co), 0);
+        cr_assert_eq(join_r(&b[i].co), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
@@ -195,7 +196,7 @@ Test(frame_mem, big_frames_are_kept_for_reuse_within_a_bound, .timeout = 120)
         /* from a job */
         done = 0;
         struct spawner sp = { .s = s, .n = N };
-        cr_assert_eq(coro_block_on(s, &sp.co, spawner_fn, NULL), 0);
+        cr_assert_eq(block_on_r(s, &sp.co, spawner_fn, NULL), 0);
         if (workers == 0)
             coro_sched_run(s);
         wait_done(N);
@@ -250,7 +251,7 @@ Test(frame_mem, a_parked_worker_keeps_a_few_empty_slabs, .timeout = 30)
     c.f = calloc(N, sizeof *c.f);
     cr_assert_not_null(c.f);
     cr_assert_eq(coro_spawn(s, &c.co, churn_fn, NULL), 0);
-    cr_assert_eq(coro_join(&c.co), 0);
+    cr_assert_eq(join_r(&c.co), 0);
     /* bounded (20 s): until the worker parked, after its pool's trim */
     int64_t end = coro_now() + 20000000000LL;
     while (!(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1)) {

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -69,12 +70,12 @@ Test(group_two_scheds, waits_end_when_the_members_of_both_schedulers_finish, .ti
     settle(&w1, &w2);
     cr_assert_eq(coro_group_wait_blocking(&g, 1000000), -ETIMEDOUT);
     coro_event_set(&ev1);                           /* s1's member ends */
-    cr_assert_eq(coro_join(&m1.co), 0);
+    cr_assert_eq(join_r(&m1.co), 0);
     cr_assert_eq(coro_group_wait_blocking(&g, 1000000), -ETIMEDOUT, "s2's member is live");
     coro_event_set(&ev2);
     cr_assert_eq(coro_group_wait_blocking(&g, CORO_FOREVER), 0);
-    coro_join(&w1.co);
-    coro_join(&w2.co);
+    join_r(&w1.co);
+    join_r(&w2.co);
     cr_assert_eq(w1.r, 0);
     cr_assert_eq(w2.r, 0);
     cr_assert_eq(m2.r, 0);
@@ -102,8 +103,8 @@ Test(group_two_scheds, group_cancel_reaches_the_members_of_both_schedulers, .tim
         cr_assert_geq(coro_group_cancel(&g), 0);
         if (w2s[k])     /* a single-threaded s2 runs m2 in the join below */
             cr_assert_eq(coro_group_wait_blocking(&g, CORO_FOREVER), 0);
-        coro_join(&m1.co);
-        coro_join(&m2.co);          /* single-threaded s2: runs it here */
+        join_r(&m1.co);
+        join_r(&m2.co);          /* single-threaded s2: runs it here */
         cr_assert_eq(m1.r, -ECANCELED);
         cr_assert_eq(m2.r, -ECANCELED);
         cr_assert_eq(coro_group_wait_blocking(&g, 0), 0);
@@ -128,7 +129,7 @@ Test(group_two_scheds, coro_cancel_ends_a_group_wait_at_once, .timeout = 30)
     cr_assert_eq(coro_spawn(s1, &w.co, gwait_body, NULL), 0);
     wait_suspended(&w.co);      /* in the group wait */
     cr_assert_eq(coro_cancel(&w.co), 0);
-    cr_assert_eq(coro_join(&w.co), 0);
+    cr_assert_eq(join_r(&w.co), 0);
     cr_assert_eq(w.r, -ECANCELED, "the group wait ended: %ld", (long)w.r);
     cr_assert_eq(coro_group_wait_blocking(&g, 0), -ETIMEDOUT, "the member still lives");
     coro_event_set(&ev);

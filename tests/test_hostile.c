@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -95,7 +96,7 @@ static int waiter_body(coro_t *co)
         break;
     case K_READABLE: CORO_AWAIT(co, coro_readable(w->o->sv[0], w->timeout)); break;
     case K_READ: CORO_AWAIT(co, coro_read(w->o->sv[0], &w->byte, 1, w->timeout)); break;
-    case K_DONE: CORO_AWAIT(co, coro_done_timeout(w->target, w->timeout, &w->own)); break;
+    case K_DONE: CORO_AWAIT(co, coro_done_timeout(w->target, &w->own, w->timeout)); break;
     case K_GROUP: CORO_AWAIT(co, coro_group_wait(&w->o->g, w->timeout)); break;
     case K_SLEEP: CORO_AWAIT(co, coro_sleep(w->timeout)); break;
     default: break;
@@ -264,7 +265,7 @@ struct timed_joiner { pthread_t t; coro_t *co; int rc; intptr_t result; };
 static void *timed_join_main(void *arg)
 {
     struct timed_joiner *j = arg;
-    j->rc = coro_join_timeout(j->co, INT64_MAX, &j->result);
+    j->rc = coro_join_timeout(j->co, &j->result, INT64_MAX);
     return NULL;
 }
 
@@ -481,7 +482,7 @@ Test(hostile, two_threads_spawning_one_frame_start_it_once, .timeout = 60)
             /* the loser finds the frame live, or already finished and free again */
             cr_assert(a.rc == -EBUSY || b.rc == -EBUSY || (a.rc == 0 && b.rc == 0),
                       "round %d: %d, %d", round, a.rc, b.rc);
-            cr_assert_eq(coro_join(&co), 5);
+            cr_assert_eq(join_r(&co), 5);
             int want = (a.rc == 0) + (b.rc == 0);
             cr_assert_eq(__atomic_load_n(&count_runs, __ATOMIC_RELAXED), want,
                          "round %d: ran %d times for %d spawns", round, count_runs, want);
@@ -559,7 +560,7 @@ Test(hostile, a_frame_spawned_again_right_after_coro_done_is_never_busy, .timeou
         coro_sched_t *s = mk(wcounts[wi]);
         struct respawner r = { .s = s, .n = 20000 };
         cr_assert_eq(coro_spawn(s, &r.co, respawner_body, NULL), 0);
-        cr_assert_eq(coro_join(&r.co), 0);
+        cr_assert_eq(join_r(&r.co), 0);
         cr_assert_eq(r.busy, 0, "%d workers: %ld of %ld spawns after coro_done gave -EBUSY",
                      wcounts[wi], r.busy, r.n);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -588,7 +589,7 @@ Test(hostile, a_join_right_after_a_select_saw_the_job_end_returns, .timeout = 12
             cr_assert_eq(coro_select_blocking(sel, 20000 * MS), 0);
             cr_assert_eq(coro_select_result(sel, 0), 77);
             intptr_t r = 0;
-            cr_assert_eq(coro_join_timeout(&t.co, 20000 * MS, &r), 0, "round %d", round);
+            cr_assert_eq(coro_join_timeout(&t.co, &r, 20000 * MS), 0, "round %d", round);
             cr_assert_eq(r, 77);
             coro_event_destroy(&ev);
         }

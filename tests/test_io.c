@@ -4,6 +4,7 @@
  * children, close and cancel, across worker counts 0, 1 and 4. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -137,7 +138,7 @@ static int one_body(coro_t *co)
 
 static intptr_t run_one(coro_sched_t *s, struct one *o)
 {
-    cr_assert_eq(coro_block_on(s, &o->co, one_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &o->co, one_body, NULL), 0);
     return o->res;
 }
 
@@ -263,8 +264,8 @@ Test(io, a_reader_and_a_writer_wait_on_one_socket_at_once, .timeout = 60)
         cr_assert_eq(coro_spawn(s, &wr.co, rw_writer, NULL), 0);
         /* the peer drains the 4 MiB slowly, then answers */
         pthread_create(&d.t, NULL, drainer_main, &d);
-        cr_assert_eq(coro_join(&wr.co), 0);
-        cr_assert_eq(coro_join(&rd.co), 0);
+        cr_assert_eq(join_r(&wr.co), 0);
+        cr_assert_eq(join_r(&rd.co), 0);
         pthread_join(d.t, NULL);
         cr_assert_eq(memcmp(big, sink, len), 0, "every byte in order");
         cr_assert_eq(wr.res, 0, "write_all: %s", coro_strerror((int)wr.res));
@@ -292,7 +293,7 @@ Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
          * (single-threaded: joining b runs a, then b, in spawn order) */
         struct rw *second = &b, *first = &a;
         if (w == 0) {
-            coro_join(&b.co);
+            join_r(&b.co);
         } else {
             for (int i = 0; i < 100000; i++) {      /* 10 s */
                 if ((__atomic_load_n(&a.co.state, __ATOMIC_ACQUIRE) & CORO__S_MASK) ==
@@ -306,12 +307,12 @@ Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
                     break;
                 usleep(100);
             }
-            coro_join(&second->co);
+            join_r(&second->co);
         }
         cr_assert_eq(second->res, -EBUSY, "%d workers: the second reader got %s", w,
                      coro_err_name((int)second->res));
         cr_assert_eq(write(p[1], "1", 1), 1);
-        coro_join(&first->co);
+        join_r(&first->co);
         cr_assert_eq(first->res, 1);
         coro_sched_destroy(s);
         close(p[0]);
@@ -424,7 +425,7 @@ Test(io, connect_and_accept_errors, .timeout = 30)
         cr_assert_geq(lfd, 0);
         close(lfd);             /* nobody listens there now */
         struct conn_try c = { .fd = socket(AF_INET, SOCK_STREAM, 0), .port = port };
-        cr_assert_eq(coro_block_on(s, &c.co, conn_try_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &c.co, conn_try_body, NULL), 0);
         cr_assert_eq(c.res, -ECONNREFUSED, "%s", coro_strerror((int)c.res));
         close(c.fd);
         int notlistening = socket(AF_INET, SOCK_STREAM, 0);
@@ -432,14 +433,14 @@ Test(io, connect_and_accept_errors, .timeout = 30)
         cr_assert_eq(run_one(s, &o), -EINVAL);
         close(notlistening);
         struct conn_try bad = { .fd = -1, .port = port };
-        cr_assert_eq(coro_block_on(s, &bad.co, conn_try_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &bad.co, conn_try_body, NULL), 0);
         cr_assert_eq(bad.res, -EBADF);
         /* accept with a timeout, then a real connection */
         lfd = echo_listen(htonl(INADDR_LOOPBACK), 0, &port);
         o = (struct one){ .op = OP_ACCEPT, .fd = lfd, .timeout = 20 * MS };
         cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
         struct conn_try ok = { .fd = socket(AF_INET, SOCK_STREAM, 0), .port = port };
-        cr_assert_eq(coro_block_on(s, &ok.co, conn_try_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &ok.co, conn_try_body, NULL), 0);
         cr_assert_eq(ok.res, 0);
         o = (struct one){ .op = OP_ACCEPT, .fd = lfd, .timeout = CORO_FOREVER };
         cr_assert_geq(run_one(s, &o), 0);
@@ -524,7 +525,7 @@ static int echo_clients(int port)
             bad++;
     }
     for (int i = 0; i < NCONN; i++)
-        if (coro_join(&c[i].co) != 0)
+        if (join_r(&c[i].co) != 0)
             bad++;
     coro_sched_destroy(s);
     free(c);
@@ -575,12 +576,12 @@ static void echo_10000(int workers)
     sv.lfd = lfd;
     r.pid = pid;
     cr_assert_eq(coro_spawn(s, &sv.co, echo_server_body, NULL), 0);
-    cr_assert_eq(coro_block_on(s, &r.co, reaper_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &r.co, reaper_body, NULL), 0);
     cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0,
               "workers %d: client status %#lx (failed clients %d)", workers, (long)r.status,
               (int)WEXITSTATUS(r.status));
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-    cr_assert_eq(coro_join(&sv.co), NCONN, "accepted %ld", (long)sv.co.result);
+    cr_assert_eq(join_r(&sv.co), NCONN, "accepted %ld", (long)sv.co.result);
     cr_assert_eq(sv.loopback, NCONN, "coro_accept_addr gave every client's address");
     coro_sched_destroy(s);
     close(lfd);
@@ -647,7 +648,7 @@ Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60
                 cr_assert_eq(coro_spawn(s, &n[i].co, napper_body, NULL), 0);
             }
             for (int i = 0; i < N; i++) {
-                coro_join(&n[i].co);
+                join_r(&n[i].co);
                 cr_assert_eq(n[i].res, 0);
                 /* the frame computed its deadline before sleeping */
                 cr_assert_geq(n[i].late, 0, "job %d woke %ld ns early", i, (long)-n[i].late);
@@ -675,7 +676,7 @@ Test(io, hundred_thousand_concurrent_timers_all_fire, .timeout = 120)
         }
         int64_t t0 = coro_now();
         for (int i = 0; i < N; i++) {
-            coro_join(&n[i].co);
+            join_r(&n[i].co);
             cr_assert_eq(n[i].res, 0);
             cr_assert_geq(n[i].late, 0, "job %d woke early", i);
         }
@@ -785,7 +786,7 @@ Test(io, after_each_wake_up_the_job_runs_inside_its_mask, .timeout = 60)
                 cr_assert_eq(write(p[i][1], "x", 1), 1);
         }
         for (int i = 0; i < nj; i++) {
-            coro_join(&j[i].co);
+            join_r(&j[i].co);
             cr_assert_eq(j[i].wrong, 0, "job on cpu %d ran elsewhere %d times", j[i].cpu,
                          j[i].wrong);
             close(p[i][0]);
@@ -919,7 +920,7 @@ Test(io, coro_close_resumes_a_waiting_job_once_with_ebadf, .timeout = 30)
         cr_assert_eq(coro_spawn(s, &o.co, one_body, NULL), 0);
         struct closer cl = { .s = s, .fd = p[0], .after = &o.co };
         pthread_create(&cl.t, NULL, closer_main, &cl);     /* while we drive or wait */
-        coro_join(&o.co);
+        join_r(&o.co);
         pthread_join(cl.t, NULL);
         cr_assert_eq(cl.rc, 0);
         cr_assert_eq(o.res, -EBADF);
@@ -996,7 +997,7 @@ Test(io, shutdown_cancel_resumes_every_pending_wait_once_with_ecanceled, .timeou
         struct closer cl = { .s = s, .fd = -1, .mode = CORO_CANCEL };
         pthread_create(&cl.t, NULL, closer_main, &cl);
         for (int i = 0; i < n; i++)
-            coro_join(&c[i].co);
+            join_r(&c[i].co);
         pthread_join(cl.t, NULL);
         cr_assert_eq(cl.rc, 0);
         for (int i = 0; i < n; i++) {
@@ -1054,7 +1055,7 @@ Test(io, a_parking_lot_wait_times_out_through_the_io_timer, .timeout = 30)
         coro_sched_t *s = mk(w);
         struct lw j;
         memset(&j, 0, sizeof j);
-        cr_assert_eq(coro_block_on(s, &j.co, lw_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, lw_body, NULL), 0);
         cr_assert_eq(j.res, -ETIMEDOUT);
         cr_assert_geq(j.t, 20 * MS);
         coro_sched_destroy(s);
@@ -1149,7 +1150,7 @@ static void echo_rounds(coro_sched_t *s, int fd, int peer_fd, int n, int64_t tim
     struct echoer e = { .fd = fd, .n = n, .timeout = timeout };
     struct peer p = { .fd = peer_fd, .n = n };
     pthread_create(&p.t, NULL, peer_main, &p);
-    cr_assert_eq(coro_block_on(s, &e.co, echoer_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &e.co, echoer_body, NULL), 0);
     pthread_join(p.t, NULL);
     cr_assert_eq(e.res, 0, "%s", coro_strerror((int)e.res));
     cr_assert_eq(p.bad, 0);
@@ -1292,9 +1293,9 @@ Test(io, the_io_thread_wakes_a_reader_while_every_worker_runs_a_long_job_and_lea
         }
         cr_assert_eq(__atomic_load_n(&busy_started, __ATOMIC_RELAXED), n);
         __atomic_store_n(&busy_release, 1, __ATOMIC_RELEASE);
-        coro_join(&r.co);
+        join_r(&r.co);
         for (int i = 0; i < n; i++)
-            coro_join(&busy[i]);
+            join_r(&busy[i]);
         cr_assert_eq(r.res, 5);
         cr_assert_eq(memcmp(r.buf, "ready", 5), 0);
         close(sv[0]);
@@ -1381,7 +1382,7 @@ Test(io, data_left_after_an_edge_is_read_and_the_next_edge_wakes_the_reader, .ti
         struct dribble d = { .fd = sv[0] };
         /* one edge for ten bytes: nine of them are read without one */
         pthread_create(&t, NULL, dribble_peer, &sv[1]);
-        cr_assert_eq(coro_block_on(s, &d.co, dribble_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &d.co, dribble_body, NULL), 0);
         pthread_join(t, NULL);
         cr_assert_eq(d.res, 1, "%s", coro_strerror((int)d.res));
         cr_assert_eq(memcmp(d.got, "0123456789z", 11), 0);
@@ -1445,7 +1446,7 @@ Test(io, coro_accept_addr_gives_the_peer_address_and_a_nonblocking_cloexec_fd, .
         cr_assert_geq(lfd, 0);
         /* nobody connects: timeout 0 tries once */
         struct acceptor a = { .lfd = lfd, .timeout = 0 };
-        cr_assert_eq(coro_block_on(s, &a.co, acceptor_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &a.co, acceptor_body, NULL), 0);
         cr_assert_eq(a.bad_addr, -EINVAL);
         cr_assert_eq(a.bad_len, -EINVAL);
         cr_assert_eq(a.res, -ETIMEDOUT);
@@ -1460,7 +1461,7 @@ Test(io, coro_accept_addr_gives_the_peer_address_and_a_nonblocking_cloexec_fd, .
             cr_assert_eq(coro_spawn(s, &a.co, acceptor_body, NULL), 0);
             if (round == 0)
                 cr_assert_eq(connect(c, (struct sockaddr *)&to, sizeof to), 0);
-            coro_join(&a.co);
+            join_r(&a.co);
             cr_assert_geq(a.res, 0, "%s", coro_strerror((int)a.res));
             struct sockaddr_in me;
             socklen_t ml = sizeof me;
@@ -1599,10 +1600,10 @@ Test(io, a_high_job_woken_by_the_same_look_at_epoll_runs_before_a_normal_one, .t
         if (r > ROUNDS)
             break;
         cr_assert_eq(coro_spawn(s, &t.co, two_writes_body, NULL), 0);
-        coro_join(&t.co);
+        join_r(&t.co);
     }
-    coro_join(&n.co);
-    coro_join(&h.co);
+    join_r(&n.co);
+    join_r(&h.co);
     cr_assert_eq(n.bad + h.bad + t.bad, 0);
     for (int r = 0; r < ROUNDS; r++) {
         if (iot_took[r])

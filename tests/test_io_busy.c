@@ -12,6 +12,7 @@
  * several seconds. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -165,7 +166,7 @@ static void pairs_run(struct run *r)
         cr_assert_eq(coro_spawn(r->s, &r->ends[i].co, end_fn, &o), 0);
     }
     for (int i = 0; i < 2 * PAIRS; i++)
-        cr_assert_eq(coro_join(&r->ends[i].co), 0, "end %d failed", i);
+        cr_assert_eq(join_r(&r->ends[i].co), 0, "end %d failed", i);
     r->elapsed = coro_now() - t0;
     for (int i = 0; i < 2 * PAIRS; i++)
         if (r->ends[i].max_lat > r->max_lat)
@@ -180,7 +181,7 @@ static void teardown(struct run *r)
 {
     atomic_store(&r->stop, 1);
     for (int i = 0; i < r->nhogs; i++)
-        cr_assert_eq(coro_join(&r->hogs[i].co), 0);
+        cr_assert_eq(join_r(&r->hogs[i].co), 0);
     cr_assert_eq(coro_sched_destroy(r->s), 0);
     for (int i = 0; i < 2 * PAIRS; i++)
         close(r->fds[i]);

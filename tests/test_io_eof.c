@@ -21,6 +21,7 @@
  * errno is the caller's after every I/O entry point. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -276,7 +277,7 @@ static void one_cell(coro_sched_t *s, int workers, enum transport t, enum end e,
     struct peer p = { .r = r, .end = e, .apart = apart, .fd = fds[1] };
     cr_assert_eq(coro_spawn(s, &r->co, reader_body, NULL), 0);
     cr_assert_eq(pthread_create(&p.t, NULL, peer_main, &p), 0);
-    intptr_t res = coro_join(&r->co);
+    intptr_t res = join_r(&r->co);
     pthread_join(p.t, NULL);
     cr_assert_eq(res, 0,
                  "%d workers, %s, %s, %s, %s: %s after %ld of %ld bytes, %d rounds, %d spins",
@@ -394,7 +395,7 @@ static void writer_cell(coro_sched_t *s, int workers, enum transport t, bool rst
     struct goer g = { .w = &w, .fd = fds[0], .rst = rst };
     cr_assert_eq(coro_spawn(s, &w.co, bigwriter_body, NULL), 0);
     cr_assert_eq(pthread_create(&g.t, NULL, goer_main, &g), 0);
-    cr_assert_eq(coro_join(&w.co), 0);
+    cr_assert_eq(join_r(&w.co), 0);
     pthread_join(g.t, NULL);
     cr_assert(w.res == -EPIPE || w.res == -ECONNRESET, "%d workers, %s%s: write_all %s",
               workers, tnames[t], rst ? " (rst)" : "", coro_strerror((int)w.res));
@@ -450,7 +451,7 @@ Test(io_eof, a_read_with_timeout_0_tries_the_call_whatever_readiness_says, .time
         int fds[2];
         mk_transport((enum transport)t, fds);
         struct zero z = { .fd = fds[0], .peer = fds[1] };
-        cr_assert_eq(coro_block_on(s, &z.co, zero_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &z.co, zero_body, NULL), 0);
         cr_assert_eq(z.first, -ETIMEDOUT, "%s: %s", tnames[t], coro_strerror((int)z.first));
         cr_assert_eq(z.second, 5, "%s: %s", tnames[t], coro_strerror((int)z.second));
         coro_close(s, fds[0]);
@@ -507,7 +508,7 @@ Test(io_eof, a_number_closed_with_close_and_reused_for_a_file_inherits_nothing, 
         int fds[2];
         cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
         struct reuse u = { .fd = fds[0], .peer = fds[1] };
-        cr_assert_eq(coro_block_on(s, &u.co, reuse_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &u.co, reuse_body, NULL), 0);
         cr_assert_eq(u.waited, -ETIMEDOUT);
         cr_assert_eq(u.shortread, 2);
         cr_assert_eq(u.fileread, 5, "%d workers: the file read %s", counts[k],
@@ -579,7 +580,7 @@ Test(io_eof, no_io_entry_point_or_await_changes_errno, .timeout = 30)
     /* a port nobody listens on: the listener's, once closed */
     int tmp = listener(&k.refused);
     close(tmp);
-    cr_assert_eq(coro_block_on(s, &k.co, keeper_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &k.co, keeper_body, NULL), 0);
     cr_assert_eq(k.step, 0, "step %d changed errno", k.step);
     errno = 4242;
     cr_assert_eq(coro_close(s, k.pipe[0]), 0);
@@ -670,7 +671,7 @@ static void fed_round(int workers, bool whole_sched)
         cr_assert_eq(coro_cancel(&f.co), 0);
     }
     intptr_t r = 0;
-    int rc = coro_join_timeout(&f.co, 10000 * MS, &r);
+    int rc = coro_join_timeout(&f.co, &r, 10000 * MS);
     __atomic_store_n(&fe.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     cr_assert_eq(rc, 0, "%d workers, %s: the reader of an fd that always has data never saw "

@@ -8,6 +8,7 @@
  * event was handled. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -82,8 +83,8 @@ Test(io_own_call, a_woken_reader_reads_on_its_worker_what_is_there_when_it_runs,
     }
     cr_assert_eq(write(p[1], "B", 1), 1);
     atomic_store(&h.go, 1);
-    coro_join(&h.co);
-    coro_join(&r.co);
+    join_r(&h.co);
+    join_r(&r.co);
     /* its own read, made when it ran: both bytes */
     cr_assert_eq(r.n, 2, "read %ld byte(s): the event's handler read for it", (long)r.n);
     cr_assert_eq(memcmp(r.buf, "AB", 2), 0);
@@ -118,8 +119,8 @@ Test(io_own_call, a_reader_cancelled_between_its_wake_up_and_its_call_reads_noth
     }
     cr_assert_eq(coro_cancel(&r.co), 0);
     atomic_store(&h.go, 1);
-    coro_join(&h.co);
-    coro_join(&r.co);
+    join_r(&h.co);
+    join_r(&r.co);
     cr_assert_eq(r.n, -ECANCELED);
     cr_assert_eq(read(p[0], &c, 1), 1, "the byte was read for a cancelled job");
     close(p[0]);

@@ -8,6 +8,7 @@
  * must keep their readiness. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -140,7 +141,7 @@ static void race_short_reads(int workers, bool pipe_, size_t msg, size_t rounds)
 
     cr_assert_eq(coro_spawn(s, &r.co, sreader_body, NULL), 0);
     cr_assert_eq(pthread_create(&t, NULL, swriter_main, &w), 0);
-    intptr_t res = coro_join(&r.co);
+    intptr_t res = join_r(&r.co);
     pthread_join(t, NULL);
     cr_assert_eq(r.err, 0, "%d workers, %s, %zu-byte messages: %s after %zu of %zu bytes",
                  workers, pipe_ ? "pipe" : "socketpair", msg, coro_strerror((int)r.err), r.got,
@@ -290,7 +291,7 @@ static void edge_before_clear(int workers, bool pipe_)
         sched_yield();
     }
     cr_assert_eq(write(fds[1], "y", 1), 1);
-    intptr_t res = coro_join(&r.co);
+    intptr_t res = join_r(&r.co);
     __atomic_store_n(&inj_fd, -1, __ATOMIC_RELAXED);
     long seen = __atomic_load_n(&inj_seen, __ATOMIC_RELAXED);
     cr_assert_eq(r.err, 0, "%d workers, %s: %s after %ld of %ld bytes (%ld edges before a clear)",
@@ -359,7 +360,7 @@ static void datagrams_keep_readiness(int workers, int type)
     cr_assert_eq(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
     struct probe p = { .fd = sv[0], .peer = sv[1], .len = 10, .n = 5 };
 
-    cr_assert_eq(coro_block_on(s, &p.co, probe_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &p.co, probe_body, NULL), 0);
     cr_assert_eq(p.first_wait, -ETIMEDOUT, "%s", coro_strerror((int)p.first_wait));
     for (int i = 0; i < p.n; i++)
         cr_assert_eq(p.res[i], 10, "%d workers, %s: datagram %d: %s", workers,
@@ -431,7 +432,7 @@ static void pingpong(int workers, bool pipes, long n)
     }
     cr_assert_eq(coro_spawn(s, &x.co, bouncer_body, NULL), 0);
     cr_assert_eq(coro_spawn(s, &y.co, bouncer_body, NULL), 0);
-    intptr_t rx = coro_join(&x.co), ry = coro_join(&y.co);
+    intptr_t rx = join_r(&x.co), ry = join_r(&y.co);
     cr_assert_eq(rx, 0, "%d workers, %s: x %ld at round %ld", workers,
                  pipes ? "pipes" : "socketpair", (long)rx, x.i);
     cr_assert_eq(ry, 0, "%d workers, %s: y %ld at round %ld", workers,
@@ -531,7 +532,7 @@ static void short_writes(int workers, bool pipe_)
         w.data[i] = (unsigned char)(i * 13);
     cr_assert_eq(coro_spawn(s, &w.co, bigwriter_body, NULL), 0);
     cr_assert_eq(pthread_create(&t, NULL, drainer_main, &d), 0);
-    intptr_t res = coro_join(&w.co);
+    intptr_t res = join_r(&w.co);
     pthread_join(t, NULL);
     cr_assert_eq(res, 0, "%d workers, %s: %s at %zu", workers, pipe_ ? "pipe" : "socketpair",
                  coro_strerror((int)res), w.off);
@@ -624,7 +625,7 @@ Test(io_ready, the_io_thread_of_an_idle_scheduler_wakes_about_20_times_a_second,
     /* about 20 (50 ms naps); 45 before; generous bound between the two */
     cr_assert_lt(woke, 34, "the I/O thread woke %ld times in 1 s of idleness", woke);
     cr_assert_eq(write(sv[1], "x", 1), 1);
-    cr_assert_eq(coro_join(&x.co), 0);
+    cr_assert_eq(join_r(&x.co), 0);
     close(sv[0]);
     close(sv[1]);
     coro_sched_destroy(s);

@@ -10,6 +10,7 @@
  * passed with an empty heap, an earlier sleep after a later one. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -85,8 +86,8 @@ static void timed_ping_pong(int workers)
     long before = __atomic_load_n(&settime_calls, __ATOMIC_RELAXED);
     cr_assert_eq(coro_spawn(s, &b.co, pp_body, NULL), 0);
     cr_assert_eq(coro_spawn(s, &a.co, pp_body, NULL), 0);
-    cr_assert_eq(coro_join(&a.co), 0);
-    cr_assert_eq(coro_join(&b.co), 0);
+    cr_assert_eq(join_r(&a.co), 0);
+    cr_assert_eq(join_r(&b.co), 0);
     long calls = __atomic_load_n(&settime_calls, __ATOMIC_RELAXED) - before;
     cr_assert_eq(a.err, 0, "%d workers: %s", workers, coro_strerror((int)a.err));
     cr_assert_eq(b.err, 0, "%d workers: %s", workers, coro_strerror((int)b.err));
@@ -168,7 +169,7 @@ static void sleep_after(int workers, int64_t first_timeout, int64_t sleep_ns)
         }
         cr_assert_eq(write(fds[1], "x", 1), 1);
     }
-    cr_assert_eq(coro_join(&x.co), 0);
+    cr_assert_eq(join_r(&x.co), 0);
     cr_assert_eq(x.r1, 1);
     cr_assert_eq(x.r2, 0);
     /* generous: the sleep must not wait for the removed timer's time */
@@ -235,10 +236,10 @@ Test(io_timers, a_timer_after_the_heap_emptied_and_the_timerfd_fired_still_fires
         /* a timeout that fires empties the heap; the timerfd's armed time
          * is then in the past */
         cr_assert_eq(coro_spawn(s, &a.co, two_read, NULL), 0);
-        cr_assert_eq(coro_join(&a.co), 0);
+        cr_assert_eq(join_r(&a.co), 0);
         cr_assert_eq(a.r, -ETIMEDOUT);
         cr_assert_eq(coro_spawn(s, &b.co, two_sleep, NULL), 0);
-        cr_assert_eq(coro_join(&b.co), 0);
+        cr_assert_eq(join_r(&b.co), 0);
         cr_assert_eq(b.r, 0);
         cr_assert_lt(b.took, 2200 * MS, "%d workers: a 200 ms sleep took %lld ms", w,
                      (long long)(b.took / MS));
@@ -318,8 +319,8 @@ Test(io_timers, tiny_deadlines_beside_removed_huge_ones_are_never_late, .timeout
         struct tiny t = { .wfd = p[1], .idle_fd = q[0], .rounds = n };
         cr_assert_eq(coro_spawn(s, &a.co, huge_reader_body, NULL), 0);
         cr_assert_eq(coro_spawn(s, &t.co, tiny_body, NULL), 0);
-        cr_assert_eq(coro_join(&t.co), 0);
-        cr_assert_eq(coro_join(&a.co), 0);
+        cr_assert_eq(join_r(&t.co), 0);
+        cr_assert_eq(join_r(&a.co), 0);
         cr_assert_eq(t.bad, 0, "%d workers: %s", w, coro_strerror((int)t.bad));
         cr_assert_eq(a.bad, 0, "%d workers: %s", w, coro_strerror((int)a.bad));
         cr_assert_eq(a.rounds, 0);

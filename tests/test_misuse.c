@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static int run_child(int workers, int ret, int awaited, char *msg, size_t cap)
         b.awaited = awaited;
         if (coro_spawn(s, &b.co, misuse_stray_return_body, NULL) != 0)
             _exit(4);
-        coro_join(&b.co);
+        join_r(&b.co);
         _exit(0);           /* not reached: the worker aborts */
     }
     close(fds[1]);

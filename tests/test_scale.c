@@ -8,6 +8,7 @@
  * run under `make check-asan` too. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <stdlib.h>
 
 #include "rt/rt.h"
@@ -79,7 +80,7 @@ Test(scale, auto_on_a_machine_of_max_cpus_makes_one_worker_per_cpu_runs_and_dest
         cr_assert_eq(coro_spawn(s, &l[i].co, leaf_fn, NULL), 0);
     }
     for (int i = 0; i < N; i++)
-        cr_assert_eq(coro_join(&l[i].co), 0);
+        cr_assert_eq(join_r(&l[i].co), 0);
     cr_assert_eq(__atomic_load_n(&count, __ATOMIC_RELAXED), N);
 
     /* jobs whose masks name the last workers (bits past the first 256)
@@ -101,11 +102,11 @@ Test(scale, auto_on_a_machine_of_max_cpus_makes_one_worker_per_cpu_runs_and_dest
         cr_assert_eq(coro_spawn(s, &l[i].co, leaf_fn, &o1), 0);
     }
     for (int i = 0; i < 512; i++)
-        cr_assert_eq(coro_join(&l[i].co), 0);
+        cr_assert_eq(join_r(&l[i].co), 0);
     cr_assert_eq(count, 512);
 
     struct fan f = { .s = s, .n = 2048, .leaves = l };
-    cr_assert_eq(coro_block_on(s, &f.co, fan_fn, NULL), 2048);
+    cr_assert_eq(block_on_r(s, &f.co, fan_fn, NULL), 2048);
 
     cr_assert_eq(coro_sched_destroy(s), 0);
     free(l);
@@ -118,7 +119,7 @@ Test(scale, more_workers_than_cpus_up_to_the_maximum_are_made_and_more_are_refus
     struct leaf l = { 0 };
     int count = 0;
     l.count = &count;
-    cr_assert_eq(coro_block_on(s, &l.co, leaf_fn, NULL), 0);
+    cr_assert_eq(block_on_r(s, &l.co, leaf_fn, NULL), 0);
     cr_assert_eq(count, 1);
     cr_assert_eq(coro_sched_destroy(s), 0);
 

@@ -4,13 +4,13 @@
  * shutdown, across worker counts 1, 2, 4, 8 (marl's fixture). */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <ck_malloc.h>
 
 #include "rt/rt.h"     /* white-box: struct alignment, the drive word */
 
@@ -137,7 +137,7 @@ static void million_jobs(int workers)
         cr_assert_eq(rc, 0, "spawn %d: %s", i, coro_strerror(rc));
     }
     for (int i = 0; i < N; i++)
-        cr_assert_eq(coro_join(&jobs[i].co), 0);
+        cr_assert_eq(join_r(&jobs[i].co), 0);
     all_pinned_or_skip(s);
     coro_sched_destroy(s);
     for (int i = 0; i < N; i++) {
@@ -213,7 +213,7 @@ Test(sched, jobs_spawned_inside_jobs_all_run_across_worker_counts, .timeout = 60
         cr_assert_null(coro_sched_current());
         for (int round = 0; round < 10; round++) {
             p.left = p.n;
-            cr_assert_eq(coro_block_on(s, &p.co, spawner_body, NULL), 0);
+            cr_assert_eq(block_on_r(s, &p.co, spawner_body, NULL), 0);
         }
         coro_sched_destroy(s);
         free(p.kids);
@@ -277,9 +277,9 @@ Test(sched, high_runs_before_the_normal_jobs_queued_ahead_of_it, .timeout = 30)
     high.seq = &seq;
     cr_assert_eq(coro_spawn(s, &high.co, ordered_body, &hi), 0);
     __atomic_store_n(&b.release, 1, __ATOMIC_RELEASE);
-    coro_join(&high.co);
+    join_r(&high.co);
     for (int i = 0; i < 100; i++)
-        coro_join(&normal[i].co);
+        join_r(&normal[i].co);
     cr_assert_eq(high.at, 0, "HIGH ran as number %ld", high.at);
     for (int i = 1; i < 100; i++)
         cr_assert_lt(normal[i - 1].at, normal[i].at, "NORMAL jobs keep their order");
@@ -351,8 +351,8 @@ Test(sched, normal_and_low_jobs_still_run_under_a_flood_of_high, .timeout = 60)
     /* not shutdown: that would close spawning, the flood's own included */
     cr_assert(wait_for(&high_done, POOL, 50000), "the flood stopped at %ld", high_done);
     for (int i = 0; i < 50; i++) {
-        coro_join(&normal[i].co);
-        coro_join(&low[i].co);
+        join_r(&normal[i].co);
+        join_r(&low[i].co);
     }
     for (int i = 0; i < 50; i++) {
         /* documented bound: NORMAL >= 1 pick in 33, LOW >= 1 in 129; the
@@ -391,14 +391,14 @@ Test(sched, a_job_pinned_to_a_blocked_cpu_waits_while_an_any_cpu_job_is_stolen, 
     cr_assert_eq(b.on_cpu, busy);
     cr_assert_eq(coro_spawn(s, &pinned.co, ordered_body, &pin), 0);
     cr_assert_eq(coro_spawn(s, &any.co, ordered_body, NULL), 0);
-    cr_assert_eq(coro_join(&any.co), 0);
-    cr_assert_eq(coro_join(&lifo_child.co), 0, "the child in the blocked worker's LIFO slot was stolen");
+    cr_assert_eq(join_r(&any.co), 0);
+    cr_assert_eq(join_r(&lifo_child.co), 0, "the child in the blocked worker's LIFO slot was stolen");
     cr_assert_neq(any.cpu, busy);
     cr_assert_neq(lifo_child.cpu, busy);
     sleep_ms(100);
     cr_assert_eq(__atomic_load_n(&seq, __ATOMIC_ACQUIRE), 2, "the pinned job ran elsewhere");
     __atomic_store_n(&b.release, 1, __ATOMIC_RELEASE);
-    cr_assert_eq(coro_join(&pinned.co), 0);
+    cr_assert_eq(join_r(&pinned.co), 0);
     cr_assert_eq(pinned.cpu, busy);
     coro_sched_stats_t *st = malloc(sizeof *st);
     coro_sched_stats(s, st);
@@ -451,7 +451,7 @@ Test(sched, reschedule_moves_a_job_to_the_cpus_of_its_new_mask, .timeout = 30)
     all_pinned_or_skip(s);
     for (int round = 0; round < 50; round++) {
         struct hopper h = { .cpus = { cpus[0], cpus[1] } };
-        cr_assert_eq(coro_block_on(s, &h.co, hopper_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &h.co, hopper_body, NULL), 0);
         cr_assert_eq(h.ok, 0);
         cr_assert_eq(h.seen[0], cpus[1]);
         cr_assert_eq(h.seen[1], cpus[1], "the new mask sticks across a yield");
@@ -476,7 +476,7 @@ Test(sched, submissions_to_parked_workers_always_complete, .timeout = 120)
         long seq = 0;
         for (int round = 0; round < 25000; round++) {
             struct ordered o = { .seq = &seq };
-            cr_assert_eq(coro_block_on(s, &o.co, ordered_body, NULL), 0);
+            cr_assert_eq(block_on_r(s, &o.co, ordered_body, NULL), 0);
             if (round % 2500 == 0) {
                 /* until every worker is idle, going to park (its bit in
                  * s->idle; 10 s bound) - was a sleep of 2 ms */
@@ -651,7 +651,7 @@ Test(sched, bad_masks_and_priorities_are_refused_and_create_no_job, .timeout = 3
     cr_assert_eq(coro_spawn(s, &co, never_body, &o4), -EINVAL);
     cr_assert_eq(coro_cpuset_add(&nowhere, CORO_MAX_CPUS), -EINVAL);
     cr_assert_eq(co.state, 0);
-    cr_assert_eq(coro_join(&co), -EINVAL);
+    cr_assert_eq(join_r(&co), -EINVAL);
     coro_sched_stats_t *st = malloc(sizeof *st);
     coro_sched_stats(s, st);
     cr_assert_eq(st->live_jobs, 0);
@@ -729,7 +729,7 @@ static void call_race(int workers, int callers, int rounds)
             cr_assert_eq(coro_spawn(s, &cl[i].co, caller_body, NULL), 0);
         }
         for (int i = 0; i < callers; i++) {
-            cr_assert_eq(coro_join(&cl[i].co), 0);
+            cr_assert_eq(join_r(&cl[i].co), 0);
             if (cl[i].got == 7)
                 ran++;
             else if (cl[i].got == -EBUSY)
@@ -802,7 +802,7 @@ static void *joiner_b(void *arg)
     struct st_join2 *t = arg;
     /* join B only while the main thread drives (bit 0 of the drive word) */
     spin_until(&t->s->w[0]->started_st, 1, 10000);
-    t->got = coro_join(&t->b->co);
+    t->got = join_r(&t->b->co);
     return NULL;
 }
 
@@ -837,7 +837,7 @@ Test(sched, single_threaded_a_second_joiner_runs_its_job_after_the_driver_return
         cr_assert_eq(pthread_create(&ts, NULL, setter, &t), 0);
         /* this thread drives until A is done; B still sleeps then: the
          * thread joining B must get it run (its timer included) */
-        cr_assert_eq(coro_join(&a.co), 1);
+        cr_assert_eq(join_r(&a.co), 1);
         pthread_join(tb, NULL);
         pthread_join(ts, NULL);
         cr_assert_eq(t.got, 2, "round %d: B's joiner got %ld", round, (long)t.got);
@@ -896,8 +896,8 @@ Test(sched, a_job_that_keeps_yielding_does_not_starve_a_10ms_sleep, .timeout = 2
         cr_assert_eq(coro_sched_create(&s, &c), 0);
         cr_assert_eq(coro_spawn(s, &y.co, yielder_body, NULL), 0);
         cr_assert_eq(coro_spawn(s, &z.co, sleeper_body, NULL), 0);
-        cr_assert_eq(coro_join(&y.co), 0);
-        cr_assert_eq(coro_join(&z.co), 0);
+        cr_assert_eq(join_r(&y.co), 0);
+        cr_assert_eq(join_r(&z.co), 0);
         cr_assert_eq(z.got, 0);
         cr_log_info("%d workers: %ld yields while the sleep ran", wk[k], y.n);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -913,9 +913,9 @@ static intptr_t exit_rc_join, exit_rc_wait, exit_rc_block, exit_rc_run;
 static void exit_hook(coro_t *co)
 {
     (void)co;
-    exit_rc_join = coro_join(&exit_done_job);
+    exit_rc_join = join_r(&exit_done_job);
     exit_rc_wait = coro_event_wait_blocking(&exit_never, 0);
-    exit_rc_block = coro_block_on(coro_sched_current() ? coro_sched_current() : co->sched,
+    exit_rc_block = block_on_r(coro_sched_current() ? coro_sched_current() : co->sched,
                                   &exit_done_job, never_body, NULL);
     exit_rc_run = coro_sched_run(co->sched);
 }
@@ -934,7 +934,7 @@ Test(sched, blocking_calls_in_an_on_exit_hook_get_edeadlk, .timeout = 30)
         memset(&exit_done_job, 0, sizeof exit_done_job);
         coro_event_init(&exit_never);
         exit_rc_join = exit_rc_wait = exit_rc_block = exit_rc_run = 1;
-        cr_assert_eq(coro_block_on(s, &exit_done_job, never_body, NULL), 0);  /* DONE */
+        cr_assert_eq(block_on_r(s, &exit_done_job, never_body, NULL), 0);  /* DONE */
         cr_assert_eq(coro_spawn(s, &job, never_body, &o), 0);
         cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);      /* on_exit has run */
         cr_assert_eq(exit_rc_join, -EDEADLK, "%d workers: coro_join in on_exit: %s", wk[k],
@@ -957,8 +957,9 @@ Test(sched, blocking_calls_in_an_on_exit_hook_get_edeadlk, .timeout = 30)
  * worst a malloc may do, and counts what is live */
 static long odd_live;
 
-static void *odd_malloc(size_t n)
+static void *odd_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     char *raw = malloc(n + 128);
     if (!raw)
         return NULL;
@@ -968,11 +969,11 @@ static void *odd_malloc(size_t n)
     return p;
 }
 
-static void odd_free(void *p, size_t n, bool defer)
+static void odd_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     char *raw;
     (void)n;
-    (void)defer;
     memcpy(&raw, (char *)p - 16, sizeof raw);
     odd_live--;
     free(raw);
@@ -981,7 +982,7 @@ static void odd_free(void *p, size_t n, bool defer)
 Test(sched, scheduler_and_worker_structs_are_64_byte_aligned_with_any_allocator, .timeout = 30)
 {
     static const int wk[] = { 0, 1, 2, 4 };
-    struct ck_malloc odd = { .malloc = odd_malloc, .free = odd_free };
+    coro_alloc_t odd = { .alloc = odd_malloc, .free = odd_free };
 
     for (int a = 0; a < 2; a++) {
         for (unsigned k = 0; k < 4; k++) {
@@ -998,7 +999,7 @@ Test(sched, scheduler_and_worker_structs_are_64_byte_aligned_with_any_allocator,
             for (int i = 0; i < (wk[k] ? wk[k] : 1); i++)
                 cr_assert_eq((uintptr_t)s->w[i] % 64, 0, "%s, %d workers: worker %d at %p",
                              a ? "odd allocator" : "malloc", wk[k], i, (void *)s->w[i]);
-            cr_assert_eq(coro_block_on(s, &job, never_body, NULL), 0);
+            cr_assert_eq(block_on_r(s, &job, never_body, NULL), 0);
             cr_assert_eq(coro_sched_destroy(s), 0);
             cr_assert_eq(odd_live, 0, "%ld blocks leaked", odd_live);
         }

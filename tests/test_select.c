@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -367,7 +368,7 @@ Test(select, a_job_deadline_ends_a_select_and_a_timer_branch_after_it_is_not_cho
                           .timer_at = t0 + 3600000 * MS };
         coro_spawn_opts_t o = { .deadline = t0 + 50 * MS };
         cr_assert_eq(coro_spawn(s, &f.co, fsel_body, &o), 0);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         cr_assert_eq(f.rc, -ETIMEDOUT, "%d workers: %ld", wcounts[wi], (long)f.rc);
         cr_assert_geq(coro_now() - t0, 50 * MS);
         cr_assert_eq(coro_close(s, sv[0]), 0);
@@ -387,7 +388,7 @@ Test(select, a_timer_branch_is_chosen_when_it_comes_and_the_timeout_when_it_come
         struct fsel f = { .fd = sv[0], .timeout = 3600000 * MS, .with_timer = 1,
                           .timer_at = t0 + 20 * MS };
         cr_assert_eq(coro_spawn(s, &f.co, fsel_body, NULL), 0);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         cr_assert_eq(f.rc, 1, "%d workers: %ld", wcounts[wi], (long)f.rc);
         cr_assert_eq(f.own, 0);
         cr_assert_geq(coro_now() - t0, 20 * MS, "never early");
@@ -398,7 +399,7 @@ Test(select, a_timer_branch_is_chosen_when_it_comes_and_the_timeout_when_it_come
         f.with_timer = 1;
         f.timer_at = coro_now() + 3600000 * MS;
         cr_assert_eq(coro_spawn(s, &f.co, fsel_body, NULL), 0);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         cr_assert_eq(f.rc, -ETIMEDOUT);
         /* a timer branch in the past is chosen at once; the readable one
          * before it wins a tie when it is ready */
@@ -406,18 +407,18 @@ Test(select, a_timer_branch_is_chosen_when_it_comes_and_the_timeout_when_it_come
         f.fd = sv[0];
         f.timeout = CORO_FOREVER;
         f.with_timer = 1;
-        f.timer_at = 0;
+        f.timer_at = 1;       /* long past (0 is CORO_NO_DEADLINE) */
         cr_assert_eq(coro_spawn(s, &f.co, fsel_body, NULL), 0);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         cr_assert_eq(f.rc, 1);
         cr_assert_eq(write(sv[1], "x", 1), 1);
         memset(&f, 0, sizeof f);
         f.fd = sv[0];
         f.timeout = CORO_FOREVER;
         f.with_timer = 1;
-        f.timer_at = 0;
+        f.timer_at = 1;       /* long past (0 is CORO_NO_DEADLINE) */
         cr_assert_eq(coro_spawn(s, &f.co, fsel_body, NULL), 0);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         cr_assert_eq(f.rc, 0, "ties go to the lowest index");
         cr_assert_eq(coro_close(s, sv[0]), 0);
         cr_assert_eq(coro_close(s, sv[1]), 0);
@@ -512,7 +513,7 @@ Test(select, error_paths, .timeout = 60)
     cr_assert_eq(coro_select_set_timer(sel, 0, 5), -EINVAL, "branch 0 is not a timer");
     cr_assert_eq(coro_select_timer(sel, INT64_MAX), 1);
     cr_assert_eq(coro_select_set_timer(sel, 1, -2), -EINVAL);
-    cr_assert_eq(coro_select_set_timer(sel, 1, 0), 0);
+    cr_assert_eq(coro_select_set_timer(sel, 1, 1), 0);
     cr_assert_eq(coro_select_blocking(sel, CORO_FOREVER), 1, "a past timer is chosen");
 
     /* an fd that cannot be polled (a regular file): the branch ends with -EPERM */

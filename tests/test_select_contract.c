@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <corokit.h>
+#include "join_r.h"
 
 static const int nworkers[] = { 0, 1, 2, 4 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
@@ -179,7 +180,7 @@ static void world_init(struct world *w, int workers, int trigger)
 static void world_fini(struct world *w)
 {
     coro_event_set(&w->jev);
-    cr_assert_eq(coro_join(&w->done_job.co), 42);
+    cr_assert_eq(join_r(&w->done_job.co), 42);
     fin(w->s);
     close(w->rsp[0]);
     close(w->rsp[1]);
@@ -198,7 +199,7 @@ static void run_kind(int trigger)
         int64_t t0 = coro_now();
         cr_assert_eq(coro_spawn(w.s, &w.j.co, sel_body, NULL), 0);
         cr_assert_eq(pthread_create(&t, NULL, trigger_thread, &w), 0);
-        cr_assert_eq(coro_join(&w.j.co), trigger, "workers %d kind %d: got %ld", nworkers[i],
+        cr_assert_eq(join_r(&w.j.co), trigger, "workers %d kind %d: got %ld", nworkers[i],
                      trigger, (long)w.j.which);
         pthread_join(t, NULL);
 
@@ -287,27 +288,27 @@ Test(select_contract, unchosen_ready_branches_take_nothing_and_put_nothing, .tim
         coro_select_readable(&j.sel, NULL, sp[0]);            /* 2 */
         coro_select_send(&j.sel, &out, (void *)9);      /* 3 */
 
-        cr_assert_eq(coro_block_on(s, &j.co, loop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, loop_body, NULL), 0);
         cr_assert_eq(j.which[0], 0);
         cr_assert_eq(coro_chan_len(&in), 1, "the item stays in the channel");
         cr_assert_eq(coro_chan_len(&out), 0, "nothing was sent");
 
         coro_event_reset(&ev);
-        cr_assert_eq(coro_block_on(s, &j.co, loop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, loop_body, NULL), 0);
         cr_assert_eq(j.which[0], 1);
         cr_assert_eq(j.got, (void *)5);
         cr_assert_eq(coro_chan_len(&out), 0, "nothing was sent");
 
         /* readable twice: no readiness consumed */
-        cr_assert_eq(coro_block_on(s, &j.co, loop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, loop_body, NULL), 0);
         cr_assert_eq(j.which[0], 2);
-        cr_assert_eq(coro_block_on(s, &j.co, loop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, loop_body, NULL), 0);
         cr_assert_eq(j.which[0], 2);
         cr_assert_eq(coro_chan_len(&out), 0);
         cr_assert_eq(read(sp[0], &c, 1), 1);
         cr_assert_eq(c, 'b');
 
-        cr_assert_eq(coro_block_on(s, &j.co, loop_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, loop_body, NULL), 0);
         cr_assert_eq(j.which[0], 3);
         cr_assert_eq(coro_chan_try_recv(&out, &it), 0);
         cr_assert_eq(it, (void *)9);
@@ -362,7 +363,7 @@ Test(select_contract, sixteen_branches_and_the_seventeenth_is_enospc, .timeout =
             j.timeout = CORO_FOREVER;
             cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
             pthread_create(&t, NULL, set_one, &e);
-            cr_assert_eq(coro_join(&j.co), which);
+            cr_assert_eq(join_r(&j.co), which);
             pthread_join(t, NULL);
             fin(s);
         }
@@ -400,7 +401,7 @@ Test(select_contract, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 6
         j.timeout = CORO_FOREVER;
         cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
         pthread_create(&t, NULL, cancel_it, &j);
-        cr_assert_eq(coro_join(&j.co), -ECANCELED);
+        cr_assert_eq(join_r(&j.co), -ECANCELED);
         pthread_join(t, NULL);
         /* after: an item sent and a byte written stay for others */
         cr_assert_eq(coro_chan_try_send(&ch, (void *)3), 0);
@@ -434,7 +435,7 @@ Test(select_contract, a_job_deadline_ends_a_select_without_timeout, .timeout = 6
         int64_t t0 = coro_now();
         coro_spawn_opts_t o = { .deadline = t0 + 50 * MS };
         cr_assert_eq(coro_spawn(s, &j.co, sel_body, &o), 0);
-        cr_assert_eq(coro_join(&j.co), -ETIMEDOUT);
+        cr_assert_eq(join_r(&j.co), -ETIMEDOUT);
         int64_t dt = coro_now() - t0;
         cr_assert_geq(dt, 50 * MS);
         cr_assert_lt(dt, 5000 * MS);
@@ -458,13 +459,13 @@ Test(select_contract, the_selects_own_timeout_is_etimedout_and_a_later_timer_doe
         coro_select_event(&j.sel, &ev);
         coro_select_timer(&j.sel, coro_now() + 10000 * MS);
         j.timeout = 20 * MS;
-        cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), -ETIMEDOUT);
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), -ETIMEDOUT);
         /* a past timer is ready at once, also with timeout 0 */
         coro_select_init(&j.sel);
         coro_select_event(&j.sel, &ev);
         coro_select_timer(&j.sel, coro_now() - 1);
         j.timeout = 0;
-        cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 1);
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 1);
         fin(s);
     }
 }
@@ -482,13 +483,13 @@ Test(select_contract, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout
         coro_event_init(&ev);
         coro_event_init(&other);
         coro_event_set(&ev);
-        cr_assert_eq(coro_block_on(s, &d.co, ev_body, NULL), 42);
+        cr_assert_eq(block_on_r(s, &d.co, ev_body, NULL), 42);
         memset(&j, 0, sizeof j);
         coro_select_init(&j.sel);
         coro_select_event(&j.sel, &other);
         cr_assert_eq(coro_select_done(&j.sel, &d.co), 1);
         j.timeout = CORO_FOREVER;
-        cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 1);
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 1);
         cr_assert_eq(j.bres, 42);
         fin(s);
     }
@@ -524,7 +525,7 @@ Test(select_contract, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd,
     coro_event_set(&jev);
     cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 1);
     cr_assert_eq(coro_select_result(&sel, 1), 42);
-    cr_assert_eq(coro_join(&d.co), 42);
+    cr_assert_eq(join_r(&d.co), 42);
 
     int sp[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
@@ -580,7 +581,7 @@ Test(select_contract, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
         coro_select_init(&j.sel);
         cr_assert_eq(coro_select_readable(&j.sel, NULL, dead), 0);
         j.timeout = CORO_FOREVER;
-        cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
         cr_assert_eq(j.bres, -EBADF);
         fin(s);
         close(sp[0]);

@@ -5,6 +5,7 @@
  * and a chain of spawns, which stays on its worker. */
 #include "rt/rt.h"
 #include "util.h"
+#include "join_r.h"
 
 #include <corokit/sync.h>
 
@@ -278,7 +279,7 @@ Test(submit, a_chain_of_spawns_stays_on_its_worker, .timeout = 60)
         uint64_t m0 = moves(s);
         c.len = 20000;
         coro_event_init(&c.done);
-        cr_assert_geq(coro_block_on(s, &c.co, chain_body, NULL), 0);
+        cr_assert_geq(block_on_r(s, &c.co, chain_body, NULL), 0);
         coro_event_destroy(&c.done);
         uint64_t m = moves(s) - m0;
         /* a steal needs the chain's worker off its CPU for 5 us with the
@@ -338,7 +339,7 @@ Test(submit, the_jobs_one_step_spawns_run_in_the_order_it_spawned_them)
     for (int round = 0; round < 3; round++) {
         static struct burst b;
         memset(&b, 0, sizeof b);
-        cr_assert_geq(coro_block_on(s, &b.co, burst_body, NULL), 0);
+        cr_assert_geq(block_on_r(s, &b.co, burst_body, NULL), 0);
         /* block_on returns when the spawner ends; its jobs may still run */
         cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0, "drain");
         cr_assert_eq(b.n, BURST, "round %d: %d of %d jobs ran", round, b.n, BURST);
@@ -416,9 +417,9 @@ Test(submit, a_burst_from_a_plain_thread_gets_a_worker_per_job, .timeout = 120)
                 sched_yield();
             }
             atomic_store(&burst_release, 1);
-            cr_assert_eq(coro_join(&warm), 0);
+            cr_assert_eq(join_r(&warm), 0);
             for (int i = 0; i < workers; i++)
-                cr_assert_eq(coro_join(&jobs[i]), 0);
+                cr_assert_eq(join_r(&jobs[i]), 0);
         }
         free(jobs);
         cr_assert_eq(coro_sched_destroy(s), 0);

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <ck_malloc.h>
 
 #include <corokit.h>
+#include "join_r.h"
 #include "rt/rt.h"     /* white-box: wait until a thread is on an object's list */
 
 static const int nworkers[] = { 1, 2, 4, 8 };
@@ -95,7 +95,7 @@ Test(sync, mutex_counter_of_1000_jobs_x_1000_ends_exact, .timeout = 240)
             cr_assert_eq(coro_spawn(s, &j[i].co, counter_body, NULL), 0);
         }
         for (int i = 0; i < JOBS; i++)
-            cr_assert_eq(coro_join(&j[i].co), 0);
+            cr_assert_eq(join_r(&j[i].co), 0);
         cr_assert_eq(counter, (long)JOBS * ITER, "%d workers: %ld", nworkers[k], counter);
         cr_assert_eq(coro_mutex_destroy(&m), 0);
         fin(s);
@@ -152,12 +152,12 @@ Test(sync, job_blocked_on_a_mutex_uses_no_cpu_its_worker_runs_others, .timeout =
     cr_assert_eq(coro_spawn(s, &a.co, lock_body, NULL), 0);
     y.done = &done;
     cr_assert_eq(coro_spawn(s, &y.co, yielder_body, NULL), 0);
-    cr_assert_eq(coro_join(&y.co), 0);      /* ran to the end beside the waiter */
+    cr_assert_eq(join_r(&y.co), 0);      /* ran to the end beside the waiter */
     cr_assert_eq(__atomic_load_n(&a.got, __ATOMIC_ACQUIRE), 0);
     coro_sched_stats_t st;
     cr_assert_eq(coro_sched_stats(s, &st), 0);
     cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
-    cr_assert_eq(coro_join(&a.co), 0);
+    cr_assert_eq(join_r(&a.co), 0);
     cr_assert_eq(a.got, 1);
     /* the waiter was run once to arm and once after the hand-off, never in between */
     fin(s);
@@ -185,7 +185,7 @@ Test(sync, mutex_hand_off_is_fifo, .timeout = 30)
     }
     cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
     for (int i = 0; i < N; i++)
-        cr_assert_eq(coro_join(&j[i].co), 0);
+        cr_assert_eq(join_r(&j[i].co), 0);
     cr_assert_eq(no, N);
     for (int i = 0; i < N; i++)
         cr_assert_eq(order[i], i, "waiter %d got the mutex %dth", order[i], i);
@@ -262,10 +262,10 @@ Test(sync, channel_carries_1m_items_from_4_producers_to_4_consumers_each_once, .
             cr_assert_eq(coro_spawn(s, &p[i].co, prod_body, NULL), 0);
         }
         for (int i = 0; i < P; i++)
-            cr_assert_eq(coro_join(&p[i].co), 0);
+            cr_assert_eq(join_r(&p[i].co), 0);
         cr_assert_eq(coro_chan_close(&ch), 0);
         for (int i = 0; i < C; i++) {
-            cr_assert_eq(coro_join(&c[i].co), 0);
+            cr_assert_eq(join_r(&c[i].co), 0);
             total += c[i].n;
         }
         cr_assert_eq(total, ITEMS, "%d workers: %ld received", nworkers[k], total);
@@ -343,8 +343,8 @@ Test(sync, close_wakes_every_waiting_receiver_and_sender_with_epipe, .timeout = 
         cr_assert_eq(coro_chan_close(&rx), 0);
         cr_assert_eq(coro_chan_close(&tx), 0);
         for (int i = 0; i < N; i++) {
-            cr_assert_eq(coro_join(&r[i].co), -EPIPE);
-            cr_assert_eq(coro_join(&w[i].co), -EPIPE);
+            cr_assert_eq(join_r(&r[i].co), -EPIPE);
+            cr_assert_eq(join_r(&w[i].co), -EPIPE);
         }
         pthread_join(t, &tres);
         cr_assert_eq((intptr_t)tres, -EPIPE);
@@ -402,7 +402,7 @@ static void run_timeouts(int workers, int64_t t)
     coro_mutex_init(&m);
     coro_sem_init(&sem, 0);
     cr_assert_eq(coro_mutex_lock_blocking(&m, CORO_FOREVER), 0);
-    cr_assert_eq(coro_block_on(s, &j.co, timeout_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, timeout_body, NULL), 0);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(j.r[i], -ETIMEDOUT, "%d workers, t=%lld: op %d gave %s", workers,
                      (long long)t, i, coro_err_name((int)j.r[i]));
@@ -528,7 +528,7 @@ Test(sync, a_plain_thread_and_jobs_share_one_channel, .timeout = 60)
         pthread_join(t, &tr);
         cr_assert_null(tr);
         for (int i = 0; i < R; i++)
-            cr_assert_eq(coro_join(&r[i].co), 0);
+            cr_assert_eq(join_r(&r[i].co), 0);
         cr_assert_eq(got, N);
         cr_assert_eq(sum, (long)N * (N + 1) / 2);
         cr_assert_eq(coro_chan_try_recv(&out, &item), -EAGAIN);
@@ -582,7 +582,7 @@ Test(sync, select_picks_the_ready_side_and_leaves_the_other_untouched, .timeout 
         cr_assert_eq(coro_select_recv(&j.sel, &b, &j.ib), 1);
         cr_assert_eq(coro_select_send(&j.sel, &full, (void *)9), 2);
         j.t = CORO_FOREVER;
-        cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
         cr_assert_eq(j.which, 1);
         cr_assert_eq(j.bres, 0);
         cr_assert_eq((intptr_t)j.ib, 42);
@@ -607,7 +607,7 @@ Test(sync, select_picks_the_ready_side_and_leaves_the_other_untouched, .timeout 
         cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
         cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
         cr_assert_eq(coro_chan_send_blocking(&a, (void *)5, CORO_FOREVER), 0);
-        cr_assert_eq(coro_join(&j.co), 0);
+        cr_assert_eq(join_r(&j.co), 0);
         cr_assert_eq(j.which, 0);
         cr_assert_eq((intptr_t)j.ia, 5);
         cr_assert_null(j.ib);
@@ -642,14 +642,14 @@ Test(sync, select_on_an_event_and_a_closed_channel, .timeout = 30)
      * here failed on a loaded machine: the set came first and woke 0) */
     cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_event_set(&ev), 1);
-    cr_assert_eq(coro_join(&j.co), 0);
+    cr_assert_eq(join_r(&j.co), 0);
     cr_assert_eq(j.which, 1);
     coro_event_reset(&ev);
     /* the same select again: a close completes branch 0 with -EPIPE */
     cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
     cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_chan_close(&a), 0);
-    cr_assert_eq(coro_join(&j.co), 0);
+    cr_assert_eq(join_r(&j.co), 0);
     cr_assert_eq(j.which, 0);
     cr_assert_eq(j.bres, -EPIPE);
     cr_assert_eq(coro_event_destroy(&ev), 0);
@@ -669,10 +669,10 @@ Test(sync, select_times_out_when_nothing_is_ready, .timeout = 30)
     coro_select_init(&j.sel);
     coro_select_recv(&j.sel, &a, &j.ia);
     j.t = 0;
-    cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
     cr_assert_eq(j.which, -ETIMEDOUT);
     j.t = 5 * MS;
-    cr_assert_eq(coro_block_on(s, &j.co, sel_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
     cr_assert_eq(j.which, -ETIMEDOUT);
     cr_assert_eq(coro_chan_destroy(&a), 0);
     fin(s);
@@ -740,7 +740,7 @@ Test(sync, event_set_from_a_plain_thread_wakes_every_job, .timeout = 60)
         cr_assert_geq(coro_event_set(&ev), 0);
         cr_assert_eq(coro_waitgroup_wait_blocking(&wg, CORO_FOREVER), 0);
         for (int i = 0; i < N; i++)
-            cr_assert_eq(coro_join(&j[i].co), 0);
+            cr_assert_eq(join_r(&j[i].co), 0);
         cr_assert_eq(coro_event_wait_blocking(&ev, 0), 0);    /* stays set */
         cr_assert_eq(coro_event_reset(&ev), 0);
         cr_assert_eq(coro_event_wait_blocking(&ev, 0), -ETIMEDOUT);
@@ -788,7 +788,7 @@ Test(sync, semaphore_bounds_how_many_jobs_are_inside, .timeout = 60)
             cr_assert_eq(coro_spawn(s, &j[i].co, sem_body, NULL), 0);
         }
         for (int i = 0; i < N; i++)
-            cr_assert_eq(coro_join(&j[i].co), 0);
+            cr_assert_eq(join_r(&j[i].co), 0);
         cr_assert_leq(max, UNITS);
         cr_assert_eq(coro_sem_value(&sem), UNITS);
         cr_assert_eq(coro_sem_destroy(&sem), 0);
@@ -818,8 +818,8 @@ Test(sync, cancel_resumes_channel_and_select_waiters_with_ecanceled, .timeout = 
     cr_assert(parked_on(&r.co, &a), "the receiver never waited");
     cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-    cr_assert_eq(coro_join(&r.co), -ECANCELED);
-    cr_assert_eq(coro_join(&j.co), 0);
+    cr_assert_eq(join_r(&r.co), -ECANCELED);
+    cr_assert_eq(join_r(&j.co), 0);
     cr_assert_eq(j.which, -ECANCELED);
     cr_assert_eq(coro_chan_destroy(&a), 0);     /* nothing left on its lists */
     cr_assert_eq(coro_sched_destroy(s), 0);
@@ -827,16 +827,17 @@ Test(sync, cancel_resumes_channel_and_select_waiters_with_ecanceled, .timeout = 
 
 /* ---- error paths --------------------------------------------------------------------------- */
 
-static void *fail_malloc(size_t n)
+static void *fail_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     (void)n;
     return NULL;
 }
-static void fail_free(void *p, size_t n, bool d)
+static void fail_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)p;
     (void)n;
-    (void)d;
 }
 
 Test(sync, null_and_uninitialised_objects_give_einval, .timeout = 10)
@@ -984,7 +985,7 @@ Test(sync, blocking_calls_from_a_job_give_edeadlk, .timeout = 10)
 
     coro_chan_init(&ch, b, 1);
     coro_mutex_init(&m);
-    cr_assert_eq(coro_block_on(s, &j.co, deadlock_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &j.co, deadlock_body, NULL), 0);
     cr_assert_eq(j.r[0], -EDEADLK);
     cr_assert_eq(j.r[1], -EDEADLK);
     cr_assert_eq(j.r[2], -EDEADLK);     /* the job already owns it */
@@ -996,7 +997,7 @@ Test(sync, channel_errors, .timeout = 10)
 {
     coro_chan_t ch;
     void *b[2], *it;
-    struct ck_malloc failing = { .malloc = fail_malloc, .free = fail_free };
+    coro_alloc_t failing = { .alloc = fail_malloc, .free = fail_free };
 
     cr_assert_eq(coro_chan_init_alloc(&ch, 4, &failing), -ENOMEM);
     cr_assert_eq(coro_chan_try_send(&ch, NULL), -EINVAL);

@@ -7,6 +7,7 @@
  * (tools/timeline needs python3 too). */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -88,7 +89,7 @@ static void run_some(coro_sched_t *s, int n)
     for (int i = 0; i < n; i++)
         cr_assert_eq(coro_spawn(s, &j[i].co, empty_body, NULL), 0);
     for (int i = 0; i < n; i++)
-        cr_assert_eq(coro_join(&j[i].co), 7);
+        cr_assert_eq(join_r(&j[i].co), 7);
     free(j);
 }
 
@@ -171,7 +172,7 @@ Test(trace, a_jobs_steps_and_its_wake_from_a_plain_thread_appear, .timeout = 60)
            __atomic_load_n(&w.co.wait_obj, __ATOMIC_ACQUIRE) != (void *)&ev)
         sched_yield();
     cr_assert_eq(coro_event_set(&ev), 1, "the job was woken by this thread");
-    cr_assert_eq(coro_join(&w.co), 5);
+    cr_assert_eq(join_r(&w.co), 5);
     /* every worker idle (its bit in s->idle) before the write: the rings
      * are read while nobody writes them (bounded 10 s).  The steps are
      * compared in time order: they may be on two workers' lanes */
@@ -212,7 +213,7 @@ Test(trace, affinity_classes_appear_in_the_job_args, .timeout = 60)
     coro_cpuset_zero(&one);
     coro_cpuset_add(&one, wcpu(s, 1));
     coro_spawn_opts_t o = { .affinity = &one, .priority = CORO_PRIO_LOW };
-    cr_assert_eq(coro_block_on(s, &j.co, empty_body, &o), 7);
+    cr_assert_eq(block_on_r(s, &j.co, empty_body, &o), 7);
     tmpname(f, sizeof f, "cls");
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
@@ -233,7 +234,7 @@ Test(trace, the_flight_recorder_keeps_only_the_last_n_events, .timeout = 60)
     struct job *j = calloc(N, sizeof *j);
 
     for (int i = 0; i < N; i++)
-        cr_assert_eq(coro_block_on(s, &j[i].co, empty_body, NULL), 7);
+        cr_assert_eq(block_on_r(s, &j[i].co, empty_body, NULL), 7);
     tmpname(f, sizeof f, "ring");
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     /* a ring of 64 holds at most 64 events: 64 steps at most on the worker
@@ -436,7 +437,7 @@ Test(trace, a_job_can_write_the_trace_while_the_workers_run, .timeout = 60)
     struct writer w = { .path = f, .rc = 1 };
 
     tmpname(f, sizeof f, "job");
-    cr_assert_eq(coro_block_on(s, &w.co, writer_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &w.co, writer_body, NULL), 0);
     cr_assert_eq(w.rc, 0);
     cr_assert(pycheck(f, "'coro-io' in lanes.values()"));
     coro_sched_destroy(s);
@@ -473,9 +474,9 @@ Test(trace, the_spawns_of_a_step_are_stamped_inside_it_on_its_lane, .timeout = 6
     struct parent *p = calloc(1, sizeof *p);
 
     tmpname(f, sizeof f, "instep");
-    cr_assert_eq(coro_block_on(s, &p->co, parent_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &p->co, parent_body, NULL), 0);
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(coro_join(&p->kid[i].co), 7);
+        cr_assert_eq(join_r(&p->kid[i].co), 7);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(pj, sizeof pj, "0x%" PRIxPTR, (uintptr_t)&p->co);
     for (int i = 0; i < 3; i++)
@@ -503,13 +504,13 @@ Test(trace, a_step_after_an_idle_worker_starts_after_its_jobs_spawn, .timeout = 
         coro_sched_t *s = traced(workers, 1024);
         tmpname(f, sizeof f, "idle");
         cr_assert_eq(coro_spawn(s, &a.co, empty_body, NULL), 0);
-        cr_assert_eq(coro_join(&a.co), 7);
+        cr_assert_eq(join_r(&a.co), 7);
         /* the worker runs out of work and parks (its idle bit); a
          * single-threaded scheduler is driven again by coro_join */
         while (workers > 0 && !(__atomic_load_n(&s->idle[0], __ATOMIC_ACQUIRE) & 1))
             sched_yield();
         cr_assert_eq(coro_spawn(s, &b.co, empty_body, NULL), 0);
-        cr_assert_eq(coro_join(&b.co), 7);
+        cr_assert_eq(join_r(&b.co), 7);
         cr_assert_eq(coro_sched_trace_write(s, f), 0);
         snprintf(aj, sizeof aj, "0x%" PRIxPTR, (uintptr_t)&a.co);
         snprintf(bj, sizeof bj, "0x%" PRIxPTR, (uintptr_t)&b.co);
@@ -552,9 +553,9 @@ Test(trace, every_step_is_read_and_keeps_its_place, .timeout = 60)
     p->kids = calloc(N, sizeof *p->kids);
     p->n = N;
     tmpname(f, sizeof f, "runs");
-    cr_assert_eq(coro_block_on(s, &p->co, spawner_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &p->co, spawner_body, NULL), 0);
     for (int i = 0; i < N; i++)
-        cr_assert_eq(coro_join(&p->kids[i].co), 7);
+        cr_assert_eq(join_r(&p->kids[i].co), 7);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     /* the parent's step and its 2,000 spawns, then 2,000 steps: the last
      * 8,192 events of the ring hold all of them */
@@ -611,9 +612,9 @@ Test(trace, a_long_step_among_short_ones_shows_its_own_length, .timeout = 60)
 
     tmpname(f, sizeof f, "long");
     /* spawned from a job: the worker runs them back to back */
-    cr_assert_eq(coro_block_on(s, &p.co, mixed_spawner_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &p.co, mixed_spawner_body, NULL), 0);
     for (int i = 0; i < 81; i++)
-        cr_assert_eq(coro_join(&j[i].co), 7);
+        cr_assert_eq(join_r(&j[i].co), 7);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(expr, sizeof expr,
              "(lambda L, S: len(L)==1 and L[0]['dur'] >= 1900 and len(S)==80"
@@ -662,7 +663,7 @@ static void *spawn_thread(void *arg)
     for (int i = 0; i < PER_THREAD; i++)
         cr_assert_eq(coro_spawn(st->s, &st->jobs[i].co, empty_body, NULL), 0);
     for (int i = 0; i < PER_THREAD; i++)
-        cr_assert_eq(coro_join(&st->jobs[i].co), 7);
+        cr_assert_eq(join_r(&st->jobs[i].co), 7);
     return NULL;
 }
 
@@ -720,13 +721,13 @@ Test(trace, a_plain_threads_spawn_after_a_pause_is_drawn_after_the_pause, .timeo
     tmpname(f, sizeof f, "pause");
     cr_assert_eq(coro_spawn(s, &j[0].co, empty_body, NULL), 0);   /* read: the first */
     cr_assert_eq(coro_spawn(s, &j[1].co, empty_body, NULL), 0);
-    cr_assert_eq(coro_join(&j[0].co), 7);
-    cr_assert_eq(coro_join(&j[1].co), 7);
+    cr_assert_eq(join_r(&j[0].co), 7);
+    cr_assert_eq(join_r(&j[1].co), 7);
     /* the pause is what is measured here, not a way to order events */
     struct timespec ts = { 0, 50 * 1000 * 1000 };
     nanosleep(&ts, NULL);
     cr_assert_eq(coro_spawn(s, &j[2].co, empty_body, NULL), 0);
-    cr_assert_eq(coro_join(&j[2].co), 7);
+    cr_assert_eq(join_r(&j[2].co), 7);
     cr_assert_eq(coro_sched_trace_write(s, f), 0);
     snprintf(aj, sizeof aj, "0x%" PRIxPTR, (uintptr_t)&j[1].co);
     snprintf(bj, sizeof bj, "0x%" PRIxPTR, (uintptr_t)&j[2].co);
@@ -771,7 +772,7 @@ Test(trace, a_thread_spawning_into_two_traced_schedulers_records_each_in_its_own
         for (int i = 0; i < 6; i++)
             cr_assert_eq(coro_spawn(i % 2 ? s2 : s1, &j[i].co, empty_body, NULL), 0);
         for (int i = 0; i < 6; i++)
-            cr_assert_eq(coro_join(&j[i].co), 7);
+            cr_assert_eq(join_r(&j[i].co), 7);
         cr_assert_eq(coro_sched_trace_write(s1, f1), 0);
         cr_assert_eq(coro_sched_trace_write(s2, f2), 0);
         coro_t *in1[] = { &j[0].co, &j[2].co, &j[4].co }, *in2[] = { &j[1].co, &j[3].co, &j[5].co };

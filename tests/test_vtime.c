@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,7 @@ Test(vtime, advance_by_9s_leaves_a_10s_sleeper_asleep_and_1s_more_wakes_it, .tim
     cr_assert_eq(norder, 1);
     cr_assert_eq(z.woke, t0 + 10 * SEC);
     cr_assert_eq(coro_sched_now(s), t0 + 10 * SEC);
-    cr_assert_eq(coro_join(&z.co), 0);
+    cr_assert_eq(join_r(&z.co), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
@@ -191,7 +192,7 @@ Test(vtime, every_timeout_of_a_job_is_on_the_virtual_clock, .timeout = 10)
     coro_event_init(&t.ev);
     coro_group_init(&t.g);
     int64_t r0 = real_ns();
-    cr_assert_eq(coro_block_on(s, &t.co, timed_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &t.co, timed_body, NULL), 0);
     cr_assert_eq(t.r_ev, -ETIMEDOUT);
     cr_assert_eq(t.t_ev, t.t0 + 5 * SEC);
     cr_assert_geq(t.r_sel, 0, "the timer branch: %ld", (long)t.r_sel);
@@ -230,9 +231,9 @@ Test(vtime, a_spawn_deadline_and_a_timed_join_are_on_the_virtual_clock, .timeout
     coro_spawn_opts_t o = { .deadline = t0 + 90 * SEC };
     cr_assert_eq(coro_spawn(s, &d.co, dl_body, &o), 0);
     intptr_t res;
-    cr_assert_eq(coro_join_timeout(&d.co, 30 * SEC, &res), -ETIMEDOUT);
+    cr_assert_eq(coro_join_timeout(&d.co, &res, 30 * SEC), -ETIMEDOUT);
     cr_assert_eq(coro_sched_now(s), t0 + 30 * SEC);
-    cr_assert_eq(coro_join_timeout(&d.co, CORO_FOREVER, &res), 0);
+    cr_assert_eq(coro_join_timeout(&d.co, &res, CORO_FOREVER), 0);
     cr_assert_eq(d.r, -ETIMEDOUT);
     cr_assert_eq(d.t, t0 + 90 * SEC);
     coro_event_destroy(&d.ev);
@@ -251,9 +252,9 @@ Test(vtime, a_join_on_a_job_waiting_for_an_event_nobody_sets_returns_edeadlk_at_
     coro_spawn_opts_t o = { .name = "stuck-waiter" };
     cr_assert_eq(coro_spawn(s, &d.co, dl_body, &o), 0);
     int64_t r0 = real_ns();
-    cr_assert_eq(coro_join(&d.co), -EDEADLK);
+    cr_assert_eq(join_r(&d.co), -EDEADLK);
     cr_assert_lt(real_ns() - r0, 200 * MS);
-    cr_assert_eq(coro_block_on(s, &d2.co, dl_body, NULL), -EDEADLK);
+    cr_assert_eq(block_on_r(s, &d2.co, dl_body, NULL), -EDEADLK);
     cr_assert_geq(coro_sched_run(s), 0);        /* returns: nothing can run */
 
     char *buf = NULL;
@@ -390,7 +391,7 @@ Test(vtime, a_virtual_trace_is_stamped_with_the_virtual_clock, .timeout = 10)
     sleepers = &z;
     order = o;
     norder = 0;
-    cr_assert_eq(coro_block_on(s, &z.co, sleeper_body, NULL), 0);
+    cr_assert_eq(block_on_r(s, &z.co, sleeper_body, NULL), 0);
     char path[] = "/tmp/corokit-vtime-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
@@ -512,7 +513,7 @@ Test(vtime, advance_is_einval_on_a_real_clock_or_backwards_and_edeadlk_from_a_jo
     cr_assert_eq(coro_sched_advance(v, -1), -EINVAL);
     cr_assert_eq(coro_sched_now(v), CORO_VIRTUAL_TIME_START);
     struct adv a = { .s = v };
-    cr_assert_eq(coro_block_on(v, &a.co, adv_body, NULL), 0);
+    cr_assert_eq(block_on_r(v, &a.co, adv_body, NULL), 0);
     cr_assert_eq(a.rc, -EDEADLK);
     cr_assert_eq(coro_sched_now(v), CORO_VIRTUAL_TIME_START);
     /* a real clock's now is coro_now()'s */

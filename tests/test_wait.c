@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -27,22 +27,23 @@ static const int wcounts[] = { 0, 1, 2, 4 };
 static uint64_t n_alloc;
 static int fail_alloc;
 
-static void *cnt_malloc(size_t n)
+static void *cnt_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (__atomic_load_n(&fail_alloc, __ATOMIC_RELAXED))
         return NULL;
     __atomic_add_fetch(&n_alloc, 1, __ATOMIC_RELAXED);
     return malloc(n);
 }
 
-static void cnt_free(void *p, size_t n, bool defer)
+static void cnt_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     free(p);
 }
 
-static struct ck_malloc cnt_alloc = { .malloc = cnt_malloc, .free = cnt_free };
+static coro_alloc_t cnt_alloc = { .alloc = cnt_malloc, .free = cnt_free };
 
 static coro_sched_t *mk(int workers, bool counted)
 {
@@ -166,7 +167,7 @@ Test(wait, timed_waits_of_1ns_to_50us_always_end_on_every_sync_kind, .timeout = 
             f->n = N;
             /* hangs here on adca440: a deadline that passed before the
              * job was on the wait list was dropped */
-            intptr_t r = coro_block_on(s, &f->co, tw_body, NULL);
+            intptr_t r = block_on_r(s, &f->co, tw_body, NULL);
             cr_assert_eq(r, 0, "%d workers, %s: %ld waits did not time out", w, kind_name[k],
                          (long)r);
             free(f);
@@ -243,8 +244,8 @@ Test(wait, a_zeroed_frame_waiting_again_is_not_ended_by_its_old_timeout, .timeou
             k.waiter = &f.co;
             cr_assert_eq(coro_event_reset(&ev), 0);
             cr_assert_eq(coro_spawn(s, &f.co, rw_body, NULL), 0);
-            intptr_t woke = coro_block_on(s, &k.co, waker_body, NULL);
-            cr_assert_eq(coro_join(&f.co), 0);
+            intptr_t woke = block_on_r(s, &k.co, waker_body, NULL);
+            cr_assert_eq(join_r(&f.co), 0);
             if (woke == 1)
                 break;
         }
@@ -260,7 +261,7 @@ Test(wait, a_zeroed_frame_waiting_again_is_not_ended_by_its_old_timeout, .timeou
         cr_assert(!job_finished(&f.co), "%d workers: ended by a stale timer with %ld", w,
                   (long)f.co.result);
         cr_assert_eq(coro_event_set(&ev), 1);
-        cr_assert_eq(coro_join(&f.co), 0);
+        cr_assert_eq(join_r(&f.co), 0);
         fin(s);
     }
 }
@@ -320,8 +321,8 @@ static void ping_pong(coro_sched_t *s, int n, coro_mutex_t *m)
     b.in = &c1, b.out = &c2, b.n = n, b.recv_first = true;
     cr_assert_eq(coro_spawn(s, &a.co, pp_body, NULL), 0);
     cr_assert_eq(coro_spawn(s, &b.co, pp_body, NULL), 0);
-    cr_assert_eq(coro_join(&a.co), 0);
-    cr_assert_eq(coro_join(&b.co), 0);
+    cr_assert_eq(join_r(&a.co), 0);
+    cr_assert_eq(join_r(&b.co), 0);
     cr_assert_eq(coro_chan_destroy(&c1), 0);
     cr_assert_eq(coro_chan_destroy(&c2), 0);
 }
@@ -421,10 +422,10 @@ Test(wait, a_timed_wait_without_memory_for_its_timer_fails_with_enomem, .timeout
             f[i].ev = &ev;
             cr_assert_eq(coro_spawn(s, &f[i].co, ew_body, NULL), 0);
         }
-        cr_assert_eq(coro_block_on(s, &e.co, ewset_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &e.co, ewset_body, NULL), 0);
         int nomem = 0;
         for (int i = 0; i < N; i++) {
-            intptr_t r = coro_join(&f[i].co);
+            intptr_t r = join_r(&f[i].co);
             cr_assert(r == 0 || r == -ENOMEM, "%d workers: job %d ended %ld", w, i, (long)r);
             nomem += r == -ENOMEM;
         }
@@ -515,12 +516,12 @@ Test(wait, every_timed_wait_kind_fails_with_enomem_and_leaves_no_trace_when_time
             f[i].ev = &ev;
             cr_assert_eq(coro_spawn(s, &f[i].co, ew_body, NULL), 0);
         }
-        cr_assert_eq(coro_block_on(s, &d.co, nmdrv_body, NULL), 0);
-        cr_assert_eq(coro_join(&j.co), 0);
+        cr_assert_eq(block_on_r(s, &d.co, nmdrv_body, NULL), 0);
+        cr_assert_eq(join_r(&j.co), 0);
         for (int k = 0; k < K_N; k++)
             cr_assert_eq(j.r[k], -ENOMEM, "%d workers, %s: %ld", w, kind_name[k], (long)j.r[k]);
         for (int i = 0; i < PREALLOC; i++)
-            cr_assert_eq(coro_join(&f[i].co), 0);
+            cr_assert_eq(join_r(&f[i].co), 0);
         /* nothing was taken, sent or locked, and no branch is left linked */
         cr_assert_eq(coro_chan_len(&o.full), 1);
         cr_assert_eq(coro_chan_len(&o.empty), 0);
@@ -582,8 +583,8 @@ Test(wait, cancel_ends_two_jobs_that_await_each_other_on_one_scheduler, .timeout
                     sched_yield();
             /* both wait in each other's joiner slot: hung here on adca440 */
             cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-            cr_assert_eq(coro_join(&a.co), -ECANCELED);
-            cr_assert_eq(coro_join(&b.co), -ECANCELED);
+            cr_assert_eq(join_r(&a.co), -ECANCELED);
+            cr_assert_eq(join_r(&b.co), -ECANCELED);
             cr_assert_eq(coro_sched_destroy(s), 0);
         }
     }
@@ -630,12 +631,12 @@ Test(wait, cancel_visits_only_the_buckets_its_jobs_parked_in, .timeout = 30)
         }
         cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
         cr_assert_leq(coro__lot_cancel_visits(s), 2);
-        cr_assert_eq(coro_join(&f[0].co), -ECANCELED);
-        cr_assert_eq(coro_join(&f[1].co), -ECANCELED);
+        cr_assert_eq(join_r(&f[0].co), -ECANCELED);
+        cr_assert_eq(join_r(&f[1].co), -ECANCELED);
         /* the other scheduler's waiter is untouched */
         cr_assert(!job_finished(&f[2].co));
         cr_assert_geq(coro_event_set(&ev[2]), 0);  /* 0: it was still arming */
-        cr_assert_eq(coro_join(&f[2].co), 0);
+        cr_assert_eq(join_r(&f[2].co), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         fin(other);
     }
@@ -710,7 +711,7 @@ Test(wait, a_negative_timeout_other_than_forever_is_einval_for_every_sync_call, 
         cr_assert_eq(coro_waitgroup_init(&o.wg), 0);
         memset(&f, 0, sizeof f);
         f.o = &o;
-        cr_assert_eq(coro_block_on(s, &f.co, nt_body, NULL), 0);
+        cr_assert_eq(block_on_r(s, &f.co, nt_body, NULL), 0);
         for (int k = 0; k < K_N; k++)
             cr_assert_eq(f.r[k], -EINVAL, "%d workers, %s: %ld", w, kind_name[k], (long)f.r[k]);
         /* the blocking forms */

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 
@@ -41,7 +42,7 @@ struct joiner { pthread_t t; coro_t *co; intptr_t res; };
 static inline void *join_main(void *arg)
 {
     struct joiner *j = arg;
-    j->res = coro_join(j->co);
+    j->res = join_r(j->co);
     return NULL;
 }
 

@@ -41,6 +41,22 @@ typedef struct coro coro_t;
 /* A scheduler (sched.h), always spelled coro_sched_t in the API. */
 typedef struct coro_sched coro_sched_t;
 
+/* An allocator for the memory corokit takes for itself (a scheduler's
+ * structures, frame pools and trace rings through
+ * coro_sched_config_t.alloc; a channel's buffer through
+ * coro_chan_init_alloc).  alloc(ctx, size) returns size bytes (any
+ * alignment: corokit aligns what it needs) or NULL; free(ctx, ptr, size)
+ * gives back a block alloc returned, with the size asked for.  ctx is
+ * passed through untouched.  Both functions must be set; they may be
+ * called from any of the scheduler's threads at once, and never with a
+ * lock of corokit's held that they could need.  The struct is read where
+ * it is given and must outlive what uses it (the scheduler, the channel). */
+typedef struct coro_alloc {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+} coro_alloc_t;
+
 /* CORO_NODISCARD: on every awaitable constructor.  A constructor may
  * already complete the operation (coro_chan_recv takes an item, coro_read
  * reads: see coro_await_t), so an awaitable discarded as a statement may
@@ -155,9 +171,18 @@ CORO_STATIC_ASSERT(sizeof(struct coro) == 128, "coro_t must stay 128 bytes on LP
 #endif
 CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes");
 
-/* Timeouts are relative int64_t nanoseconds; CORO_FOREVER waits without
- * limit, 0 polls once. */
+/* TIME.  One convention for every call: a time is int64_t nanoseconds.
+ * A timeout (every parameter named timeout_ns) is relative: CORO_FOREVER
+ * waits without limit, 0 polls once, > 0 waits at most that long, and any
+ * other negative value is refused with -EINVAL.  A deadline (every
+ * parameter named deadline_ns, the `_until` forms, coro_spawn_opts_t
+ * .deadline) is absolute, on coro_now()'s clock (CLOCK_MONOTONIC, or a
+ * .virtual_time scheduler's clock inside its jobs); CORO_NO_DEADLINE
+ * means none - it is 0, so that a zeroed options struct has no deadline -
+ * a deadline already past completes at once, and a negative one is
+ * -EINVAL.  The config's durations are in ns too (fields ending in _ns). */
 #define CORO_FOREVER ((int64_t)-1)
+#define CORO_NO_DEADLINE ((int64_t)0)
 
 /* ---- the body macros -------------------------------------------------- */
 
@@ -319,7 +344,11 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
 
 /* coro_done - awaitable: wait until spawned job finishes; result = its
- * return value.  Any number of jobs may await the same job.  Completes at
+ * return value, which shares the await's result with the errors below:
+ * for a job that may return a negative value, await coro_done_timeout
+ * (job, &result, CORO_FOREVER), which keeps the two apart.  coro_done is
+ * the form for fork-join over results that are never negative (the
+ * awaiter waits in the job's joiner slot, without the parking lot).  Any number of jobs may await the same job.  Completes at
  * once when job has already finished (with its result), with -EINVAL for a
  * NULL or never-spawned frame, and with -EDEADLK when a job awaits itself.
  * Under coro_sched_shutdown(CORO_CANCEL) of the awaiter's scheduler it
@@ -328,14 +357,17 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
  * (do not free it in on_exit while others wait for it). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_done(coro_t *job);
 
-/* coro_done_timeout - awaitable: coro_done for at most timeout ns
+/* coro_done_timeout - awaitable: coro_done for at most timeout_ns
  * (CORO_FOREVER = no limit, 0 = just look), keeping the job's result apart
- * from the await's: 0 and *result = job's result; -ETIMEDOUT (the job goes
- * on); -ECANCELED (the awaiter was cancelled: coro_cancel, CORO_CANCEL);
- * -EINVAL (job or result NULL, timeout < CORO_FOREVER, a never-spawned
- * frame); -EDEADLK (a job awaits itself).  *result is written only with 0.
- * The job's frame must stay valid until the awaiter resumed. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_t *result);
+ * from the await's: 0 and *result = job's result (negative or not);
+ * -ETIMEDOUT (the job goes on); -ECANCELED (the awaiter was cancelled:
+ * coro_cancel, CORO_CANCEL); -ENOMEM (no memory for its timer);
+ * -EINVAL (job or result NULL, timeout_ns < CORO_FOREVER, a
+ * never-spawned frame); -EDEADLK (a job awaits itself).  *result is
+ * written only with 0 and must stay valid until the await completes (keep
+ * it in the frame).  The job's frame must stay valid until the awaiter
+ * resumed. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, intptr_t *result, int64_t timeout_ns);
 
 /* coro_reschedule - awaitable: continue on a worker whose CPU is in aff
  * (NULL = any CPU) at priority prio (CORO_PRIO_LOW/NORMAL/HIGH), as Coop's

@@ -68,31 +68,31 @@ extern "C" {
  * polled).  Never reads or writes.  0 means poll(2) saw it so: the next
  * coro_read (timeout 0 included) / coro_write calls the kernel and, unless
  * another job took it first, gets the data, the end or the error. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout);
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout_ns);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout_ns);
 
 /* coro_read - awaitable: read up to len bytes into buf (which must stay
  * valid until the await completes: keep it in the frame).  Result: bytes
  * read (> 0), 0 at end of file, or -errno (-ETIMEDOUT, -ECANCELED, -EBADF,
  * -ECONNRESET, ...).  Sockets use recv(MSG_DONTWAIT). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_write - awaitable: write up to len bytes of buf, once.  Result:
  * bytes written (> 0, may be fewer than len), or -errno (-EPIPE when the
  * peer is gone: sockets are written with MSG_NOSIGNAL; a pipe whose reader
  * is gone still raises SIGPIPE, ignore it if that matters). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_write_all - awaitable: write all len bytes of buf, waiting as often
  * as needed; the timeout covers the whole write.  Result 0 once every byte
  * is written, or -errno (then an unknown prefix may have been written). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_accept - awaitable: accept a connection on listening socket fd
  * (switched to O_NONBLOCK) with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC).
  * Result: the new fd (non-blocking, close-on-exec), or -errno (-EINVAL
  * when fd does not listen, -EMFILE ...). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout_ns);
 
 /* coro_accept_addr - awaitable: coro_accept that also gives the peer's
  * address: *len is the size of *addr on entry (a struct sockaddr_storage
@@ -101,14 +101,14 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout);
  * must stay valid until the await completes (keep them in the frame).
  * Result as coro_accept; -EINVAL when addr or len is NULL. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr *addr, socklen_t *len,
-                                          int64_t timeout);
+                                          int64_t timeout_ns);
 
 /* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
  * addr.  addr is read during the call.  Result 0, or -errno
  * (-ECONNREFUSED, -ETIMEDOUT: the attempt then goes on in the kernel, close
  * the socket ...). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
-                                      int64_t timeout);
+                                      int64_t timeout_ns);
 
 /* coro_close - take fd out of scheduler s's epoll set, resume every job
  * of s awaiting fd with -EBADF, and close fd, before returning.  s NULL =
@@ -129,9 +129,10 @@ CORO_EXTERN int64_t coro_now(void);
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep(int64_t ns);
 
 /* coro_sleep_until - awaitable: resume no sooner than the absolute
- * deadline (coro_now() clock).  A deadline already past completes at once
- * with 0; a negative one is -EINVAL. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
+ * deadline_ns (coro_now() clock).  A deadline already past completes at
+ * once with 0; CORO_NO_DEADLINE sleeps until cancelled (as
+ * coro_sleep(CORO_FOREVER)); a negative one is -EINVAL. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline_ns);
 
 /* coro_signal - awaitable: wait until signal signo is delivered to the
  * process (signalfd).  Result: signo, or -ETIMEDOUT, -ECANCELED, -EINVAL
@@ -139,14 +140,14 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline);
  * every thread - pthread_sigmask before coro_sched_create, whose threads
  * inherit the mask - or its default action runs instead).  One delivery
  * resumes one waiter. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout_ns);
 
 /* coro_child - awaitable: wait until child process pid exits, and reap it
  * (pidfd + waitid).  Result: a wait status (WIFEXITED / WEXITSTATUS /
  * WIFSIGNALED / WTERMSIG apply), or -ETIMEDOUT, -ECANCELED, -EINVAL
  * (pid <= 0), -ESRCH (no such process: also a child already reaped),
  * -ECHILD (the process exists but is not a child of this one). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout_ns);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,6 @@
 extern "C" {
 #endif
 
-struct ck_malloc;
-
 /* Job priorities.  A worker always looks at HIGH first, then NORMAL, then
  * LOW; see docs/guide.md for the bound that keeps lower levels from
  * starving. */
@@ -58,13 +56,16 @@ typedef struct coro_sched_config {
     bool pin;
     /* The CPUs to place workers on (NULL = all usable CPUs). */
     const coro_cpuset_t *cpus;
-    /* Where the scheduler's own memory comes from (NULL = malloc). */
-    struct ck_malloc *alloc;
+    /* Where the scheduler's own memory comes from (NULL = malloc and
+     * free): see coro_alloc_t.  Must outlive the scheduler. */
+    const coro_alloc_t *alloc;
     /* The blocking pool (coro_blocking): at most this many threads
-     * (0 = 512, as tokio), each retired after blocking_keepalive_ms
-     * without work (0 = 10,000 ms).  Threads start only when needed. */
+     * (0 = 512, as tokio), each retired after blocking_keepalive_ns
+     * without work (0 = 10 s; < 0: -EINVAL).  Threads start only when
+     * needed. */
     uint32_t blocking_threads;
-    uint32_t blocking_keepalive_ms;
+    uint32_t reserved_u;        /* keep zero */
+    int64_t blocking_keepalive_ns;
     /* The built-in tracer (include/corokit/trace.h): 0 = off, unless
      * COROKIT_TRACE=FILE is in the environment (then 8,192); N > 0 = on,
      * each worker, the I/O thread and the plain threads keeping their last
@@ -84,10 +85,6 @@ typedef struct coro_sched_config {
      * calls, other threads) comes when it comes: it is repeatable only
      * as far as its timing is. */
     uint64_t seed;
-    /* Room for fields added by later versions without an ABI break: keep
-     * it zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
-     * A new field takes the place of reserved words; the size stays. */
-    uint64_t reserved[1];
     /* The stall detector (docs/diagnostics.md): a job step (from the
      * moment a worker resumes the job until it suspends, yields or
      * finishes) that runs longer than stall_ns is reported once, while the
@@ -118,7 +115,10 @@ typedef struct coro_sched_config {
      * ready, no timer pending, nothing waiting on the outside world) a
      * join returns -EDEADLK at once instead of hanging. */
     bool virtual_time;
-    uint8_t reserved_b[6];      /* keep zero */
+    /* Room for fields added by later versions without an ABI break: keep
+     * them zero (start from CORO_SCHED_CONFIG_DEFAULT or a zeroed struct).
+     * A new field takes the place of reserved bytes; the size stays. */
+    uint8_t reserved_b[6];
 } coro_sched_config_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -175,8 +175,8 @@ typedef struct coro_spawn_opts {
     /* The group the job joins (NULL = none): it is a member until it
      * finishes; the group must outlive it (coro_group_destroy: -EBUSY). */
     coro_group_t *group;
-    /* The job's deadline: absolute nanoseconds on coro_now()'s clock, 0 =
-     * none.  Every await of the job (and of its coro_call children) that
+    /* The job's deadline: absolute nanoseconds on coro_now()'s clock,
+     * CORO_NO_DEADLINE (0) = none.  Every await of the job (and of its coro_call children) that
      * has not completed by then returns -ETIMEDOUT; a wait pending at the
      * deadline ends then (lot waits and I/O waits: their timers are bounded
      * by it).  An await that completes at once keeps its result. */
@@ -223,48 +223,48 @@ CORO_EXTERN int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn,
                            const coro_spawn_opts_t *opts);
 
 /* coro_join - block the calling plain thread until job co finishes, and
- * return its result.  In single-threaded mode it runs the scheduler on the
- * calling thread until co is done; while another thread drives, it sleeps
- * until co is done or the drive is free, then takes the drive over.
- * Returns the job's result, or -EINVAL (NULL or never-spawned frame),
- * -EDEADLK (called from inside a job or its on_exit hook: await coro_done
- * there; or, on a .virtual_time scheduler, at once when no job can ever
- * run again: every live job waits on something only a job could end and
- * no timer is pending - coro_sched_dump says what each waits on).  A
- * finished frame returns its result at once.  A job may itself
- * return a negative value: keep the two apart by convention.
+ * write its result (negative or not) to *result.  In single-threaded mode
+ * it runs the scheduler on the calling thread until co is done; while
+ * another thread drives, it sleeps until co is done or the drive is free,
+ * then takes the drive over.  Returns 0 with *result, or -EINVAL (co or
+ * result NULL, a never-spawned or coro_call child frame), -EDEADLK
+ * (called from inside a job or its on_exit hook: await coro_done there;
+ * or, on a .virtual_time scheduler, at once when no job can ever run
+ * again: every live job waits on something only a job could end and no
+ * timer is pending - coro_sched_dump says what each waits on).  *result
+ * is written only with 0.  A finished frame gives its result at once.
  * Ordering: a call that was blocked when the job finished returns after the
  * job's on_exit returned, and the scheduler no longer touches the frame:
  * it may be freed or spawned again at once.  A call that starts after the
  * job finished may return while on_exit still runs.  A pool frame
  * (coro_frame_alloc) may be joined only while its job cannot have
  * finished; it is given back after the last such call returned. */
-CORO_EXTERN intptr_t coro_join(coro_t *co);
+CORO_EXTERN int coro_join(coro_t *co, intptr_t *result);
 
-/* coro_join_timeout - coro_join for at most timeout ns (CORO_FOREVER =
- * no limit, 0 = just look), keeping the job's result apart from errors:
- * 0 and *result = the job's result (negative or not), -ETIMEDOUT (the job
- * goes on), -EINVAL (co or result NULL, timeout < CORO_FOREVER, a
+/* coro_join_timeout - coro_join for at most timeout_ns (CORO_FOREVER =
+ * no limit, 0 = just look): 0 and *result = the job's result (negative
+ * or not), -ETIMEDOUT (the job goes on), -EINVAL (co or result NULL,
+ * timeout_ns < CORO_FOREVER, a
  * never-spawned or coro_call child frame), -EDEADLK (from inside a job or
  * an on_exit hook; a deadlock on a .virtual_time scheduler, as for
  * coro_join).  Plain threads; blocks up to timeout (single-threaded
  * mode: drives the scheduler meanwhile, as coro_join; on a .virtual_time
  * scheduler the timeout is on its virtual clock). */
-CORO_EXTERN int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result);
+CORO_EXTERN int coro_join_timeout(coro_t *co, intptr_t *result, int64_t timeout_ns);
 
 /* coro_group_init - an empty group.  0, -EINVAL (NULL).  Any thread. */
 CORO_EXTERN int coro_group_init(coro_group_t *g);
 
 /* coro_group_wait - awaitable: wait until every member of g has finished
- * (0; at once when none is live), for at most timeout ns (CORO_FOREVER = no
+ * (0; at once when none is live), for at most timeout_ns (CORO_FOREVER = no
  * limit, 0 = just look): -ETIMEDOUT; -ECANCELED (the waiter was
- * cancelled); -EINVAL (NULL g, timeout < CORO_FOREVER).  Members are
+ * cancelled); -EINVAL (NULL g, timeout_ns < CORO_FOREVER).  Members are
  * finished (coro_join returns at once) when it returns 0. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout_ns);
 
 /* coro_group_wait_blocking - the same from a plain thread; -EDEADLK from a
- * job.  Blocks up to timeout. */
-CORO_EXTERN int coro_group_wait_blocking(coro_group_t *g, int64_t timeout);
+ * job.  Blocks up to timeout_ns. */
+CORO_EXTERN int coro_group_wait_blocking(coro_group_t *g, int64_t timeout_ns);
 
 /* coro_group_cancel - coro_cancel every live member of g.  Returns the
  * number of members cancelled (>= 0), -EINVAL (NULL).  Any thread, jobs
@@ -297,9 +297,12 @@ CORO_EXTERN int coro_cancel(coro_t *job);
  * (their result says so: see coro_cancel).  Never blocks; reads one word. */
 CORO_EXTERN bool coro_cancelled(void);
 
-/* coro_block_on - coro_spawn then coro_join.  Errors of both. */
-CORO_EXTERN intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
-                                   const coro_spawn_opts_t *opts);
+/* coro_block_on - coro_spawn then coro_join: 0 with the job's result in
+ * *result, or -EDEADLK (from inside a job; checked before spawning),
+ * -EINVAL (a NULL result: nothing is spawned), and coro_spawn's errors
+ * (-EINVAL, -EBUSY, -ESHUTDOWN, -ENOMEM).  Plain threads; blocks. */
+CORO_EXTERN int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
+                              const coro_spawn_opts_t *opts, intptr_t *result);
 
 /* ---- pool frames ------------------------------------------------------------
  * Frames for fire-and-forget jobs, from s's per-worker pools (docs/guide.md,
@@ -391,16 +394,16 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * has finished returns 0 at once. */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
-/* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout ns
+/* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout_ns
  * (CORO_FOREVER = no limit, 0 = cancel at once what has not finished),
  * then CORO_CANCEL for the jobs left; returns once every job finished.
  * Its time runs from its own call, whatever other shutdown calls wait
  * meanwhile.  0 (every job finished in time: drained, or cancelled by
  * another thread's CORO_CANCEL or timed call; or already shut down),
  * -ETIMEDOUT (its time ran out and it cancelled), -EINVAL (s NULL,
- * timeout < CORO_FOREVER), -EDEADLK (as coro_sched_shutdown).  Plain
+ * timeout_ns < CORO_FOREVER), -EDEADLK (as coro_sched_shutdown).  Plain
  * threads; blocks. */
-CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout);
+CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout_ns);
 
 /* coro_sched_destroy - stop the workers and free s.  Shuts down with
  * CORO_DRAIN first if that has not been done.  Other threads may be

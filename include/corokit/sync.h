@@ -10,8 +10,8 @@
  *     calling a _blocking function from inside a job returns -EDEADLK;
  *   - coro_X_try_VERB functions (coro_mutex_try_lock, coro_sem_try_acquire,
  *     coro_chan_try_send) never block and may be called from anywhere.
- * TIMEOUTS (one rule for every sync and I/O call): relative int64_t
- * nanoseconds; CORO_FOREVER (-1) waits without limit, 0 tries once
+ * TIMEOUTS (one rule for every call: coro.h, TIME): timeout_ns is relative
+ * int64_t nanoseconds; CORO_FOREVER (-1) waits without limit, 0 tries once
  * (-ETIMEDOUT if not ready at once), > 0 waits at most that long; any other
  * negative value is refused with -EINVAL and nothing happens.  A waiting
  * job's timer lives in its wait: it is armed when the job parks, removed
@@ -57,8 +57,6 @@
 extern "C" {
 #endif
 
-struct ck_malloc;
-
 /* ---- event ------------------------------------------------------------------
  * A manual-reset event: once set, every waiter (and every later wait)
  * completes until it is reset. */
@@ -88,11 +86,11 @@ CORO_EXTERN int coro_event_is_set(coro_event_t *ev);
 /* coro_event_wait - awaitable: until ev is set.  Result 0, -ETIMEDOUT,
  * -ECANCELED, -ENOMEM (no memory for its timer), -EINVAL (bad ev or
  * timeout).  Selectable. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_event_wait(coro_event_t *ev, int64_t timeout_ns);
 
 /* coro_event_wait_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK (called from a job). */
-CORO_EXTERN int coro_event_wait_blocking(coro_event_t *ev, int64_t timeout);
+CORO_EXTERN int coro_event_wait_blocking(coro_event_t *ev, int64_t timeout_ns);
 
 /* ---- wait group ---------------------------------------------------------------
  * A counter; waiters complete when it is zero (Go's sync.WaitGroup). */
@@ -120,11 +118,11 @@ CORO_EXTERN int64_t coro_waitgroup_done(coro_waitgroup_t *wg);
 
 /* coro_waitgroup_wait - awaitable: until the count is zero.  Result 0,
  * -ETIMEDOUT, -ECANCELED, -ENOMEM, -EINVAL (bad wg or timeout). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout_ns);
 
 /* coro_waitgroup_wait_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK. */
-CORO_EXTERN int coro_waitgroup_wait_blocking(coro_waitgroup_t *wg, int64_t timeout);
+CORO_EXTERN int coro_waitgroup_wait_blocking(coro_waitgroup_t *wg, int64_t timeout_ns);
 
 /* ---- mutex ----------------------------------------------------------------------
  * Not recursive.  FIFO hand-off: unlock gives the mutex straight to the
@@ -150,11 +148,11 @@ CORO_EXTERN int coro_mutex_destroy(coro_mutex_t *m);
  * -ETIMEDOUT, -ECANCELED, -ENOMEM (the job does not own it then), -EDEADLK
  * (the job already owns m), -EINVAL (bad m or timeout).  Always suspends briefly (the owner is only
  * known once the job is suspended) but continues at once when m is free. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout_ns);
 
 /* coro_mutex_lock_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EDEADLK (called from a job, or the thread owns m), -EINVAL. */
-CORO_EXTERN int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout);
+CORO_EXTERN int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout_ns);
 
 /* coro_mutex_try_lock - take m if free.  co: the calling job's frame, NULL
  * from a plain thread.  0, -EAGAIN (held), -EDEADLK (caller holds it),
@@ -189,11 +187,11 @@ CORO_EXTERN int coro_sem_destroy(coro_sem_t *sem);
 
 /* coro_sem_acquire - awaitable: take one unit.  Result 0, -ETIMEDOUT,
  * -ECANCELED, -ENOMEM, -EINVAL (bad sem or timeout). */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout_ns);
 
 /* coro_sem_acquire_blocking - the same for a plain thread: blocks.  0,
  * -ETIMEDOUT, -EINVAL, -EDEADLK. */
-CORO_EXTERN int coro_sem_acquire_blocking(coro_sem_t *sem, int64_t timeout);
+CORO_EXTERN int coro_sem_acquire_blocking(coro_sem_t *sem, int64_t timeout_ns);
 
 /* coro_sem_try_acquire - take one unit if there is one: 0, -EAGAIN,
  * -EINVAL.  Never blocks. */
@@ -220,7 +218,7 @@ typedef struct coro_chan {
     size_t cap;             /* private */
     size_t head;            /* private: oldest item */
     size_t count;           /* private */
-    struct ck_malloc *alloc;/* private: set when init_alloc made buf */
+    const coro_alloc_t *alloc;/* private: set when init_alloc made buf */
     int owned;              /* private */
 } coro_chan_t;
 
@@ -229,9 +227,10 @@ typedef struct coro_chan {
 CORO_EXTERN int coro_chan_init(coro_chan_t *ch, void **buf, size_t cap);
 
 /* coro_chan_init_alloc - the same, with a buffer of cap slots from alloc
- * (NULL = malloc), freed by coro_chan_destroy.  0, -EINVAL, -ENOMEM (then
+ * (NULL = malloc; see coro_alloc_t: it must outlive the channel), freed
+ * by coro_chan_destroy.  0, -EINVAL, -ENOMEM (then
  * ch is not initialised). */
-CORO_EXTERN int coro_chan_init_alloc(coro_chan_t *ch, size_t cap, struct ck_malloc *alloc);
+CORO_EXTERN int coro_chan_init_alloc(coro_chan_t *ch, size_t cap, const coro_alloc_t *alloc);
 
 /* coro_chan_destroy - 0 (buffered items are dropped); -EBUSY while a job
  * or thread waits on ch (ch stays valid: close it first); -EINVAL. */
@@ -241,17 +240,17 @@ CORO_EXTERN int coro_chan_destroy(coro_chan_t *ch);
  * -EPIPE (closed, before or while waiting: item not sent), -ETIMEDOUT,
  * -ECANCELED, -ENOMEM (item not sent), -EINVAL (bad ch or timeout).
  * Selectable. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *item, int64_t timeout_ns);
 
 /* coro_chan_recv - awaitable: take the oldest item into *out.  Result 0,
  * -EPIPE (closed and empty), -ETIMEDOUT, -ECANCELED, -ENOMEM (nothing
  * taken), -EINVAL (NULL ch or out, bad timeout).  out must stay valid until the await completes.  Selectable. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout_ns);
 
 /* coro_chan_send_blocking / coro_chan_recv_blocking - the same for a plain
  * thread: block.  -EDEADLK from a job. */
-CORO_EXTERN int coro_chan_send_blocking(coro_chan_t *ch, void *item, int64_t timeout);
-CORO_EXTERN int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t timeout);
+CORO_EXTERN int coro_chan_send_blocking(coro_chan_t *ch, void *item, int64_t timeout_ns);
+CORO_EXTERN int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t timeout_ns);
 
 /* coro_chan_try_send / coro_chan_try_recv - never block: 0, -EAGAIN (full /
  * empty), -EPIPE (closed / closed and empty), -EINVAL.  Any thread or job. */
@@ -339,12 +338,13 @@ CORO_EXTERN int coro_select_readable(coro_select_t *sel, coro_sched_t *s, int fd
 CORO_EXTERN int coro_select_writable(coro_select_t *sel, coro_sched_t *s, int fd);
 
 /* coro_select_timer - add a branch chosen when coro_now() reaches
- * deadline (absolute ns; a past one is chosen at once, unless an earlier
- * branch is ready).  coro_select_set_timer moves it (for a loop: the next
- * tick).  Index / 0, -EINVAL (bad sel, negative deadline, branch not a
+ * deadline_ns (absolute ns; a past one is chosen at once, unless an
+ * earlier branch is ready; CORO_NO_DEADLINE: never, the branch is
+ * disarmed).  coro_select_set_timer moves it (for a loop: the next tick)
+ * or disarms it.  Index / 0, -EINVAL (bad sel, negative deadline, branch not a
  * timer), -ENOSPC.  Not while a select waits. */
-CORO_EXTERN int coro_select_timer(coro_select_t *sel, int64_t deadline);
-CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline);
+CORO_EXTERN int coro_select_timer(coro_select_t *sel, int64_t deadline_ns);
+CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline_ns);
 
 /* CORO_SELECT(co, sel, timeout) - in a coroutine: wait until one branch
  * completes.  CORO_RESULT(co) is its index, or -ETIMEDOUT, -ECANCELED,
@@ -358,13 +358,13 @@ CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t de
 
 /* coro_select - the awaitable under CORO_SELECT; use the macro: the
  * withdrawal of the other branches (coro_select_end) must follow it. */
-CORO_NODISCARD CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout_ns);
 CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
 
 /* coro_select_blocking - the same for a plain thread: blocks.  Returns the
  * branch index, or -ETIMEDOUT, -EINVAL (no branches, bad timeout, an fd
  * branch added with s NULL outside a job), -EDEADLK (from a job). */
-CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout);
+CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout_ns);
 
 /* coro_select_result - the chosen branch's own result (0; -EPIPE for a
  * closed channel; the job's result for coro_select_done; -EBADF, -EBUSY,

@@ -350,9 +350,8 @@ int coro__blocking_create(coro_sched_t *s, const coro_sched_config_t *c)
     memset(p, 0, sizeof *p);
     p->s = s;
     p->max = c->blocking_threads ? c->blocking_threads : CORO__BLOCKING_THREADS;
-    p->keepalive_ns =
-        (int64_t)(c->blocking_keepalive_ms ? c->blocking_keepalive_ms : CORO__BLOCKING_KEEPALIVE_MS) *
-        1000000;
+    p->keepalive_ns = c->blocking_keepalive_ns ? c->blocking_keepalive_ns
+                                               : (int64_t)CORO__BLOCKING_KEEPALIVE_MS * 1000000;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->gone, NULL);
     p->count = s->vtime;        /* known by now: create sets up vt first */

@@ -442,13 +442,15 @@ static const struct coro__io_ops sleep_ops = {
     { "sleep", coro__io_arm }, CORO__IOK_SLEEP, 0, 0, NULL, NULL, NULL,
 };
 
-coro_await_t coro_sleep_until(int64_t deadline)
+coro_await_t coro_sleep_until(int64_t deadline_ns)
 {
-    if (deadline < 0)
+    if (deadline_ns < 0)
         return coro__complete(-EINVAL);
-    if (deadline <= coro__now())
+    if (deadline_ns == CORO_NO_DEADLINE)      /* as coro_sleep(CORO_FOREVER) */
+        return coro__io_await(&sleep_ops, 0, NULL, 0, INT64_MAX);
+    if (deadline_ns <= coro__now())
         return coro__complete(0);
-    return coro__io_await(&sleep_ops, 0, NULL, 0, deadline);
+    return coro__io_await(&sleep_ops, 0, NULL, 0, deadline_ns);
 }
 
 coro_await_t coro_sleep(int64_t ns)

@@ -313,35 +313,31 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
     return rc;
 }
 
-intptr_t coro_join(coro_t *co)
+int coro_join_timeout(coro_t *co, intptr_t *result, int64_t timeout_ns)
 {
-    intptr_t r;
-
-    if (!co)
+    if (!co || !result || timeout_ns < CORO_FOREVER)
         return -EINVAL;
     int e = errno;      /* as coro_sched_run */
-    int rc = join_dl(co, CORO_FOREVER, &r);
-    errno = e;
-    return rc < 0 ? rc : r;
-}
-
-int coro_join_timeout(coro_t *co, int64_t timeout, intptr_t *result)
-{
-    if (!co || !result || timeout < CORO_FOREVER)
-        return -EINVAL;
-    int e = errno;      /* as coro_sched_run */
-    int rc = join_dl(co, timeout, result);
+    int rc = join_dl(co, timeout_ns, result);
     errno = e;
     return rc;
 }
 
-intptr_t coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+int coro_join(coro_t *co, intptr_t *result)
+{
+    return coro_join_timeout(co, result, CORO_FOREVER);
+}
+
+int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts,
+                  intptr_t *result)
 {
     if (coro__in_job())
         return -EDEADLK;
+    if (!result)
+        return -EINVAL;
     int rc = coro_spawn(s, co, fn, opts);
     if (rc < 0)
         return rc;
-    return coro_join(co);
+    return coro_join(co, result);
 }
 

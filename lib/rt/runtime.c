@@ -28,7 +28,6 @@
  * last finishes before the drain ends happen on workers that then either
  * see closed or park (tools/model/shutdown.pml).
  */
-#include <ck_malloc.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -100,7 +99,7 @@ static void sched_free(coro_sched_t *s)
     pthread_cond_destroy(&s->shut_gone);
     pthread_mutex_destroy(&s->shut_lock);
     pthread_mutex_destroy(&s->cancel_lock);
-    struct ck_malloc *a = s->alloc;
+    const coro_alloc_t *a = s->alloc;
     coro_sched_t tmp = { .alloc = a };
     coro__free_aligned(&tmp, s, sizeof *s);
 }
@@ -117,9 +116,9 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     *out = NULL;
     if (c.workers < CORO_WORKERS_AUTO || c.workers > CORO_MAX_WORKERS)
         return -EINVAL;
-    if (c.alloc && (!c.alloc->malloc || !c.alloc->free))
+    if (c.alloc && (!c.alloc->alloc || !c.alloc->free))
         return -EINVAL;
-    if (c.stall_ns < 0)
+    if (c.stall_ns < 0 || c.blocking_keepalive_ns < 0)
         return -EINVAL;
     /* virtual time and seeded picks need the one driving thread */
     if ((c.virtual_time || c.seed) && c.workers != 0)

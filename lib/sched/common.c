@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Layer 1 (scheduling): memory through the scheduler's allocator, small
  * accessors every layer uses, the calling thread's worker. */
-#include <ck_malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +18,7 @@ __thread int64_t coro__tls_drive_deadline;
 void *coro__alloc(coro_sched_t *s, size_t n)
 {
     int e = errno;      /* a failed malloc sets it: errno is the caller's */
-    void *p = (s && s->alloc) ? s->alloc->malloc(n) : malloc(n);
+    void *p = (s && s->alloc) ? s->alloc->alloc(s->alloc->ctx, n) : malloc(n);
     errno = e;
     if (p)
         memset(p, 0, n);
@@ -31,13 +30,13 @@ void coro__free(coro_sched_t *s, void *p, size_t n)
     if (!p)
         return;
     if (s && s->alloc)
-        s->alloc->free(p, n, false);
+        s->alloc->free(s->alloc->ctx, p, n);
     else
         free(p);
 }
 
 /* The scheduler and worker structs hold cache-line aligned members, which
- * malloc (16 bytes) and a user's ck_malloc (no alignment at all) do not
+ * malloc (16 bytes) and a user's coro_alloc_t (no alignment at all) do not
  * honour.  Over-allocate by a line plus a pointer, align up, and keep the
  * allocator's pointer just below the block for the free (the size is the
  * caller's n plus the same overhead). */

@@ -78,7 +78,6 @@
  * unowned cache wait there until it is adopted or the scheduler is
  * destroyed.
  */
-#include <ck_malloc.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,7 +303,7 @@ static void *raw_alloc(coro_sched_t *s, size_t n, size_t *rawsize, void **raw)
     }
     /* a config allocator gives no alignment: take one slab more */
     *rawsize = n + SLAB_SIZE;
-    *raw = s->alloc->malloc(*rawsize);
+    *raw = s->alloc->alloc(s->alloc->ctx, *rawsize);
     if (!*raw)
         return NULL;
     return (void *)(((uintptr_t)*raw + SLAB_SIZE - 1) & ~(uintptr_t)(SLAB_SIZE - 1));
@@ -338,7 +337,7 @@ static void slab_free(struct slab *sl)
     __atomic_sub_fetch(&sl->fr->held, sl->size, __ATOMIC_RELAXED);
     map_set((uintptr_t)sl, sl->size, 0, 0);
     if (s->alloc)
-        s->alloc->free(raw, rawsize, false);
+        s->alloc->free(s->alloc->ctx, raw, rawsize);
     else
         free(raw);
 }
@@ -384,7 +383,7 @@ static struct slab *slab_new_(struct coro__frames *fr, struct fpool *p, size_t s
     if (map_set((uintptr_t)sl, size, 1, 2) < 0) {
         map_set((uintptr_t)sl, size, 0, 0);
         if (fr->s->alloc)
-            fr->s->alloc->free(raw, rawsize, false);
+            fr->s->alloc->free(fr->s->alloc->ctx, raw, rawsize);
         else
             free(raw);
         return NULL;

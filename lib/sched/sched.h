@@ -308,7 +308,7 @@ struct coro_sched {
      * worker calls membarrier(2) instead (sched/worker.c PARKING) */
     bool asym;
     struct coro__trace *trace;          /* NULL = tracing off (lib/sched/trace.c) */
-    struct ck_malloc *alloc;
+    const coro_alloc_t *alloc;
     struct coro__worker **w;
     uint64_t all_wmask[CORO__WMASK_WORDS];
 

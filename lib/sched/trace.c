@@ -57,7 +57,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ck_malloc.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -102,7 +101,7 @@ static size_t ring_size(uint32_t cap)
 static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
 {
     size_t n = ring_size(cap) + CORO__CACHELINE + sizeof(void *);
-    char *raw = s->alloc ? s->alloc->malloc(n) : malloc(n);
+    char *raw = s->alloc ? s->alloc->alloc(s->alloc->ctx, n) : malloc(n);
     if (!raw)
         return NULL;
     uintptr_t p = ((uintptr_t)raw + sizeof(void *) + CORO__CACHELINE - 1) &
@@ -137,7 +136,7 @@ static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
         return;
     memcpy(&raw, (char *)r - sizeof(void *), sizeof raw);
     if (s->alloc)
-        s->alloc->free(raw, ring_size(cap) + CORO__CACHELINE + sizeof(void *), false);
+        s->alloc->free(s->alloc->ctx, raw, ring_size(cap) + CORO__CACHELINE + sizeof(void *));
     else
         free(raw);
 }

@@ -14,7 +14,6 @@
  * won elsewhere); coro__lot_take drops them.
  */
 #include <stdlib.h>
-#include <ck_malloc.h>
 
 #include "sync/sync.h"
 
@@ -124,14 +123,14 @@ int coro_chan_init(coro_chan_t *ch, void **buf, size_t cap)
     return 0;
 }
 
-int coro_chan_init_alloc(coro_chan_t *ch, size_t cap, struct ck_malloc *alloc)
+int coro_chan_init_alloc(coro_chan_t *ch, size_t cap, const coro_alloc_t *alloc)
 {
     void **buf;
 
     if (!ch || cap == 0 || cap > SIZE_MAX / sizeof(void *) ||
-        (alloc && (!alloc->malloc || !alloc->free)))
+        (alloc && (!alloc->alloc || !alloc->free)))
         return -EINVAL;
-    buf = alloc ? alloc->malloc(cap * sizeof(void *)) : malloc(cap * sizeof(void *));
+    buf = alloc ? alloc->alloc(alloc->ctx, cap * sizeof(void *)) : malloc(cap * sizeof(void *));
     if (!buf)
         return -ENOMEM;
     coro_chan_init(ch, buf, cap);
@@ -153,7 +152,7 @@ int coro_chan_destroy(coro_chan_t *ch)
         return -EBUSY;
     if (ch->owned) {
         if (ch->alloc)
-            ch->alloc->free(ch->buf, ch->cap * sizeof(void *), false);
+            ch->alloc->free(ch->alloc->ctx, ch->buf, ch->cap * sizeof(void *));
         else
             free(ch->buf);
     }

@@ -208,22 +208,28 @@ int coro_select_writable(coro_select_t *sel, coro_sched_t *s, int fd)
     return add_fd(sel, s, fd, CORO__DIR_WR);
 }
 
-int coro_select_timer(coro_select_t *sel, int64_t deadline)
+/* CORO_NO_DEADLINE is kept as INT64_MAX: a time now never reaches */
+static int64_t timer_at(int64_t deadline_ns)
 {
-    if (deadline < 0)
+    return deadline_ns == CORO_NO_DEADLINE ? INT64_MAX : deadline_ns;
+}
+
+int coro_select_timer(coro_select_t *sel, int64_t deadline_ns)
+{
+    if (deadline_ns < 0)
         return -EINVAL;
     int i = add(sel, &timer_ops, NULL, NULL);
     if (i >= 0)
-        sel->node[i].aw.arg[0].i = deadline;
+        sel->node[i].aw.arg[0].i = timer_at(deadline_ns);
     return i;
 }
 
-int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline)
+int coro_select_set_timer(coro_select_t *sel, int branch, int64_t deadline_ns)
 {
-    if (!sel_ok(sel) || branch < 0 || (uint32_t)branch >= sel->n || deadline < 0 ||
+    if (!sel_ok(sel) || branch < 0 || (uint32_t)branch >= sel->n || deadline_ns < 0 ||
         kind_of(&sel->node[branch]) != B_TIMER)
         return -EINVAL;
-    sel->node[branch].aw.arg[0].i = deadline;
+    sel->node[branch].aw.arg[0].i = timer_at(deadline_ns);
     return 0;
 }
 

@@ -128,7 +128,7 @@ static int done_to_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
 
 const struct coro_await_ops coro__done_to_ops = { "done_timeout", done_to_arm };
 
-coro_await_t coro_done_timeout(coro_t *job, int64_t timeout, intptr_t *result)
+coro_await_t coro_done_timeout(coro_t *job, intptr_t *result, int64_t timeout)
 {
     coro_await_t a = { .ops = &coro__done_to_ops };
 

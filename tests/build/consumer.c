@@ -46,7 +46,9 @@ int main(void)
     for (intptr_t i = 1; rc == 0 && i <= 10; i++)
         rc = coro_chan_send_blocking(&ch, (void *)i, CORO_FOREVER);
     coro_chan_close(&ch);
-    intptr_t total = coro_join(&job.co);
+    intptr_t total = -1;
+    if (rc == 0)
+        rc = coro_join(&job.co, &total);
     coro_chan_destroy(&ch);
     coro_sched_destroy(s);
     printf("corokit %u.%u.%u (C): sum 1..10 = %ld\n", coro_version() >> 16,

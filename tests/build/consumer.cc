@@ -49,8 +49,12 @@ int main()
         if (coro_spawn(s, &jobs[i].co, fib_body, &o) != 0)
             return 1;
     }
-    for (auto &j : jobs)
-        sum += coro_join(&j.co);
+    for (auto &j : jobs) {
+        intptr_t r = 0;
+        if (coro_join(&j.co, &r) != 0)
+            return 1;
+        sum += r;
+    }
     coro_sched_destroy(s);
     std::printf("corokit (C++, %s back end): fib(10)+fib(11)+fib(12) = %ld\n",
                 CORO_BACKEND_NAME, static_cast<long>(sum));

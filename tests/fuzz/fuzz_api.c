@@ -17,6 +17,7 @@
  * rest.  Waits on sockets and sleeps are bounded (at most 200 us) so that
  * coro_sched_run, which waits for timers and fds, always returns. */
 #include <corokit.h>
+#include "../join_r.h"
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -281,7 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(coro_sched_shutdown(w.s, CORO_CANCEL) == 0);
     for (int k = 0; k < NJ; k++)
         if (jobs[k].co.fn)
-            CHECK(coro_join(&jobs[k].co) >= -EINVAL);      /* finished: returns at once */
+            CHECK(join_r(&jobs[k].co) >= -EINVAL);      /* finished: returns at once */
     for (int k = 0; k < NJ; k++)
         CHECK(!live[k]);        /* every job finished, its on_exit ran */
     CHECK(coro_group_wait_blocking(&w.g, 0) == 0);

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
                 SCEN_CHECK(coro_spawn(s, &calls[i].co, call_body, NULL) == 0, "spawn");
             for (int i = 0; i < N; i++) {
                 intptr_t res;
-                int rc = coro_join_timeout(&calls[i].co, 20 * 1000000000LL, &res);
+                int rc = coro_join_timeout(&calls[i].co, &res, 20 * 1000000000LL);
                 SCEN_CHECK(rc == 0, "workers %d round %d: call %d never ended", scen_workers[k], r,
                            i);
                 SCEN_CHECK((calls[i].r == 5 && calls[i].ran == 1) ||
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
             /* whole again: with starts working, a call runs */
             __atomic_store_n(&fail_pct, 0, __ATOMIC_RELAXED);
             struct call last = { .r = 0 };
-            SCEN_CHECK(coro_block_on(s, &last.co, call_body, NULL) == 0 && last.r == 5,
+            SCEN_CHECK(block_on_r(s, &last.co, call_body, NULL) == 0 && last.r == 5,
                        "after the failures: %ld", (long)last.r);
             SCEN_CHECK(coro_sched_destroy(s) == 0, "destroy");
             free(calls);

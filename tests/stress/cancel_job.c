@@ -125,14 +125,14 @@ static void round_(int workers, int r)
         if ((i + r) % 2)
             SCEN_CHECK(coro_cancel(&j[i].co) == 0, "cancel");
         else
-            SCEN_CHECK(coro_block_on(s, &c[i].co, canceller_body,
+            SCEN_CHECK(block_on_r(s, &c[i].co, canceller_body,
                                      &(coro_spawn_opts_t){ .priority = CORO_PRIO_HIGH }) == 0,
                        "canceller");
     }
     SCEN_CHECK(coro_group_wait_blocking(&g, CORO_FOREVER) == 0, "group wait");
     SCEN_CHECK(coro_group_destroy(&g) == 0, "group destroy");
     for (int i = 0; i < JOBS; i++) {
-        SCEN_CHECK(coro_join(&j[i].co) == 1, "job");
+        SCEN_CHECK(join_r(&j[i].co) == 1, "job");
         SCEN_CHECK(j[i].end == -ECANCELED, "job %d ended %ld", i, (long)j[i].end);
         items += j[i].items;
         bytes += j[i].bytes;

@@ -119,11 +119,11 @@ static void round_(int workers, int r)
         SCEN_CHECK(coro_cancel(&j[i].co) == 0, "cancel");
     }
     for (int i = 0; i < JOBS; i++) {
-        SCEN_CHECK(coro_join(&j[i].co) == 1, "job");
+        SCEN_CHECK(join_r(&j[i].co) == 1, "job");
         SCEN_CHECK(j[i].end == -ECANCELED, "job %d ended %ld", i, (long)j[i].end);
     }
     coro_event_set(&x.quit);
-    SCEN_CHECK(coro_join(&x.holder) == 0 && coro_join(&m.co) == 0, "holder");
+    SCEN_CHECK(join_r(&x.holder) == 0 && join_r(&m.co) == 0, "holder");
     SCEN_CHECK(coro_group_destroy(&x.g) == 0, "group destroy");
     SCEN_CHECK(coro_sched_destroy(s) == 0, "destroy");
     coro_event_destroy(&x.ev);

@@ -127,10 +127,10 @@ int main(int argc, char **argv)
             SCEN_CHECK(coro_spawn(s, &p[i].co, pair_body, &o) == 0, "spawn %d", i);
         }
         for (int i = 0; i < njobs; i++)
-            SCEN_CHECK(coro_join(&p[i].co) == 0, "job %d failed", i);
+            SCEN_CHECK(join_r(&p[i].co) == 0, "job %d failed", i);
         __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
         pthread_join(th, NULL);
-        SCEN_CHECK(coro_join(&d.co) == 0, "dumper failed");
+        SCEN_CHECK(join_r(&d.co) == 0, "dumper failed");
         SCEN_CHECK(coro_sched_shutdown(s, CORO_DRAIN) == 0, "shutdown");
         coro_sched_stats_t st;
         coro_sched_stats(s, &st);

@@ -8,27 +8,27 @@
  * 1/2/4/8 workers.  Checks every job ran once and the config allocator
  * has nothing outstanding after coro_sched_destroy. */
 #define _GNU_SOURCE
-#include <ck_malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include "scenario.h"
 
 static long live_blocks;
-static void *cnt_malloc(size_t n)
+static void *cnt_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     void *p = malloc(n);
     if (p)
         __atomic_add_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
     return p;
 }
-static void cnt_free(void *p, size_t n, bool defer)
+static void cnt_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     __atomic_sub_fetch(&live_blocks, 1, __ATOMIC_RELAXED);
     free(p);
 }
-static struct ck_malloc counting = { .malloc = cnt_malloc, .free = cnt_free };
+static coro_alloc_t counting = { .alloc = cnt_malloc, .free = cnt_free };
 
 static long ran;
 static coro_sched_t *S;

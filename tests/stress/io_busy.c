@@ -99,12 +99,12 @@ static void run(int workers, int trips)
         SCEN_CHECK(rc == 0, "spawn end: %s", coro_strerror(rc));
     }
     for (int i = 0; i < 2 * PAIRS; i++) {
-        intptr_t r = coro_join(&ends[i].co);
+        intptr_t r = join_r(&ends[i].co);
         SCEN_CHECK(r == 0, "end %d of %d workers: %ld", i, workers, (long)r);
     }
     atomic_store(&stop, 1);
     for (int i = 0; i < nh; i++)
-        SCEN_CHECK(coro_join(&hogs[i].co) == 0, "hog %d", i);
+        SCEN_CHECK(join_r(&hogs[i].co) == 0, "hog %d", i);
     SCEN_CHECK(coro_sched_destroy(s) == 0, "destroy");
     for (int i = 0; i < 2 * PAIRS; i++)
         close(fds[i]);

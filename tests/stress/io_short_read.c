@@ -102,7 +102,7 @@ static void race(int workers, int pipe_, long msg, long inflight, long rounds, u
 
     SCEN_CHECK(coro_spawn(s, &r.co, reader_body, NULL) == 0, "spawn");
     SCEN_CHECK(pthread_create(&t, NULL, writer_main, &w) == 0, "pthread_create");
-    intptr_t res = coro_join(&r.co);
+    intptr_t res = join_r(&r.co);
     pthread_join(t, NULL);
     SCEN_CHECK(res == 0 && r.err == 0 && !w.failed && r.got == r.total,
                "%d workers, %s, %ld-byte messages, %ld in flight: %s after %ld of %ld bytes",
@@ -164,7 +164,7 @@ static void bounce(int workers, long n, long burst)
     struct bouncer b = { .fd = sv[1], .starts = 0, .n = n, .burst = burst };
     SCEN_CHECK(coro_spawn(s, &a.co, bouncer_body, NULL) == 0, "spawn");
     SCEN_CHECK(coro_spawn(s, &b.co, bouncer_body, NULL) == 0, "spawn");
-    intptr_t ra = coro_join(&a.co), rb = coro_join(&b.co);
+    intptr_t ra = join_r(&a.co), rb = join_r(&b.co);
     SCEN_CHECK(ra == 0 && rb == 0, "%d workers, bursts of %ld: %ld (round %ld), %ld (round %ld)",
                workers, burst, (long)ra, a.i, (long)rb, b.i);
     close(sv[0]);

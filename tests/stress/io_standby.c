@@ -95,10 +95,10 @@ int main(int argc, char **argv)
             }
             /* release: the busy jobs may end */
             __atomic_store_n(&release_, 1, __ATOMIC_RELEASE);
-            SCEN_CHECK(coro_join(&rd.co) == 0, "join reader");
+            SCEN_CHECK(join_r(&rd.co) == 0, "join reader");
             SCEN_CHECK(rd.res == 1 && rd.b == 'x', "read %ld", (long)rd.res);
             for (int i = 0; i < w; i++)
-                SCEN_CHECK(coro_join(&busy[i]) == 0, "join busy");
+                SCEN_CHECK(join_r(&busy[i]) == 0, "join busy");
         }
         close(sv[0]);
         close(sv[1]);

@@ -147,12 +147,12 @@ int main(int argc, char **argv)
             SCEN_CHECK(coro_close(s, wp[i][0]) == 0, "coro_close");
         }
         for (int i = 0; i < 2 * pairs; i++)
-            SCEN_CHECK(coro_join(&p[i].co) == 0, "pinger %d failed: %ld", i, (long)p[i].co.result);
+            SCEN_CHECK(join_r(&p[i].co) == 0, "pinger %d failed: %ld", i, (long)p[i].co.result);
         for (int i = 0; i < 2 * pairs; i++)
-            SCEN_CHECK(coro_join(&rc[i].co) == 0, "racer %d failed: %ld", i, (long)rc[i].co.result);
+            SCEN_CHECK(join_r(&rc[i].co) == 0, "racer %d failed: %ld", i, (long)rc[i].co.result);
         SCEN_CHECK(coro_sched_shutdown(s, CORO_CANCEL) == 0, "shutdown");
         for (int i = 0; i < pairs; i++) {
-            coro_join(&w[i].co);
+            join_r(&w[i].co);
             SCEN_CHECK(w[i].wakes == 1, "waiter %d woke %d times", i, w[i].wakes);
             SCEN_CHECK(w[i].res == (i % 2 == 0 ? -EBADF : -ECANCELED), "waiter %d: %s", i,
                        coro_strerror((int)w[i].res));

@@ -7,6 +7,7 @@
 #define COROKIT_SCENARIO_H
 
 #include <corokit.h>
+#include "../join_r.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

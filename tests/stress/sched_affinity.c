@@ -95,9 +95,9 @@ int main(int argc, char **argv)
         coro_spawn_opts_t hi = { .priority = CORO_PRIO_HIGH };
         coro_spawn(s, &high.co, record, &hi);
         __atomic_store_n(&b.release, 1, __ATOMIC_RELEASE);
-        coro_join(&high.co);
+        join_r(&high.co);
         for (int i = 0; i < 20; i++)
-            coro_join(&normal[i].co);
+            join_r(&normal[i].co);
         SCEN_CHECK(high.at == 0, "HIGH ran as %ld", high.at);
         coro_sched_destroy(s);
 
@@ -118,13 +118,13 @@ int main(int argc, char **argv)
                 wait_flag(&bl.started);
                 coro_spawn(s, &pinned.co, record, &pin);
                 coro_spawn(s, &any.co, record, NULL);
-                SCEN_CHECK(coro_join(&any.co) == 0 && coro_join(&child.co) == 0, "join");
+                SCEN_CHECK(join_r(&any.co) == 0 && join_r(&child.co) == 0, "join");
                 SCEN_CHECK(any.cpu != cpus[1] && child.cpu != cpus[1], "stolen jobs ran on %d/%d",
                            any.cpu, child.cpu);
                 usleep(20000);
                 SCEN_CHECK(__atomic_load_n(&seq, __ATOMIC_ACQUIRE) == 2, "pinned job ran early");
                 __atomic_store_n(&bl.release, 1, __ATOMIC_RELEASE);
-                coro_join(&pinned.co);
+                join_r(&pinned.co);
                 SCEN_CHECK(pinned.cpu == cpus[1], "pinned job ran on %d", pinned.cpu);
             }
             struct hopper h[8];
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
                 coro_spawn(s, &h[i].co, hop_body, NULL);
             }
             for (int i = 0; i < 8; i++) {
-                coro_join(&h[i].co);
+                join_r(&h[i].co);
                 SCEN_CHECK(h[i].bad == 0, "hopper landed on a wrong CPU %d times", h[i].bad);
             }
             coro_sched_destroy(s);

@@ -218,7 +218,7 @@ static void call_race(int workers, int rounds)
             SCEN_CHECK(coro_spawn(s, &cl[i].co, caller_body, NULL) == 0, "spawn");
         }
         for (int i = 0; i < ncl; i++) {
-            SCEN_CHECK(coro_join(&cl[i].co) == 0, "join");
+            SCEN_CHECK(join_r(&cl[i].co) == 0, "join");
             SCEN_CHECK(cl[i].got == 5 || cl[i].got == -EBUSY, "caller got %ld", (long)cl[i].got);
             ran += cl[i].got == 5;
             total++;

@@ -161,7 +161,7 @@ int main(int argc, char **argv)
         long ran = 0;
         for (int r = 0; r < rounds; r++) {
             struct job j = { .ran = &ran };
-            SCEN_CHECK(coro_block_on(s, &j.co, count_body, NULL) == 0, "block_on");
+            SCEN_CHECK(block_on_r(s, &j.co, count_body, NULL) == 0, "block_on");
             if (r % 500 == 0)
                 usleep(1000);
         }

@@ -78,7 +78,7 @@ static void *joiner(void *arg)
         SCEN_CHECK(coro_spawn(t->s, &jobs[i].co, job_body, NULL) == 0, "spawn");
     }
     for (int i = PER_THREAD - 1; i >= 0; i--) {
-        intptr_t r = coro_join(&jobs[i].co);
+        intptr_t r = join_r(&jobs[i].co);
         SCEN_CHECK(r == jobs[i].id, "join of job %d returned %ld", jobs[i].id, (long)r);
     }
     return NULL;
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
             t[i] = (struct targ){ .s = s, .base = 1000 * (i + 1), .seed = (unsigned)(r * T + i) };
             SCEN_CHECK(pthread_create(&th[i], NULL, joiner, &t[i]) == 0, "thread");
         }
-        SCEN_CHECK(coro_join(&sp.co) == 0, "spinner");
+        SCEN_CHECK(join_r(&sp.co) == 0, "spinner");
         for (int i = 0; i < T; i++)
             pthread_join(th[i], NULL);
         SCEN_CHECK(coro_sched_shutdown(s, r % 2 ? CORO_CANCEL : CORO_DRAIN) == 0, "shutdown");

@@ -65,10 +65,10 @@ static void *remote(void *arg)
         t->jobs[i].mask = m;
         SCEN_CHECK(coro_spawn(t->s, &t->jobs[i].co, leaf, &o) == 0, "remote spawn");
         if (i % 64 == 0)
-            SCEN_CHECK(coro_join(&t->jobs[i].co) == 0, "join");
+            SCEN_CHECK(join_r(&t->jobs[i].co) == 0, "join");
     }
     for (int i = 0; i < t->n; i++)
-        SCEN_CHECK(coro_join(&t->jobs[i].co) == 0, "join");
+        SCEN_CHECK(join_r(&t->jobs[i].co) == 0, "join");
     return NULL;
 }
 
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
             SCEN_CHECK(coro_spawn(s, &ps[p].co, parent, NULL) == 0, "spawn parent");
         }
         for (int p = 0; p < parents; p++)
-            SCEN_CHECK(coro_join(&ps[p].co) == 0, "join parent");
+            SCEN_CHECK(join_r(&ps[p].co) == 0, "join parent");
         for (int t = 0; t < 2; t++)
             pthread_join(th[t], NULL);
         SCEN_CHECK(coro_sched_destroy(s) == 0, "destroy");

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
             pthread_join(tc, NULL);
             coro_event_set(&x.quit);
             for (int k = 0; k < NSEL; k++)
-                SCEN_CHECK(coro_join(&sel[k].co) == 0, "join");
+                SCEN_CHECK(join_r(&sel[k].co) == 0, "join");
 
             /* items: received once, or still in the channel */
             void *it;

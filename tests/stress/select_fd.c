@@ -179,7 +179,7 @@ int main(int argc, char **argv)
             if (cancel)
                 pthread_join(tc, NULL);
             coro_event_set(&x.stop);
-            SCEN_CHECK(coro_join(&f->co) == 0, "join");
+            SCEN_CHECK(join_r(&f->co) == 0, "join");
             long left_bytes = drain(x.sv[0]) + x.drained;
             long left_items = 0;
             while (coro_chan_try_recv(&x.ch, &item) == 0)
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
             struct reader rd = { .fd = x.sv[0] };
             SCEN_CHECK(coro_spawn(s, &rd.co, reader_body, NULL) == 0, "spawn reader");
             SCEN_CHECK(write(x.sv[1], "z", 1) == 1, "write");
-            SCEN_CHECK(coro_join(&rd.co) == 0 && rd.rc == 1, "round %d: the slot stayed taken: %ld",
+            SCEN_CHECK(join_r(&rd.co) == 0 && rd.rc == 1, "round %d: the slot stayed taken: %ld",
                        r, (long)rd.rc);
             SCEN_CHECK(coro_chan_destroy(&x.ch) == 0, "a stand-in left on the channel");
             coro_event_destroy(&x.stop);

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
                 pthread_join(t[i], NULL);
             if (held) {
                 __atomic_store_n(&h.release, 1, __ATOMIC_RELEASE);
-                SCEN_CHECK(coro_join(&h.co) == 0, "join hold");
+                SCEN_CHECK(join_r(&h.co) == 0, "join hold");
             }
         }
         /* the children spawn as they go (a spawn after shutdown would

@@ -107,11 +107,11 @@ int main(int argc, char **argv)
         pthread_create(&tp, NULL, thread_prod, &x);
         pthread_create(&tc, NULL, thread_cons, &x);
         for (int i = 0; i < P; i++)
-            SCEN_CHECK(coro_join(&p[i].co) == 0, "producer");
+            SCEN_CHECK(join_r(&p[i].co) == 0, "producer");
         pthread_join(tp, NULL);
         SCEN_CHECK(coro_chan_close(&x.ch) == 0, "close");
         for (int i = 0; i < C; i++)
-            SCEN_CHECK(coro_join(&c[i].co) == 0, "consumer");
+            SCEN_CHECK(join_r(&c[i].co) == 0, "consumer");
         pthread_join(tc, NULL);
         SCEN_CHECK(x.got == total, "%d workers: got %ld of %ld", scen_workers[k], x.got, total);
         SCEN_CHECK(coro_chan_destroy(&x.ch) == 0, "destroy");

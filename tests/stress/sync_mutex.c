@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < THREADS; i++)
             pthread_join(t[i], NULL);
         for (int i = 0; i < JOBS; i++)
-            coro_join(&j[i].co);
+            join_r(&j[i].co);
         SCEN_CHECK(coro_mutex_lock_blocking(&x.m, CORO_FOREVER) == 0, "final lock");
         SCEN_CHECK(x.counter == (long)(JOBS + THREADS) * iters, "%d workers: counter %ld",
                    scen_workers[k], x.counter);

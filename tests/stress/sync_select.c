@@ -128,12 +128,12 @@ int main(int argc, char **argv)
             SCEN_CHECK(coro_spawn(s, &pr[i].co, producer_body, NULL) == 0, "spawn");
         }
         for (int i = 0; i < PROD; i++)
-            SCEN_CHECK(coro_join(&pr[i].co) == 0, "producer");
+            SCEN_CHECK(join_r(&pr[i].co) == 0, "producer");
         /* quit (selectors still prefer items: ties go to the lowest
          * branch), then drain what they left */
         coro_event_set(&x.quit);
         for (int i = 0; i < SEL; i++)
-            SCEN_CHECK(coro_join(&sl[i].co) == 0, "selector");
+            SCEN_CHECK(join_r(&sl[i].co) == 0, "selector");
         pthread_join(t, NULL);
         while (coro_chan_try_recv(&x.a, &item) == 0 || coro_chan_try_recv(&x.b, &item) == 0)
             take(&x, item);

@@ -240,8 +240,8 @@ int main(int argc, char **argv)
         usleep(2000);
     }
     for (int i = 0; i < nwait; i++)
-        SCEN_CHECK(coro_join(&w[i].co) == 0, "join");
-    SCEN_CHECK(coro_join(&p.co) == 0, "join poker");
+        SCEN_CHECK(join_r(&w[i].co) == 0, "join");
+    SCEN_CHECK(join_r(&p.co) == 0, "join poker");
     int64_t t1 = coro_now();
     long rss_end = rss_kib();
     __atomic_store_n(&x->stop, 1, __ATOMIC_RELAXED);

@@ -44,7 +44,7 @@ static void *spawn_thread(void *arg)
         SCEN_CHECK(coro_spawn(p->s, &p->jobs[i].co, body, &o) == 0, "spawn %d", i);
     }
     for (int i = 0; i < p->n; i++)
-        coro_join(&p->jobs[i].co);
+        join_r(&p->jobs[i].co);
     return NULL;
 }
 

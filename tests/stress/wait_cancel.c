@@ -72,7 +72,7 @@ static void tree_free(struct node *n)
 {
     for (int i = 0; n && i < 2; i++) {
         if (n->kid[i]) {
-            (void)coro_join(&n->kid[i]->co);
+            (void)join_r(&n->kid[i]->co);
             tree_free(n->kid[i]);
             free(n->kid[i]);
         }
@@ -151,14 +151,14 @@ static void round_(int workers, int spin)
     }
     SCEN_CHECK(coro_sched_shutdown(s, CORO_CANCEL) == 0, "shutdown");
     for (int i = 0; i < 2 * PAIRS; i++) {
-        intptr_t r = coro_join(&p[i].co);
+        intptr_t r = join_r(&p[i].co);
         /* the peer may have finished first (cancelled at its gate) */
         SCEN_CHECK(r == -ECANCELED, "pair ended %ld", (long)r);
     }
     for (int i = 0; i < WAITERS; i++)
-        SCEN_CHECK(coro_join(&w[i].co) == -ECANCELED, "waiter");
+        SCEN_CHECK(join_r(&w[i].co) == -ECANCELED, "waiter");
     for (int i = 0; i < TREES; i++) {
-        intptr_t r = coro_join(&t[i].co);
+        intptr_t r = join_r(&t[i].co);
         SCEN_CHECK(r == 0 || r == -ECANCELED, "tree ended %ld", (long)r);
         tree_free(&t[i]);
     }

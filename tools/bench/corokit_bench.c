@@ -80,9 +80,10 @@ static void spawn(coro_t *co, coro_fn fn, const coro_spawn_opts_t *o)
 
 static void join(coro_t *co)
 {
-    intptr_t r = coro_join(co);
-    if (r < 0)
-        die("coro_join", (long)r);
+    intptr_t r;
+    int rc = coro_join(co, &r);
+    if (rc < 0)
+        die("coro_join", (long)rc);
 }
 
 /* coro_frame_alloc's frames are 64-byte aligned; caller-owned ones are
@@ -139,10 +140,11 @@ static int64_t spawn_many_local(long n)
     EV_INIT(&done_ev);
     sp.n = n;
     int64_t t0 = bench_now_ns();
-    intptr_t r = coro_block_on(S, &sp.co, spawner_fn, NULL);
+    intptr_t r;
+    int rc = coro_block_on(S, &sp.co, spawner_fn, NULL, &r);
     int64_t t = bench_now_ns() - t0;
-    if (r < 0)
-        die("coro_block_on", (long)r);
+    if (rc < 0 || r < 0)
+        die("coro_block_on", (long)(rc < 0 ? rc : r));
     EV_FINI(&done_ev);
     return t;
 }
@@ -250,10 +252,11 @@ static int64_t ping_pong(long n)
     EV_INIT(&done_ev);
     sp.n = n;
     int64_t t0 = bench_now_ns();
-    intptr_t r = coro_block_on(S, &sp.co, pinger_fn, NULL);
+    intptr_t r;
+    int rc = coro_block_on(S, &sp.co, pinger_fn, NULL, &r);
     int64_t t = bench_now_ns() - t0;
-    if (r < 0)
-        die("coro_block_on", (long)r);
+    if (rc < 0 || r < 0)
+        die("coro_block_on", (long)(rc < 0 ? rc : r));
     EV_FINI(&done_ev);
     return t;
 }
@@ -338,10 +341,11 @@ static int64_t chained_spawn(long n)
     EV_INIT(&done_ev);
     sp.n = n;
     int64_t t0 = bench_now_ns();
-    intptr_t r = coro_block_on(S, &sp.co, chainer_fn, NULL);
+    intptr_t r;
+    int rc = coro_block_on(S, &sp.co, chainer_fn, NULL, &r);
     int64_t t = bench_now_ns() - t0;
-    if (r < 0)
-        die("coro_block_on", (long)r);
+    if (rc < 0 || r < 0)
+        die("coro_block_on", (long)(rc < 0 ? rc : r));
     EV_FINI(&done_ev);
     return t;
 }
@@ -405,10 +409,11 @@ static int64_t fib_bench(long n)
 {
     struct fib root = {.n = n};
     int64_t t0 = bench_now_ns();
-    intptr_t v = coro_block_on(S, &root.co, fib_fn, NULL);
+    intptr_t v;
+    int rc = coro_block_on(S, &root.co, fib_fn, NULL, &v);
     int64_t t = bench_now_ns() - t0;
-    if (v < 0 || (n == 27 && v != 196418))
-        die("fib result", (long)v);
+    if (rc < 0 || v < 0 || (n == 27 && v != 196418))
+        die("fib result", (long)(rc < 0 ? rc : v));
     return t;
 }
 

@@ -108,7 +108,7 @@ static double one_round(coro_sched_t *s, size_t size, bool pool, bool from_job)
     double t0 = now_ns();
     if (from_job) {
         struct spawner sp = { .r = &r };
-        if (coro_block_on(s, &sp.co, spawner_fn, NULL) != 0)
+        if (coro_block_on(s, &sp.co, spawner_fn, NULL, &(intptr_t){0}) != 0)
             return -1;
     } else {
         for (int i = 0; i < N;) {

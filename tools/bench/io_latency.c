@@ -72,7 +72,9 @@ static int pingpong(int rounds, int workers)
     int64_t t0 = coro_now();
     coro_spawn(s, &b.co, pp_body, NULL);
     coro_spawn(s, &a.co, pp_body, NULL);
-    intptr_t ra = coro_join(&a.co), rb = coro_join(&b.co);
+    intptr_t ra = -1, rb = -1;
+    coro_join(&a.co, &ra);
+    coro_join(&b.co, &rb);
     int64_t t = coro_now() - t0;
     coro_sched_destroy(s);
     close(sv[0]);
@@ -133,7 +135,7 @@ static int wakeup(int n, int workers)
         while (__atomic_load_n(&seen, __ATOMIC_ACQUIRE) < i + 1)
             ;
     }
-    coro_join(&w.co);
+    coro_join(&w.co, &(intptr_t){0});
     coro_sched_destroy(s);
     close(efd);
     qsort(lat, (size_t)n, sizeof *lat, cmp64);

