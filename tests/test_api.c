@@ -131,3 +131,123 @@ Test(api, a_negative_keepalive_is_einval, .timeout = 10)
     cr_assert_eq(coro_sched_create(&s, &cfg), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* ---- results apart from errors, one argument order ------------------------ */
+
+struct neg { coro_t co; };
+
+static int returns_ecanceled(coro_t *co)
+{
+    CORO_BEGIN(co);
+    CORO_RETURN(co, -ECANCELED);    /* a job's own value, not an error */
+    CORO_END(co);
+}
+
+Test(api, a_joined_jobs_negative_result_is_not_an_error, .timeout = 10)
+{
+    coro_sched_t *s = mk(0);
+    struct neg j = {0}, k = {0};
+    intptr_t r = 0;
+
+    cr_assert_eq(coro_spawn(s, &j.co, returns_ecanceled, NULL), 0);
+    cr_assert_eq(coro_join(&j.co, &r), 0);
+    cr_assert_eq(r, -ECANCELED);
+    r = 0;
+    cr_assert_eq(coro_join_timeout(&j.co, &r, 0), 0);
+    cr_assert_eq(r, -ECANCELED);
+    r = 0;
+    cr_assert_eq(coro_block_on(s, &k.co, returns_ecanceled, NULL, &r), 0);
+    cr_assert_eq(r, -ECANCELED);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+Test(api, a_null_result_pointer_is_einval_and_spawns_nothing, .timeout = 10)
+{
+    coro_sched_t *s = mk(0);
+    struct neg j = {0};
+
+    cr_assert_eq(coro_block_on(s, &j.co, returns_ecanceled, NULL, NULL), -EINVAL);
+    cr_assert_eq(coro_join(&j.co, &(intptr_t){0}), -EINVAL, "never spawned");
+    cr_assert_eq(coro_spawn(s, &j.co, returns_ecanceled, NULL), 0);
+    cr_assert_eq(coro_join(&j.co, NULL), -EINVAL);
+    cr_assert_eq(coro_join_timeout(&j.co, NULL, CORO_FOREVER), -EINVAL);
+    cr_assert_eq(coro_join(NULL, &(intptr_t){0}), -EINVAL);
+    cr_assert_eq(coro_join(&j.co, &(intptr_t){0}), 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+struct waiter { coro_t co; coro_t *target; intptr_t res; int rc; };
+
+static int done_waiter(coro_t *co)
+{
+    struct waiter *w = CORO_SELF(co, struct waiter);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_done_timeout(w->target, &w->res, CORO_FOREVER));
+    w->rc = (int)CORO_RESULT(co);
+    CORO_END(co);
+}
+
+Test(api, done_timeout_takes_the_result_pointer_before_the_timeout, .timeout = 10)
+{
+    coro_sched_t *s = mk(1);
+    struct neg j = {0};
+    struct waiter w = { .rc = 1 };
+
+    cr_assert_eq(coro_spawn(s, &j.co, returns_ecanceled, NULL), 0);
+    w.target = &j.co;
+    cr_assert_eq(coro_spawn(s, &w.co, done_waiter, NULL), 0);
+    cr_assert_eq(coro_join(&w.co, &(intptr_t){0}), 0);
+    cr_assert_eq(w.rc, 0);
+    cr_assert_eq(w.res, -ECANCELED);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+/* ---- the mutex: lock, try_lock and unlock need only the mutex ------------- */
+
+struct child_frame { coro_t co; coro_mutex_t *m; };
+
+/* a coro_call child unlocks what its parent locked: the same job */
+static int unlocking_child(coro_t *co)
+{
+    struct child_frame *c = CORO_SELF(co, struct child_frame);
+    CORO_BEGIN(co);
+    CORO_RETURN(co, coro_mutex_unlock(c->m));
+    CORO_END(co);
+}
+
+struct locker2 { coro_t co; struct child_frame c; coro_mutex_t *m; intptr_t rc[4]; };
+
+static int locker_body(coro_t *co)
+{
+    struct locker2 *l = CORO_SELF(co, struct locker2);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_mutex_lock(l->m, CORO_FOREVER));
+    l->rc[0] = CORO_RESULT(co);
+    CORO_YIELD(co);                 /* may resume on another worker */
+    l->c.m = l->m;
+    CORO_AWAIT(co, coro_call(&l->c.co, unlocking_child));
+    l->rc[1] = CORO_RESULT(co);
+    l->rc[2] = coro_mutex_try_lock(l->m);      /* for this job */
+    CORO_YIELD(co);
+    l->rc[3] = coro_mutex_try_lock(l->m);      /* the job holds it */
+    CORO_END(co);
+}
+
+Test(api, a_job_unlocks_from_any_of_its_frames_with_the_mutex_alone, .timeout = 10)
+{
+    coro_sched_t *s = mk(2);
+    coro_mutex_t m;
+    struct locker2 l = {0};
+
+    cr_assert_eq(coro_mutex_init(&m), 0);
+    l.m = &m;
+    cr_assert_eq(coro_spawn(s, &l.co, locker_body, NULL), 0);
+    cr_assert_eq(coro_join(&l.co, &(intptr_t){0}), 0);
+    cr_assert_eq(l.rc[0], 0);
+    cr_assert_eq(l.rc[1], 0, "the child's unlock is the job's");
+    cr_assert_eq(l.rc[2], 0);
+    cr_assert_eq(l.rc[3], -EDEADLK);
+    cr_assert_eq(coro_mutex_unlock(&m), -EPERM, "the finished job still holds it");
+    cr_assert_eq(coro_mutex_try_lock(&m), -EAGAIN);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}

@@ -68,9 +68,9 @@ static int drop_body(coro_t *co)
     /* these do nothing before the await */
     a = coro_mutex_lock(&d->m, CORO_FOREVER);
     (void)a;
-    d->mutex_free = coro_mutex_try_lock(&d->m, co) == 0;
+    d->mutex_free = coro_mutex_try_lock(&d->m) == 0;
     if (d->mutex_free)
-        coro_mutex_unlock(&d->m, co);
+        coro_mutex_unlock(&d->m);
     a = coro_blocking(mark, NULL);
     (void)a;
     a = coro_call(&d->child, child_body);

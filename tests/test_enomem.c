@@ -575,7 +575,7 @@ static void scen_shutdown(int workers)
     coro_mutex_init(&m);
     for (int i = 0; i < 4; i++)
         cr_assert_eq(pipe2(p[i], O_NONBLOCK | O_CLOEXEC), 0);
-    cr_assert_eq(coro_mutex_try_lock(&m, NULL), 0);     /* held: the lockers wait */
+    cr_assert_eq(coro_mutex_try_lock(&m), 0);     /* held: the lockers wait */
     static struct wjob j[4 * NW + 1];
     memset(j, 0, sizeof j);
     for (int i = 0; i < 4 * NW + 1; i++) {
@@ -603,7 +603,7 @@ static void scen_shutdown(int workers)
         close(p[i][0]);
         close(p[i][1]);
     }
-    coro_mutex_unlock(&m, NULL);
+    coro_mutex_unlock(&m);
     coro_mutex_destroy(&m);
     coro_chan_destroy(&ch);
     coro_event_destroy(&ev);

@@ -242,10 +242,10 @@ Test(errno_kept, sync_objects_from_plain_threads_keep_errno, .timeout = 30)
     KEEP(coro_mutex_init(&m));
     KEEP(coro_mutex_lock_blocking(&m, CORO_FOREVER));
     KEEP(coro_mutex_lock_blocking(&m, 1000000));            /* -EDEADLK */
-    KEEP(coro_mutex_try_lock(&m, NULL));
+    KEEP(coro_mutex_try_lock(&m));
     KEEP(coro_mutex_destroy(&m));                           /* -EBUSY */
-    KEEP(coro_mutex_unlock(&m, NULL));
-    KEEP(coro_mutex_unlock(&m, NULL));                      /* -EPERM */
+    KEEP(coro_mutex_unlock(&m));
+    KEEP(coro_mutex_unlock(&m));                      /* -EPERM */
     KEEP(coro_mutex_destroy(&m));
 
     KEEP(coro_sem_init(&sem, 0));
@@ -438,7 +438,7 @@ static int awaits_body(coro_t *co)
     AW(co, coro_waitgroup_wait(&a->wg, CORO_FOREVER));
     AW(co, coro_mutex_lock(&a->m, CORO_FOREVER));
     AW(co, coro_mutex_lock(&a->m, 1000000));                     /* -EDEADLK */
-    CALL(coro_mutex_unlock(&a->m, co));
+    CALL(coro_mutex_unlock(&a->m));
     AW(co, coro_sem_acquire(&a->sem, 1000000));
     CALL(coro_sem_release(&a->sem, 1));
     AW(co, coro_sem_acquire(&a->sem, CORO_FOREVER));

@@ -111,7 +111,7 @@ static void satisfy(enum kind k, struct objs *o, struct waiter *w)
     switch (k) {
     case K_EVENT:
     case K_SELECT: cr_assert_geq(coro_event_set(&o->ev), 0); break;
-    case K_MUTEX: cr_assert_eq(coro_mutex_unlock(&o->m, NULL), 0); break;
+    case K_MUTEX: cr_assert_eq(coro_mutex_unlock(&o->m), 0); break;
     case K_SEM: cr_assert_geq(coro_sem_release(&o->sem, 1), 0); break;
     case K_RECV: cr_assert_eq(coro_chan_try_send(&o->ch, (void *)1), 0); break;
     case K_SEND: {
@@ -313,7 +313,7 @@ static void *bl_main(void *arg)
     case 0: b->rc = coro_event_wait_blocking(b->ev, b->timeout); break;
     case 1:
         b->rc = coro_mutex_lock_blocking(b->m, b->timeout);
-        if (b->rc == 0 && coro_mutex_unlock(b->m, NULL) != 0)   /* the owner unlocks */
+        if (b->rc == 0 && coro_mutex_unlock(b->m) != 0)   /* the owner unlocks */
             b->rc = -1000;
         break;
     case 2: b->rc = coro_sem_acquire_blocking(b->sem, b->timeout); break;
@@ -353,7 +353,7 @@ Test(hostile, blocking_waits_with_a_huge_timeout_wait_and_then_succeed, .timeout
                          "kind %d, timeout %lld: ended by itself", kind, (long long)huge[hi]);
             switch (kind) {
             case 0: cr_assert_geq(coro_event_set(&ev), 0); break;
-            case 1: cr_assert_eq(coro_mutex_unlock(&m, NULL), 0); break;
+            case 1: cr_assert_eq(coro_mutex_unlock(&m), 0); break;
             case 2: cr_assert_geq(coro_sem_release(&sem, 1), 0); break;
             case 3: cr_assert_eq(coro_chan_try_send(&ch, (void *)1), 0); break;
             case 4: cr_assert_eq(coro_waitgroup_done(&wg), 0); break;

@@ -73,7 +73,7 @@ static int counter_body(coro_t *co)
             CORO_RETURN(co, CORO_RESULT(co));
         long v = *f->counter;   /* a torn increment would lose counts */
         *f->counter = v + 1;
-        if (coro_mutex_unlock(f->m, co) != 0)
+        if (coro_mutex_unlock(f->m) != 0)
             CORO_RETURN(co, -1);
     }
     CORO_END(co);
@@ -118,7 +118,7 @@ static int lock_body(coro_t *co)
     __atomic_store_n(&f->got, 1, __ATOMIC_RELEASE);
     if (f->order)
         f->order[(*f->no)++] = f->id;   /* under the mutex */
-    coro_mutex_unlock(f->m, co);
+    coro_mutex_unlock(f->m);
     CORO_RETURN(co, CORO_RESULT(co));
     CORO_END(co);
 }
@@ -156,7 +156,7 @@ Test(sync, job_blocked_on_a_mutex_uses_no_cpu_its_worker_runs_others, .timeout =
     cr_assert_eq(__atomic_load_n(&a.got, __ATOMIC_ACQUIRE), 0);
     coro_sched_stats_t st;
     cr_assert_eq(coro_sched_stats(s, &st), 0);
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
+    cr_assert_eq(coro_mutex_unlock(&m), 0);
     cr_assert_eq(join_r(&a.co), 0);
     cr_assert_eq(a.got, 1);
     /* the waiter was run once to arm and once after the hand-off, never in between */
@@ -183,7 +183,7 @@ Test(sync, mutex_hand_off_is_fifo, .timeout = 30)
         /* queued before the next one (was: usleep(5000)) */
         cr_assert(parked_on(&j[i].co, &m), "waiter %d never queued", i);
     }
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
+    cr_assert_eq(coro_mutex_unlock(&m), 0);
     for (int i = 0; i < N; i++)
         cr_assert_eq(join_r(&j[i].co), 0);
     cr_assert_eq(no, N);
@@ -406,7 +406,7 @@ static void run_timeouts(int workers, int64_t t)
     for (int i = 0; i < 4; i++)
         cr_assert_eq(j.r[i], -ETIMEDOUT, "%d workers, t=%lld: op %d gave %s", workers,
                      (long long)t, i, coro_err_name((int)j.r[i]));
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
+    cr_assert_eq(coro_mutex_unlock(&m), 0);
     cr_assert_eq(coro_chan_destroy(&ch), 0);
     cr_assert_eq(coro_mutex_destroy(&m), 0);
     fin(s);
@@ -855,9 +855,9 @@ Test(sync, null_and_uninitialised_objects_give_einval, .timeout = 10)
     cr_assert_eq(coro_waitgroup_wait_blocking(NULL, 0), -EINVAL);
     cr_assert_eq(coro_mutex_init(NULL), -EINVAL);
     cr_assert_eq(coro_mutex_lock_blocking(NULL, 0), -EINVAL);
-    cr_assert_eq(coro_mutex_unlock(NULL, NULL), -EINVAL);
+    cr_assert_eq(coro_mutex_unlock(NULL), -EINVAL);
     cr_assert_eq(coro_mutex_lock(NULL, 0).arg[0].i, -EINVAL);
-    cr_assert_eq(coro_mutex_try_lock(NULL, NULL), -EINVAL);
+    cr_assert_eq(coro_mutex_try_lock(NULL), -EINVAL);
     cr_assert_eq(coro_sem_init(NULL, 1), -EINVAL);
     cr_assert_eq(coro_sem_release(NULL, 1), -EINVAL);
     cr_assert_eq(coro_sem_try_acquire(NULL), -EINVAL);
@@ -881,7 +881,7 @@ Test(sync, null_and_uninitialised_objects_give_einval, .timeout = 10)
     coro_mutex_t dm;
     coro_mutex_init(&dm);
     cr_assert_eq(coro_mutex_destroy(&dm), 0);
-    cr_assert_eq(coro_mutex_try_lock(&dm, NULL), -EINVAL);
+    cr_assert_eq(coro_mutex_try_lock(&dm), -EINVAL);
 }
 
 Test(sync, bad_counts_give_einval_and_change_nothing, .timeout = 10)
@@ -906,36 +906,53 @@ Test(sync, bad_counts_give_einval_and_change_nothing, .timeout = 10)
 
 static void *thread_lock_unlock_other(void *arg)
 {
-    return (void *)(intptr_t)coro_mutex_unlock(arg, NULL);
+    return (void *)(intptr_t)coro_mutex_unlock(arg);
+}
+
+struct unlocker { coro_t co; coro_mutex_t *m; };
+
+/* a job that does not own m unlocks it, then tries it */
+static int unlocker_body(coro_t *co)
+{
+    struct unlocker *u = CORO_SELF(co, struct unlocker);
+    CORO_BEGIN(co);
+    if (coro_mutex_unlock(u->m) != -EPERM)
+        CORO_RETURN(co, 1);
+    CORO_RETURN(co, coro_mutex_try_lock(u->m));
+    CORO_END(co);
 }
 
 Test(sync, unlock_by_a_non_owner_gives_eperm, .timeout = 10)
 {
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
     coro_mutex_t m;
     pthread_t t;
     void *r;
-    coro_t fake = { 0 };
+    struct unlocker u = { .m = &m };
 
+    c.workers = 0;
+    cr_assert_eq(coro_sched_create(&s, &c), 0);
     coro_mutex_init(&m);
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), -EPERM);        /* not locked */
+    cr_assert_eq(coro_mutex_unlock(&m), -EPERM);              /* not locked */
     cr_assert_eq(coro_mutex_lock_blocking(&m, 0), 0);
     cr_assert_eq(coro_mutex_lock_blocking(&m, 0), -EDEADLK);  /* not recursive */
-    cr_assert_eq(coro_mutex_try_lock(&m, NULL), -EDEADLK);
-    cr_assert_eq(coro_mutex_try_lock(&m, &fake), -EAGAIN);
+    cr_assert_eq(coro_mutex_try_lock(&m), -EDEADLK);
     pthread_create(&t, NULL, thread_lock_unlock_other, &m);
     pthread_join(t, &r);
     cr_assert_eq((intptr_t)r, -EPERM);                          /* another thread */
-    cr_assert_eq(coro_mutex_unlock(&m, &fake), -EPERM);         /* a job that does not own it */
+    /* a job that does not own it: -EPERM, and try_lock -EAGAIN */
+    cr_assert_eq(block_on_r(s, &u.co, unlocker_body, NULL), -EAGAIN);
     cr_assert_eq(coro_mutex_destroy(&m), -EBUSY);               /* locked */
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
-    cr_assert_eq(coro_mutex_try_lock(&m, &fake), 0);
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), -EPERM);
-    cr_assert_eq(coro_mutex_unlock(&m, &fake), 0);
+    cr_assert_eq(coro_mutex_unlock(&m), 0);
     cr_assert_eq(coro_mutex_destroy(&m), 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-/* coro_mutex_trylock is the deprecated old name of coro_mutex_try_lock: it
- * still compiles (with a warning, silenced here), links and behaves the same. */
+/* coro_mutex_trylock is the deprecated old name of coro_mutex_try_lock,
+ * with its old frame argument: it still compiles (with a warning, silenced
+ * here), links, and takes the mutex for the frame's job (NULL: the
+ * thread). */
 Test(sync, deprecated_trylock_still_works_as_try_lock, .timeout = 10)
 {
     coro_mutex_t m;
@@ -948,10 +965,12 @@ Test(sync, deprecated_trylock_still_works_as_try_lock, .timeout = 10)
     cr_assert_eq(coro_mutex_trylock(&m, NULL), 0);
     cr_assert_eq(coro_mutex_trylock(&m, NULL), -EDEADLK);
     cr_assert_eq(coro_mutex_trylock(&m, &fake), -EAGAIN);
+    cr_assert_eq(coro_mutex_try_lock(&m), -EDEADLK, "the same lock, the same owner");
+    cr_assert_eq(coro_mutex_unlock(&m), 0);
+    cr_assert_eq(coro_mutex_trylock(&m, &fake), 0);
+    cr_assert_eq(coro_mutex_unlock(&m), -EPERM, "the frame's job owns it");
 #pragma GCC diagnostic pop
-    cr_assert_eq(coro_mutex_try_lock(&m, &fake), -EAGAIN);  /* the same lock */
-    cr_assert_eq(coro_mutex_unlock(&m, NULL), 0);
-    cr_assert_eq(coro_mutex_destroy(&m), 0);
+    cr_assert_eq(coro_mutex_destroy(&m), -EBUSY);
 }
 
 struct dl_job {
@@ -971,7 +990,7 @@ static int deadlock_body(coro_t *co)
     CORO_AWAIT(co, coro_mutex_lock(f->m, CORO_FOREVER));
     CORO_AWAIT(co, coro_mutex_lock(f->m, CORO_FOREVER));
     f->r[2] = CORO_RESULT(co);
-    f->r[3] = coro_mutex_unlock(f->m, co);
+    f->r[3] = coro_mutex_unlock(f->m);
     CORO_END(co);
 }
 
@@ -1009,7 +1028,7 @@ Test(sync, channel_errors, .timeout = 10)
     cr_assert_eq(coro_chan_try_send(&ch, (void *)3), -EAGAIN);
     cr_assert_eq(coro_chan_recv_blocking(&ch, NULL, 0), -EINVAL);
     cr_assert_eq(coro_chan_close(&ch), 0);
-    cr_assert_eq(coro_chan_close(&ch), -EPIPE);
+    cr_assert_eq(coro_chan_close(&ch), 0, "a second close does nothing");
     cr_assert_eq(coro_chan_try_send(&ch, (void *)4), -EPIPE);
     cr_assert_eq(coro_chan_send_blocking(&ch, (void *)4, CORO_FOREVER), -EPIPE);
     cr_assert_eq(coro_chan_recv_blocking(&ch, &it, CORO_FOREVER), 0);

@@ -172,7 +172,7 @@ Test(wait, timed_waits_of_1ns_to_50us_always_end_on_every_sync_kind, .timeout = 
                          (long)r);
             free(f);
         }
-        cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
+        cr_assert_eq(coro_mutex_unlock(&o.m), 0);
         fin(s);
     }
 }
@@ -286,7 +286,7 @@ static int pp_body(coro_t *co)
         if (f->m) {
             /* uncontended: took an allocation per lock on adca440 */
             CORO_AWAIT(co, coro_mutex_lock(f->m, 60 * SEC));
-            if (CORO_RESULT(co) != 0 || coro_mutex_unlock(f->m, co) != 0)
+            if (CORO_RESULT(co) != 0 || coro_mutex_unlock(f->m) != 0)
                 f->bad++;
         }
         if (!f->recv_first) {
@@ -527,9 +527,9 @@ Test(wait, every_timed_wait_kind_fails_with_enomem_and_leaves_no_trace_when_time
         cr_assert_eq(coro_chan_len(&o.empty), 0);
         cr_assert_eq(coro_chan_try_send(&o.empty, &o), 0);
         cr_assert_eq(coro_chan_len(&o.empty), 1, "a select branch swallowed the item");
-        cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
-        cr_assert_eq(coro_mutex_try_lock(&o.m, NULL), 0, "the mutex went to the failed job");
-        cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
+        cr_assert_eq(coro_mutex_unlock(&o.m), 0);
+        cr_assert_eq(coro_mutex_try_lock(&o.m), 0, "the mutex went to the failed job");
+        cr_assert_eq(coro_mutex_unlock(&o.m), 0);
         cr_assert_eq(coro_mutex_destroy(&o.m), 0);
         cr_assert_eq(coro_chan_destroy(&o.empty), 0);
         cr_assert_eq(coro_chan_destroy(&o.full), 0);
@@ -729,8 +729,8 @@ Test(wait, a_negative_timeout_other_than_forever_is_einval_for_every_sync_call, 
         /* nothing was consumed */
         cr_assert_eq(coro_sem_value(&o.sem), 5);
         cr_assert_eq(coro_chan_len(&o.full), 1);
-        cr_assert_eq(coro_mutex_try_lock(&o.m, NULL), 0);
-        cr_assert_eq(coro_mutex_unlock(&o.m, NULL), 0);
+        cr_assert_eq(coro_mutex_try_lock(&o.m), 0);
+        cr_assert_eq(coro_mutex_unlock(&o.m), 0);
         /* CORO_FOREVER and 0 still work */
         cr_assert_eq(coro_event_wait_blocking(&o.ev, CORO_FOREVER), 0);
         cr_assert_eq(coro_sem_acquire_blocking(&o.sem, 0), 0);

@@ -129,9 +129,10 @@ CORO_EXTERN int coro_waitgroup_wait_blocking(coro_waitgroup_t *wg, int64_t timeo
  * oldest waiter, so no waiter starves and nobody can barge in.
  * OWNERSHIP: a job owns the mutex (the whole job, whatever frame of a
  * coro_call chain locked it), a plain thread owns it as that thread.  So a
- * job may lock on one worker and unlock after resuming on another; unlock
- * says who calls: the job's frame (any frame of the job), or NULL for a
- * plain thread.  A mutex held by a job that finishes stays locked. */
+ * job may lock on one worker and unlock after resuming on another.  Lock,
+ * try_lock and unlock need the same thing: the mutex; each finds who calls
+ * by itself (the running job, else the plain thread).  A mutex held by a
+ * job that finishes stays locked. */
 typedef struct coro_mutex {
     uint32_t magic;     /* private */
     uint32_t pad;       /* private */
@@ -154,22 +155,24 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t
  * -ETIMEDOUT, -EDEADLK (called from a job, or the thread owns m), -EINVAL. */
 CORO_EXTERN int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout_ns);
 
-/* coro_mutex_try_lock - take m if free.  co: the calling job's frame, NULL
- * from a plain thread.  0, -EAGAIN (held), -EDEADLK (caller holds it),
+/* coro_mutex_try_lock - take m if free, for the caller (the running job,
+ * else the plain thread).  0, -EAGAIN (held), -EDEADLK (caller holds it),
  * -EINVAL.  Never blocks. */
-CORO_EXTERN int coro_mutex_try_lock(coro_mutex_t *m, coro_t *co);
+CORO_EXTERN int coro_mutex_try_lock(coro_mutex_t *m);
 
-/* coro_mutex_trylock - the deprecated old name of coro_mutex_try_lock: the
- * same behaviour, still declared and exported so that programs written
- * against it compile and link; a use warns (an error under -Werror). */
+/* coro_mutex_trylock - the deprecated old name of coro_mutex_try_lock, with
+ * its old second argument: the frame of the job that takes m (any frame of
+ * it), NULL for the calling plain thread.  Still declared and exported so
+ * that programs written against it compile and link; a use warns (an error
+ * under -Werror). */
 CORO_DEPRECATED("use coro_mutex_try_lock")
 CORO_EXTERN int coro_mutex_trylock(coro_mutex_t *m, coro_t *co);
 
 /* coro_mutex_unlock - release m; the oldest waiter, if any, now owns it.
- * co: the calling job's frame (any frame of the job that locked), NULL
- * from a plain thread.  0, -EPERM (the caller does not own m: nothing
- * changes), -EINVAL.  Any thread or job; never blocks. */
-CORO_EXTERN int coro_mutex_unlock(coro_mutex_t *m, coro_t *co);
+ * The caller is the running job (whatever frame of it calls), else the
+ * plain thread.  0, -EPERM (the caller does not own m: nothing changes),
+ * -EINVAL.  Any thread or job; never blocks. */
+CORO_EXTERN int coro_mutex_unlock(coro_mutex_t *m);
 
 /* ---- semaphore --------------------------------------------------------------------
  * A counting semaphore; released units go to the oldest waiter first. */
@@ -257,8 +260,10 @@ CORO_EXTERN int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t tim
 CORO_EXTERN int coro_chan_try_send(coro_chan_t *ch, void *item);
 CORO_EXTERN int coro_chan_try_recv(coro_chan_t *ch, void **out);
 
-/* coro_chan_close - close ch and wake every waiter (senders and receivers
- * get -EPIPE).  0, -EPIPE (already closed), -EINVAL.  Never blocks. */
+/* coro_chan_close - close ch and wake every waiter (their sends, and their
+ * receives once ch is empty, fail with EPIPE).  0 (also when ch was
+ * already closed: a second close does nothing, as a second coro_cancel),
+ * -EINVAL.  Never blocks. */
 CORO_EXTERN int coro_chan_close(coro_chan_t *ch);
 
 /* coro_chan_len / coro_chan_cap - items buffered / capacity, or -EINVAL. */

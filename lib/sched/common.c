@@ -84,14 +84,19 @@ coro_sched_t *coro_sched_current(void)
     return w ? w->s : NULL;
 }
 
-bool coro_cancelled(void)
+coro_t *coro__current_job(void)
 {
     struct coro__worker *w = coro__tls_worker;
     if (!w || !coro__tls_in_job)
-        return false;
+        return NULL;
     /* relaxed: this thread's own store (run_job_) */
-    coro_t *job = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
-    return job && (coro__job_cancelled(job) || coro__cancelling(w->s));
+    return __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+}
+
+bool coro_cancelled(void)
+{
+    coro_t *job = coro__current_job();
+    return job && (coro__job_cancelled(job) || coro__cancelling(coro__tls_worker->s));
 }
 
 int coro_sched_workers(const coro_sched_t *s)

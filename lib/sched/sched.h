@@ -157,6 +157,10 @@ CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
  * arm (used by the blocking calls to refuse with -EDEADLK). */
 CORO__HIDDEN bool coro__in_job(void);
 
+/* coro__current_job - the job (its root frame) the calling thread runs a
+ * step of, NULL on a thread that runs none. */
+CORO__HIDDEN coro_t *coro__current_job(void);
+
 /* coro__cancelling - true once coro_sched_shutdown(CORO_CANCEL) began: every
  * arm then completes at once with -ECANCELED. */
 CORO__HIDDEN bool coro__cancelling(const coro_sched_t *s);

@@ -169,9 +169,9 @@ int coro_chan_close(coro_chan_t *ch)
         return -EINVAL;
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(ch);
-    if (ch->closed) {
+    if (ch->closed) {               /* a second close does nothing */
         coro__lot_unlock(b);
-        return -EPIPE;
+        return 0;
     }
     ch->closed = 1;
     while ((w = coro__lot_take(b, ch)))

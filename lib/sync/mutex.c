@@ -32,6 +32,14 @@ static uintptr_t identity_of(coro_t *co)
     return (uintptr_t)co;
 }
 
+/* who calls: the running job (the whole job: its root frame, whatever
+ * frame of a coro_call chain runs), else the plain thread */
+static uintptr_t caller_identity(void)
+{
+    coro_t *job = coro__current_job();
+    return job ? (uintptr_t)job : coro__thread_token();
+}
+
 static int mutex_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
 {
     coro_mutex_t *m = a->arg[0].p;
@@ -103,11 +111,10 @@ int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout)
     return (int)coro__sync_block(&a, timeout);
 }
 
-int coro_mutex_try_lock(coro_mutex_t *m, coro_t *co)
+static int try_lock_as(coro_mutex_t *m, uintptr_t me)
 {
     if (!mutex_ok(m))
         return -EINVAL;
-    uintptr_t me = identity_of(co);
     coro__lotb_t *b = coro__lot_lock(m);
     int rc = m->owner == me ? -EDEADLK : m->owner ? -EAGAIN : 0;
     if (rc == 0)
@@ -116,20 +123,25 @@ int coro_mutex_try_lock(coro_mutex_t *m, coro_t *co)
     return rc;
 }
 
-/* The deprecated old name (sync.h): a wrapper, exported by lib/corokit.map's
- * coro_* like every other name. */
-int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
+int coro_mutex_try_lock(coro_mutex_t *m)
 {
-    return coro_mutex_try_lock(m, co);
+    return try_lock_as(m, caller_identity());
 }
 
-int coro_mutex_unlock(coro_mutex_t *m, coro_t *co)
+/* The deprecated old name (sync.h), with its old frame argument: a
+ * wrapper, exported by lib/corokit.map's coro_* like every other name. */
+int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
+{
+    return try_lock_as(m, identity_of(co));
+}
+
+int coro_mutex_unlock(coro_mutex_t *m)
 {
     coro__wl_t wl;
 
     if (!mutex_ok(m))
         return -EINVAL;
-    uintptr_t me = identity_of(co);
+    uintptr_t me = caller_identity();
     coro__wl_init(&wl);
     coro__lotb_t *b = coro__lot_lock(m);
     if (m->owner != me) {

@@ -11,6 +11,6 @@ int take(coro_mutex_t *m)
 #ifdef CORO_CF_MISUSE
     return coro_mutex_trylock(m, NULL);
 #else
-    return coro_mutex_try_lock(m, NULL);
+    return coro_mutex_try_lock(m);
 #endif
 }

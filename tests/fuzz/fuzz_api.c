@@ -114,7 +114,7 @@ static int job_body(coro_t *co)
             CHECK(ok_wait(CORO_RESULT(co)));
             if (CORO_RESULT(co) == 0) {
                 CORO_YIELD(co);
-                CHECK(coro_mutex_unlock(&w->m, co) == 0);
+                CHECK(coro_mutex_unlock(&w->m) == 0);
             }
             break;
         case 4:
@@ -260,7 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(coro_chan_close(&w.ch) == 0);
                 w.closed = 1;
             } else {
-                CHECK(coro_chan_close(&w.ch) == -EPIPE);
+                CHECK(coro_chan_close(&w.ch) == 0);     /* a second close */
             }
             break;
         case 4:

@@ -33,7 +33,7 @@ static int job_body(coro_t *co)
         f->x->counter++;
         if (f->i % 7 == 0)
             CORO_YIELD(co);     /* hold it across a suspension */
-        SCEN_CHECK(coro_mutex_unlock(&f->x->m, co) == 0, "unlock");
+        SCEN_CHECK(coro_mutex_unlock(&f->x->m) == 0, "unlock");
         CORO_AWAIT(co, coro_sem_acquire(&f->x->sem, CORO_FOREVER));
         SCEN_CHECK(__atomic_add_fetch(&f->x->inside, 1, __ATOMIC_RELAXED) <= 2, "sem bound");
         __atomic_sub_fetch(&f->x->inside, 1, __ATOMIC_RELAXED);
@@ -49,7 +49,7 @@ static void *thread_body(void *arg)
     for (int i = 0; i < x->iters; i++) {
         SCEN_CHECK(coro_mutex_lock_blocking(&x->m, CORO_FOREVER) == 0, "thread lock");
         x->counter++;
-        SCEN_CHECK(coro_mutex_unlock(&x->m, NULL) == 0, "thread unlock");
+        SCEN_CHECK(coro_mutex_unlock(&x->m) == 0, "thread unlock");
     }
     coro_waitgroup_done(&x->wg);
     return NULL;
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
         SCEN_CHECK(coro_mutex_lock_blocking(&x.m, CORO_FOREVER) == 0, "final lock");
         SCEN_CHECK(x.counter == (long)(JOBS + THREADS) * iters, "%d workers: counter %ld",
                    scen_workers[k], x.counter);
-        coro_mutex_unlock(&x.m, NULL);
+        coro_mutex_unlock(&x.m);
         SCEN_CHECK(coro_mutex_destroy(&x.m) == 0 && coro_sem_destroy(&x.sem) == 0 &&
                    coro_waitgroup_destroy(&x.wg) == 0, "destroy");
         free(j);

@@ -92,7 +92,7 @@ static int waiter_body(coro_t *co)
             if (CORO_RESULT(co) == 0) {
                 if (rnd(&f->seed) % 4 == 0)     /* hold it: others time out */
                     CORO_AWAIT(co, coro_sleep((int64_t)(rnd(&f->seed) % 20000)));
-                SCEN_CHECK(coro_mutex_unlock(&x->m, co) == 0, "unlock");
+                SCEN_CHECK(coro_mutex_unlock(&x->m) == 0, "unlock");
                 co->result = 0;
             }
             break;
