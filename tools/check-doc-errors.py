@@ -8,12 +8,15 @@ the function) lists under ERRORS.  A page that documents several functions
 (one "@" line, several names) is compared with the union of their comments.
 Functions whose comment names no code at all are skipped (a comment may say
 "see coro_x" instead); a function with no page is tools/check-man.sh's
-business.
+business.  A comment writes the codes its function returns as -Exxx; a code
+that is another call's or another await's result (what coro_cancel makes a
+job's awaits give, a select branch's own result) is written without the
+minus sign, so that it is not counted.
 
-The disagreements that predate this check are listed, one a line, in
-tools/doc-errors.known: the check fails on any other (a new one) and on a
-listed one that no longer holds (fixed: remove its line), so the list only
-shrinks.  Usage: tools/check-doc-errors.py [--self-test] [ROOT]
+Accepted disagreements would be listed, one a line, in
+tools/doc-errors.known (empty: every header agrees with its page): the
+check fails on any other (a new one) and on a listed one that no longer
+holds (fixed: remove its line), so the list only shrinks.  Usage: tools/check-doc-errors.py [--self-test] [ROOT]
 (exit 1 on a new or stale disagreement); --write-known rewrites the list.
 """
 import glob

@@ -340,7 +340,8 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
  * at any depth and no depth grows the C stack.  Completes at once with
  * -EINVAL for a NULL child or fn, -EBUSY when child is live (the frame is
  * claimed with one CAS: of two jobs calling one idle frame at once, one
- * runs it and the other gets -EBUSY). */
+ * runs it and the other gets -EBUSY); -ECANCELED when the job is cancelled
+ * (CORO_CANCEL) while the child waits: the child sees it first. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_call(coro_t *child, coro_fn fn);
 
 /* coro_done - awaitable: wait until spawned job finishes; result = its
@@ -373,7 +374,9 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_done_timeout(coro_t *job, intptr_t 
  * (NULL = any CPU) at priority prio (CORO_PRIO_LOW/NORMAL/HIGH), as Coop's
  * suspend(mask, prio).  The job goes to the back of that queue; it keeps the
  * new mask and priority afterwards.  Result 0, or -EINVAL (empty mask, mask
- * with no worker's CPU, bad priority, not called from a job).  The mask is
+ * with no worker's CPU, bad priority, not called from a job), -ENOMEM (the
+ * table of distinct masks is full), -ECANCELED (the job was cancelled while
+ * it waited for its new worker).  The mask is
  * read when the awaitable is built: aff may point to a local. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio);
 

@@ -169,7 +169,7 @@ extern "C" {
  * Thread-safe, never blocks. */
 CORO_EXTERN const char *coro_strerror(int rc);
 
-/* coro_err_name - the symbolic name of rc, e.g. "EINVAL" for -EINVAL, or
+/* coro_err_name - the symbolic name of rc, e.g. "EINVAL" for EINVAL negated, or
  * "UNKNOWN" for a code outside CORO_ERRNO_MAP.  Thread-safe. */
 CORO_EXTERN const char *coro_err_name(int rc);
 

@@ -65,7 +65,8 @@ extern "C" {
 /* coro_readable / coro_writable - awaitable: wait until fd is readable
  * (data, EOF, a pending connection, an error or hang-up) / writable.
  * Result 0, or -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EPERM (fd cannot be
- * polled).  Never reads or writes.  0 means poll(2) saw it so: the next
+ * polled), -EINVAL (a bad timeout_ns), -ENOMEM (the fd table could not
+ * grow).  Never reads or writes.  0 means poll(2) saw it so: the next
  * coro_read (timeout 0 included) / coro_write calls the kernel and, unless
  * another job took it first, gets the data, the end or the error. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout_ns);
@@ -74,13 +75,17 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout_ns
 /* coro_read - awaitable: read up to len bytes into buf (which must stay
  * valid until the await completes: keep it in the frame).  Result: bytes
  * read (> 0), 0 at end of file, or -errno (-ETIMEDOUT, -ECANCELED, -EBADF,
- * -ECONNRESET, ...).  Sockets use recv(MSG_DONTWAIT). */
+ * -EBUSY, -EINVAL: NULL buf with len > 0 or a bad timeout_ns, -ENOMEM,
+ * -ECONNRESET, any error of read(2) or recv(2)).  Sockets use
+ * recv(MSG_DONTWAIT). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_write - awaitable: write up to len bytes of buf, once.  Result:
  * bytes written (> 0, may be fewer than len), or -errno (-EPIPE when the
  * peer is gone: sockets are written with MSG_NOSIGNAL; a pipe whose reader
- * is gone still raises SIGPIPE, ignore it if that matters). */
+ * is gone still raises SIGPIPE, ignore it if that matters; -ECONNRESET,
+ * -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EINVAL: NULL buf with len > 0
+ * or a bad timeout_ns, -ENOSPC, any error of write(2) or send(2)). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_write_all - awaitable: write all len bytes of buf, waiting as often
@@ -91,7 +96,9 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_write_all(int fd, const void *buf, 
 /* coro_accept - awaitable: accept a connection on listening socket fd
  * (switched to O_NONBLOCK) with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC).
  * Result: the new fd (non-blocking, close-on-exec), or -errno (-EINVAL
- * when fd does not listen, -EMFILE ...). */
+ * when fd does not listen or for a bad timeout_ns, -EMFILE and ENFILE: the
+ * connection stays queued, -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY,
+ * -ENOTSOCK, any error of accept4(2)). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept(int fd, int64_t timeout_ns);
 
 /* coro_accept_addr - awaitable: coro_accept that also gives the peer's
@@ -106,14 +113,16 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_accept_addr(int fd, struct sockaddr
 /* coro_connect - awaitable: connect socket fd (switched to O_NONBLOCK) to
  * addr.  addr is read during the call.  Result 0, or -errno
  * (-ECONNREFUSED, -ETIMEDOUT: the attempt then goes on in the kernel, close
- * the socket ...). */
+ * the socket; -ENETUNREACH and any error of connect(2); -EINVAL: NULL addr
+ * or a bad timeout_ns; -ECANCELED; -EBADF). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len,
                                       int64_t timeout_ns);
 
 /* coro_close - take fd out of scheduler s's epoll set, resume every job
  * of s awaiting fd with -EBADF, and close fd, before returning.  s NULL =
  * the calling job's scheduler; outside any job with s NULL it is close(2).
- * Returns 0, -EBADF (fd < 0 or not open), or another -errno of close(2).
+ * Returns 0, -EBADF (fd < 0 or not open), or another -errno of close(2)
+ * (-EIO ...).
  * Any thread; never blocks. */
 CORO_EXTERN int coro_close(coro_sched_t *s, int fd);
 
@@ -138,15 +147,17 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_sleep_until(int64_t deadline_ns);
  * process (signalfd).  Result: signo, or -ETIMEDOUT, -ECANCELED, -EINVAL
  * (bad signo, or signo is not blocked in the calling thread: block it in
  * every thread - pthread_sigmask before coro_sched_create, whose threads
- * inherit the mask - or its default action runs instead).  One delivery
- * resumes one waiter. */
+ * inherit the mask - or its default action runs instead), -EIO (the
+ * signalfd gave a short read), -ENOMEM (the fd table could not grow).  One
+ * delivery resumes one waiter. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout_ns);
 
 /* coro_child - awaitable: wait until child process pid exits, and reap it
  * (pidfd + waitid).  Result: a wait status (WIFEXITED / WEXITSTATUS /
  * WIFSIGNALED / WTERMSIG apply), or -ETIMEDOUT, -ECANCELED, -EINVAL
  * (pid <= 0), -ESRCH (no such process: also a child already reaped),
- * -ECHILD (the process exists but is not a child of this one). */
+ * -ECHILD (the process exists but is not a child of this one), -ENOSYS
+ * (the kernel has no pidfd_open: before Linux 5.3). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout_ns);
 
 #ifdef __cplusplus

@@ -205,7 +205,8 @@ CORO_STATIC_ASSERT(sizeof(coro_spawn_opts_t) == 72,
  * cfg NULL = CORO_SCHED_CONFIG_DEFAULT.  Returns 0 and sets *out, or
  * -EINVAL (NULL out, workers < -1 or > CORO_MAX_WORKERS, cpus empty or
  * holding no usable CPU, trace_events > 16,777,216, .virtual_time or
- * .seed with workers != 0), -ENOMEM, or the error of a failed thread start.
+ * .seed with workers != 0), -ENOMEM, or the error of a failed thread start
+ * (pthread_create's: -EAGAIN).
  * On failure nothing is left behind.  Any thread may call it. */
 CORO_EXTERN int coro_sched_create(coro_sched_t **out, const coro_sched_config_t *cfg);
 
@@ -258,8 +259,9 @@ CORO_EXTERN int coro_group_init(coro_group_t *g);
 /* coro_group_wait - awaitable: wait until every member of g has finished
  * (0; at once when none is live), for at most timeout_ns (CORO_FOREVER = no
  * limit, 0 = just look): -ETIMEDOUT; -ECANCELED (the waiter was
- * cancelled); -EINVAL (NULL g, timeout_ns < CORO_FOREVER).  Members are
- * finished (coro_join returns at once) when it returns 0. */
+ * cancelled); -ENOMEM (no memory for its timer); -EINVAL (NULL g,
+ * timeout_ns < CORO_FOREVER).  Members are finished (coro_join returns at
+ * once) when it returns 0. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout_ns);
 
 /* coro_group_wait_blocking - the same from a plain thread; -EDEADLK from a
@@ -276,8 +278,8 @@ CORO_EXTERN int coro_group_cancel(coro_group_t *g);
 CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 
 /* coro_cancel - cancel job: its pending await (unless that operation has
- * already completed: it keeps its result) and every later await return
- * -ECANCELED until the job finishes, its coro_call children's included; a
+ * already completed: it keeps its result) and every later await fail
+ * with ECANCELED until the job finishes, its coro_call children's included; a
  * wait in the parking lot (a sync object, a select, a group wait), a
  * coro_done, an fd wait, a sleep or a blocking call still queued for a pool
  * thread ends at once (a blocking call whose fn has started is waited for
@@ -319,7 +321,7 @@ CORO_EXTERN int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
  * allocator).
  *
  * Spawn it with coro_spawn(s, &frame->co, ...) on the same scheduler
- * (another one refuses it with -EINVAL).  Once spawned, the frame belongs
+ * (another one refuses it with EINVAL).  Once spawned, the frame belongs
  * to the library, which gives it back when nobody may touch it any more:
  * after on_exit returned (on_exit must not free it), after the jobs that
  * awaited it with coro_done when it finished were resumed, and after every
@@ -342,7 +344,7 @@ CORO_EXTERN void coro_frame_free(void *frame);
  * the clock to each next deadline and returns once no job can ever run
  * again.  Returns the number of job steps run, or
  * -EINVAL (NULL s or a multi-threaded scheduler), -EDEADLK (called from a
- * job). */
+ * job), -EBUSY (another thread drives s now). */
 CORO_EXTERN int coro_sched_run(coro_sched_t *s);
 
 /* CORO_VIRTUAL_TIME_START - where a virtual clock starts (ns): one
@@ -377,9 +379,9 @@ CORO_EXTERN coro_sched_t *coro_sched_current(void);
 CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
 
 /* coro_sched_shutdown - close s: from now on coro_spawn fails with
- * -ESHUTDOWN.  CORO_DRAIN waits until every job has finished; CORO_CANCEL
- * first resumes every suspended job with -ECANCELED (and every later await
- * that would wait completes at once with -ECANCELED; an operation that
+ * ESHUTDOWN.  CORO_DRAIN waits until every job has finished; CORO_CANCEL
+ * first resumes every suspended job with ECANCELED (and every later await
+ * that would wait completes at once with ECANCELED; an operation that
  * completed keeps its result) so that jobs clean up and finish, then
  * waits for them.  Nothing is left in any queue.  Blocks; call it from a
  * plain thread: from a job, a worker of s or a blocking-pool thread of s
@@ -469,7 +471,7 @@ typedef struct coro_sched_stats {
  * too); -ENOMEM likewise; -EINVAL for a NULL fn.  Await it only in a job's
  * body; fn runs on a plain thread (it may block, and may call the
  * *_blocking sync calls; shutting down or destroying its own scheduler
- * gives -EDEADLK).  In single-threaded mode coro_sched_run returns while calls are
+ * gives EDEADLK).  In single-threaded mode coro_sched_run returns while calls are
  * still out; coro_join / coro_block_on wait for them. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 

@@ -250,14 +250,20 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_send(coro_chan_t *ch, void *it
  * taken), -EINVAL (NULL ch or out, bad timeout).  out must stay valid until the await completes.  Selectable. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_chan_recv(coro_chan_t *ch, void **out, int64_t timeout_ns);
 
-/* coro_chan_send_blocking / coro_chan_recv_blocking - the same for a plain
- * thread: block.  -EDEADLK from a job. */
+/* coro_chan_send_blocking - coro_chan_send for a plain thread: blocks.
+ * -EDEADLK from a job. */
 CORO_EXTERN int coro_chan_send_blocking(coro_chan_t *ch, void *item, int64_t timeout_ns);
+
+/* coro_chan_recv_blocking - coro_chan_recv for a plain thread: blocks.
+ * -EDEADLK from a job. */
 CORO_EXTERN int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t timeout_ns);
 
-/* coro_chan_try_send / coro_chan_try_recv - never block: 0, -EAGAIN (full /
- * empty), -EPIPE (closed / closed and empty), -EINVAL.  Any thread or job. */
+/* coro_chan_try_send - never blocks: 0, -EAGAIN (full), -EPIPE (closed),
+ * -EINVAL.  Any thread or job. */
 CORO_EXTERN int coro_chan_try_send(coro_chan_t *ch, void *item);
+
+/* coro_chan_try_recv - never blocks: 0, -EAGAIN (empty), -EPIPE (closed
+ * and empty), -EINVAL.  Any thread or job. */
 CORO_EXTERN int coro_chan_try_recv(coro_chan_t *ch, void **out);
 
 /* coro_chan_close - close ch and wake every waiter (their sends, and their
@@ -331,14 +337,15 @@ CORO_EXTERN int coro_select_done(coro_select_t *sel, coro_t *job);
  * hang-up) / writable; like coro_readable, it never reads or writes.  s is
  * the scheduler whose I/O layer watches fd; NULL = the calling job's, or,
  * outside a job, the scheduler of the job that first selects on it (a
- * plain thread's coro_select_blocking has none: it returns -EINVAL).  Index, -EBADF (fd < 0), -EINVAL (bad sel), -ENOSPC.  When the
- * select waits, an fd that cannot be polled, is closed (coro_close) or
- * already has a waiter in that direction chooses the branch with
- * coro_select_result -EPERM, -EBADF or -EBUSY.  Not while a select waits.
- * A readable branch is chosen only when poll(2) says so at that moment; the
- * next coro_read (timeout 0 included) or coro_accept then calls the kernel
- * and, unless another job read first, gets data, 0 or the error, never
- * -ETIMEDOUT (docs/io.md, "When a system call is skipped"). */
+ * plain thread's coro_select_blocking has none: it gives EINVAL).  Index,
+ * -EBADF (fd < 0), -EINVAL (bad sel), -ENOSPC.  When the select waits, an
+ * fd that cannot be polled, is closed (coro_close) or already has a waiter
+ * in that direction chooses the branch with coro_select_result EPERM,
+ * EBADF or EBUSY (negated).  Not while a select waits.  A readable branch
+ * is chosen only when poll(2) says so at that moment; the next coro_read
+ * (timeout 0 included) or coro_accept then calls the kernel and, unless
+ * another job read first, gets data, 0 or the error, never ETIMEDOUT
+ * (docs/io.md, "When a system call is skipped"). */
 CORO_EXTERN int coro_select_readable(coro_select_t *sel, coro_sched_t *s, int fd);
 CORO_EXTERN int coro_select_writable(coro_select_t *sel, coro_sched_t *s, int fd);
 
@@ -362,7 +369,9 @@ CORO_EXTERN int coro_select_set_timer(coro_select_t *sel, int branch, int64_t de
     } while (0)
 
 /* coro_select - the awaitable under CORO_SELECT; use the macro: the
- * withdrawal of the other branches (coro_select_end) must follow it. */
+ * withdrawal of the other branches (coro_select_end) must follow it.
+ * Result: the chosen branch's index, or -ETIMEDOUT, -ECANCELED, -ENOMEM,
+ * -EINVAL (as CORO_SELECT). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_select(coro_select_t *sel, int64_t timeout_ns);
 CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
 
@@ -371,10 +380,10 @@ CORO_EXTERN intptr_t coro_select_end(coro_select_t *sel, intptr_t rc);
  * branch added with s NULL outside a job), -EDEADLK (from a job). */
 CORO_EXTERN int coro_select_blocking(coro_select_t *sel, int64_t timeout_ns);
 
-/* coro_select_result - the chosen branch's own result (0; -EPIPE for a
- * closed channel; the job's result for coro_select_done; -EBADF, -EBUSY,
- * -EPERM for an fd branch), valid after it was chosen; -EINVAL for a bad
- * index. */
+/* coro_select_result - the chosen branch's own result (0; EPIPE, negated,
+ * for a closed channel; the job's result for coro_select_done; EBADF,
+ * EBUSY, EPERM, negated, for an fd branch), valid after it was chosen;
+ * -EINVAL for a bad index. */
 CORO_EXTERN intptr_t coro_select_result(const coro_select_t *sel, int branch);
 
 #ifdef __cplusplus

@@ -27,7 +27,7 @@ extern "C" {
  * unparks as instant events.  The workers keep running: events recorded
  * while the rings are read may be missing.  Returns 0, -EINVAL (NULL s,
  * NULL or empty path), -EOPNOTSUPP (ENOTSUP, the same code on Linux:
- * tracing is off for s), -ENOMEM, or the -errno of opening or writing the
+ * tracing is off for s), -ENOMEM, -EIO (writing failed), or the -errno of opening or writing the
  * file.  Any thread, jobs included
  * (it blocks on the file). */
 CORO_EXTERN int coro_sched_trace_write(coro_sched_t *s, const char *path);
