@@ -251,3 +251,18 @@ Test(api, a_job_unlocks_from_any_of_its_frames_with_the_mutex_alone, .timeout = 
     cr_assert_eq(coro_mutex_try_lock(&m), -EAGAIN);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
+
+/* ---- sizes are size_t ---------------------------------------------------- */
+
+Test(api, cpuset_format_takes_a_size_and_a_null_buffer_of_size_0, .timeout = 10)
+{
+    coro_cpuset_t set = {0};
+    char buf[8];
+
+    cr_assert_eq(coro_cpuset_parse(&set, "0-3,8"), 0);
+    cr_assert_eq(coro_cpuset_format(&set, NULL, 0), 5, "only the length");
+    cr_assert_eq(coro_cpuset_format(&set, buf, sizeof buf), 5);
+    cr_assert_str_eq(buf, "0-3,8");
+    cr_assert_eq(coro_cpuset_format(&set, NULL, 1), -EINVAL);
+    cr_assert_eq(coro_cpuset_format(NULL, buf, sizeof buf), -EINVAL);
+}

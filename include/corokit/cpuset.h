@@ -4,6 +4,7 @@
 #define COROKIT_CPUSET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "error.h"
 
@@ -53,9 +54,11 @@ CORO_EXTERN int coro_cpuset_next(const coro_cpuset_t *set, int from);
  * on error the set is left empty. */
 CORO_EXTERN int coro_cpuset_parse(coro_cpuset_t *set, const char *list);
 
-/* coro_cpuset_format - write set as a list ("0-3,8") into buf of size len.
- * Returns the length the full text needs (as snprintf), or -EINVAL. */
-CORO_EXTERN int coro_cpuset_format(const coro_cpuset_t *set, char *buf, int len);
+/* coro_cpuset_format - write set as a list ("0-3,8") into buf of size len
+ * (a size: size_t, as every size the API takes; 0 writes nothing and buf
+ * may then be NULL).  Returns the length the full text needs (as
+ * snprintf), or -EINVAL. */
+CORO_EXTERN int coro_cpuset_format(const coro_cpuset_t *set, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

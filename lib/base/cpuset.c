@@ -110,11 +110,11 @@ bad:
     return -EINVAL;
 }
 
-int coro_cpuset_format(const coro_cpuset_t *set, char *buf, int len)
+int coro_cpuset_format(const coro_cpuset_t *set, char *buf, size_t len)
 {
-    int n = 0;
+    size_t n = 0;
 
-    if (!set || len < 0 || (len > 0 && !buf))
+    if (!set || (len > 0 && !buf))
         return -EINVAL;
     if (len > 0)
         buf[0] = '\0';
@@ -123,14 +123,14 @@ int coro_cpuset_format(const coro_cpuset_t *set, char *buf, int len)
         while (coro_cpuset_has(set, e + 1))
             e++;
         char item[32];
-        int k = e > c ? snprintf(item, sizeof item, "%s%d-%d", n ? "," : "", c, e)
-                      : snprintf(item, sizeof item, "%s%d", n ? "," : "", c);
+        size_t k = (size_t)(e > c ? snprintf(item, sizeof item, "%s%d-%d", n ? "," : "", c, e)
+                                  : snprintf(item, sizeof item, "%s%d", n ? "," : "", c));
         if (n + k < len)
-            memcpy(buf + n, item, (size_t)k + 1);
+            memcpy(buf + n, item, k + 1);
         else if (len > 0 && n < len)
             buf[n] = '\0';
         n += k;
         c = coro_cpuset_next(set, e + 1);
     }
-    return n;
+    return (int)n;      /* at most CORO_MAX_CPUS items of a few bytes */
 }

@@ -59,7 +59,8 @@ void coro__mask_text(coro_sched_t *s, unsigned cls, char *buf, int len)
     struct coro__cls *c = coro__cls_get(s, cls);
     int n = coro_cpuset_count(&c->cpus);
     int k = snprintf(buf, (size_t)len, "%s ", n == 1 ? "CPU" : "CPUs");
-    coro_cpuset_format(&c->cpus, buf + k, len - k);
+    if (k >= 0 && k < len)
+        coro_cpuset_format(&c->cpus, buf + k, (size_t)(len - k));
 }
 
 /* one suspended job, read under the lock of the structure that holds it */

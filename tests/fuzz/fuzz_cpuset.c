@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rc != -EINVAL || coro_cpuset_count(&a) != 0)
             abort();        /* on error: -EINVAL and an empty set */
     } else {
-        int n = coro_cpuset_format(&a, text, (int)sizeof text);
+        int n = coro_cpuset_format(&a, text, sizeof text);
         if (n < 0 || n >= (int)sizeof text)
             abort();
         if (coro_cpuset_parse(&b, text) != 0 || memcmp(&a, &b, sizeof a) != 0)
