@@ -65,6 +65,9 @@
  * waiter either sees it or is found by the sweep coro_cancel runs after
  * setting it (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL). */
 #define CORO__F_CANCEL      256u
+/* POOLQ: the job is queued on the blocking pool's FIFO (lib/io/blocking.c
+ *        QUEUED): set and cleared under the pool's mutex. */
+#define CORO__F_POOLQ       (1u << 12)
 
 static inline bool coro__job_cancelled(const coro_t *job)
 {
