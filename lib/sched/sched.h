@@ -280,6 +280,10 @@ struct coro__worker {
     uint32_t spare;
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;
+    /* the workers on this worker's NUMA node, itself included: a thief
+     * visits them first (sched/worker.c STEALING); set at create, read
+     * only with s->numa */
+    uint64_t near[CORO__WMASK_WORDS];
     struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
     uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
@@ -310,6 +314,10 @@ struct coro_sched {
     /* fixed at create: notify's fence is a compiler barrier and a parking
      * worker calls membarrier(2) instead (sched/worker.c PARKING) */
     bool asym;
+    bool numa;                          /* the workers' CPUs span NUMA nodes (w->near) */
+    /* FIRST TOUCH (rt/runtime.c): workers that made their structs, and
+     * the word they wait on until create lets them run (futexes) */
+    uint32_t boot_ready, boot_go;
     struct coro__trace *trace;          /* NULL = tracing off (lib/sched/trace.c) */
     struct ck_malloc *alloc;
     struct coro__worker **w;
@@ -479,6 +487,11 @@ CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
 /* test hook: workers never make the busy look (the I/O thread alone
  * takes readiness while they are busy) */
 CORO__HIDDEN extern bool coro__busy_look_off;
+/* test hook: the order in which worker widx's next steal would visit the
+ * others (sched/worker.c NUMA), as if none were parked, in vic; returns
+ * how many.  Draws from that worker's random numbers: only while it is
+ * parked or the scheduler is not running */
+CORO__HIDDEN int coro__test_steal_order(coro_sched_t *s, int widx, int *vic);
 /* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */

@@ -1016,27 +1016,79 @@ static coro_t *steal_lifo(struct coro__worker *w, const int *vic, int n, int sta
     return NULL;
 }
 
-/* the victims worth a look: every worker but w whose idle bit is clear
- * (a parked worker's queues are empty: STEALING at the top); returns
- * how many are in vic */
-static int victims(struct coro__worker *w, int *vic)
+/* the victims worth a look: every worker but w whose bit in idle is
+ * clear (a parked worker's queues are empty: STEALING at the top), those
+ * of w's NUMA node first (NUMA below); returns how many are in vic, and
+ * in *nnear how many of them are w's node's */
+static int victims(struct coro__worker *w, int *vic, int *nnear, const uint64_t *idle)
 {
     coro_sched_t *s = w->s;
-    int n = 0;
+    int n = 0, passes = s->numa ? 2 : 1;
 
-    for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
-        /* relaxed: a hint - a worker that parks after this read had
-         * nothing to steal; one that wakes gets its jobs from whoever
-         * claimed it, who wakes it for them */
-        uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&s->idle[k], __ATOMIC_RELAXED);
-        if (k == w->idx / 64)
-            bits &= ~(1ull << (w->idx % 64));
-        while (bits) {
-            vic[n++] = k * 64 + __builtin_ctzll(bits);
-            bits &= bits - 1;
+    for (int pass = 0; pass < passes; pass++) {
+        for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
+            /* relaxed: a hint - a worker that parks after this read had
+             * nothing to steal; one that wakes gets its jobs from whoever
+             * claimed it, who wakes it for them */
+            uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&idle[k], __ATOMIC_RELAXED);
+            if (k == w->idx / 64)
+                bits &= ~(1ull << (w->idx % 64));
+            if (passes == 2)
+                bits &= pass == 0 ? w->near[k] : ~w->near[k];
+            while (bits) {
+                vic[n++] = k * 64 + __builtin_ctzll(bits);
+                bits &= bits - 1;
+            }
         }
+        if (pass == 0)
+            *nnear = n;
     }
     return n;
+}
+
+/* a[0..n) turned left by r, in place */
+static void rotate(int *a, int n, int r)
+{
+    for (int pass = 0; pass < 3; pass++) {
+        int lo = pass == 0 ? 0 : pass == 1 ? r : 0, hi = pass == 0 ? r : n;
+        for (int i = lo, j = hi - 1; i < j; i++, j--) {
+            int t = a[i];
+            a[i] = a[j];
+            a[j] = t;
+        }
+    }
+}
+
+/* NUMA.  A thief visits the busy workers of its own node first, from a
+ * random start among them, then the others from a random start: a job
+ * taken from a worker of the same node brings its frame and what it
+ * touches over the node's own memory, and two idle nodes do not steal
+ * across each other while their own work waits.  Each priority level
+ * still comes before the next (a HIGH job on another node before a
+ * NORMAL one here).  The nodes are the CPUs' (base/numa.c) that create
+ * gave the workers: pinned, a worker stays there; unpinned, it starts
+ * there and the kernel's NUMA balancing tends to keep it.  With one node
+ * (s->numa false) the order is the random rotation alone.  Returns how
+ * many are in vic, in the order to visit them. */
+static int steal_order(struct coro__worker *w, int *vic, const uint64_t *idle)
+{
+    int nn = 0, n = victims(w, vic, &nn, idle);
+
+    if (n == 0)
+        return 0;
+    uint32_t r = rng_next(w);
+    if (nn > 1)
+        rotate(vic, nn, (int)(r % (uint32_t)nn));
+    if (n - nn > 1)
+        rotate(vic + nn, n - nn, (int)(r % (uint32_t)(n - nn)));
+    return n;
+}
+
+int coro__test_steal_order(coro_sched_t *s, int widx, int *vic)
+{
+    static const uint64_t none[CORO__WMASK_WORDS];
+
+    return steal_order(s->w[widx], vic, none);
 }
 
 static coro_t *steal(struct coro__worker *w)
@@ -1047,15 +1099,14 @@ static coro_t *steal(struct coro__worker *w)
 
     if (s->nslots < 2)
         return NULL;
-    int n = victims(w, vic);
+    int n = steal_order(w, vic, s->idle);
     if (n == 0)
         return NULL;
-    int start = (int)(rng_next(w) % (uint32_t)n);
     for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)
         for (int i = 0; i < n && !j; i++)
-            j = steal_from(w, s->w[vic[(start + i) % n]], pi);
+            j = steal_from(w, s->w[vic[i]], pi);
     if (!j)
-        j = steal_lifo(w, vic, n, start);
+        j = steal_lifo(w, vic, n, 0);
     return j;
 }
 
