@@ -197,6 +197,8 @@ CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
  * scheduler's own words, (nslots + 63) / 64 (CORO__WMASK_USED) */
 #define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)
 #define CORO__WMASK_USED(s) (((s)->nslots + 63) / 64)
+/* s->idle_sum: 16 bits per word of s->idle, four to a word */
+#define CORO__IDLE_SUM_WORDS ((CORO__WMASK_WORDS + 3) / 4)
 _Static_assert(1,
                "CORO_WORKERS_AUTO makes one worker per usable CPU");
 
@@ -329,8 +331,14 @@ struct coro_sched {
     uint32_t ncls;                      /* atomic */
 
     /* parked workers: a bit per worker, set by the worker before its last
-     * look for work and cleared by whoever claims it to wake it */
-    uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+     * look for work and cleared by whoever claims it to wake it; and their
+     * summary, 16 bits per word of idle that count its bits (counted up
+     * before a bit is set, down after it is cleared: never below them),
+     * so that a notify reads one word per 256 workers while none is parked
+     * (sched/worker.c IDLE SUMMARY).  On the same line as idle's first
+     * words */
+    uint64_t idle_sum[CORO__IDLE_SUM_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t idle[CORO__WMASK_WORDS];
     /* atomic: workers searching for work (sched/worker.c).  A line of its
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
