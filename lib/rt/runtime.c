@@ -155,10 +155,15 @@ static int boot_workers(coro_sched_t *s, struct boot *boots, pthread_t *tid, int
 }
 
 /* w->near for every worker, and s->numa: whether their CPUs span nodes
- * (base/numa.c; sched/worker.c NUMA) */
+ * (base/numa.c; sched/worker.c NUMA).  COROKIT_NUMA=0 in the environment
+ * leaves the nodes out (one node), for a same-run comparison */
 static void numa_init(coro_sched_t *s)
 {
     int node0 = coro__numa_node(s->w[0]->cpu);
+    const char *e = getenv("COROKIT_NUMA");
+
+    if (e && strcmp(e, "0") == 0)
+        return;
 
     for (int i = 0; i < s->nworkers; i++) {
         int ni = coro__numa_node(s->w[i]->cpu);

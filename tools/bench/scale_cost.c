@@ -25,6 +25,13 @@
  *       jobs every 2 ms: the process's CPU time per burst, in ns, and per
  *       burst the workers woken from a park, the parks, the steals and
  *       the process's context switches (getrusage)
+ *   scale_cost numa WORKERS [rounds]
+ *       4 root jobs per worker each fill a 256 KiB buffer (first touched
+ *       on their worker's node) and fan out 64 children that each read
+ *       all of it, awaited with coro_done; the children idle workers
+ *       steal read the buffer from wherever they run: ns per child, and
+ *       steals per round.  On a NUMA machine, against COROKIT_NUMA=0 in
+ *       the same run (thieves then ignore the nodes)
  *   scale_cost prio WORKERS [rounds]
  *       a plain thread spawns 10,000 HIGH pool-frame jobs (fire and forget)
  *       and waits for the last: ns per job
@@ -578,6 +585,87 @@ static void run_burst(int workers, int bursts)
     free(t);
 }
 
+/* ---- fan-out over a buffer its root touched first (NUMA) ---------------------- */
+
+enum { NUMA_KIDS = 64, NUMA_BUF = 256 * 1024 };
+
+struct nkid {
+    coro_t co;
+    const volatile char *buf;
+    long sum;
+};
+
+static int nkid_body(coro_t *co)
+{
+    struct nkid *k = CORO_SELF(co, struct nkid);
+    CORO_BEGIN(co);
+    for (int i = 0; i < NUMA_BUF; i += 64)
+        k->sum += k->buf[i];
+    CORO_END(co);
+}
+
+struct nroot {
+    coro_t co;
+    coro_sched_t *s;
+    char *buf;
+    int i;
+    struct nkid kids[NUMA_KIDS];
+};
+
+static int nroot_body(coro_t *co)
+{
+    struct nroot *r = CORO_SELF(co, struct nroot);
+    CORO_BEGIN(co);
+    memset(r->buf, 1, NUMA_BUF);    /* first touch: this worker's node */
+    for (r->i = 0; r->i < NUMA_KIDS; r->i++) {
+        r->kids[r->i] = (struct nkid){ .buf = r->buf };
+        if (coro_spawn(r->s, &r->kids[r->i].co, nkid_body, NULL) != 0)
+            die("coro_spawn");
+    }
+    for (r->i = 0; r->i < NUMA_KIDS; r->i++)
+        CORO_AWAIT(co, coro_done(&r->kids[r->i].co));
+    CORO_END(co);
+}
+
+static void run_numa(int workers, int rounds)
+{
+    coro_sched_t *s = make_sched(workers);
+    int nroots = 4 * workers;
+    struct nroot *r = calloc((size_t)nroots, sizeof *r);
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!r || !t)
+        die("calloc");
+    for (int i = 0; i < nroots; i++)
+        if (!(r[i].buf = malloc(NUMA_BUF)))
+            die("malloc");
+    for (int k = -1; k < rounds; k++) {
+        double p, w, st0, st1;
+        park_counts(s, &p, &w, &st0);
+        double t0 = now_ns();
+        for (int i = 0; i < nroots; i++) {
+            r[i].s = s;
+            if (coro_spawn(s, &r[i].co, nroot_body, NULL) != 0)
+                die("coro_spawn");
+        }
+        for (int i = 0; i < nroots; i++)
+            coro_join(&r[i].co);
+        double dt = (now_ns() - t0) / ((double)nroots * NUMA_KIDS);
+        park_counts(s, &p, &w, &st1);
+        if (k >= 0) {
+            t[k] = dt;
+            printf("numa workers=%d round=%d ns_per_child=%.0f steals=%.0f\n", workers, k, dt,
+                   st1 - st0);
+        }
+    }
+    printf("numa workers=%d median_ns_per_child=%.0f\n", workers, median(t, rounds));
+    coro_sched_destroy(s);
+    for (int i = 0; i < nroots; i++)
+        free(r[i].buf);
+    free(r);
+    free(t);
+}
+
 /* ---- HIGH jobs from a plain thread ----------------------------------------------- */
 
 static long prio_left;
@@ -665,6 +753,8 @@ int main(int argc, char **argv)
         run_poolcancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
     } else if (strcmp(mode, "burst") == 0 && argc > 2) {
         run_burst(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 200);
+    } else if (strcmp(mode, "numa") == 0 && argc > 2) {
+        run_numa(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else if (strcmp(mode, "prio") == 0 && argc > 2) {
         run_prio(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else if (strcmp(mode, "park") == 0 && argc > 2) {
@@ -673,7 +763,8 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: scale_cost threads WORKERS NTHREADS [rounds] |\n"
                 "       cancel HISTORY [rounds [event|select|group]] | poolcancel QUEUED [rounds] |\n"
-                "       burst WORKERS [bursts] | prio WORKERS [rounds] | park WORKERS [rounds]\n");
+                "       burst WORKERS [bursts] | numa WORKERS [rounds] | prio WORKERS [rounds] |\n"
+                "       park WORKERS [rounds]\n");
         return 2;
     }
     return 0;
