@@ -35,8 +35,9 @@
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
  *
- * STEALING.  An idle worker visits the others from a random start, HIGH to
- * LOW, and takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
+ * STEALING.  An idle worker visits the others from a random start (those
+ * of its own NUMA node first: NUMA, at steal_order), HIGH to LOW, and
+ * takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
  * ck_ring's dequeue moved by n) or inbox (one dequeue each) at that level,
  * keeps the first and puts the rest in its own local ring; the victim's
  * LIFO slot last, and only once the victim started no step for
@@ -75,15 +76,16 @@
  * PARKING - the protocol, and why no wake-up is lost.
  *   worker W, when it found nothing:
  *     1. e = W.futex                         (the park epoch)
- *     2. set W's bit in s->idle              (seq_cst RMW)
+ *     2. count W in s->idle_sum, set W's bit in s->idle  (seq_cst RMWs)
  *     3. look for work everywhere once more  (all queues, steal)
  *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
  *     5. clear W's bit if still set
  *   a submitter S, after any push of a READY job (local, inbox, class):
  *     a. seq_cst fence (with s->asym: a compiler barrier, below)
- *     b. read s->idle & (workers the job's class allows)
+ *     b. read s->idle_sum (none counted: done), then s->idle & (workers
+ *        the job's class allows) (IDLE SUMMARY)
  *     c. for such a bit: atomically clear it; the one that cleared it owns
- *        the wake: W.futex++ then futex_wake(&W.futex)
+ *        the wake: it counts W down, W.futex++ then futex_wake(&W.futex)
  *   Invariant: for every pushed job, either some allowed worker's step 3
  *   runs after the push is visible, or S sees that worker's bit in (b).
  *   Steps 2/3 and a/b are store-then-load on both sides, each separated by
