@@ -149,6 +149,14 @@ CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
  * not CLOCK_MONOTONIC's, and its driver fires them itself */
 CORO__HIDDEN void coro__timerfd_arm(int tfd, int64_t d);
 
+/* ---- NUMA (base/numa.c) ------------------------------------------------------
+ * the node of a CPU as /sys lists it (0 when unknown or out of range; a
+ * machine without NUMA is node 0 throughout).  Test hook: nodes > 0 makes
+ * it answer cpu % nodes, as if the machine interleaved its CPUs over that
+ * many nodes (read relaxed; set before the scheduler create that asks) */
+CORO__HIDDEN int coro__numa_node(int cpu);
+CORO__HIDDEN extern int coro__test_numa_nodes;
+
 /* the log2 histogram bucket of a duration in ns (coro_sched_stats) */
 static inline unsigned coro__hist_bucket(int64_t ns)
 {

@@ -72,9 +72,21 @@
  * s->cancelling under the same mutex before it queues, so a call is either
  * refused, found by that sweep, or held by a thread that checks the flag
  * before it starts.  coro_cancel(job) does the same for one job: it sets
- * CORO__F_CANCEL (seq_cst), then coro__blocking_cancel_jobs takes the
- * flagged jobs off the FIFO.  A queued call whose deadline passes is not
- * woken at the deadline: it ends -ETIMEDOUT when a thread reaches it.
+ * CORO__F_CANCEL (seq_cst), then coro__blocking_cancel_one takes that job
+ * off the FIFO if it is there (QUEUED, below); a sweep,
+ * coro__blocking_cancel_jobs, takes every flagged job off.  A queued call
+ * whose deadline passes is not woken at the deadline: it ends -ETIMEDOUT
+ * when a thread reaches it.
+ *
+ * QUEUED.  The FIFO is linked both ways, so that a cancel of one job
+ * unlinks it in O(1) whatever waits before it: coro_t.next, and the
+ * previous job in coro_t.wait_obj (a call on the pool waits in no parking
+ * lot, whose field that is; the joiner registry links its waiters the same
+ * way).  CORO__F_POOLQ in the job's state word says the job is on the
+ * FIFO: set and cleared under the mutex with the links, an atomic OR/AND
+ * because other threads OR their flags into that word.  A canceller reads
+ * it under the mutex: set, the links are the pool's to change; clear, the
+ * job was taken (or never queued) and its fields are not ours to read.
  *
  * DESTROY.  coro__blocking_destroy runs after the scheduler drained (no
  * job is left, so nothing is queued or running): it tells idle threads to
@@ -140,6 +152,54 @@ bool coro__blocking_on_pool(const coro_sched_t *s)
 
 static void wake_list(struct coro__bpool *p, coro_t *list, intptr_t res);
 
+/* ---- the FIFO (QUEUED at the top), all under the mutex ---------------------- */
+
+static void q_push(struct coro__bpool *p, coro_t *job)
+{
+    job->next = NULL;
+    job->wait_obj = p->tail;
+    if (p->tail)
+        p->tail->next = job;
+    else
+        p->head = job;
+    p->tail = job;
+    /* relaxed: the mutex orders it for the canceller, who reads it under
+     * the mutex; an RMW because other threads OR flags into the word */
+    __atomic_fetch_or(&job->state, CORO__F_POOLQ, __ATOMIC_RELAXED);
+}
+
+static void q_unlink(struct coro__bpool *p, coro_t *job)
+{
+    coro_t *prev = job->wait_obj;
+
+    if (prev)
+        prev->next = job->next;
+    else
+        p->head = job->next;
+    if (job->next)
+        job->next->wait_obj = prev;
+    else
+        p->tail = prev;
+    job->next = NULL;
+    job->wait_obj = NULL;
+    /* relaxed: as in q_push */
+    __atomic_fetch_and(&job->state, ~CORO__F_POOLQ, __ATOMIC_RELAXED);
+}
+
+/* the whole FIFO, taken off: a list through next, no job marked queued */
+static coro_t *q_take_all(struct coro__bpool *p)
+{
+    coro_t *list = p->head;
+
+    for (coro_t *j = list; j; j = j->next) {
+        j->wait_obj = NULL;
+        /* relaxed: as in q_push */
+        __atomic_fetch_and(&j->state, ~CORO__F_POOLQ, __ATOMIC_RELAXED);
+    }
+    p->head = p->tail = NULL;
+    return list;
+}
+
 /* start one pool thread, reserved (nthreads, nstarting, started) under
  * the mutex by the caller, who has since unlocked it.  On failure the
  * reservation is undone here, and if that leaves the pool without any
@@ -162,8 +222,7 @@ static int start_thread(struct coro__bpool *p)
     p->nstarting--;
     p->started--;
     if (p->nthreads == 0) {
-        orphans = p->head;
-        p->head = p->tail = NULL;
+        orphans = q_take_all(p);
         pthread_cond_broadcast(&p->gone);
     }
     pthread_mutex_unlock(&p->lock);     /* the last touch of p */
@@ -306,10 +365,7 @@ static void *pool_main(void *arg)
     for (;;) {
         coro_t *job = p->head;
         if (job) {
-            p->head = job->next;
-            if (!p->head)
-                p->tail = NULL;
-            job->next = NULL;
+            q_unlink(p, job);
             bool spare = want_spare(p);
             pthread_mutex_unlock(&p->lock);
             if (spare)
@@ -380,8 +436,7 @@ void coro__blocking_cancel(coro_sched_t *s)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    list = p->head;
-    p->head = p->tail = NULL;
+    list = q_take_all(p);
     pthread_mutex_unlock(&p->lock);
     wake_list(p, list, -ECANCELED);
 }
@@ -394,19 +449,11 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    for (coro_t *prev = NULL, *j = p->head, *nx; j; j = nx) {
+    for (coro_t *j = p->head, *nx; j; j = nx) {
         nx = j->next;
-        if (!coro__job_cancelled(j)) {
-            prev = j;
+        if (!coro__job_cancelled(j))
             continue;
-        }
-        if (prev)
-            prev->next = nx;
-        else
-            p->head = nx;
-        if (p->tail == j)
-            p->tail = prev;
-        j->next = NULL;
+        q_unlink(p, j);
         *tail = j;
         tail = &j->next;
     }
@@ -416,9 +463,7 @@ void coro__blocking_cancel_jobs(coro_sched_t *s)
 
 /* coro_cancel of one job whose awaitable runs on the pool: take it off
  * the FIFO if it is still queued (a thread that holds it checks the flag
- * before the call starts, CANCEL AND DEADLINES).  The FIFO is walked by
- * identity: what it costs is the calls waiting for a thread now, nothing
- * that waited before. */
+ * before the call starts, CANCEL AND DEADLINES), in O(1) (QUEUED) */
 void coro__blocking_cancel_one(coro_sched_t *s, coro_t *job)
 {
     struct coro__bpool *p = s->blocking;
@@ -427,18 +472,10 @@ void coro__blocking_cancel_one(coro_sched_t *s, coro_t *job)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    for (coro_t *prev = NULL, *j = p->head; j; prev = j, j = j->next) {
-        if (j != job)
-            continue;
-        if (prev)
-            prev->next = j->next;
-        else
-            p->head = j->next;
-        if (p->tail == j)
-            p->tail = prev;
-        j->next = NULL;
-        list = j;
-        break;
+    /* relaxed: the bit changes only under the mutex we hold */
+    if (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_POOLQ) {
+        q_unlink(p, job);
+        list = job;
     }
     pthread_mutex_unlock(&p->lock);
     wake_list(p, list, -ECANCELED);
@@ -558,12 +595,7 @@ int coro__blocking_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
         p->arm_starts++;
         start = true;
     }
-    job->next = NULL;
-    if (p->tail)
-        p->tail->next = job;
-    else
-        p->head = job;
-    p->tail = job;
+    q_push(p, job);
     pthread_mutex_unlock(&p->lock);
     /* the job is not ours any more; p is: the reservation keeps destroy
      * waiting until the thread has left, or start_thread's undo */

@@ -50,6 +50,129 @@ static size_t worker_size(void)
            CORO__NPRIO * (2 * CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
 }
 
+/* FIRST TOUCH.  A worker's struct - its rings, inboxes, LIFO slot and
+ * counters, what it touches at every step - is allocated and zeroed by
+ * its own thread, which starts on its CPU (the affinity is given at
+ * pthread_create when pinned), so that on a NUMA machine its pages come
+ * from that CPU's node: Linux places a page on the node of the CPU that
+ * first writes it, and glibc's malloc serves each thread from an arena of
+ * its own.  Nothing may reach a worker's struct before it exists, so the
+ * threads start in boot_main: each makes its struct, stores it in s->w,
+ * counts itself in s->boot_ready and waits on s->boot_go.  Create waits
+ * for all of them, finishes the scheduler (the class queues, the pools,
+ * the I/O context want every struct), then stores BOOT_RUN and wakes
+ * them; on a failure, BOOT_ABORT: they return without running, and create
+ * joins them.  The single-threaded scheduler's one struct is made by
+ * create itself (its driver is any thread). */
+enum { BOOT_WAIT, BOOT_RUN, BOOT_ABORT };
+
+struct boot {
+    coro_sched_t *s;
+    int idx, cpu;
+};
+
+/* w's fields as create sets them, its rings on its own storage */
+static void worker_init(coro_sched_t *s, struct coro__worker *w, int idx, int cpu)
+{
+    w->s = s;
+    w->idx = idx;
+    w->cpu = cpu;
+    w->rng = 0x9e3779b9u * (uint32_t)(idx + 1);
+    w->lifo_watch = -1;
+    ck_ring_buffer_t *b = w->bufs;
+    for (int p = 0; p < CORO__NPRIO; p++) {
+        coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
+        b += CORO__LOCAL_SIZE;
+        coro__lq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
+        b += CORO__LOCAL_SIZE;
+        coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
+        b += CORO__INBOX_SIZE;
+    }
+}
+
+static void *boot_main(void *arg)
+{
+    struct boot *b = arg;
+    coro_sched_t *s = b->s;
+    struct coro__worker *w = coro__alloc_aligned(s, worker_size());
+
+    if (w) {
+        worker_init(s, w, b->idx, b->cpu);
+        s->w[b->idx] = w;   /* create reads it after the count below */
+    }
+    /* release: the struct and its slot in s->w before create's acquire
+     * of the count.  A failed allocation leaves the slot NULL: create
+     * sees it and aborts */
+    __atomic_add_fetch(&s->boot_ready, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&s->boot_ready, 1);
+    uint32_t go;
+    /* acquire: pairs with create's release store, after which s is
+     * complete (every other worker's struct too) */
+    while ((go = __atomic_load_n(&s->boot_go, __ATOMIC_ACQUIRE)) == BOOT_WAIT)
+        coro__futex_wait(&s->boot_go, BOOT_WAIT, -1);
+    if (go != BOOT_RUN || !w)
+        return NULL;
+    return coro__worker_main(w);
+}
+
+/* start the threads of n workers (boots[i] for worker i): 0, or the error
+ * with the ones started joined */
+static int boot_workers(coro_sched_t *s, struct boot *boots, pthread_t *tid, int n)
+{
+    int rc = 0, started = 0;
+
+    for (int i = 0; i < n && rc == 0; i++) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        if (s->pin) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(boots[i].cpu, &set);
+            pthread_attr_setaffinity_np(&at, sizeof set, &set);
+        }
+        rc = -pthread_create(&tid[i], &at, boot_main, &boots[i]);
+        pthread_attr_destroy(&at);
+        if (rc == -EINVAL && s->pin)    /* a CPU it cannot start on: its own pin reports it */
+            rc = -pthread_create(&tid[i], NULL, boot_main, &boots[i]);
+        if (rc == 0)
+            started++;
+    }
+    uint32_t r;
+    /* acquire: pairs with each thread's release of the count */
+    while ((r = __atomic_load_n(&s->boot_ready, __ATOMIC_ACQUIRE)) < (uint32_t)started)
+        coro__futex_wait(&s->boot_ready, r, -1);
+    for (int i = 0; i < started && rc == 0; i++)
+        if (!s->w[i])
+            rc = -ENOMEM;
+    if (rc == 0)
+        return 0;
+    __atomic_store_n(&s->boot_go, BOOT_ABORT, __ATOMIC_RELEASE);
+    coro__futex_wake(&s->boot_go, INT_MAX);
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    return rc;
+}
+
+/* w->near for every worker, and s->numa: whether their CPUs span nodes
+ * (base/numa.c; sched/worker.c NUMA).  COROKIT_NUMA=0 in the environment
+ * leaves the nodes out (one node), for a same-run comparison */
+static void numa_init(coro_sched_t *s)
+{
+    int node0 = coro__numa_node(s->w[0]->cpu);
+    const char *e = getenv("COROKIT_NUMA");
+
+    if (e && strcmp(e, "0") == 0)
+        return;
+
+    for (int i = 0; i < s->nworkers; i++) {
+        int ni = coro__numa_node(s->w[i]->cpu);
+        s->numa |= ni != node0;
+        for (int j = 0; j < s->nworkers; j++)
+            if (coro__numa_node(s->w[j]->cpu) == ni)
+                s->w[i]->near[j / 64] |= 1ull << (j % 64);
+    }
+}
+
 static void free_workers(coro_sched_t *s)
 {
     if (!s->w)
@@ -110,6 +233,8 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     cpu_set_t os;
     int cpus[CORO_MAX_CPUS], ncpus = 0, rc;
     coro_sched_t *s;
+    struct boot *boots = NULL;
+    pthread_t *tid = NULL;
 
     if (!out)
         return -EINVAL;
@@ -169,27 +294,26 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
 
     rc = -ENOMEM;
     s->w = coro__alloc(s, s->nslots * sizeof *s->w);
-    if (!s->w)
+    boots = coro__alloc(s, s->nslots * sizeof *boots);
+    tid = coro__alloc(s, s->nslots * sizeof *tid);
+    if (!s->w || !boots || !tid)
         goto fail;
-    for (int i = 0; i < s->nslots; i++) {
+    if (s->nworkers == 0) {
         struct coro__worker *w = coro__alloc_aligned(s, worker_size());
         if (!w)
             goto fail;
-        s->w[i] = w;
-        w->s = s;
-        w->idx = i;
-        w->cpu = s->nworkers ? cpus[i % ncpus] : -1;
-        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        w->lifo_watch = -1;
-        ck_ring_buffer_t *b = w->bufs;
-        for (int p = 0; p < CORO__NPRIO; p++) {
-            coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
-            b += CORO__LOCAL_SIZE;
-            coro__lq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
-            b += CORO__LOCAL_SIZE;
-            coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
-            b += CORO__INBOX_SIZE;
+        s->w[0] = w;
+        worker_init(s, w, 0, -1);
+    } else {
+        for (int i = 0; i < s->nworkers; i++)
+            boots[i] = (struct boot){ s, i, cpus[i % ncpus] };
+        if ((rc = boot_workers(s, boots, tid, s->nworkers)) < 0)
+            goto fail;
+        for (int i = 0; i < s->nworkers; i++) {
+            s->w[i]->thread = tid[i];
+            s->w[i]->started = true;
         }
+        numa_init(s);
     }
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
     s->drv = &coro__io_driver;      /* how idle workers wait for I/O */
@@ -207,18 +331,26 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         goto fail;
     if ((rc = coro__blocking_create(s, &c)) < 0)
         goto fail;
-    for (int i = 0; i < s->nworkers; i++) {
-        struct coro__worker *w = s->w[i];
-        rc = -pthread_create(&w->thread, NULL, coro__worker_main, w);
-        if (rc < 0) {
-            stop_workers(s);
-            goto fail;
-        }
-        w->started = true;
-    }
+    coro__free(s, boots, s->nslots * sizeof *boots);
+    coro__free(s, tid, s->nslots * sizeof *tid);
+    /* release: the scheduler, complete, before the workers' acquire */
+    __atomic_store_n(&s->boot_go, BOOT_RUN, __ATOMIC_RELEASE);
+    coro__futex_wake(&s->boot_go, INT_MAX);
     *out = s;
     return 0;
 fail:
+    /* workers that were started wait for the word: tell them to go */
+    if (s->nworkers > 0 && __atomic_load_n(&s->boot_go, __ATOMIC_RELAXED) == BOOT_WAIT &&
+        s->w && s->w[0] && s->w[0]->started) {
+        __atomic_store_n(&s->boot_go, BOOT_ABORT, __ATOMIC_RELEASE);
+        coro__futex_wake(&s->boot_go, INT_MAX);
+        for (int i = 0; i < s->nworkers; i++) {
+            pthread_join(s->w[i]->thread, NULL);
+            s->w[i]->started = false;
+        }
+    }
+    coro__free(s, boots, s->nslots * sizeof *boots);
+    coro__free(s, tid, s->nslots * sizeof *tid);
     sched_free(s);
     return rc;
 }

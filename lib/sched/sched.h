@@ -65,6 +65,9 @@
  * waiter either sees it or is found by the sweep coro_cancel runs after
  * setting it (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL). */
 #define CORO__F_CANCEL      256u
+/* POOLQ: the job is queued on the blocking pool's FIFO (lib/io/blocking.c
+ *        QUEUED): set and cleared under the pool's mutex. */
+#define CORO__F_POOLQ       (1u << 12)
 
 static inline bool coro__job_cancelled(const coro_t *job)
 {
@@ -198,6 +201,8 @@ CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
  * scheduler's own words, (nslots + 63) / 64 (CORO__WMASK_USED) */
 #define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)
 #define CORO__WMASK_USED(s) (((s)->nslots + 63) / 64)
+/* s->idle_sum: 16 bits per word of s->idle, four to a word */
+#define CORO__IDLE_SUM_WORDS ((CORO__WMASK_WORDS + 3) / 4)
 _Static_assert(1,
                "CORO_WORKERS_AUTO makes one worker per usable CPU");
 
@@ -281,6 +286,10 @@ struct coro__worker {
     uint32_t spare;
     unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
     uint32_t rng;
+    /* the workers on this worker's NUMA node, itself included: a thief
+     * visits them first (sched/worker.c STEALING); set at create, read
+     * only with s->numa */
+    uint64_t near[CORO__WMASK_WORDS];
     struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
     uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
@@ -311,6 +320,10 @@ struct coro_sched {
     /* fixed at create: notify's fence is a compiler barrier and a parking
      * worker calls membarrier(2) instead (sched/worker.c PARKING) */
     bool asym;
+    bool numa;                          /* the workers' CPUs span NUMA nodes (w->near) */
+    /* FIRST TOUCH (rt/runtime.c): workers that made their structs, and
+     * the word they wait on until create lets them run (futexes) */
+    uint32_t boot_ready, boot_go;
     struct coro__trace *trace;          /* NULL = tracing off (lib/sched/trace.c) */
     const coro_alloc_t *alloc;
     struct coro__worker **w;
@@ -322,8 +335,14 @@ struct coro_sched {
     uint32_t ncls;                      /* atomic */
 
     /* parked workers: a bit per worker, set by the worker before its last
-     * look for work and cleared by whoever claims it to wake it */
-    uint64_t idle[CORO__WMASK_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+     * look for work and cleared by whoever claims it to wake it; and their
+     * summary, 16 bits per word of idle that count its bits (counted up
+     * before a bit is set, down after it is cleared: never below them),
+     * so that a notify reads one word per 256 workers while none is parked
+     * (sched/worker.c IDLE SUMMARY).  On the same line as idle's first
+     * words */
+    uint64_t idle_sum[CORO__IDLE_SUM_WORDS] __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t idle[CORO__WMASK_WORDS];
     /* atomic: workers searching for work (sched/worker.c).  A line of its
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
@@ -480,6 +499,11 @@ CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
 /* test hook: workers never make the busy look (the I/O thread alone
  * takes readiness while they are busy) */
 CORO__HIDDEN extern bool coro__busy_look_off;
+/* test hook: the order in which worker widx's next steal would visit the
+ * others (sched/worker.c NUMA), as if none were parked, in vic; returns
+ * how many.  Draws from that worker's random numbers: only while it is
+ * parked or the scheduler is not running */
+CORO__HIDDEN int coro__test_steal_order(coro_sched_t *s, int widx, int *vic);
 /* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */

@@ -35,8 +35,9 @@
  * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
  * gets at least 1 pick in 33 and LOW 1 in 129.  Then it steals.
  *
- * STEALING.  An idle worker visits the others from a random start, HIGH to
- * LOW, and takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
+ * STEALING.  An idle worker visits the others from a random start (those
+ * of its own NUMA node first: NUMA, at steal_order), HIGH to LOW, and
+ * takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
  * ck_ring's dequeue moved by n) or inbox (one dequeue each) at that level,
  * keeps the first and puts the rest in its own local ring; the victim's
  * LIFO slot last, and only once the victim started no step for
@@ -75,15 +76,16 @@
  * PARKING - the protocol, and why no wake-up is lost.
  *   worker W, when it found nothing:
  *     1. e = W.futex                         (the park epoch)
- *     2. set W's bit in s->idle              (seq_cst RMW)
+ *     2. count W in s->idle_sum, set W's bit in s->idle  (seq_cst RMWs)
  *     3. look for work everywhere once more  (all queues, steal)
  *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
  *     5. clear W's bit if still set
  *   a submitter S, after any push of a READY job (local, inbox, class):
  *     a. seq_cst fence (with s->asym: a compiler barrier, below)
- *     b. read s->idle & (workers the job's class allows)
+ *     b. read s->idle_sum (none counted: done), then s->idle & (workers
+ *        the job's class allows) (IDLE SUMMARY)
  *     c. for such a bit: atomically clear it; the one that cleared it owns
- *        the wake: W.futex++ then futex_wake(&W.futex)
+ *        the wake: it counts W down, W.futex++ then futex_wake(&W.futex)
  *   Invariant: for every pushed job, either some allowed worker's step 3
  *   runs after the push is visible, or S sees that worker's bit in (b).
  *   Steps 2/3 and a/b are store-then-load on both sides, each separated by
@@ -228,21 +230,92 @@ static void unpark(coro_sched_t *s, int idx)
         s->drv->kick(s->io);
 }
 
+/* IDLE SUMMARY.  s->idle_sum holds, for each word k of s->idle, a 16-bit
+ * field that counts the bits of that word: a parker counts itself up
+ * (seq_cst RMW) before it sets its bit, and whoever clears a bit - its
+ * claimer, or the worker itself - counts it down after the clear.  So a
+ * field is never below its word's bits (a count-down follows a clear,
+ * which follows the set, which follows the count-up: all ordered through
+ * the bit).  It is above them only by the claimers between their clear
+ * and their count-down (a worker woken otherwise may park and count
+ * itself again meanwhile): 64 plus those stays far below 0x8000, so a
+ * field never carries into its neighbour.  A notifier reads the
+ * summary first: a zero byte means no bit in that word, in the sense the
+ * park protocol needs - the parker's count-up is a store before its last
+ * look, exactly as its bit is (PARKING at the top: if the notifier's read
+ * misses the count, the parker's look sees the push).  So a push while no
+ * worker is parked reads one word per 256 workers (one word up to 256, 4 at
+ * CORO_MAX_WORKERS) where it read one per 64; with some parked it reads
+ * only the words of s->idle that hold them. */
+#define SUM_FIELDS 4                    /* fields per word of s->idle_sum */
+#define SUM_ONE(k) (1ull << (16 * ((k) % SUM_FIELDS)))
+#define SUM_LOW 0x7fff7fff7fff7fffull
+#define SUM_HIGH 0x8000800080008000ull
+/* words of s->idle_sum in use: one per 256 workers */
+#define SUM_USED(s) (((s)->nslots + 64 * SUM_FIELDS - 1) / (64 * SUM_FIELDS))
+
+/* the words of s->idle that hold a bit, as the high bit of each field of
+ * summary word g (a field below 0x8000 plus 0x7fff carries out of no
+ * field, and sets its high bit when it was not zero) */
+static inline uint64_t sum_nonzero(coro_sched_t *s, int g)
+{
+    /* relaxed: the caller's fence (notify) or RMW orders it */
+    return (__atomic_load_n(&s->idle_sum[g], __ATOMIC_RELAXED) + SUM_LOW) & SUM_HIGH;
+}
+
+/* worker idx parks: counted, then its bit set (step 2 of PARKING) */
+static void idle_set(coro_sched_t *s, int idx)
+{
+    int k = idx / 64;
+    /* seq_cst: both stores before the parker's last look (PARKING) */
+    __atomic_fetch_add(&s->idle_sum[k / SUM_FIELDS], SUM_ONE(k), __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&s->idle[k], 1ull << (idx % 64), __ATOMIC_SEQ_CST);
+}
+
+/* a bit of word k was cleared: count it down */
+static void idle_uncount(coro_sched_t *s, int k)
+{
+    /* relaxed: ordered after the count-up through the bit (above) */
+    __atomic_fetch_sub(&s->idle_sum[k / SUM_FIELDS], SUM_ONE(k), __ATOMIC_RELAXED);
+}
+
+/* worker idx clears its own bit: whether it was still set (nobody claimed
+ * it).  relaxed: the bit only; a claimer's push is ours to see through
+ * the queue it used */
+static bool idle_clear(coro_sched_t *s, int idx)
+{
+    uint64_t bit = 1ull << (idx % 64);
+    bool had = __atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_RELAXED) & bit;
+    if (had)
+        idle_uncount(s, idx / 64);
+    return had;
+}
+
+/* claim worker idx if its bit is set: true when this call cleared it */
+static bool claim_one(coro_sched_t *s, int idx)
+{
+    uint64_t bit = 1ull << (idx % 64);
+    /* acq_rel: one claimer wins the bit; it sees the parker's epoch read
+     * and publishes the push it wakes the worker for */
+    if (!(__atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_ACQ_REL) & bit))
+        return false;
+    idle_uncount(s, idx / 64);
+    return true;
+}
+
 /* claim one parked worker among wmask: returns its index or -1 */
 static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
 {
-    int words = (s->nslots + 63) / 64;
-
-    for (int i = 0; i < words; i++) {
-        uint64_t bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
-        while (bits) {
-            uint64_t bit = bits & -bits;
-            /* acq_rel: one claimer wins the bit; it sees the parker's
-             * epoch read and publishes the push it wakes the worker for */
-            uint64_t old = __atomic_fetch_and(&s->idle[i], ~bit, __ATOMIC_ACQ_REL);
-            if (old & bit)
-                return i * 64 + __builtin_ctzll(bit);
-            bits = __atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i];
+    for (int g = 0, groups = SUM_USED(s); g < groups; g++) {
+        for (uint64_t f = sum_nonzero(s, g); f; f &= f - 1) {
+            int k = g * SUM_FIELDS + __builtin_ctzll(f) / 16;
+            uint64_t bits = __atomic_load_n(&s->idle[k], __ATOMIC_RELAXED) & wmask[k];
+            while (bits) {
+                int idx = k * 64 + __builtin_ctzll(bits);
+                if (claim_one(s, idx))
+                    return idx;
+                bits = __atomic_load_n(&s->idle[k], __ATOMIC_RELAXED) & wmask[k];
+            }
         }
     }
     return -1;
@@ -281,9 +354,13 @@ static void notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any)
      * words change only at parks, the searcher count at every steal, and
      * a busy spawner would miss on it at every push */
     bool some = false;
-    /* relaxed: the fence above orders these reads after our push */
-    for (int i = 0, words = (s->nslots + 63) / 64; i < words && !some; i++)
-        some = (__atomic_load_n(&s->idle[i], __ATOMIC_RELAXED) & wmask[i]) != 0;
+    /* relaxed: the fence above orders these reads after our push; the
+     * summary first (IDLE SUMMARY) */
+    for (int g = 0, groups = SUM_USED(s); g < groups && !some; g++)
+        for (uint64_t f = sum_nonzero(s, g); f && !some; f &= f - 1) {
+            int k = g * SUM_FIELDS + __builtin_ctzll(f) / 16;
+            some = (__atomic_load_n(&s->idle[k], __ATOMIC_RELAXED) & wmask[k]) != 0;
+        }
     if (!some)
         return;
     if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
@@ -677,10 +754,9 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
      * meanwhile and its last look missed the job, it is the one to wake
      * (store-then-load against its bit-set then look, as in notify) */
     notify_fence(s);
-    uint64_t bit = 1ull << (idx % 64);
     /* relaxed: after the fence; the RMW picks one claimer */
-    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & bit) &&
-        (__atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_ACQ_REL) & bit)) {
+    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & (1ull << (idx % 64))) &&
+        claim_one(s, idx)) {
         unpark(s, idx);
         return;
     }
@@ -1016,27 +1092,79 @@ static coro_t *steal_lifo(struct coro__worker *w, const int *vic, int n, int sta
     return NULL;
 }
 
-/* the victims worth a look: every worker but w whose idle bit is clear
- * (a parked worker's queues are empty: STEALING at the top); returns
- * how many are in vic */
-static int victims(struct coro__worker *w, int *vic)
+/* the victims worth a look: every worker but w whose bit in idle is
+ * clear (a parked worker's queues are empty: STEALING at the top), those
+ * of w's NUMA node first (NUMA below); returns how many are in vic, and
+ * in *nnear how many of them are w's node's */
+static int victims(struct coro__worker *w, int *vic, int *nnear, const uint64_t *idle)
 {
     coro_sched_t *s = w->s;
-    int n = 0;
+    int n = 0, passes = s->numa ? 2 : 1;
 
-    for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
-        /* relaxed: a hint - a worker that parks after this read had
-         * nothing to steal; one that wakes gets its jobs from whoever
-         * claimed it, who wakes it for them */
-        uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&s->idle[k], __ATOMIC_RELAXED);
-        if (k == w->idx / 64)
-            bits &= ~(1ull << (w->idx % 64));
-        while (bits) {
-            vic[n++] = k * 64 + __builtin_ctzll(bits);
-            bits &= bits - 1;
+    for (int pass = 0; pass < passes; pass++) {
+        for (int k = 0, words = (s->nslots + 63) / 64; k < words; k++) {
+            /* relaxed: a hint - a worker that parks after this read had
+             * nothing to steal; one that wakes gets its jobs from whoever
+             * claimed it, who wakes it for them */
+            uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&idle[k], __ATOMIC_RELAXED);
+            if (k == w->idx / 64)
+                bits &= ~(1ull << (w->idx % 64));
+            if (passes == 2)
+                bits &= pass == 0 ? w->near[k] : ~w->near[k];
+            while (bits) {
+                vic[n++] = k * 64 + __builtin_ctzll(bits);
+                bits &= bits - 1;
+            }
         }
+        if (pass == 0)
+            *nnear = n;
     }
     return n;
+}
+
+/* a[0..n) turned left by r, in place */
+static void rotate(int *a, int n, int r)
+{
+    for (int pass = 0; pass < 3; pass++) {
+        int lo = pass == 0 ? 0 : pass == 1 ? r : 0, hi = pass == 0 ? r : n;
+        for (int i = lo, j = hi - 1; i < j; i++, j--) {
+            int t = a[i];
+            a[i] = a[j];
+            a[j] = t;
+        }
+    }
+}
+
+/* NUMA.  A thief visits the busy workers of its own node first, from a
+ * random start among them, then the others from a random start: a job
+ * taken from a worker of the same node brings its frame and what it
+ * touches over the node's own memory, and two idle nodes do not steal
+ * across each other while their own work waits.  Each priority level
+ * still comes before the next (a HIGH job on another node before a
+ * NORMAL one here).  The nodes are the CPUs' (base/numa.c) that create
+ * gave the workers: pinned, a worker stays there; unpinned, it starts
+ * there and the kernel's NUMA balancing tends to keep it.  With one node
+ * (s->numa false) the order is the random rotation alone.  Returns how
+ * many are in vic, in the order to visit them. */
+static int steal_order(struct coro__worker *w, int *vic, const uint64_t *idle)
+{
+    int nn = 0, n = victims(w, vic, &nn, idle);
+
+    if (n == 0)
+        return 0;
+    uint32_t r = rng_next(w);
+    if (nn > 1)
+        rotate(vic, nn, (int)(r % (uint32_t)nn));
+    if (n - nn > 1)
+        rotate(vic + nn, n - nn, (int)(r % (uint32_t)(n - nn)));
+    return n;
+}
+
+int coro__test_steal_order(coro_sched_t *s, int widx, int *vic)
+{
+    static const uint64_t none[CORO__WMASK_WORDS];
+
+    return steal_order(s->w[widx], vic, none);
 }
 
 static coro_t *steal(struct coro__worker *w)
@@ -1047,15 +1175,14 @@ static coro_t *steal(struct coro__worker *w)
 
     if (s->nslots < 2)
         return NULL;
-    int n = victims(w, vic);
+    int n = steal_order(w, vic, s->idle);
     if (n == 0)
         return NULL;
-    int start = (int)(rng_next(w) % (uint32_t)n);
     for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)
         for (int i = 0; i < n && !j; i++)
-            j = steal_from(w, s->w[vic[(start + i) % n]], pi);
+            j = steal_from(w, s->w[vic[i]], pi);
     if (!j)
-        j = steal_lifo(w, vic, n, start);
+        j = steal_lifo(w, vic, n, 0);
     return j;
 }
 
@@ -1154,24 +1281,18 @@ unsigned coro__worker_depth(struct coro__worker *w)
 
 /* ---- parking ------------------------------------------------------------------ */
 
-struct idle_bit {
-    uint64_t *word, bit;
-};
-
 /* epoll_wait returned in coro__io_park: we are no longer idle, so that the
  * jobs we wake do not send a wake-up back to us */
 static void clear_idle(void *arg)
 {
-    struct idle_bit *ib = arg;
-    __atomic_fetch_and(ib->word, ~ib->bit, __ATOMIC_RELAXED);
+    struct coro__worker *w = arg;
+    idle_clear(w->s, w->idx);
 }
 
 /* activity: coro__io_activity at the start of the idle phase */
 static coro_t *park(struct coro__worker *w, uint32_t activity)
 {
     coro_sched_t *s = w->s;
-    uint64_t bit = 1ull << (w->idx % 64);
-    uint64_t *word = &s->idle[w->idx / 64];
     coro_t *j;
 
     stop_searching(w);          /* the last look below covers what we leave */
@@ -1179,8 +1300,8 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     coro__frames_flush(s);      /* their owners may be waiting for frames */
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
-    /* seq_cst: the bit is visible before our last look (protocol step 2) */
-    __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+    /* the bit is visible before our last look (protocol step 2) */
+    idle_set(s, w->idx);
     /* with s->asym a notifier fences with the compiler only: its push may
      * still sit in its CPU's store buffer, its reads of our bit done
      * before our store.  membarrier runs a full barrier on each CPU that
@@ -1208,9 +1329,7 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
     if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
         j = steal(w);
     if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
-        /* relaxed: the bit only; the claimer's push is ours to see
-         * through the queue it used */
-        uint64_t old = __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+        bool had = idle_clear(s, w->idx);
         /* a notifier claimed us meanwhile: its wake was for a job pushed
          * after our look began, which we may not be taking (the job we
          * found may be another, and may run for long).  Pass the wake on
@@ -1218,13 +1337,12 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
          * worker asleep).  The claimer's mask is not known here: a job
          * of a narrower class may wake a worker that cannot run it, and
          * then waits for us as before */
-        if (j && !(old & bit) && s->nworkers > 1)
+        if (j && !had && s->nworkers > 1)
             notify(s, s->all_wmask, false);
         goto out;
     }
     stat_inc(&w->n_parks);
     coro__trace_park(w, false);
-    struct idle_bit ib = { word, bit };
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
         if (s->io && s->drv->pending(s->io)) {
@@ -1243,10 +1361,10 @@ static coro_t *park(struct coro__worker *w, uint32_t activity)
          * the look after the timeout sees it */
         coro__futex_wait(&w->futex, epoch, coro__now() + CORO__LIFO_PARK_NS);
     } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
-                                           &ib) < 0) {
+                                           w) < 0) {
         coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
     }
-    __atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    idle_clear(s, w->idx);
     coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
     /* a woken worker searches (tokio's notified worker does): when it

@@ -17,10 +17,22 @@
 #   cancel    coro_cancel of one job waiting on an event, in a select or
 #             on a group, after 0 .. 100,000 distinct objects were ever
 #             waited on: ns.  Risk: a cancel that sweeps every structure
-#             ever used.
+#             ever used.  Beside it, the floor of any wake of a parked
+#             thread on this machine: a raw FUTEX_WAKE (futex_wake_ns) and
+#             the system call alone (futex_nowaiter_ns).
+#   poolcancel  coro_cancel of a call queued last for the blocking pool
+#             behind 0 .. 100,000 others: ns.  Risk: a cancel that walks
+#             the pool's queue.
 #   burst     200 chained pool-frame jobs from a plain thread every 2 ms,
-#             unpinned, at workers 1, 2, 4 .. 64: CPU ns per burst.  Risk:
-#             searches that read every victim, many times per idle phase.
+#             unpinned, at workers 1, 2, 4 .. 64: CPU ns per burst, and the
+#             workers woken, parks, steals and context switches per burst.
+#             Risk: searches that read every victim, many times per idle
+#             phase; a notify that reads every idle word; more workers
+#             woken per burst.
+#   numa      4 roots per worker fill a 256 KiB buffer each and fan out 64
+#             children that read it, one worker per CPU: ns per child,
+#             with and without the node order (COROKIT_NUMA=0).  Risk:
+#             thieves that take work from another node first.
 #   park      a job from a plain thread meeting parked workers, at workers
 #             1 .. 64: ns per round trip.  Risk: a park whose barrier
 #             interrupts every CPU (membarrier(2)).
@@ -33,9 +45,10 @@
 #
 # Every row ends in a verdict line ("verdict ROW PASS|FAIL ..."), judged
 # against the targets written above the verdicts below.  On 2 CPUs the
-# whole run takes about 25 s (quick) and 1 minute.
+# whole run takes about 40 s (quick) and 1.5 minutes.
 #
-# The plan for a 16-core machine (one run, well under 5 minutes):
+# The plan for a 16-core machine (one run, well under 10 minutes; on 2
+# sockets the numa row is the one that can differ):
 #   threads  workers 1, 2 and 16 (one per CPU), plain threads 0 / 100 / 1,000: the
 #            chain's cost must stay within 1.5x of the 0-thread figure; with
 #            16 workers most of them park, so the rings' map is read by
@@ -44,11 +57,20 @@
 #            own cost (a busy worker: no wake) at most 2 us, and with a
 #            parked worker no more than the event set that ends the same
 #            wait (both pay the futex wake of that worker).
+#   poolcancel  queued 0 / 1,000 / 10,000 / 100,000: flat.
 #   burst    workers 2, 4, 8, 16 (pinned, one per core), 32 and 64
 #            (unpinned, two and four per core): CPU per burst at 64 within
-#            1.3x of 2; at 16 and beyond every burst meets parked workers,
-#            so the search's reads of busy victims only, and the bounded
-#            looks per idle phase, are what it shows.
+#            1.3x of 2, as the median of 5 alternating pairs, with the
+#            wake-ups and context switches per burst beside it; at 16 and
+#            beyond every burst meets parked workers, so the search's reads
+#            of busy victims only, the bounded looks per idle phase and the
+#            idle summary a notify reads are what it shows.
+#   numa     on a machine of 2 or more nodes (lscpu: "NUMA node(s)"), 16
+#            workers pinned, one per core: the fan-out with the node order
+#            against COROKIT_NUMA=0, alternating, 3 pairs; the order should
+#            not be slower, and faster where children are stolen across
+#            nodes (the steals per round say how many moved).  On one node
+#            both are the same code path.
 #   park     workers 1 .. 64 with the membarrier bound below and above
 #            (the scheduler keeps membarrier(2) up to 8 workers and 64
 #            online CPUs: 8 and 16 straddle it); COROKIT_MEMBARRIER=0 runs
@@ -68,8 +90,10 @@ if [ ! -x "$tool" ]; then
 fi
 if [ -n "$quick" ]; then
     rounds=3; bursts=100; counts="1 2 4 8 16 32 64"; hist="0 1000 10000 100000"
+    pairs=3; queued="0 10000 100000"
 else
     rounds=7; bursts=300; counts="1 2 4 8 16 32 64"; hist="0 1000 10000 30000 60000 100000"
+    pairs=5; queued="0 1000 10000 100000"
 fi
 last() { tail -n 1; }
 
@@ -92,11 +116,14 @@ for h in $hist; do
         row "$tool" cancel "$h" "$rounds" "$k"
     done
 done
+for q in $queued; do
+    row "$tool" poolcancel "$q" "$rounds"
+done
 for w in $counts; do
     row "$tool" burst "$w" "$bursts"
 done
 # the burst verdict's pairs: 2 and 64 workers alternately, same minutes
-for i in 1 2 3; do
+for i in $(seq "$pairs"); do
     "$tool" burst 2 "$bursts" | last | sed 's/^burst/burstpair/' | tee -a "$out"
     "$tool" burst 64 "$bursts" | last | sed 's/^burst/burstpair/' | tee -a "$out"
 done
@@ -110,6 +137,11 @@ for w in 8 16; do
 done
 for w in $counts; do
     row "$tool" prio "$w" "$rounds"
+done
+# NUMA: one worker per CPU, the node order against none, alternating
+for i in 1 2 3; do
+    row "$tool" numa "$(nproc)" "$rounds"
+    COROKIT_NUMA=0 "$tool" numa "$(nproc)" "$rounds" | last | sed 's/^numa/numa_off/' | tee -a "$out"
 done
 # frames: the frame tool, when this build has one
 if [ -x "$build/tools/frame_cost" ]; then
@@ -129,7 +161,12 @@ fi
 #          1.5x the coro_event_set that ends the same wait (both pay the
 #          futex wake), at every history: flat
 # burst    CPU per burst at 64 workers at most 1.3x that at 2 (medians of
-#          the three alternating pairs)
+#          the alternating pairs; the pairwise range and the wake-ups per
+#          burst are printed beside it)
+# poolcancel  the cancel of a queued call behind 100,000 others at most
+#          2x the one behind none (medians; both pay a wake): flat
+# numa     the node order no slower than without (medians of 3 pairs,
+#          flagged above 1.1x: on one node they are the same path)
 # park, prio  no target in the issue: the figure at the most workers
 #          against 2 workers, flagged above 2x
 # frames   69 KiB pool frames no slower than calloc (the other sizes are
@@ -140,9 +177,12 @@ function num(k,   i, n, a) { n = split($0, a, " "); for (i = 1; i <= n; i++) if 
 function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 function say(row, ok, what) { printf "verdict %-7s %s  %s\n", row, ok ? "PASS" : "FAIL", what }
 $1 == "threads" { w = num("workers"); th[w, num("plain_threads")] = num("median_ns_per_job"); tw[w] = 1 }
-$1 == "cancel" { nc++; cb[nc] = num("busy_worker_median_ns"); cp[nc] = num("median_ns"); ce[nc] = num("event_set_median_ns"); ch[nc] = num("history"); ck[nc] = ($2 == "kind=event") }
+$1 == "cancel" { nc++; cb[nc] = num("busy_worker_median_ns"); cp[nc] = num("median_ns"); ce[nc] = num("event_set_median_ns"); ch[nc] = num("history"); ck[nc] = ($2 == "kind=event"); fw[nc] = num("futex_wake_median_ns"); fn[nc] = num("futex_nowaiter_median_ns") }
+$1 == "poolcancel" { q = num("queued"); pq[q] = num("median_ns"); if (q > qmaxq) qmaxq = q }
+$1 == "numa" { nn++; na[nn] = num("median_ns_per_child") }
+$1 == "numa_off" { no++; nb[no] = num("median_ns_per_child") }
 $1 == "burst" { bw[num("workers")] = num("cpu_ns_per_burst") }
-$1 == "burstpair" { w = num("workers"); if (w == 2) p2[++n2] = num("cpu_ns_per_burst"); else p64[++n64] = num("cpu_ns_per_burst") }
+$1 == "burstpair" { w = num("workers"); if (w == 2) { p2[++n2] = num("cpu_ns_per_burst"); k2 += num("wakeups_per_burst"); x2 += num("csw_per_burst") } else { p64[++n64] = num("cpu_ns_per_burst"); k64 += num("wakeups_per_burst"); x64 += num("csw_per_burst") } }
 $1 == "park" { pk[num("workers")] = num("median_ns_per_trip"); if (num("workers") > pmax) pmax = num("workers") }
 $1 == "prio" { pr[num("workers")] = num("median_ns_per_job"); if (num("workers") > qmax) qmax = num("workers") }
 $1 == "workers" && /pool\/calloc/ { nf++; fs[nf] = $4; fr[nf] = $NF + 0 }
@@ -162,13 +202,20 @@ END {
         }
         say("cancel", ok, sprintf("its own cost (busy worker) at most %.0f ns over history %d..%d, event, select and group waits (target <= 2,000 ns)", worst, ch[1], ch[nc]))
         say("cancel", flat, sprintf("with a parked worker at most %.2fx the event set that ends the same wait (target <= 1.5x: flat)", wr))
+        fmax = 0; fmin = 1e18; nmin = 1e18
+        for (i = 1; i <= nc; i++) if (fw[i] > 0) { if (fw[i] < fmin) fmin = fw[i]; if (fw[i] > fmax) fmax = fw[i]; if (fn[i] < nmin) nmin = fn[i] }
+        if (fmax > 0) printf "floor   a raw FUTEX_WAKE of a parked thread here: %.0f..%.0f ns (medians); the system call alone: from %.0f ns\n", fmin, fmax, nmin
     }
+    if (qmaxq && pq[0] > 0) { r = pq[qmaxq] / pq[0]; say("poolcancel", r <= 2, sprintf("a queued call behind %d others %.2fx behind none (target <= 2x: flat)", qmaxq, r)) }
     if (n2 && n64) {
+        lo = 1e18; hi = 0
+        for (i = 1; i <= n2 && i <= n64; i++) { q = p2[i] > 0 ? p64[i] / p2[i] : 0; if (q < lo) lo = q; if (q > hi) hi = q }
         r = med(p64, n64) / med(p2, n2)
-        say("burst", r <= 1.3, sprintf("CPU per burst at 64 workers %.2fx that at 2 (target <= 1.3x; medians of %d pairs)", r, n2))
+        say("burst", r <= 1.3, sprintf("CPU per burst at 64 workers %.2fx that at 2 (target <= 1.3x; medians of %d pairs, pairwise %.2f..%.2fx; woken per burst %.1f vs %.1f, context switches %.1f vs %.1f)", r, n2, lo, hi, k64 / n64, k2 / n2, x64 / n64, x2 / n2))
     }
     if (pmax && pk[2] > 0) { r = pk[pmax] / pk[2]; say("park", r <= 2, sprintf("a trip at %d workers %.2fx at 2 (no target: flagged above 2x)", pmax, r)) }
     if (qmax && pr[2] > 0) { r = pr[qmax] / pr[2]; say("prio", r <= 2, sprintf("a HIGH job at %d workers %.2fx at 2 (no target: flagged above 2x)", qmax, r)) }
+    if (nn && no) { r = med(na, nn) / med(nb, no); say("numa", r <= 1.1, sprintf("a child with the node order %.2fx without (flagged above 1.1x; %d pairs)", r, nn)) }
     for (i = 1; i <= nf; i++) if (fs[i] >= 65536) say("frames", fr[i] <= 1, sprintf("%s B: pool/calloc %.2f (target <= 1)", fs[i], fr[i]))
     print "verdict workers not here: 1,024 workers under ASan is tests/test_scale.c (make check-asan)"
 }' "$out"

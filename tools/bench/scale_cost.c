@@ -11,10 +11,27 @@
  *       whose member waits on it) and coro_cancel ends it: ns of the
  *       coro_cancel call, and of a coro_event_set that ends the same wait
  *       (both wake the parked worker), and of the same cancel while the
- *       worker runs another job (busy_worker: no wake, the cancel alone)
+ *       worker runs another job (busy_worker: no wake, the cancel alone);
+ *       beside them the floor of any wake of a parked thread: a raw
+ *       FUTEX_WAKE of a thread blocked in FUTEX_WAIT, ns of that call on
+ *       the waker's side (futex_wake), and of a FUTEX_WAKE that finds no
+ *       waiter (futex_nowaiter: the system call alone)
+ *   scale_cost poolcancel QUEUED [rounds]
+ *       the blocking pool's one thread is held; QUEUED calls wait for it,
+ *       then one more is queued and cancelled: ns of that coro_cancel
+ *       (the job is last in the queue; 1 worker)
  *   scale_cost burst WORKERS [bursts]
  *       unpinned workers; a plain thread starts a chain of 200 pool-frame
- *       jobs every 2 ms: the process's CPU time per burst, in ns
+ *       jobs every 2 ms: the process's CPU time per burst, in ns, and per
+ *       burst the workers woken from a park, the parks, the steals and
+ *       the process's context switches (getrusage)
+ *   scale_cost numa WORKERS [rounds]
+ *       4 root jobs per worker each fill a 256 KiB buffer (first touched
+ *       on their worker's node) and fan out 64 children that each read
+ *       all of it, awaited with coro_done; the children idle workers
+ *       steal read the buffer from wherever they run: ns per child, and
+ *       steals per round.  On a NUMA machine, against COROKIT_NUMA=0 in
+ *       the same run (thieves then ignore the nodes)
  *   scale_cost prio WORKERS [rounds]
  *       a plain thread spawns 10,000 HIGH pool-frame jobs (fire and forget)
  *       and waits for the last: ns per job
@@ -27,9 +44,13 @@
 #include <corokit.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -284,6 +305,56 @@ static void settle(coro_sched_t *s)
     usleep(2000);
 }
 
+/* ---- the floor: a raw futex wake of a parked thread --------------------------------- */
+
+struct sleeper {
+    pthread_t t;
+    uint32_t word;      /* 0: sleep; 1: wake; 2: leave */
+    uint32_t woke;      /* wakes seen */
+};
+
+static long futex(uint32_t *w, int op, uint32_t v)
+{
+    return syscall(SYS_futex, w, op, v, NULL, NULL, 0);
+}
+
+static void *sleeper_main(void *arg)
+{
+    struct sleeper *z = arg;
+    for (;;) {
+        uint32_t v;
+        while ((v = __atomic_load_n(&z->word, __ATOMIC_ACQUIRE)) == 0)
+            futex(&z->word, FUTEX_WAIT_PRIVATE, 0);
+        if (v == 2)
+            return NULL;
+        __atomic_store_n(&z->word, 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&z->woke, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* one FUTEX_WAKE of z, blocked in FUTEX_WAIT (given 2 ms to get there, as
+ * settle gives the worker): ns of the waker's store and call */
+static double futex_wake_once(struct sleeper *z)
+{
+    uint32_t seen = __atomic_load_n(&z->woke, __ATOMIC_ACQUIRE);
+    usleep(2000);
+    double t0 = now_ns();
+    __atomic_store_n(&z->word, 1, __ATOMIC_RELEASE);
+    futex(&z->word, FUTEX_WAKE_PRIVATE, 1);
+    double t = now_ns() - t0;
+    while (__atomic_load_n(&z->woke, __ATOMIC_ACQUIRE) == seen)
+        sched_yield();
+    return t;
+}
+
+static double futex_nowaiter_once(void)
+{
+    uint32_t w = 0;
+    double t0 = now_ns();
+    futex(&w, FUTEX_WAKE_PRIVATE, 1);
+    return now_ns() - t0;
+}
+
 static void run_cancel(long history, int rounds, int kind)
 {
     enum { BATCH = 1000 };
@@ -320,8 +391,13 @@ static void run_cancel(long history, int rounds, int kind)
     }
     double *tw = calloc((size_t)rounds, sizeof *tw);
     double *tb = calloc((size_t)rounds, sizeof *tb);
-    if (!tw || !tb)
+    double *tf = calloc((size_t)rounds, sizeof *tf);
+    double *tn = calloc((size_t)rounds, sizeof *tn);
+    struct sleeper z = { 0 };
+    if (!tw || !tb || !tf || !tn)
         die("calloc");
+    if (pthread_create(&z.t, NULL, sleeper_main, &z) != 0)
+        die("pthread_create");
     for (int r = 0; r < rounds; r++) {
         struct target x = { .kind = kind };
         struct waiter w;
@@ -356,12 +432,23 @@ static void run_cancel(long history, int rounds, int kind)
         __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
         coro_join(&sp.co, &(intptr_t){0});
         target_end(&x, &w);
+        /* the floor of both: a raw wake of a parked thread */
+        tf[r] = futex_wake_once(&z);
+        tn[r] = futex_nowaiter_once();
         printf("cancel kind=%s history=%ld round=%d ns=%.0f event_set_ns=%.0f "
-               "busy_worker_ns=%.0f\n", kind_name[kind], history, r, t[r], tw[r], tb[r]);
+               "busy_worker_ns=%.0f futex_wake_ns=%.0f futex_nowaiter_ns=%.0f\n",
+               kind_name[kind], history, r, t[r], tw[r], tb[r], tf[r], tn[r]);
     }
     double mc = median(t, rounds), me = median(tw, rounds), mb = median(tb, rounds);
+    double mf = median(tf, rounds), mn = median(tn, rounds);
     printf("cancel kind=%s history=%ld median_ns=%.0f event_set_median_ns=%.0f "
-           "busy_worker_median_ns=%.0f\n", kind_name[kind], history, mc, me, mb);
+           "busy_worker_median_ns=%.0f futex_wake_median_ns=%.0f futex_nowaiter_median_ns=%.0f\n",
+           kind_name[kind], history, mc, me, mb, mf, mn);
+    __atomic_store_n(&z.word, 2, __ATOMIC_RELEASE);
+    futex(&z.word, FUTEX_WAKE_PRIVATE, 1);
+    pthread_join(z.t, NULL);
+    free(tn);
+    free(tf);
     free(tb);
     free(tw);
     coro_sched_destroy(s);
@@ -370,7 +457,98 @@ static void run_cancel(long history, int rounds, int kind)
     free(t);
 }
 
+/* ---- the cancel of a call queued for the blocking pool -------------------------- */
+
+static uint32_t plug_go;
+
+static intptr_t plug_fn(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&plug_go, __ATOMIC_ACQUIRE))
+        futex(&plug_go, FUTEX_WAIT_PRIVATE, 0);
+    return 0;
+}
+
+static intptr_t nop_fn(void *arg)
+{
+    return (intptr_t)arg;
+}
+
+struct call {
+    coro_t co;
+    intptr_t (*fn)(void *);
+};
+
+static int call_body(coro_t *co)
+{
+    struct call *c = CORO_SELF(co, struct call);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_blocking(c->fn, NULL));
+    CORO_END(co);
+}
+
+static void run_poolcancel(long queued, int rounds)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    struct call *q = calloc((size_t)queued + 1, sizeof *q);
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!q || !t)
+        die("calloc");
+    c.workers = 1;
+    c.blocking_threads = 1;
+    if (coro_sched_create(&s, &c) < 0)
+        die("coro_sched_create");
+    struct call plug = { .fn = plug_fn };
+    if (coro_spawn(s, &plug.co, call_body, NULL) != 0)
+        die("coro_spawn");
+    for (long i = 0; i < queued; i++) {
+        q[i].fn = nop_fn;
+        if (coro_spawn(s, &q[i].co, call_body, NULL) != 0)
+            die("coro_spawn");
+    }
+    settle(s);
+    for (int r = 0; r < rounds; r++) {
+        struct call x = { .fn = nop_fn };
+        if (coro_spawn(s, &x.co, call_body, NULL) != 0)
+            die("coro_spawn");
+        settle(s);
+        double t0 = now_ns();
+        coro_cancel(&x.co);
+        t[r] = now_ns() - t0;
+        coro_join(&x.co);
+        printf("poolcancel queued=%ld round=%d ns=%.0f\n", queued, r, t[r]);
+    }
+    printf("poolcancel queued=%ld median_ns=%.0f\n", queued, median(t, rounds));
+    __atomic_store_n(&plug_go, 1, __ATOMIC_RELEASE);
+    futex(&plug_go, FUTEX_WAKE_PRIVATE, 1);
+    coro_join(&plug.co);
+    for (long i = 0; i < queued; i++)
+        coro_join(&q[i].co);
+    coro_sched_destroy(s);
+    free(q);
+    free(t);
+}
+
 /* ---- bursts from a plain thread --------------------------------------------------- */
+
+/* the workers' parks, wake-ups and steals so far, summed */
+static void park_counts(coro_sched_t *s, double *parks, double *wakeups, double *steals)
+{
+    coro_sched_stats_t st;
+    coro_sched_stats(s, &st);
+    *parks = (double)st.parks;
+    *wakeups = (double)st.wakeups;
+    *steals = (double)st.steals;
+}
+
+static double csw(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
+}
 
 static void run_burst(int workers, int bursts)
 {
@@ -386,6 +564,8 @@ static void run_burst(int workers, int bursts)
         die("coro_sched_create");
     chain(s, 200, CORO_PRIO_NORMAL);
     usleep(20000);
+    double p0, k0, s0, x0 = csw();
+    park_counts(s, &p0, &k0, &s0);
     double c0 = proc_cpu_ns(), w0 = now_ns();
     for (int b = 0; b < bursts; b++) {
         double cb = proc_cpu_ns();
@@ -394,9 +574,95 @@ static void run_burst(int workers, int bursts)
         t[b] = proc_cpu_ns() - cb;
     }
     double cpu = proc_cpu_ns() - c0, wall = now_ns() - w0;
-    printf("burst workers=%d bursts=%d cpu_ns_per_burst=%.0f median_ns=%.0f wall_ms=%.0f\n",
-           workers, bursts, cpu / bursts, median(t, bursts), wall / 1e6);
+    double p1, k1, s1, x1 = csw();
+    park_counts(s, &p1, &k1, &s1);
+    printf("burst workers=%d bursts=%d cpu_ns_per_burst=%.0f median_ns=%.0f wall_ms=%.0f "
+           "wakeups_per_burst=%.1f parks_per_burst=%.1f steals_per_burst=%.1f "
+           "csw_per_burst=%.1f\n",
+           workers, bursts, cpu / bursts, median(t, bursts), wall / 1e6, (k1 - k0) / bursts,
+           (p1 - p0) / bursts, (s1 - s0) / bursts, (x1 - x0) / bursts);
     coro_sched_destroy(s);
+    free(t);
+}
+
+/* ---- fan-out over a buffer its root touched first (NUMA) ---------------------- */
+
+enum { NUMA_KIDS = 64, NUMA_BUF = 256 * 1024 };
+
+struct nkid {
+    coro_t co;
+    const volatile char *buf;
+    long sum;
+};
+
+static int nkid_body(coro_t *co)
+{
+    struct nkid *k = CORO_SELF(co, struct nkid);
+    CORO_BEGIN(co);
+    for (int i = 0; i < NUMA_BUF; i += 64)
+        k->sum += k->buf[i];
+    CORO_END(co);
+}
+
+struct nroot {
+    coro_t co;
+    coro_sched_t *s;
+    char *buf;
+    int i;
+    struct nkid kids[NUMA_KIDS];
+};
+
+static int nroot_body(coro_t *co)
+{
+    struct nroot *r = CORO_SELF(co, struct nroot);
+    CORO_BEGIN(co);
+    memset(r->buf, 1, NUMA_BUF);    /* first touch: this worker's node */
+    for (r->i = 0; r->i < NUMA_KIDS; r->i++) {
+        r->kids[r->i] = (struct nkid){ .buf = r->buf };
+        if (coro_spawn(r->s, &r->kids[r->i].co, nkid_body, NULL) != 0)
+            die("coro_spawn");
+    }
+    for (r->i = 0; r->i < NUMA_KIDS; r->i++)
+        CORO_AWAIT(co, coro_done(&r->kids[r->i].co));
+    CORO_END(co);
+}
+
+static void run_numa(int workers, int rounds)
+{
+    coro_sched_t *s = make_sched(workers);
+    int nroots = 4 * workers;
+    struct nroot *r = calloc((size_t)nroots, sizeof *r);
+    double *t = calloc((size_t)rounds, sizeof *t);
+
+    if (!r || !t)
+        die("calloc");
+    for (int i = 0; i < nroots; i++)
+        if (!(r[i].buf = malloc(NUMA_BUF)))
+            die("malloc");
+    for (int k = -1; k < rounds; k++) {
+        double p, w, st0, st1;
+        park_counts(s, &p, &w, &st0);
+        double t0 = now_ns();
+        for (int i = 0; i < nroots; i++) {
+            r[i].s = s;
+            if (coro_spawn(s, &r[i].co, nroot_body, NULL) != 0)
+                die("coro_spawn");
+        }
+        for (int i = 0; i < nroots; i++)
+            coro_join(&r[i].co);
+        double dt = (now_ns() - t0) / ((double)nroots * NUMA_KIDS);
+        park_counts(s, &p, &w, &st1);
+        if (k >= 0) {
+            t[k] = dt;
+            printf("numa workers=%d round=%d ns_per_child=%.0f steals=%.0f\n", workers, k, dt,
+                   st1 - st0);
+        }
+    }
+    printf("numa workers=%d median_ns_per_child=%.0f\n", workers, median(t, rounds));
+    coro_sched_destroy(s);
+    for (int i = 0; i < nroots; i++)
+        free(r[i].buf);
+    free(r);
     free(t);
 }
 
@@ -483,8 +749,12 @@ int main(int argc, char **argv)
             if (strcmp(argv[4], kind_name[k]) == 0)
                 kind = k;
         run_cancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9, kind);
+    } else if (strcmp(mode, "poolcancel") == 0 && argc > 2) {
+        run_poolcancel(atol(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
     } else if (strcmp(mode, "burst") == 0 && argc > 2) {
         run_burst(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 200);
+    } else if (strcmp(mode, "numa") == 0 && argc > 2) {
+        run_numa(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else if (strcmp(mode, "prio") == 0 && argc > 2) {
         run_prio(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else if (strcmp(mode, "park") == 0 && argc > 2) {
@@ -492,8 +762,9 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "usage: scale_cost threads WORKERS NTHREADS [rounds] |\n"
-                "       cancel HISTORY [rounds [event|select|group]] |\n"
-                "       burst WORKERS [bursts] | prio WORKERS [rounds] | park WORKERS [rounds]\n");
+                "       cancel HISTORY [rounds [event|select|group]] | poolcancel QUEUED [rounds] |\n"
+                "       burst WORKERS [bursts] | numa WORKERS [rounds] | prio WORKERS [rounds] |\n"
+                "       park WORKERS [rounds]\n");
         return 2;
     }
     return 0;

@@ -27,6 +27,13 @@
  *   -DALSO_FENCE      the fallback (no membarrier, COROKIT_MEMBARRIER=0):
  *                     the submitter's seq_cst fence of step a, no drain
  *
+ * The idle summary (IDLE SUMMARY in worker.c): cnt counts the idle bits
+ * (one idle word here: both workers' bits), up before a parker's bit is
+ * set and down after a bit is cleared, by its claimer or its worker; a
+ * notifier reads it first and wakes nobody when it reads 0.  Checked in
+ * every mode, with the assertions that it never falls below the bits
+ * and is back to 0 at the end.
+ *
  * Broken variants (make check-model expects spin to reject each):
  *   -DBROKEN_FENCE    neither: the submitter reads the idle bits before its
  *                     push is visible and the parker calls no membarrier
@@ -36,6 +43,8 @@
  *                     reads the eventfd (the code before the fix: its read
  *                     could take the kick written for the next holder,
  *                     which slept in epoll_wait for good)
+ *   -DBROKEN_SUMMARY  a parker counts itself in the summary only after its
+ *                     last look
  */
 #define NW 2            /* workers */
 #define NS 2            /* submitting threads */
@@ -44,6 +53,7 @@
 byte q;                 /* READY jobs queued */
 byte ran;               /* jobs run */
 bit idle[NW];           /* s->idle */
+byte cnt;               /* s->idle_sum: the count of idle's word */
 byte epoch[NW];         /* w->futex */
 byte driver;            /* the poll token: 0 free, i + 1 = worker i */
 bit evfd;               /* the eventfd: written -> the holder's epoll_wait ends */
@@ -60,22 +70,30 @@ inline drain_all()
 
 inline notify(snap0, snap1)
 {
-    /* b/c: for an idle worker, clear its bit (one RMW picks one winner),
-     * bump its epoch (seq_cst RMW), then wake it where it sleeps */
+    /* b: the summary first: 0, nobody to wake.  c: for an idle worker,
+     * clear its bit (one RMW picks one winner), count it down, bump its
+     * epoch (seq_cst RMW), then wake it where it sleeps */
+    won = 0;
     if
-    :: atomic { snap0 && idle[0] -> idle[0] = 0; won = 1; k = 0 }
-    :: atomic { else -> won = 0 }
-    fi;
-    if
-    :: !won ->
+    :: cnt == 0 -> skip
+    :: else ->
         if
-        :: atomic { snap1 && idle[1] -> idle[1] = 0; won = 1; k = 1 }
-        :: atomic { else -> skip }
+        :: atomic { snap0 && idle[0] -> idle[0] = 0; won = 1; k = 0 }
+        :: atomic { else -> won = 0 }
+        fi;
+        if
+        :: !won ->
+            if
+            :: atomic { snap1 && idle[1] -> idle[1] = 0; won = 1; k = 1 }
+            :: atomic { else -> skip }
+            fi
+        :: else -> skip
         fi
-    :: else -> skip
     fi;
     if
     :: won ->
+        cnt--;
+        assert(cnt >= idle[0] + idle[1]);    /* never below the bits */
         epoch[k]++;
         if
         :: driver == k + 1 -> evfd = 1     /* coro__io_wake_poller */
@@ -116,19 +134,34 @@ proctype submitter(byte me)
 proctype worker(byte me)
 {
     byte e;
+    bit had;
     do
     :: atomic { q > 0 -> q--; ran++ }          /* found work: run it */
     :: q == 0 && stopping -> break             /* nothing left: leave */
     :: q == 0 && !stopping ->
         e = epoch[me];                         /* 1. the park epoch */
+#ifndef BROKEN_SUMMARY
+        cnt++;                                 /* 2. the summary (seq_cst RMW) */
+#endif
         idle[me] = 1;                          /* 2. seq_cst RMW */
 #if !defined(ALSO_FENCE) && !defined(BROKEN_FENCE)
         drain_all();                           /* 2b. membarrier */
 #endif
         if
         :: atomic { q > 0 -> q--; ran++ }      /* 3. one more look: found */
-        :: q == 0 && stopping -> skip          /* 3. stopping: no wait */
+#ifdef BROKEN_SUMMARY
+            ; cnt++
+#endif
+        :: q == 0 && stopping ->               /* 3. stopping: no wait */
+#ifdef BROKEN_SUMMARY
+            cnt++
+#else
+            skip
+#endif
         :: q == 0 && !stopping ->              /* 3. nothing */
+#ifdef BROKEN_SUMMARY
+            cnt++;                             /* counted only now */
+#endif
             if
             :: atomic { driver == 0 -> driver = me + 1 } ->  /* took the token */
 #ifndef BROKEN_RECHECK
@@ -151,7 +184,12 @@ end_epoll:          evfd == 1;                          /* epoll_wait returns */
 end_futex:      epoch[me] != e                 /* 4. futex_wait(&futex, e) */
             fi
         fi;
-        idle[me] = 0                           /* 5. clear the bit if set */
+        atomic { had = idle[me]; idle[me] = 0 };    /* 5. clear the bit if set */
+        if
+        :: had -> cnt--;                       /* then count it down */
+            assert(cnt >= idle[0] + idle[1])
+        :: else -> skip
+        fi
     od;
     exited++
 }
@@ -177,7 +215,7 @@ proctype stopper()
 
 active proctype monitor()
 {
-    timeout -> assert(q == 0 && ran == NS * PER && exited == NW)
+    timeout -> assert(q == 0 && ran == NS * PER && exited == NW && cnt == 0)
 }
 
 init
