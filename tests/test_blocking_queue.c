@@ -99,18 +99,18 @@ static void run(int workers)
             cr_assert_eq(coro_cancel(&calls[i].co), 0);
     for (int i = 0; i < NQ; i++)
         if (cancelled_one(i)) {
-            cr_assert_eq(coro_join(&calls[i].co), 0);
+            cr_assert_eq(join_r(&calls[i].co), 0);
             cr_assert_eq(calls[i].res, -ECANCELED, "call %d", i);
         } else {
             cr_assert(suspended(&calls[i].co), "call %d was not cancelled", i);
         }
     __atomic_store_n(&plug_go, 1, __ATOMIC_RELEASE);
-    cr_assert_eq(coro_join(&plug), 0);
+    cr_assert_eq(join_r(&plug), 0);
     int want = 0;
     for (int i = 0; i < NQ; i++) {
         if (cancelled_one(i))
             continue;
-        cr_assert_eq(coro_join(&calls[i].co), 0);
+        cr_assert_eq(join_r(&calls[i].co), 0);
         cr_assert_eq(calls[i].res, i);
         cr_assert_lt(want, norder);
         cr_assert_eq(order[want], i, "the %dth call to run was %d, not %d", want, order[want],

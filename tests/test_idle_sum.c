@@ -74,7 +74,7 @@ Test(idle_sum, counts_match_the_parked_workers_and_wake_the_last_word, .timeout 
         int where = -1;
         struct job j = { .where = &where };
         cr_assert_eq(coro_spawn(s, &j.co, where_body, &o), 0);
-        cr_assert_eq(coro_join(&j.co), 0);
+        cr_assert_eq(join_r(&j.co), 0);
         cr_assert_eq(where, NW - 1);
         wait_all_parked(s);
         check_sums(s);
@@ -87,7 +87,7 @@ Test(idle_sum, counts_match_the_parked_workers_and_wake_the_last_word, .timeout 
         cr_assert_eq(coro_spawn(s, &b[i].co, where_body, NULL), 0);
     }
     for (int i = 0; i < 200; i++)
-        cr_assert_eq(coro_join(&b[i].co), 0);
+        cr_assert_eq(join_r(&b[i].co), 0);
     wait_all_parked(s);
     check_sums(s);
     cr_assert_eq(coro_sched_destroy(s), 0);

@@ -130,8 +130,9 @@ static pthread_t rec_thread[64];
 static int nrec;
 static size_t rec_size;
 
-static void *rec_malloc(size_t n)
+static void *rec_malloc(void *ctx, size_t n)
 {
+    (void)ctx;
     if (n == rec_size) {
         pthread_mutex_lock(&rec_lock);
         if (nrec < 64)
@@ -141,16 +142,16 @@ static void *rec_malloc(size_t n)
     return malloc(n);
 }
 
-static void rec_free(void *p, size_t n, bool defer)
+static void rec_free(void *ctx, void *p, size_t n)
 {
+    (void)ctx;
     (void)n;
-    (void)defer;
     free(p);
 }
 
 Test(numa, each_worker_allocates_its_own_struct_on_its_own_thread, .timeout = 20)
 {
-    static struct ck_malloc rec = { .malloc = rec_malloc, .free = rec_free };
+    static const coro_alloc_t rec = { .alloc = rec_malloc, .free = rec_free };
     /* a worker struct's block (rt/runtime.c worker_size, plus
      * coro__alloc_aligned's line and pointer) */
     rec_size = sizeof(struct coro__worker) +

@@ -517,15 +517,15 @@ static void run_poolcancel(long queued, int rounds)
         double t0 = now_ns();
         coro_cancel(&x.co);
         t[r] = now_ns() - t0;
-        coro_join(&x.co);
+        coro_join(&x.co, &(intptr_t){0});
         printf("poolcancel queued=%ld round=%d ns=%.0f\n", queued, r, t[r]);
     }
     printf("poolcancel queued=%ld median_ns=%.0f\n", queued, median(t, rounds));
     __atomic_store_n(&plug_go, 1, __ATOMIC_RELEASE);
     futex(&plug_go, FUTEX_WAKE_PRIVATE, 1);
-    coro_join(&plug.co);
+    coro_join(&plug.co, &(intptr_t){0});
     for (long i = 0; i < queued; i++)
-        coro_join(&q[i].co);
+        coro_join(&q[i].co, &(intptr_t){0});
     coro_sched_destroy(s);
     free(q);
     free(t);
@@ -649,7 +649,7 @@ static void run_numa(int workers, int rounds)
                 die("coro_spawn");
         }
         for (int i = 0; i < nroots; i++)
-            coro_join(&r[i].co);
+            coro_join(&r[i].co, &(intptr_t){0});
         double dt = (now_ns() - t0) / ((double)nroots * NUMA_KIDS);
         park_counts(s, &p, &w, &st1);
         if (k >= 0) {
