@@ -128,6 +128,8 @@ static int pump_body(coro_t *co)
  * that coro_connect started on) and frees the block */
 static void conn_release(struct conn *c)
 {
+    /* seq_cst (acq_rel would do): the last one to drop its reference
+     * sees what the other frames wrote before they dropped theirs */
     if (atomic_fetch_sub(&c->refs, 1) != 1)
         return;
     close(c->client);
