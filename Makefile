@@ -163,12 +163,19 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
 	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-valgrind check-model fuzz
 
-# the tests of a few seconds each (stress-like loops, samples, 10,000
-# connections, a million jobs) are left to make test
-QUICK_SKIP := samples/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
+# make quick leaves to make test: the programs run from outside (samples,
+# recipes: quick does not build them), the stress-like loops and the tests
+# that take a second or more of CPU on 2 CPUs (10,000 connections, a
+# million jobs or frames, 100,000 timers, bursts from plain threads, every
+# allocation failing in turn)
+QUICK_SKIP := samples/*|recipes/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
 	io/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
 	wait/timed_waits_of_1ns*|sync/a_plain_thread_and_jobs_share*|sync/channel_carries_1m*|\
-	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*
+	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*|\
+	coro/a_million_frames*|coro_switch/a_million_frames*|submit/a_burst_from_a_plain_thread*|\
+	enomem/pool_frames_classes*|frame_mem/a_burst_from_a_plain_thread*|io/hundred_thousand*|\
+	frame/frames_given_back_by_workers*|sched/submissions_to_parked*|sync/mutex_counter_of_1000*|\
+	wait/timed_waits_of_60s*
 quick: lib $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
 	$(Q)tools/check-compile-fail.sh $(CC) >/dev/null || tools/check-compile-fail.sh $(CC)
