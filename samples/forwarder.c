@@ -300,7 +300,7 @@ static int serve_until_signal(struct fwd *f)
 
     /* with WORKERS 0 this join is what runs the jobs, on main's thread */
     main_wait = (struct waiter){ .quit = &quit };
-    (void)coro_block_on(f->s, &main_wait.co, waiter_body, NULL);
+    (void)coro_block_on(f->s, &main_wait.co, waiter_body, NULL, &(intptr_t){0});
     /* stop accepting: what was accepted runs on; the watchers go too, so
      * that the drain below waits for connections only */
     coro_cancel(&acc.co);
@@ -528,13 +528,16 @@ static int self_test(void)
         cl[i] = (struct client){ .kind = i, .port = port };
         coro_spawn(test, &cl[i].co, client_body, NULL);
     }
-    for (int i = 0; i < 2; i++)
-        if (coro_join(&cl[i].co) != 0)
+    for (int i = 0; i < 2; i++) {
+        intptr_t res = 0;
+        if (coro_join(&cl[i].co, &res) != 0 || res != 0)
             bad |= 1 << i;
+    }
     cl[2] = (struct client){ .kind = OPEN_AT_SIGINT, .port = port };
     coro_spawn(test, &cl[2].co, client_body, NULL);
     int rc = serve_until_signal(&f);        /* returns after the SIGINT */
-    if (coro_join(&cl[2].co) != 0)
+    intptr_t res2 = 0;
+    if (coro_join(&cl[2].co, &res2) != 0 || res2 != 0)
         bad |= 4;
     coro_sched_shutdown(test, CORO_CANCEL);
     coro_sched_destroy(test);

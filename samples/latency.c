@@ -164,7 +164,10 @@ static int run_once(struct run *r)
         h[i].x = (uint64_t)i + 1;
         coro_spawn(s, &h[i].co, hog_body, &hog_opts);
     }
-    rc = (int)coro_block_on(s, &t.co, ticker_body, &tick_opts);
+    intptr_t res = 0;
+    rc = coro_block_on(s, &t.co, ticker_body, &tick_opts, &res);
+    if (rc == 0)
+        rc = (int)res;
     /* the ticker is done: stop the hogs, and wait until they stopped */
     coro_group_cancel(&hogs);
     coro_group_wait_blocking(&hogs, CORO_FOREVER);

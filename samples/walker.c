@@ -320,7 +320,10 @@ static int walk(coro_sched_t *s, char **paths, int n, int jobs, struct entry ***
 
     coro_sem_init(&w.slots, jobs);
     coro_group_init(&w.jobs);
-    rc = (int)coro_block_on(s, &r.co, root_body, NULL);
+    intptr_t res = 0;
+    rc = coro_block_on(s, &r.co, root_body, NULL, &res);
+    if (rc == 0)
+        rc = (int)res;
     coro_group_destroy(&w.jobs);
     coro_sem_destroy(&w.slots);
     size_t count = 0;
