@@ -95,7 +95,9 @@
  * changes.  Lock order: an entry lock, then the heap lock; the timer path
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
- * that ends otherwise removes its timer (O(log n)).
+ * that ends otherwise removes its timer (O(log n)), found through the index
+ * the heap keeps current in the wait (an fd slot's hidx, a sleep's
+ * awaitable: heap_moved).
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
  * a busy worker's look, the I/O thread) makes no read or write for the
@@ -213,6 +215,7 @@ struct coro__io {
     pthread_mutex_t hlock;
     struct coro__heap heap;
     int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
+    uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
 
     struct source src[MAX_SOURCES];
     uint32_t nsrc;          /* atomic: sources published with release */
@@ -330,11 +333,21 @@ uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
     return e ? &e->rdy : NULL;
 }
 
+/* under hlock: where a wait keeps its timer's index.  A sleep's awaitable
+ * stays put while the job sleeps (the heap alone wakes it); an fd's entry
+ * exists: its waiter created it */
+static inline coro_arg_t *sleep_slot(coro_t *job)
+{
+    return &job->top->aw.arg[CORO__SLEEP_SLOT];
+}
+
 static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
 {
     struct coro__io *io = ctx;
-    /* the entry exists: its waiter created it */
-    ent_get(io, (int)(t->aux / 2), false)->hidx[t->aux % 2] = (int32_t)idx;
+    if (t->kind == CORO__IOK_SLEEP)
+        sleep_slot(t->p)->i = (intptr_t)idx + 1;
+    else
+        ent_get(io, (int)(t->aux / 2), false)->hidx[t->aux % 2] = (int32_t)idx;
 }
 
 static void pending_add(struct coro__io *io, int d)
@@ -415,6 +428,8 @@ static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out
     coro__heap_remove(&io->heap, idx, out);
     if (out->kind == CORO__IOK_FD)
         ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+    else
+        sleep_slot(out->p)->i = 0;
     pending_add(io, -1);
 }
 
@@ -1457,8 +1472,8 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * before the arm's seq_cst load of the flag (fd_wait); our seq_cst RMW of
  * the flag comes before our seq_cst load of that fd, so one of the two
  * sees the other: no fd yet means the arm refuses, an fd means the entry
- * lock decides as above.  A sleep is looked for in the heap of the
- * timers pending now.  A call for the blocking pool is taken off its
+ * lock decides as above.  A sleep's timer is found through the index its
+ * awaitable keeps (heap_moved), O(log n) to take out.  A call for the blocking pool is taken off its
  * queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
@@ -1477,13 +1492,15 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         struct coro__tnode t;
         bool took = false;
         pthread_mutex_lock(&io->hlock);
-        for (uint32_t i = 0; i < io->heap.n; i++) {
-            const struct coro__tnode *e = &io->heap.a[i];
-            if (e->kind == CORO__IOK_SLEEP && e->p == job) {
-                heap_take(io, i, &t);
-                took = true;
-                break;
-            }
+        /* the index its awaitable keeps (heap_moved), checked against the
+         * entry: a fire that came first took the entry and zeroed it, and
+         * the job, woken, may be writing a new awaitable there - an index
+         * that names another entry, or none, is then no timer of ours */
+        uintptr_t i = (uintptr_t)sleep_slot(job)->i - 1;
+        io->sleep_cancel_looks++;
+        if (i < io->heap.n && io->heap.a[i].kind == CORO__IOK_SLEEP && io->heap.a[i].p == job) {
+            heap_take(io, (uint32_t)i, &t);
+            took = true;
         }
         if (took)
             tfd_update(io, 0);
@@ -1560,6 +1577,14 @@ uint64_t coro__io_ctl_count(struct coro__io *io)
 uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
 {
     return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
+}
+
+uint64_t coro__io_sleep_cancel_looks(struct coro__io *io)
+{
+    pthread_mutex_lock(&io->hlock);
+    uint64_t n = io->sleep_cancel_looks;
+    pthread_mutex_unlock(&io->hlock);
+    return n;
 }
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)

@@ -3,7 +3,10 @@
  * one timerfd (lib/io/epoll.c arms the timerfd at the earliest deadline).
  *
  * Push, pop and removal from the middle cost O(log n); 100,000 pending
- * timers cost 17 levels each.  The array grows by doubling through the
+ * timers cost 17 levels each.  Every move of an entry is reported to the
+ * owner (moved), which keeps the entry's index where the wait can find it
+ * (an fd slot's hidx, a sleep's awaitable), so a wait that ends another
+ * way - woken, cancelled - removes its timer without searching.  The array grows by doubling through the
  * scheduler's allocator and never shrinks below its high-water mark until
  * the scheduler is destroyed.  It has no lock of its own: every caller
  * holds the I/O context's heap lock (lib/io/epoll.c), since workers add
@@ -16,7 +19,7 @@
 static inline void place(struct coro__heap *h, uint32_t i, const struct coro__tnode *t)
 {
     h->a[i] = *t;
-    if (t->kind == CORO__IOK_FD && h->moved)
+    if (h->moved)
         h->moved(h->ctx, &h->a[i], i);
 }
 

@@ -163,9 +163,10 @@ CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, in
 
 /* ---- the timer heap (lib/io/heap.c) -------------------------------------------
  * A binary min-heap of deadlines, shared by the threads that wait on the
- * I/O context (under its heap lock).  Entries of kind CORO__IOK_FD can be
- * removed from the middle: the heap reports every move of one through
- * moved(), so their fd entry always knows where its timer is. */
+ * I/O context (under its heap lock).  Any entry can be removed from the
+ * middle: the heap reports every move through moved(), so an fd wait's
+ * entry (hidx) and a sleep's awaitable (CORO__SLEEP_SLOT) always know where
+ * its timer is. */
 
 /* An awaitable run on the blocking pool (lib/io/blocking.c): its arm is
  * coro__blocking_arm, and a pool thread calls run(aw) (aw is the job's
@@ -284,16 +285,23 @@ CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
  * the workers' count is kept without a locked add and may miss a few when
  * two workers take events at once) */
 CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
+/* coro__io_sleep_cancel_looks - heap entries that cancels of one sleeping
+ * job (coro__io_cancel_job) have read so far (tests: one per cancel) */
+CORO__HIDDEN uint64_t coro__io_sleep_cancel_looks(struct coro__io *io);
 
 /* ---- the timer heap (io/heap.c) -------------------------------------------- */
 struct coro__tnode {
     int64_t deadline;
     uint32_t kind;      /* CORO__IOK_* */
     uint32_t aux;       /* FD: fd * 2 + dir */
-    void *p;            /* SLEEP, FD: the job */
+    void *p;            /* SLEEP, FD: the job (a sleep's index + 1 lives in
+                           its awaitable's arg[CORO__SLEEP_SLOT], under the
+                           heap lock) */
     uint32_t seq;       /* FD: which wait of the fd's slot (never dereference p
                            unless the slot still holds p for this seq) */
 };
+
+#define CORO__SLEEP_SLOT 2   /* the sleep awaitable's arg[] that holds it */
 
 struct coro__heap {
     struct coro__tnode *a;
