@@ -331,3 +331,63 @@ Test(timers, a_sleeps_cancel_reads_one_heap_entry_among_thousands, .timeout = 30
         coro_sched_destroy(s);
     }
 }
+
+/* ---- the heap alone: order and handles through random pushes and removals ------------- */
+
+#define NLIVE 3000
+
+Test(timers, the_heap_keeps_order_and_handles_through_random_pushes_and_removals, .timeout = 20)
+{
+    coro_sched_t *s = mk(0);
+    struct coro__heap h;
+    static char job[NLIVE];             /* entry i names &job[i] */
+    static uint32_t handle[NLIVE];
+    static int64_t when[NLIVE];
+    static bool live[NLIVE];
+    struct coro__tnode t;
+    int nlive = 0;
+
+    memset(live, 0, sizeof live);
+    cr_assert_eq(coro__heap_init(&h, s, 0), 0);
+    srand(2929);
+    for (int step = 0; step < 60000; step++) {
+        int i = rand() % NLIVE;
+        if (!live[i]) {
+            /* a push: few distinct deadlines, so that ties are common */
+            t = (struct coro__tnode){ .deadline = rand() % 500, .p = &job[i],
+                                      .kind = CORO__TK_SLEEP };
+            cr_assert_eq(coro__heap_push(&h, &t), 0);
+            handle[i] = t.h;
+            when[i] = t.deadline;
+            live[i] = true;
+            nlive++;
+        } else if (rand() % 3) {
+            /* a removal from the middle, through the handle */
+            int64_t at = coro__heap_find(&h, handle[i], &job[i]);
+            cr_assert_geq(at, 0, "step %d: a live entry's handle found nothing", step);
+            coro__heap_remove(&h, (uint32_t)at, &t);
+            cr_assert_eq(t.p, &job[i]);
+            cr_assert_eq(t.deadline, when[i]);
+            cr_assert_lt(coro__heap_find(&h, handle[i], &job[i]), 0,
+                         "step %d: a handle given back still finds its entry", step);
+            live[i] = false;
+            nlive--;
+        } else {
+            /* a pop: the earliest of the live ones */
+            int64_t min = INT64_MAX;
+            for (int k = 0; k < NLIVE; k++)
+                if (live[k] && when[k] < min)
+                    min = when[k];
+            coro__heap_remove(&h, 0, &t);
+            cr_assert_eq(t.deadline, min, "step %d: popped %lld, the earliest is %lld", step,
+                         (long long)t.deadline, (long long)min);
+            int k = (int)((char *)t.p - job);
+            cr_assert(live[k]);
+            live[k] = false;
+            nlive--;
+        }
+        cr_assert_eq(h.n, (uint32_t)nlive);
+    }
+    coro__heap_fini(&h);
+    coro_sched_destroy(s);
+}
