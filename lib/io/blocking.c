@@ -200,6 +200,17 @@ static coro_t *q_take_all(struct coro__bpool *p)
     return list;
 }
 
+/* a virtual clock's driver: a call woken, then counted off.  The wake's
+ * kick may have been taken (the driver ran the job) while the count still
+ * read 1, and the driver then waits in epoll for the outside world with
+ * nothing left to wake it: the last call counted off kicks it again */
+static void call_done(struct coro__bpool *p)
+{
+    /* release: the wake's push before the count a driver acquires */
+    if (__atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE) == 0 && p->s->io)
+        p->s->drv->kick(p->s->io);     /* the driver interface: no symbol of epoll.c */
+}
+
 /* start one pool thread, reserved (nthreads, nstarting, started) under
  * the mutex by the caller, who has since unlocked it.  On failure the
  * reservation is undone here, and if that leaves the pool without any
@@ -299,8 +310,7 @@ static void run_call(struct coro__bpool *p, coro_t *job)
     }
     coro__wake(job, r);         /* from here the job is not ours */
     if (p->count)
-        /* release: the wake's push before the count a driver acquires */
-        __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
+        call_done(p);
 }
 
 /* wait on the idle stack until a call is handed over (returns it), or a
@@ -422,8 +432,8 @@ static void wake_list(struct coro__bpool *p, coro_t *list, intptr_t res)
         coro_t *nx = list->next;
         list->next = NULL;
         coro__wake(list, res);
-        if (p->count)   /* release: as in run_call */
-            __atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE);
+        if (p->count)
+            call_done(p);
         list = nx;
     }
 }

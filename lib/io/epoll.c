@@ -90,12 +90,14 @@
  * holds the token: a waker that sees worker i holding it writes it instead
  * of calling futex_wake (coro__io_wake_poller).
  *
- * TIMERS: one binary heap (lib/io/heap.c) under io->hlock, behind one
+ * TIMERS: one heap (lib/wait/heap.c) under io->hlock, behind one
  * timerfd in the epoll set, absolute, set to the earliest deadline when it
  * changes.  Lock order: an entry lock, then the heap lock; the timer path
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
- * that ends otherwise removes its timer (O(log n)).
+ * that ends otherwise removes its timer (O(log n)), found through the
+ * handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
+ * lib/wait/heap.c).
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
  * a busy worker's look, the I/O thread) makes no read or write for the
@@ -168,7 +170,7 @@ struct fdent {
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
-    int32_t hidx[2];        /* their timers' heap indexes: under hlock */
+    int32_t hidx[2];        /* their timers' heap handles (NO_TIMER: none): under hlock */
     uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS above):
                                atomic; changed under the lock, except the
                                lock-free clears of coro__rdy_clear */
@@ -213,6 +215,7 @@ struct coro__io {
     pthread_mutex_t hlock;
     struct coro__heap heap;
     int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
+    uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
 
     struct source src[MAX_SOURCES];
     uint32_t nsrc;          /* atomic: sources published with release */
@@ -330,11 +333,12 @@ uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
     return e ? &e->rdy : NULL;
 }
 
-static void heap_moved(void *ctx, const struct coro__tnode *t, uint32_t idx)
+/* under hlock: where a sleep keeps its timer's handle (lib/wait/heap.c),
+ * written at the push: its awaitable stays put while the job sleeps, since
+ * the heap alone wakes it */
+static inline coro_arg_t *sleep_slot(coro_t *job)
 {
-    struct coro__io *io = ctx;
-    /* the entry exists: its waiter created it */
-    ent_get(io, (int)(t->aux / 2), false)->hidx[t->aux % 2] = (int32_t)idx;
+    return &job->top->aw.arg[CORO__SLEEP_SLOT];
 }
 
 static void pending_add(struct coro__io *io, int d)
@@ -380,9 +384,11 @@ static void tfd_update(struct coro__io *io, int64_t now)
     coro__timerfd_arm(io->tfd, d);
 }
 
-/* add a timer; -ECANCELED once cancelling (checked under the lock: see
- * CANCEL at the top), -ENOMEM */
-static int timer_add(struct coro__io *io, const struct coro__tnode *t)
+/* add a timer; its handle (lib/wait/heap.c) into *hidx (an fd wait) or
+ * the sleep's awaitable, under the lock that removals read it under.
+ * -ECANCELED once cancelling (checked under the lock: see CANCEL at the
+ * top), -ENOMEM */
+static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
 {
     int rc;
 
@@ -393,6 +399,10 @@ static int timer_add(struct coro__io *io, const struct coro__tnode *t)
         (t->kind == CORO__IOK_SLEEP && coro__job_cancelled(t->p))) {
         rc = -ECANCELED;
     } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
+        if (hidx)
+            *hidx = (int32_t)t->h;
+        else
+            sleep_slot(t->p)->i = (intptr_t)t->h + 1;
         pending_add(io, 1);
         /* relaxed: written under hlock, which we hold */
         bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
@@ -409,11 +419,13 @@ static int timer_add(struct coro__io *io, const struct coro__tnode *t)
     return rc;
 }
 
-/* under hlock: take the heap's entry idx out; an fd waiter's index is reset */
+/* under hlock: take the heap's entry idx out */
 static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out)
 {
     coro__heap_remove(&io->heap, idx, out);
-    if (out->kind == CORO__IOK_FD)
+    /* a sleep's awaitable keeps its handle: coro__heap_find tells a stale
+     * one from the entry's */
+    if (out->kind == CORO__TK_FD)
         ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
     pending_add(io, -1);
 }
@@ -458,7 +470,7 @@ static void slot_untime(struct coro__io *io, struct fdent *e, int dir)
     e->timed[dir] = 0;
     pthread_mutex_lock(&io->hlock);
     if (e->hidx[dir] != NO_TIMER)
-        heap_take(io, (uint32_t)e->hidx[dir], &t);
+        heap_take(io, io->heap.pos[e->hidx[dir]], &t);
     pthread_mutex_unlock(&io->hlock);
 }
 
@@ -655,9 +667,9 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
         uint32_t seq = ++e->wseq[dir];
         int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
         if (deadline >= 0) {
-            struct coro__tnode t = { deadline, CORO__IOK_FD,
-                                     (uint32_t)fd * 2 + (uint32_t)dir, job, seq };
-            rc = timer_add(io, &t);     /* entry, then heap: the lock order */
+            struct coro__tnode t = { .deadline = deadline, .p = job, .seq = seq,
+                                     .kind = CORO__TK_FD, .aux = (uint32_t)fd * 2 + (uint32_t)dir };
+            rc = timer_add(io, &t, &e->hidx[dir]);  /* entry, then heap: the lock order */
             if (rc < 0) {
                 ent_unlock(e);
                 *res = rc;
@@ -1280,9 +1292,9 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 
     if (ops->kind == CORO__IOK_SLEEP) {
         /* bounded by the job's deadline: timer_fire tells the two apart */
-        struct coro__tnode t = { coro__bound_deadline(job, aw->timeout), CORO__IOK_SLEEP, 0, job,
-                                 0 };
-        if ((rc = timer_add(io, &t)) < 0) {
+        struct coro__tnode t = { .deadline = coro__bound_deadline(job, aw->timeout), .p = job,
+                                 .kind = CORO__TK_SLEEP };
+        if ((rc = timer_add(io, &t, NULL)) < 0) {
             *res = rc;
             return CORO__ARM_READY;
         }
@@ -1318,9 +1330,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     io->s = s;
     io->evfd = io->tfd = -1;
     io->tfd_deadline = io->next_deadline = INT64_MAX;
-    io->heap.s = s;
-    io->heap.moved = heap_moved;
-    io->heap.ctx = io;
+    coro__heap_init(&io->heap, s, 0);   /* no room yet: cannot fail */
     pthread_mutex_init(&io->hlock, NULL);
     io->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (io->epfd < 0)
@@ -1366,8 +1376,6 @@ fail:
 
 void coro__io_destroy(struct coro__io *io)
 {
-    struct coro__tnode t;
-
     if (!io)
         return;
     if (io->threaded) {
@@ -1380,9 +1388,8 @@ void coro__io_destroy(struct coro__io *io)
         pthread_join(io->thread, NULL);
         io->threaded = false;
     }
-    /* every job is done: nothing should remain; drop whatever does */
-    while (io->heap.n)
-        coro__heap_remove(&io->heap, io->heap.n - 1, &t);
+    /* every job is done: nothing remains (a frame an entry names may be
+     * gone: the array goes without a look at them) */
     coro__heap_fini(&io->heap);
     for (uint32_t c = 0; c < NCHUNKS; c++)
         if (io->chunks[c])
@@ -1457,9 +1464,9 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * before the arm's seq_cst load of the flag (fd_wait); our seq_cst RMW of
  * the flag comes before our seq_cst load of that fd, so one of the two
  * sees the other: no fd yet means the arm refuses, an fd means the entry
- * lock decides as above.  A sleep is looked for in the heap of the
- * timers pending now.  A call for the blocking pool is taken off its
- * queue.  False for an awaitable that is not ours: the caller sweeps. */
+ * lock decides as above.  A sleep's timer is found through the handle its
+ * awaitable keeps (lib/wait/heap.c), O(log n) to take out.  A call for the
+ * blocking pool is taken off its queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
     coro_await_t *aw = &job->top->aw;
@@ -1477,13 +1484,16 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         struct coro__tnode t;
         bool took = false;
         pthread_mutex_lock(&io->hlock);
-        for (uint32_t i = 0; i < io->heap.n; i++) {
-            const struct coro__tnode *e = &io->heap.a[i];
-            if (e->kind == CORO__IOK_SLEEP && e->p == job) {
-                heap_take(io, i, &t);
-                took = true;
-                break;
-            }
+        /* the handle its awaitable keeps (lib/wait/heap.c), checked against
+         * the entry: a fire that came first took the entry and gave the
+         * handle back, and the job, woken, may be writing a new awaitable
+         * there - a handle that names another entry, or none, is then no
+         * timer of ours */
+        int64_t i = coro__heap_find(&io->heap, (uint32_t)(sleep_slot(job)->i - 1), job);
+        io->sleep_cancel_looks++;
+        if (i >= 0 && io->heap.a[i].kind == CORO__TK_SLEEP) {
+            heap_take(io, (uint32_t)i, &t);
+            took = true;
         }
         if (took)
             tfd_update(io, 0);
@@ -1560,6 +1570,14 @@ uint64_t coro__io_ctl_count(struct coro__io *io)
 uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
 {
     return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
+}
+
+uint64_t coro__io_sleep_cancel_looks(struct coro__io *io)
+{
+    pthread_mutex_lock(&io->hlock);
+    uint64_t n = io->sleep_cancel_looks;
+    pthread_mutex_unlock(&io->hlock);
+    return n;
 }
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
@@ -1640,7 +1658,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                 if (e->timed[dir]) {
                     pthread_mutex_lock(&io->hlock);
                     int32_t h = e->hidx[dir];
-                    int64_t dl = h != NO_TIMER ? io->heap.a[h].deadline : now;
+                    int64_t dl = h != NO_TIMER ? io->heap.a[io->heap.pos[h]].deadline : now;
                     pthread_mutex_unlock(&io->hlock);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);

@@ -161,12 +161,6 @@ CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
 CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
 CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir);
 
-/* ---- the timer heap (lib/io/heap.c) -------------------------------------------
- * A binary min-heap of deadlines, shared by the threads that wait on the
- * I/O context (under its heap lock).  Entries of kind CORO__IOK_FD can be
- * removed from the middle: the heap reports every move of one through
- * moved(), so their fd entry always knows where its timer is. */
-
 /* An awaitable run on the blocking pool (lib/io/blocking.c): its arm is
  * coro__blocking_arm, and a pool thread calls run(aw) (aw is the job's
  * pending awaitable) to get the job's result.  coro_blocking and the
@@ -284,32 +278,14 @@ CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
  * the workers' count is kept without a locked add and may miss a few when
  * two workers take events at once) */
 CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
+/* coro__io_sleep_cancel_looks - heap entries that cancels of one sleeping
+ * job (coro__io_cancel_job) have read so far (tests: one per cancel) */
+CORO__HIDDEN uint64_t coro__io_sleep_cancel_looks(struct coro__io *io);
 
-/* ---- the timer heap (io/heap.c) -------------------------------------------- */
-struct coro__tnode {
-    int64_t deadline;
-    uint32_t kind;      /* CORO__IOK_* */
-    uint32_t aux;       /* FD: fd * 2 + dir */
-    void *p;            /* SLEEP, FD: the job */
-    uint32_t seq;       /* FD: which wait of the fd's slot (never dereference p
-                           unless the slot still holds p for this seq) */
-};
-
-struct coro__heap {
-    struct coro__tnode *a;
-    uint32_t n, cap;
-    coro_sched_t *s;                    /* its allocator */
-    void (*moved)(void *ctx, const struct coro__tnode *t, uint32_t idx);
-    void *ctx;
-};
-
-CORO__HIDDEN int coro__heap_push(struct coro__heap *h, const struct coro__tnode *t);
-CORO__HIDDEN void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out);
-CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
-static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *h)
-{
-    return h->n ? &h->a[0] : NULL;
-}
+/* the heap's kinds (lib/wait/heap.c) are the I/O kinds of its entries */
+_Static_assert((int)CORO__TK_FD == (int)CORO__IOK_FD &&
+                   (int)CORO__TK_SLEEP == (int)CORO__IOK_SLEEP,
+               "a timer's kind is its wait's I/O kind");
 
 /* the event driver the runtime plugs into s->drv (sched/sched.h): these
  * functions, by pointer */

@@ -33,13 +33,14 @@
  * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
  * lib/wait/lot_timer.c, struct coro__lotsched in lib/wait/lot_impl.h).  Each
  * scheduler has one min-heap
- * of {deadline, waiter, key} behind its own timerfd, under its own mutex
+ * (lib/wait/heap.c) of {deadline, waiter, key} behind its own timerfd, under its own mutex
  * (hlock), preallocated (CORO__TIMER_PREALLOC entries) so that steady-state
  * timed waits allocate nothing; growth goes through the config allocator
  * and its failure fails the wait with -ENOMEM.  The waiter (a job: only
  * jobs use the heap, a plain thread waits on its futex with a deadline)
- * carries flag CORO__FL_TIMED (under its bucket lock) and keeps its heap
- * index + 1 in wait_slot (under hlock only: heap moves rewrite it).
+ * carries flag CORO__FL_TIMED (under its bucket lock) and keeps its
+ * entry's handle + 1 in wait_slot (under hlock only; the handle finds the
+ * entry wherever heap moves put it: lib/wait/heap.c).
  * Invariant: a heap entry exists
  * exactly while its waiter is linked on the entry's key; both change only
  * under that key's bucket lock.  So:
@@ -765,7 +766,7 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
                 if (w->flags & CORO__FL_TIMED) {
                     /* bucket lock, then hlock: the order of coro__lot_timer_add */
                     pthread_mutex_lock(&ls->hlock);
-                    int64_t dl = w->wait_slot ? ls->a[w->wait_slot - 1].deadline : now;
+                    int64_t dl = w->wait_slot ? ls->heap.a[ls->heap.pos[w->wait_slot - 1]].deadline : now;
                     pthread_mutex_unlock(&ls->hlock);
                     coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
                                    w->wait_obj, (double)(dl - now) / 1e6);

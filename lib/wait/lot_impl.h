@@ -6,14 +6,6 @@
 
 #include "wait/wait.h"
 
-#define TIMER_PREALLOC 256      /* timers per scheduler before any growth */
-
-struct tent {
-    int64_t deadline;
-    coro_t *w;              /* the waiting job */
-    const void *key;        /* what it waits on */
-};
-
 struct jreg {
     uint32_t lock;          /* a spinlock: a few pointer writes under it */
     coro_t *head;           /* linked through next; prev in wait_obj */
@@ -24,9 +16,8 @@ struct coro__lotsched {
     coro_sched_t *s;
     /* timers */
     pthread_mutex_t hlock;
-    struct tent *a;
-    uint32_t n, cap;
-    uint32_t npend;         /* atomic copy of n, for coro__lot_timers_pending */
+    struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_LOT */
+    uint32_t npend;         /* atomic copy of heap.n, for coro__lot_timers_pending */
     int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
     int tfd;
     /* registry */

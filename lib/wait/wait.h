@@ -13,6 +13,53 @@
  * returns how many (lib/sched/await.c) */
 CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
 
+/* ---- the timer heap (lib/wait/heap.c) -----------------------------------------
+ * One implementation for every timed wait: a 4-ary min-heap by deadline,
+ * without a lock of its own (each owner holds its heap's lock around
+ * every call).  Each entry has a handle, given at the push (t->h), that
+ * finds it in O(1) until its removal (coro__heap_find), so a wait that ends
+ * another way takes its timer out in O(log n) without a search. */
+enum {
+    CORO__TK_FD = 0,    /* an fd wait: the slot keeps the handle (hidx) */
+    CORO__TK_SLEEP,     /* a sleep: its awaitable's arg[CORO__SLEEP_SLOT] (+ 1) */
+    CORO__TK_LOT,       /* a lot waiter: its wait_slot (+ 1) */
+};
+#define CORO__SLEEP_SLOT 2
+
+struct coro__tnode {
+    int64_t deadline;
+    void *p;            /* the waiting job */
+    union {
+        const void *key;    /* LOT: what it waits on */
+        uint32_t seq;       /* FD: which wait of the fd's slot (never dereference
+                               p unless the slot still holds p for this seq) */
+    };
+    uint32_t kind : 2;  /* CORO__TK_* */
+    uint32_t aux : 30;  /* FD: fd * 2 + dir */
+    uint32_t h;         /* the handle (coro__heap_push sets it) */
+};
+
+struct coro__heap {
+    struct coro__tnode *a;
+    uint32_t *pos;      /* pos[handle]: the entry's index; a free handle: the next free */
+    uint32_t n, cap, free;
+    coro_sched_t *s;    /* its allocator */
+};
+
+/* init: room for cap entries (0: none until the first push), 0 or
+ * -ENOMEM; push: t->h set, 0 or -ENOMEM; remove: entry idx into *out, its
+ * handle given back; find: the index of handle's entry if it is still
+ * p's, else -1; fini: the arrays freed, the entries dropped unread */
+CORO__HIDDEN int coro__heap_init(struct coro__heap *h, coro_sched_t *s, uint32_t cap);
+CORO__HIDDEN int coro__heap_push(struct coro__heap *h, struct coro__tnode *t);
+CORO__HIDDEN void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out);
+CORO__HIDDEN int64_t coro__heap_find(const struct coro__heap *h, uint32_t handle, const void *p);
+CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
+static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *h)
+{
+    return h->n ? &h->a[0] : NULL;
+}
+
 /* ---- the parking lot (lib/wait/lot.c) -----------------------------------------
  *
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
