@@ -7,7 +7,6 @@
  * coro__test_ncpus (a machine of n CPUs) make a 2- and a 4-node map. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include <ck_malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

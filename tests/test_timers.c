@@ -75,7 +75,7 @@ Test(timers, tiny_timeouts_with_the_frame_reused, .timeout = 20)
                 for (int k = K_EVENT; k <= K_SLEEP; k++) {
                     t = (struct tiny){ .k = (enum kind)k, .ns = ns[i], .fd = fds[0], .ev = &ev };
                     cr_assert_eq(coro_spawn(s, &t.co, tiny_body, NULL), 0);
-                    cr_assert_eq(coro_join(&t.co), 0);
+                    cr_assert_eq(join_r(&t.co), 0);
                     cr_assert_eq(t.res, k == K_SLEEP ? 0 : -ETIMEDOUT,
                                  "%d workers, kind %d, %lld ns: %s", w, k, (long long)ns[i],
                                  coro_strerror((int)t.res));
@@ -127,7 +127,7 @@ Test(timers, huge_timeouts_ended_from_another_thread, .timeout = 20)
                 struct setter x = { .co = &t.co, .ev = k == K_EVENT ? &ev : NULL, .fd = fds[1] };
                 cr_assert_eq(coro_spawn(s, &t.co, tiny_body, NULL), 0);
                 cr_assert_eq(pthread_create(&x.t, NULL, setter_main, &x), 0);
-                cr_assert_eq(coro_join(&t.co), 0);
+                cr_assert_eq(join_r(&t.co), 0);
                 pthread_join(x.t, NULL);
                 cr_assert_eq(t.res, k == K_EVENT ? 0 : 1, "%d workers, kind %d: %s", w, k,
                              coro_strerror((int)t.res));
@@ -170,7 +170,7 @@ Test(timers, cancel_at_every_point, .timeout = 30)
                         spin_ns(delay[d]);
                     int rc = coro_cancel(&t.co);
                     cr_assert_eq(rc, 0, "coro_cancel: %s", coro_strerror(rc));
-                    intptr_t j = coro_join(&t.co);
+                    intptr_t j = join_r(&t.co);
                     cr_assert(j == 0 || j == -ECANCELED, "join: %s", coro_strerror((int)j));
                     if (t.res == -ECANCELED || j == -ECANCELED)
                         seen[0]++;
@@ -228,8 +228,8 @@ Test(timers, waits_ended_from_another_worker, .timeout = 30)
         struct pinger q = { .mine = &b, .theirs = &a, .n = 2000 };
         cr_assert_eq(coro_spawn(s, &p.co, pinger_body, NULL), 0);
         cr_assert_eq(coro_spawn(s, &q.co, pinger_body, NULL), 0);
-        cr_assert_eq(coro_join(&p.co), 0);
-        cr_assert_eq(coro_join(&q.co), 0);
+        cr_assert_eq(join_r(&p.co), 0);
+        cr_assert_eq(join_r(&q.co), 0);
         cr_assert_eq(p.err, 0, "%d workers: %s", w, coro_strerror((int)p.err));
         cr_assert_eq(q.err, 0, "%d workers: %s", w, coro_strerror((int)q.err));
         heap_empty(s, "ping-pong", w);
@@ -315,9 +315,9 @@ Test(timers, a_sleeps_cancel_reads_one_heap_entry_among_thousands, .timeout = 30
         for (int i = 0; i < NSLEEP; i++)
             cr_assert_eq(coro_spawn(s, &z[i].co, sleeper_body, NULL), 0);
         cr_assert_eq(coro_spawn(s, &c.co, canceller_body, NULL), 0);
-        cr_assert_eq(coro_join(&c.co), 0);
+        cr_assert_eq(join_r(&c.co), 0);
         for (int i = 0; i < NSLEEP; i++) {
-            intptr_t j = coro_join(&z[i].co);
+            intptr_t j = join_r(&z[i].co);
             cr_assert(j == 0 || j == -ECANCELED, "%d workers: join: %s", w,
                       coro_strerror((int)j));
             cr_assert_eq(z[i].res, -ECANCELED, "%d workers, sleeper %d: %s", w, i,
