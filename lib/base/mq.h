@@ -83,6 +83,17 @@ static inline struct coro *coro__lq_pop(struct coro__lq *q)
     return job;
 }
 
+/* owner only: the job it pushed last, if it is still there (a hint for
+ * coro__lq_unpush, which decides) */
+static inline struct coro *coro__lq_newest(const struct coro__lq *q)
+{
+    /* relaxed: only this thread writes p_tail and the slots */
+    unsigned t = __atomic_load_n(&q->ring.p_tail, __ATOMIC_RELAXED);
+    if (t == __atomic_load_n(&q->ring.c_head, __ATOMIC_RELAXED))
+        return NULL;
+    return __atomic_load_n(&q->buf[(t - 1) & q->ring.mask].value, __ATOMIC_RELAXED);
+}
+
 static inline unsigned coro__lq_size(const struct coro__lq *q)
 {
     /* not ck_ring_size: while its owner takes a job back the tail may be

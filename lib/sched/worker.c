@@ -1518,18 +1518,22 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
 {
     coro_sched_t *s = w->s;
     coro_t *child = aw->arg[0].p;
+    struct coro__lq *ring = &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)];
     uint32_t d = w->nest;
-
-    if (d >= CORO__INLINE_DEPTH || s->nworkers == 0 || w->deferred || prio_queued(w) ||
-        !looks_idle(w))
-        return 0;
     /* relaxed: only this worker fills its slot, so seen holding child it
      * holds child or nothing (a thief's exchange took it) */
-    if (__atomic_load_n(&w->lifo, __ATOMIC_RELAXED) == child) {
+    bool slot = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) == child;
+
+    /* first the child's place (an await of a job queued elsewhere, or
+     * running, pays two loads), then the rules */
+    if ((!slot && coro__lq_newest(ring) != child) || d >= CORO__INLINE_DEPTH ||
+        s->nworkers == 0 || w->deferred || prio_queued(w) || !looks_idle(w))
+        return 0;
+    if (slot) {
         /* acq_rel: as pop_level's exchange (the job's frame is complete) */
         if (__atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL) != child)
             return 0;
-    } else if (!coro__lq_unpush(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)], child)) {
+    } else if (!coro__lq_unpush(ring, child)) {
         return 0;
     }
     w->tick--;
