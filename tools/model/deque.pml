@@ -17,7 +17,7 @@
  *
  * Abstracted: one owner that pushes J jobs (ids 1..J) and, between pushes,
  * may pop or take back at any point; two thieves that steal at any point,
- * at most twice each (one of them once); the counters never wrap (the ring is larger than J),
+ * one steal each; the counters never wrap (the ring is larger than J),
  * each load, store, exchange, increment and CAS one step (sequentially
  * consistent: mq.c's exchange, increments and loads of these words are
  * seq_cst).
@@ -36,8 +36,9 @@
  *   -DBROKEN_EARLY_GUARD  the owner reads the count before its tail
  *                      store: a thief that starts in between still reads
  *                      the old tail
- * Also checked with -DALSO_TAKE_ALL: a thief that takes every job it sees
- * (the guard, not the half, is what keeps the newest job safe).
+ * By hand (not in make check-model, to keep make test short), spin
+ * -DTHIEF_TAKES_ALL also verifies: a thief that takes every job it sees
+ * (the count, not the half, is what keeps the newest job safe).
  */
 #define J 3
 #define RING 8
@@ -117,7 +118,7 @@ proctype thief(byte steals)
         d = tail - c;
         if
         :: d > 0 ->
-#ifdef ALSO_TAKE_ALL
+#ifdef THIEF_TAKES_ALL
             n = d;
 #else
             n = (d + 1) / 2;
@@ -148,5 +149,5 @@ proctype thief(byte steals)
 }
 
 init {
-    atomic { run thief(2); run thief(1) }
+    atomic { run thief(1); run thief(1) }
 }
