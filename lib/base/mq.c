@@ -21,8 +21,10 @@
  *
  *  - coro__lq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
  *    owner, ck_ring_dequeue_spmc by the owner and by thieves).  ck has no
- *    work-stealing deque that takes a batch at once; a thief takes "half a
- *    batch" as a loop of single dequeues, one CAS each.
+ *    work-stealing deque, and none that takes a batch at once: a thief
+ *    takes half a ring with one CAS (coro__lq_pop_batch, coro__lq_steal,
+ *    ck's dequeue moved by n), and the owner takes its newest job back
+ *    as a Chase-Lev deque's owner does (TAKING BACK below).
  *
  * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
  * releases and every pop acquires the ring's address for TSan (the job's
@@ -143,6 +145,7 @@ void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
 {
     ck_ring_init(&q->ring, size);
     q->buf = buf;
+    q->stealing = 0;
 }
 
 bool coro__lq_push(struct coro__lq *q, coro_t *job)
@@ -176,5 +179,98 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
         ck_pr_fence_store_atomic(); /* the loads before the head moves */
     } while (!ck_pr_cas_uint_value(&r->c_head, c, c + n, &c));
     CORO__TSAN_ACQUIRE(q);
+    return n;
+}
+
+/* TAKING BACK.  A worker's local ring is a work-stealing deque in the
+ * manner of Chase and Lev ("Dynamic circular work-stealing deque", SPAA
+ * 2005), laid on ck_ring's two counters: c_head is the top, where thieves
+ * and the owner's ordinary pops take the oldest jobs; p_tail the bottom,
+ * where the owner pushes and may take the job it pushed last back (a job
+ * that awaits coro_done of the child it spawned last runs that child at
+ * once: lib/sched/worker.c, JOINING INLINE).  Chase-Lev's thief takes one
+ * job; ours take half a ring with one CAS, and a batch computed from a
+ * tail read before several take-backs can reach the newest job from a
+ * head far below it, where Chase-Lev's owner check (is the head just
+ * below my job?) does not look.  So thieves announce themselves:
+ *   thief (coro__lq_steal): stealing++; c = c_head, then p = p_tail and
+ *     n = p - c as a signed number; n > 0: copy the ceil(n / 2) oldest
+ *     slots and CAS c_head c -> c + ceil(n / 2); stealing--
+ *   owner, taking back the job in slot t - 1 (t = p_tail):
+ *     1. p_tail = t - 1                      (exchange: a full barrier)
+ *     2. a thief at work (stealing != 0): p_tail = t, refused
+ *     3. h = c_head; h <= t - 1: the slot is the owner's; h = t: a thief
+ *        took it, p_tail = t, refused
+ * Why no job goes to both.  Steps 1-2 against a thief's increment and
+ * its loads are store-then-load on both sides (all seq_cst: Dekker).  A
+ * thief whose increment the owner does not see in step 2 increments after
+ * it, so its loads come after step 1: it reads p_tail <= t - 1 and never
+ * reaches slot t - 1 (nor does any later thief, before the owner pushes
+ * there again, which makes a new take-back).  A thief that finished
+ * before step 2 left its mark in c_head, which step 3 reads: h = t when
+ * it took slot t - 1.  A thief at work makes the owner refuse: its job
+ * waits as a queued job does.  Steals are rare next to take-backs, so the
+ * count's two RMWs per steal cost the hot path one load.
+ * While the owner is between steps 1 and 3 p_tail may be one below c_head
+ * (a thief took the last job): thieves and coro__lq_size read the
+ * difference as a signed number, and no one else reads the ring (the
+ * owner's own pops are its own thread's; coro_sched_dump skips a torn
+ * read).  tools/model/deque.pml checks this with two thieves, and rejects
+ * an owner that skips step 2 or reads the count before step 1. */
+bool coro__lq_unpush(struct coro__lq *q, coro_t *job)
+{
+    ck_ring_t *r = &q->ring;
+    /* relaxed: only this thread writes p_tail and the slots */
+    unsigned t = __atomic_load_n(&r->p_tail, __ATOMIC_RELAXED);
+    unsigned h = __atomic_load_n(&r->c_head, __ATOMIC_RELAXED);
+
+    if (t == h || __atomic_load_n(&q->buf[(t - 1) & r->mask].value, __ATOMIC_RELAXED) != job)
+        return false;
+    /* seq_cst exchange: step 1 before step 2's and 3's loads (a full
+     * barrier), against the thieves' seq_cst increment and loads */
+    __atomic_exchange_n(&r->p_tail, t - 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&q->stealing, __ATOMIC_SEQ_CST) == 0) {
+        h = __atomic_load_n(&r->c_head, __ATOMIC_SEQ_CST);
+        if ((int)(t - h) > 0)
+            return true;
+    }
+    /* release: as ck's enqueue publishes the tail */
+    __atomic_store_n(&r->p_tail, t, __ATOMIC_RELEASE);
+    return false;
+}
+
+unsigned coro__lq_steal(struct coro__lq *q, coro_t **out, unsigned max)
+{
+    ck_ring_t *r = &q->ring;
+    const unsigned mask = r->mask;
+    unsigned n = 0;
+
+    /* seq_cst: the announcement before the loads (TAKING BACK) */
+    __atomic_add_fetch(&q->stealing, 1, __ATOMIC_SEQ_CST);
+    /* seq_cst: the head before the tail */
+    unsigned c = __atomic_load_n(&r->c_head, __ATOMIC_SEQ_CST);
+    for (;;) {
+        /* seq_cst: read after the head snapshot; acquires the slots the
+         * owner published with it */
+        int d = (int)(__atomic_load_n(&r->p_tail, __ATOMIC_SEQ_CST) - c);
+        if (d <= 0) {
+            n = 0;
+            break;
+        }
+        n = ((unsigned)d + 1) / 2;
+        if (n > max)
+            n = max;
+        for (unsigned i = 0; i < n; i++)
+            out[i] = q->buf[(c + i) & mask].value;
+        /* seq_cst CAS: the slot loads before the head moves */
+        if (__atomic_compare_exchange_n(&r->c_head, &c, c + n, true, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            break;
+    }
+    /* release: our loads of the slots before the owner may reuse them
+     * after seeing no thief at work */
+    __atomic_sub_fetch(&q->stealing, 1, __ATOMIC_SEQ_CST);
+    if (n)
+        CORO__TSAN_ACQUIRE(q);
     return n;
 }

@@ -40,6 +40,9 @@ struct coro__mq {
 struct coro__lq {
     ck_ring_t ring;
     ck_ring_buffer_t *buf;
+    /* atomic: thieves at work in coro__lq_steal (TAKING BACK, mq.c); a
+     * line of its own: the owner only reads it, at a take-back */
+    uint32_t stealing __attribute__((aligned(CORO__CACHELINE)));
 };
 
 int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size);
@@ -54,6 +57,15 @@ void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size);
 bool coro__lq_push(struct coro__lq *q, struct coro *job);   /* owner only; false = full */
 /* up to max jobs, oldest first, with one CAS; returns how many (thief) */
 unsigned coro__lq_pop_batch(struct coro__lq *q, struct coro **out, unsigned max);
+/* A worker's own local ring is also a work-stealing deque (mq.c, TAKING
+ * BACK): its owner may take back the job it pushed last.
+ * coro__lq_unpush - owner only: take job back when it is the newest in q,
+ * no thief took it and none is at work on q; false otherwise (the job
+ * stays, or went to a thief).
+ * coro__lq_steal - a thief: up to max jobs (at most half of those it
+ * sees, at least one), oldest first, with one CAS; returns how many. */
+bool coro__lq_unpush(struct coro__lq *q, struct coro *job);
+unsigned coro__lq_steal(struct coro__lq *q, struct coro **out, unsigned max);
 
 /* The pops and sizes are inline: a worker's search for work looks at a
  * dozen queues, nearly all empty, and a call per look was a fifth of the
@@ -71,9 +83,24 @@ static inline struct coro *coro__lq_pop(struct coro__lq *q)
     return job;
 }
 
+/* owner only: the job it pushed last, if it is still there (a hint for
+ * coro__lq_unpush, which decides) */
+static inline struct coro *coro__lq_newest(const struct coro__lq *q)
+{
+    /* relaxed: only this thread writes p_tail and the slots */
+    unsigned t = __atomic_load_n(&q->ring.p_tail, __ATOMIC_RELAXED);
+    if (t == __atomic_load_n(&q->ring.c_head, __ATOMIC_RELAXED))
+        return NULL;
+    return __atomic_load_n(&q->buf[(t - 1) & q->ring.mask].value, __ATOMIC_RELAXED);
+}
+
 static inline unsigned coro__lq_size(const struct coro__lq *q)
 {
-    return ck_ring_size(&q->ring);
+    /* not ck_ring_size: while its owner takes a job back the tail may be
+     * one below the head for a moment (TAKING BACK), which reads as empty */
+    unsigned c = ck_pr_load_uint(&q->ring.c_head);
+    int n = (int)(ck_pr_load_uint(&q->ring.p_tail) - c);
+    return n > 0 ? (unsigned)n : 0;
 }
 
 static inline struct coro *coro__mq_pop(struct coro__mq *q)

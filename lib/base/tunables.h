@@ -40,6 +40,10 @@
 /* runs in a row from the LIFO slot before the queues are looked at again:
  * the slot speeds up ping-pong, the bound keeps it from starving the rest */
 #define CORO__LIFO_MAX 3
+/* JOINING INLINE (sched/worker.c): how many jobs deep a worker runs an
+ * awaited child inside its parent's step (each level is a few hundred
+ * bytes of the worker's C stack, plus what the bodies use) */
+#define CORO__INLINE_DEPTH 32
 /* a thief takes a victim's LIFO slot only after seeing it full, with no
  * new step started by the victim, for this long: a worker between two
  * steps of a chain of spawns (finishing one job, about to run the next)

@@ -6,7 +6,9 @@
  * lock that already guards it, so a spawn pays nothing for it:
  *   - running: each worker publishes the job it runs and its body (relaxed
  *     stores at a step's start and end, lib/sched/worker.c); the dump prints
- *     them and never dereferences the job (it may finish meanwhile);
+ *     them and never dereferences the job (it may finish meanwhile); and
+ *     the jobs whose steps wait on its stack for a child they run inline
+ *     (w->nested, JOINING INLINE), by address;
  *   - queued (READY): the workers' rings and inboxes and the classes'
  *     queues, read without locks (ring slots by relaxed loads); those jobs
  *     are shown by address only, per queue, with the reason they wait;
@@ -214,6 +216,17 @@ static int dump(coro_sched_t *s, FILE *out)
                 fprintf(d.f, ", this step for %.3f ms", (double)(d.now - t0) / 1e6);
             fputc('\n', d.f);
             d.jobs++;
+            /* the jobs whose steps wait on this worker's stack for the
+             * job it runs inside them (lib/sched/worker.c, JOINING
+             * INLINE): innermost first; addresses only */
+            uint32_t nest = __atomic_load_n(&w->nest, __ATOMIC_RELAXED);
+            if (nest > CORO__INLINE_DEPTH)
+                nest = CORO__INLINE_DEPTH;
+            for (uint32_t k = nest; k-- > 0;) {
+                fprintf(d.f, "    inside the step of job %p, which awaits it (coro_done)\n",
+                        __atomic_load_n(&w->nested[k], __ATOMIC_RELAXED));
+                d.jobs++;
+            }
         } else {
             fprintf(d.f, "%s\n", idle ? "idle (parked or about to)" : "looking for work");
         }

@@ -316,6 +316,7 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         numa_init(s);
     }
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
+    s->joins = &coro__done_ops;     /* JOINING INLINE (sched/sched.h) */
     s->drv = &coro__io_driver;      /* how idle workers wait for I/O */
     if ((rc = coro__trace_init(s, &c)) < 0)
         goto fail;

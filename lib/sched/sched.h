@@ -294,6 +294,11 @@ struct coro__worker {
     uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
     uint32_t served_cap;                /* served's room (under s->cls_lock) */
+    /* JOINING INLINE (sched/worker.c): the jobs whose steps wait, on this
+     * thread's stack, for the job they run inline, outermost first;
+     * stored relaxed, read racily by coro_sched_dump (addresses only) */
+    uint32_t nest;
+    coro_t *nested[CORO__INLINE_DEPTH];
     /* counters: written by the owner (relaxed), read by coro_sched_stats */
     uint64_t n_run, n_steals, n_stolen, n_parks, n_wakeups, n_io;
     /* diagnostics (lib/rt/diag.c): the job this worker runs (NULL = none) and
@@ -364,6 +369,11 @@ struct coro_sched {
     /* the end of a job (rt/runtime.c coro__finish), set at create: the one
      * upcall from the scheduling layer (docs/architecture.md) */
     void (*finish)(coro_t *job);
+    /* coro_done's awaitable (wait/done.c), set at create: it waits for
+     * the end of job aw->arg[0].p with that job's result, so the worker
+     * may run that job inside the awaiting step (sched/worker.c, JOINING
+     * INLINE).  Named here so that scheduling names no symbol above it */
+    const struct coro_await_ops *joins;
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/wait/lot.c) */
     struct coro__frames *frames;        /* pool frames (lib/sched/frame.c) */
     /* atomic: every plain thread's submission ring (push-only list, each

@@ -37,8 +37,9 @@
  *
  * STEALING.  An idle worker visits the others from a random start (those
  * of its own NUMA node first: NUMA, at steal_order), HIGH to LOW, and
- * takes half of a victim's local ring (one CAS: coro__lq_pop_batch,
- * ck_ring's dequeue moved by n) or inbox (one dequeue each) at that level,
+ * takes half of a victim's local ring (one CAS: coro__lq_steal, ck_ring's
+ * dequeue moved by n; the victim may take its newest job back meanwhile,
+ * base/mq.c TAKING BACK) or inbox (one dequeue each) at that level,
  * keeps the first and puts the rest in its own local ring; the victim's
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
@@ -819,7 +820,7 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
  * first (keep_first), put the rest in ring dst (full: the global queue) */
 static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
                             struct coro__lq *dst, bool keep_first, unsigned *got,
-                            uint32_t *src_nprio, int pi)
+                            uint32_t *src_nprio, int pi, bool deque)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2];
     unsigned want = (n + 1) / 2;
@@ -836,7 +837,9 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
         want = room;
     if (want == 0)
         return NULL;
-    unsigned k = coro__lq_pop_batch(q, batch, want);
+    /* deque: a victim's local ring, whose owner may take its newest job
+     * back (base/mq.c, TAKING BACK) */
+    unsigned k = deque ? coro__lq_steal(q, batch, want) : coro__lq_pop_batch(q, batch, want);
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
         if (!own_lq_push(w, dst, pi, batch[i]))
             push_global(w->s, batch[i]);
@@ -873,7 +876,8 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
                 continue;
             }
             coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL));
+                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                     false);
             if (j || *got)
                 return j;
         }
@@ -980,13 +984,13 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 {
     unsigned got = 0;
     coro_t *first = take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
-                                 &w->local[pi], true, &got, &v->nprio, pi);
+                                 &w->local[pi], true, &got, &v->nprio, pi, true);
     if (!first)
         first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
                              &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
         first = take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
-                             &w->yielded[pi], true, &got, &v->nprio, pi);
+                             &w->yielded[pi], true, &got, &v->nprio, pi, false);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
@@ -1469,23 +1473,94 @@ static void diag_end(struct coro__worker *w, int64_t t0)
  * its loop, find_own_ and pop_level that costs more than the job itself
  * when the job is small.  So coro__run_job takes it at once, as pop_level
  * would, under the same bounds: the streak (its other queued jobs still
- * get a pick after CORO__LIFO_MAX runs from the slot), the tick of the
- * periodic look at the shared queues (find_own_: it is due, the loop
- * makes it), no HIGH or LOW job queued where we look (PRIORITIES), no
- * yielder kept aside (DEFERRED YIELDS), and a step count that is not due
- * for a look at epoll (BUSY LOOKS: the loop's coro__look_due makes it;
- * a yield ends the run with its own look).  The exchange still takes the
+ * get a pick after CORO__LIFO_MAX runs from the slot; with none queued,
+ * the slot runs again, as find_own_ then takes it), the tick of the
+ * periodic look at the shared queues (find_own_: when it is due and a
+ * NORMAL job waits there, the loop makes it), no HIGH or LOW job queued
+ * where we look (PRIORITIES), no yielder kept aside (DEFERRED YIELDS),
+ * and a step count that is not due for a look at epoll while a job waits
+ * on an fd (BUSY LOOKS: the loop's coro__look_due makes it; a yield ends
+ * the run with its own look).  A look due with nothing to find counts as
+ * made (looks_idle).  The exchange still takes the
  * slot from thieves, who may have stolen it meanwhile.  Worker threads
  * only: the single-threaded driver counts each finished job itself
  * (rt/join.c).  The step's end calls run_next only when it filled the
  * slot: a step that yielded or handed nothing off pays one comparison. */
+/* the periodic look is due: anything NORMAL where it would look */
+static bool shared_waiting(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    const int pi = CORO__PRIO_IDX(CORO_PRIO_NORMAL);
+
+    /* relaxed: hints, as the look's own size reads */
+    if (coro__mq_size(&coro__cls_get(s, 0)->q[pi]) || coro__mq_size(&w->inbox[pi]) ||
+        coro__lq_size(&w->yielded[pi]))
+        return true;
+    /* the submission rings on the map (RINGS): an empty one may stay
+     * there until a park, so their sizes */
+    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        /* acquire: the words' bits, then the entries (RINGS) */
+        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        for (; bits; bits &= bits - 1)
+            if (coro__lq_size(&xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits))->q))
+                return true;
+    }
+    /* acquire: as pop_classes */
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+    const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (coro__mq_size(&coro__cls_get(s, served[i])->q[pi]))
+            return true;
+    return false;
+}
+
+/* CONTINUING and JOINING INLINE run a job without the worker's loop: the
+ * looks the loop would make now (the periodic look at the shared queues,
+ * the busy look at epoll) are due only when something waits there; with
+ * nothing, they count as made.  False: something waits, the caller ends
+ * its run and the loop looks */
+static __attribute__((noinline)) bool looks_idle_slow(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (w->tick == 0) {
+        if (shared_waiting(w))
+            return false;
+        w->tick = CORO__GLOBAL_INTERVAL;
+    }
+    if (s->io && (w->poll_steps <= 1 || w->poll_yield)) {
+        if (w->poll_yield || s->drv->fd_waiting(s->io))
+            return false;
+        w->poll_steps = CORO__IO_POLL_STEPS;
+    }
+    return true;
+}
+
+static inline bool looks_idle(struct coro__worker *w)
+{
+    if (CORO__LIKELY(w->tick != 0 &&
+                     (!w->s->io || (w->poll_steps > 1 && !w->poll_yield))))
+        return true;    /* no look due */
+    return looks_idle_slow(w);
+}
+
 static inline coro_t *take_next(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
 
-    if (w->lifo_run != w->n_run || w->lifo_streak >= CORO__LIFO_MAX || w->tick == 0 ||
-        (s->io && (w->poll_steps <= 1 || w->poll_yield)) || w->deferred ||
-        s->nworkers == 0 || prio_queued(w))
+    if (w->lifo_run != w->n_run || w->deferred || s->nworkers == 0 || prio_queued(w))
+        return NULL;
+    if (w->lifo_streak >= CORO__LIFO_MAX) {
+        /* the bound gives the worker's other queued jobs a pick: with
+         * none, the slot runs again (as find_own_ takes it then) */
+        if (coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) || shared_waiting(w))
+            return NULL;
+        w->lifo_streak = 0;
+    }
+    if (!looks_idle(w))
         return NULL;
     /* acq_rel: as pop_level's exchange (the job's frame is complete) */
     coro_t *j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL);
@@ -1509,10 +1584,104 @@ static bool run_next(struct coro__worker *w, bool done);
  * it left finds the errno it left) */
 static __thread int tls_job_errno;
 
+/* JOINING INLINE.  A job that awaits coro_done of a child still queued,
+ * unstarted or ready, on its own worker - in the LIFO slot, or the newest
+ * job of the local NORMAL ring (a fork's first and last child) - runs that
+ * child now, inside its own step, as oneTBB's task_group::wait runs the
+ * tasks it spawned: no suspension of the parent, no joiner record, no
+ * wake-up, no trip of either through a queue.  The child's step is an
+ * ordinary one (coro__run_job's body, nested on the C stack), and:
+ *   - finished: the parent's await completes with the child's result,
+ *     taken before the finish (a pool frame may be given back there; the
+ *     result travels by value as to any awaiter).  Other awaiters of the
+ *     child are woken by its finish as always.
+ *   - not finished (it awaits something pending, yields, reschedules):
+ *     it is an ordinary job again, suspended or queued, and the parent
+ *     arms its coro_done as it would have (lib/wait/done.c), which sees
+ *     the child as it is now, running elsewhere or even done.
+ * Taking the child out of the queue is the owner's take of its own queue:
+ * an exchange of the LIFO slot, or the deque's take-back of the ring's
+ * newest job (base/mq.c, TAKING BACK); a thief that got there first wins
+ * and the parent waits as usual.  Idle workers still steal queued
+ * children from the ring's oldest end.
+ * Promises kept: only a class-0 NORMAL job is taken (the LIFO slot and
+ * the NORMAL ring hold nothing else), so any worker's mask allows it;
+ * never while a HIGH or LOW job is queued where the worker looks
+ * (PRIORITIES): with a HIGH one the worker would pick that first, and a
+ * LOW one is kept from starving by the pick counters, which an inline
+ * run does not see - a NORMAL child runs inline only where it would be
+ * the worker's next pick anyway; never past CORO__INLINE_DEPTH jobs deep
+ * (each level is the worker's C stack); never while a yielder is kept
+ * aside (DEFERRED YIELDS), nor on a single-threaded scheduler (its driver
+ * counts each finished job, and a seeded run picks each job by its PRNG).
+ * The periodic look (CORO__GLOBAL_INTERVAL ticks) and the busy look at
+ * epoll (BUSY LOOKS) count inline runs as steps: when one is due and
+ * something waits there - a NORMAL job in the global queue, a served
+ * class queue, the inbox, a submission ring or the yield ring, or a job
+ * waiting on an fd - the parent waits as usual, its step ends and the
+ * worker's loop makes the look; when nothing waits the count starts
+ * again.  Cancel and deadlines: the parent's own checks come first (an
+ * await of a cancelled or late job never runs a child); the child's are
+ * its own steps'.  The trace records the parent's step as ending at the
+ * await, then the child's steps, then the parent's next one; the dump
+ * lists the parents (w->nested) under the job their worker runs. */
+static bool run_inline(struct coro__worker *w, coro_t *child, intptr_t *res);
+
+/* job's await aw (coro_done of aw->arg[0].p) at depth w->nest: 0 when the
+ * child was not taken (the parent arms as usual, its step traced by the
+ * caller); 1 when it ran and finished, *res its result; 2 when it ran and
+ * did not finish (the parent arms as usual, its step already traced) */
+static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, uint64_t *tr0,
+                       intptr_t *res)
+{
+    coro_sched_t *s = w->s;
+    coro_t *child = aw->arg[0].p;
+    struct coro__lq *ring = &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)];
+    uint32_t d = w->nest;
+    /* relaxed: only this worker fills its slot, so seen holding child it
+     * holds child or nothing (a thief's exchange took it) */
+    bool slot = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) == child;
+
+    /* first the child's place (an await of a job queued elsewhere, or
+     * running, pays two loads), then the rules */
+    if ((!slot && coro__lq_newest(ring) != child) || d >= CORO__INLINE_DEPTH ||
+        s->nworkers == 0 || w->deferred || prio_queued(w) || !looks_idle(w))
+        return 0;
+    if (slot) {
+        /* acq_rel: as pop_level's exchange (the job's frame is complete) */
+        if (__atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL) != child)
+            return 0;
+    } else if (!coro__lq_unpush(ring, child)) {
+        return 0;
+    }
+    w->tick--;
+    if (s->io)
+        w->poll_steps--;
+    found_(w, child);
+    coro__trace_step(w, job, tr0, CORO__TR_END_AWAIT, aw);
+    int budget = coro__tls_budget;
+    int64_t t0 = w->cur_t0;
+    const char *name = w->cur_name;
+    /* relaxed: read racily by coro_sched_dump (addresses only) */
+    __atomic_store_n(&w->nested[d], job, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->nest, d + 1, __ATOMIC_RELAXED);
+    bool done = run_inline(w, child, res);
+    __atomic_store_n(&w->nest, d, __ATOMIC_RELAXED);
+    /* the parent's step goes on: what run_job_ set for it at its start */
+    coro__tls_in_job = 1;
+    coro__tls_budget = budget;
+    __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_name, name, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
+    return done ? 1 : 2;
+}
+
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
  * without the diagnostics (the common case) and one with them */
 static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
-                                                           const bool diag, const bool cont)
+                                                           const bool diag, const bool cont,
+                                                           intptr_t *done_res)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
@@ -1565,6 +1734,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             diag_check(w, job, cur->fn, t0, &stalled);
         if (st == CORO__ST_DONE) {
             if (cur == job) {
+                if (done_res)   /* JOINING INLINE: before the frame may go */
+                    *done_res = job->result;
                 STEP_END();
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
@@ -1653,8 +1824,21 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur->result = -ETIMEDOUT;
             continue;
         }
+        if (aw->ops == s->joins) {
+            int k = join_inline(w, job, aw, &tr0, &res);
+            if (k != 0 && diag)
+                /* the stall check times the parent's own part of its step */
+                t0 = w->cur_t0 = coro__now();
+            if (k == 1) {
+                cur->result = res;
+                continue;
+            }
+            if (k == 2)
+                goto arm;
+        }
     rearm:
         coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
+    arm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
         if (r == CORO__ARM_PENDING) {
@@ -1683,8 +1867,8 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     /* the one branch the diagnostics cost when off (fixed at create) */
     if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, job, true, false);
-    return run_job_(w, job, false, false);
+        return run_job_(w, job, true, false, NULL);
+    return run_job_(w, job, false, false, NULL);
 }
 
 /* the jobs after a step that filled the LIFO slot (CONTINUING); done: the
@@ -1698,12 +1882,24 @@ static __attribute__((noinline)) bool run_next(struct coro__worker *w, bool done
 
     if (CORO__UNLIKELY(w->s->diag)) {
         while ((j = take_next(w)))
-            done = run_job_(w, j, true, true);
+            done = run_job_(w, j, true, true, NULL);
         return done;
     }
     while ((j = take_next(w)))
-        done = run_job_(w, j, false, true);
+        done = run_job_(w, j, false, true, NULL);
     return done;
+}
+
+/* JOINING INLINE: the child's step, nested in its parent's; its own
+ * copy of the step loop as run_next's (cont: it never goes on to the LIFO
+ * slot's job: the parent continues next).  True when the child finished,
+ * *res its result */
+static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t *child,
+                                                 intptr_t *res)
+{
+    if (CORO__UNLIKELY(w->s->diag))
+        return run_job_(w, child, true, true, res);
+    return run_job_(w, child, false, true, res);
 }
 
 /* ---- the worker thread ------------------------------------------------------ */
