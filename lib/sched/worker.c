@@ -166,7 +166,8 @@
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
- * to the sched_yield phase, which hands the CPU to whoever needs it.
+ * to the sched_yield phase, which hands the CPU to whoever needs it, and
+ * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -1196,6 +1197,11 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
         w->idle_looks = 0;
+        if (CORO__LIKELY(j->prio == CORO_PRIO_NORMAL)) {     /* the common pick */
+            w->since_normal = 0;
+            w->since_low++;
+            return j;
+        }
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
@@ -1847,16 +1853,16 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
  * a yield after one that found nothing waiting, a test more */
 static inline bool look_due_(struct coro__worker *w)
 {
-    bool yielded = w->poll_yield;
-
-    if (CORO__UNLIKELY(yielded))
-        w->poll_yield = false;
     if (CORO__LIKELY(w->poll_steps > 1)) {
         w->poll_steps--;
-        if (CORO__LIKELY(!yielded) || w->poll_idle)
+        if (CORO__LIKELY(!w->poll_yield))
+            return false;
+        w->poll_yield = false;
+        if (w->poll_idle)
             return false;
         return look_due_slow(w, false);
     }
+    w->poll_yield = false;
     return look_due_slow(w, true);
 }
 
@@ -1941,9 +1947,11 @@ void *coro__worker_main(void *arg)
                 cpu_relax();
                 continue;
             }
-            if (idle < CORO__IDLE_LOOKS) {
-                /* oversubscribed workers skip the pause spins but still
-                 * give the CPU away a few times before they park */
+            if (idle < (s->oversubscribed ? CORO__IDLE_OVERSUB_YIELDS : CORO__IDLE_LOOKS)) {
+                /* oversubscribed workers skip the pause spins and give
+                 * the CPU away only a few times before they park: the
+                 * thread that gets it is another of ours, and each
+                 * sched_yield is a system call that its phase pays */
                 idle++;
                 sched_yield();
                 continue;
