@@ -346,9 +346,9 @@ void coro__wake_all_workers(coro_sched_t *s)
  *     second map, s->xq_quiet (two levels again, the same tidy protocol:
  *     a bit is cleared only by one who then reads the name as 0).  A
  *     quiet ring is looked at by every worker's periodic look (every
- *     CORO__GLOBAL_INTERVAL picks), by every look that found nothing
- *     else, and by the last look of every park, which comes after that
- *     worker's membarrier; one that holds jobs is listed again.  The
+ *     CORO__GLOBAL_INTERVAL picks) and by the last look of every park,
+ *     which comes after that worker's membarrier; one that holds jobs is
+ *     listed again.  The
  *     worker whose name it bears ends the quiet at its next park, after
  *     its membarrier(2) (a CAS from its name to 0, then one more look
  *     at the size): a producer that read listed as 1 had issued its push
@@ -358,8 +358,8 @@ void coro__wake_all_workers(coro_sched_t *s)
  *     off again by another worker bears that one's name, and the CAS
  *     fails).  Until then a push that raced the take-off waits at most
  *     for one of those looks: within CORO__GLOBAL_INTERVAL picks of any
- *     busy worker, or at once for an idle one (the producer's notify
- *     wakes one).  Rings are taken off only at the periodic look there,
+ *     busy worker, or the next park of an idle one (the producer's
+ *     notify wakes one, which parks again when it finds nothing).  Rings are taken off only at the periodic look there,
  *     so a producer that keeps a busy worker fed lists its ring again at
  *     most once per interval of each worker, and a worker whose rings are
  *     empty pays no look at them on its picks.  If the membarrier fails,
@@ -889,8 +889,8 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
     return NULL;
 }
 
-/* the quiet rings (RINGS: membarrier mode), at the periodic look and at a
- * look that found nothing else: one that holds jobs, which a push racing
+/* the quiet rings (RINGS: membarrier mode), at the periodic look and at
+ * the park's last look: one that holds jobs, which a push racing
  * its take-off left there, is listed again and half of it taken */
 static __attribute__((noinline)) coro_t *pop_xq_quiet(struct coro__worker *w, bool keep_first)
 {
@@ -955,8 +955,8 @@ static coro_t *pop_xq_fair(struct coro__worker *w)
     bool keep = coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0;
     coro_t *j = pop_xq(w, keep, true);
 
-    /* relaxed: a hint (the quiet map is looked at again at every idle
-     * look and at the park's, after its membarrier) */
+    /* relaxed: a hint (the quiet map is looked at again at every park's
+     * last look, after its membarrier) */
     if (!j && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_RELAXED)))
         j = pop_xq_quiet(w, keep);
     return j;
@@ -1248,10 +1248,12 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
      * release orders nothing but is free on x86 */
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
-    /* nothing: the quiet rings (RINGS).  acquire: the park's last look
-     * comes here after its membarrier; a bit set after this read belongs
-     * to a take-off that a later park or periodic look covers */
-    if (!j && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_ACQUIRE)))
+    /* nothing, in the park's last look (after its membarrier): the quiet
+     * rings (RINGS).  Not at the other idle looks: a park follows them
+     * within CORO__IDLE_LOOKS looks, and each look would read every quiet
+     * ring.  acquire: a bit set after this read belongs to a take-off
+     * that a later park or periodic look covers */
+    if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_ACQUIRE)))
         j = pop_xq_quiet(w, true);
     return j;
 }

@@ -24,8 +24,8 @@
  *                   sit in its store buffer (pX) while it reads the flag and
  *                   the idle bits.  A worker that takes an empty ring off
  *                   marks it quiet with its own name (quiet = me + 1): the
- *                   idle looks and the park's last look look at quiet rings
- *                   too.  A parking worker takes its own empties off the
+ *                   park's last look looks at quiet rings too (in the code
+ *                   the periodic look as well, which only adds looks).  A parking worker takes its own empties off the
  *                   same way, makes its membarrier (which drains every
  *                   buffer), and only then ends the quiet of the rings that
  *                   still bear its name (a CAS), looking at each once more
@@ -123,8 +123,8 @@ proctype worker(byte me)
 
 look:
     if
-    :: atomic { (mapped || quiet != 0) && X > 0 -> X--; ran++ }; goto look
-    :: atomic { !((mapped || quiet != 0) && X > 0) -> skip }
+    :: atomic { mapped && X > 0 -> X--; ran++ }; goto look
+    :: atomic { !(mapped && X > 0) -> skip }
     fi;
     if                                  /* an empty ring on the map: off */
     :: atomic { mapped && X == 0 -> mapped = 0 }; take_off();
