@@ -155,6 +155,13 @@
  * a CPU, and a wake-up waits at most this much more than the step it
  * arrived behind */
 #define CORO__IO_POLL_YIELD_NS 20000
+/* ...and a yield that found nothing waiting on I/O or a timer skips that
+ * question for this many yields of the same worker (a wait it starts
+ * itself asks again at once): a job yielding in a tight loop with
+ * nothing to look for pays one question per this many yields, and a
+ * wait started on another worker meanwhile is looked for after at most
+ * this many more yields (or by that worker, or the I/O thread) */
+#define CORO__IO_POLL_IDLE_YIELDS 8u
 /* after a yield's look woke jobs and they ran, the worker looks again
  * before the yielding job runs, up to this many times while each look
  * wakes something: a conversation then moves this many hops per yield

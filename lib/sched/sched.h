@@ -268,7 +268,7 @@ struct coro__worker {
      * and a job of a narrower class that yielded, queued after the next
      * pick (DEFERRED YIELDS) */
     uint32_t poll_steps;
-    uint32_t poll_idle;                 /* yields skip "anything waits?" until the count runs out */
+    uint32_t poll_idle;                 /* yields left that skip the "anything waits?" check */
     bool poll_yield;
     int64_t poll_t;
     unsigned drain;                     /* looks left before the yielder runs again */

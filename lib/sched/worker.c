@@ -1794,7 +1794,7 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * passed since a yield last looked.  A step count costs no clock reading
  * on the path of every step (a decrement and a flag's test); a yield pays
  * one only while a job waits on an fd, and a yield that found none
- * waiting spares the yields until the step count runs out even that
+ * waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields even that
  * question (a wait this worker begins asks it again at once).  Timers
  * alone make no look: the timerfd's holder fires them (the I/O thread,
  * while every worker is busy), and what they wake reaches a busy worker
@@ -1826,15 +1826,13 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
     if (!count_out) {
         /* a yield before the count ran out: only while something waits,
          * and at least CORO__IO_POLL_YIELD_NS after the last look.  A
-         * yield that found nothing waiting answers so for the yields
-         * until the count runs out (a wait this worker starts ends that
-         * at once: lib/io/epoll.c pending_add): a job that yields in a
-         * tight loop with nothing to look for pays neither the question
-         * nor a clock read at each yield, and a wait another worker
-         * starts is looked for within CORO__IO_POLL_STEPS steps, as
-         * without yields */
+         * yield that found nothing waiting answers so for the next
+         * CORO__IO_POLL_IDLE_YIELDS yields (a wait this worker starts
+         * ends that at once: lib/io/epoll.c pending_add): a job that
+         * yields in a tight loop with nothing to look for pays neither the
+         * question nor a clock read at each yield */
         if (!s->drv->fd_waiting(s->io)) {
-            w->poll_idle = 1;
+            w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
         }
         int64_t now = coro__now();
@@ -1843,16 +1841,15 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
         w->poll_t = now;
     } else if (!s->drv->fd_waiting(s->io)) {
         w->poll_steps = CORO__IO_POLL_STEPS;
-        w->poll_idle = 0;       /* the yields ask again */
         return false;
     }
     w->poll_steps = CORO__IO_POLL_STEPS;
-    w->poll_idle = 0;
     return true;
 }
 
 /* the path of every step: a decrement and a test of the yield's flag;
- * a yield after one that found nothing waiting, a test more */
+ * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
+ * waiting, a decrement more */
 static inline bool look_due_(struct coro__worker *w)
 {
     if (CORO__LIKELY(w->poll_steps > 1)) {
@@ -1860,8 +1857,10 @@ static inline bool look_due_(struct coro__worker *w)
         if (CORO__LIKELY(!w->poll_yield))
             return false;
         w->poll_yield = false;
-        if (w->poll_idle)
+        if (w->poll_idle > 0) {
+            w->poll_idle--;
             return false;
+        }
         return look_due_slow(w, false);
     }
     w->poll_yield = false;
