@@ -90,6 +90,11 @@
  * before it parks: a park and a wake-up cost two system calls and a few
  * microseconds, a near-miss of a job pushed just after the look */
 #define CORO__IDLE_LOOKS 16u
+/* ...or this many, all of them sched_yield, when workers outnumber CPUs:
+ * the CPU given away goes to another of our threads, which looks for the
+ * same work, and a wider window of near-misses costs a system call per
+ * look in every idle phase */
+#define CORO__IDLE_OVERSUB_YIELDS 2u
 /* a blocking-pool thread that finished a call looks for the next one this
  * long (ns) before it sleeps: a job that issues calls one after another
  * gets them handed over without a futex wake-up */

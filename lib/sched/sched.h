@@ -233,6 +233,10 @@ struct coro__xq {
     /* atomic: 1 while its bit is set in s->xq_bits (the producer's check,
      * on a line the consumers write only when they take it off) */
     uint32_t listed __attribute__((aligned(CORO__CACHELINE)));
+    /* atomic: 0, or 1 + the index of the worker that took it off the map
+     * in membarrier mode and has not yet confirmed it (its bit is then set
+     * in s->xq_quiet: sched/worker.c RINGS) */
+    uint32_t quiet;
     ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
 };
 #define CORO__XQ_WORDS (CORO__XQ_MAX / 64)
@@ -384,6 +388,10 @@ struct coro_sched {
      * xq_bits may be nonzero; nxq rings were made (atomic) */
     uint64_t xq_top __attribute__((aligned(CORO__CACHELINE)));
     uint64_t xq_bits[CORO__XQ_WORDS];
+    /* the same two levels for the rings taken off but not yet confirmed
+     * empty (RINGS: membarrier mode), looked at only now and then */
+    uint64_t xq_qtop __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t xq_quiet[CORO__XQ_WORDS];
     struct coro__xq **xq_tab;           /* CORO__XQ_MAX entries, made with the first ring */
     uint32_t nxq;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */

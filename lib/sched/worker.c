@@ -169,7 +169,8 @@
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
- * to the sched_yield phase, which hands the CPU to whoever needs it.
+ * to the sched_yield phase, which hands the CPU to whoever needs it, and
+ * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -417,19 +418,59 @@ void coro__wake_all_workers(coro_sched_t *s)
  *     size: store-then-load on both sides (Dekker), so the worker sees the
  *     push and lists the ring again.
  *   - with s->asym the producer's fence is the compiler's only, and its
- *     read may pass its push.  So workers then take rings off only while
- *     they park, before their membarrier(2), and look at their sizes after
- *     it: a producer that read listed as 1 had issued its push before the
- *     worker's clear, so before the membarrier, which makes it visible to
- *     the look after.  Between parks an empty ring stays on the map and
- *     costs a look at its size (rings that had work since the last park).
- *     If the membarrier fails, the rings are listed again unseen.
+ *     read may pass its push: a look at the size right after the clear
+ *     proves nothing.  So the worker that takes a ring off marks it quiet
+ *     with its own name (quiet = its index + 1) and sets its bit in a
+ *     second map, s->xq_quiet (two levels again, the same tidy protocol:
+ *     a bit is cleared only by one who then reads the name as 0).  A
+ *     quiet ring is looked at by every worker's periodic look (every
+ *     CORO__GLOBAL_INTERVAL picks) and by the last look of every park,
+ *     which comes after that worker's membarrier; one that holds jobs is
+ *     listed again.  The
+ *     worker whose name it bears ends the quiet at its next park, after
+ *     its membarrier(2) (a CAS from its name to 0, then one more look
+ *     at the size): a producer that read listed as 1 had issued its push
+ *     before the take-off, so before that membarrier, which makes it
+ *     visible to the look after.  Another worker's membarrier may precede
+ *     the take-off, so only the name's owner ends a quiet (a ring taken
+ *     off again by another worker bears that one's name, and the CAS
+ *     fails).  Until then a push that raced the take-off waits at most
+ *     for one of those looks: within CORO__GLOBAL_INTERVAL picks of any
+ *     busy worker, or the next park of an idle one (the producer's
+ *     notify wakes one, which parks again when it finds nothing).  Rings are taken off only at the periodic look there,
+ *     so a producer that keeps a busy worker fed lists its ring again at
+ *     most once per interval of each worker, and a worker whose rings are
+ *     empty pays no look at them on its picks.  If the membarrier fails,
+ *     the rings are listed again unseen.
  * tools/model/rings.pml checks both modes and rejects a take-off without
- * the second look, and the membarrier mode with take-offs at any look.
+ * the second look, the membarrier mode without the quiet mark, and a park
+ * that ends other workers' quiet.
  * A thread's ring lives with its frame cache: when the thread exits the
  * ring keeps its bit while jobs are left in it (the workers take them),
  * and the next thread to need a cache takes both over (lib/sched/frame.c):
  * the rings are never more than the threads alive at once. */
+
+/* set bit i of a two-level map: the word's bit, then the top bit if it
+ * reads clear */
+static inline void map_set(uint64_t *top, uint64_t *words, unsigned i)
+{
+    uint64_t kb = 1ull << (i / 64);
+    /* seq_cst: the word's bit, then the read of the top bit (RINGS) */
+    __atomic_fetch_or(&words[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
+    if (!(__atomic_load_n(top, __ATOMIC_SEQ_CST) & kb))
+        __atomic_fetch_or(top, kb, __ATOMIC_SEQ_CST);
+}
+
+/* word k of a two-level map read as 0: clear its top bit unless it
+ * refills */
+static void map_top_tidy(uint64_t *top, const uint64_t *words, int k)
+{
+    uint64_t kb = 1ull << k;
+    /* seq_cst: the clear, then the read of the word (RINGS) */
+    __atomic_fetch_and(top, ~kb, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&words[k], __ATOMIC_SEQ_CST) != 0)
+        __atomic_fetch_or(top, kb, __ATOMIC_SEQ_CST);
+}
 
 static inline void xq_list(coro_sched_t *s, struct coro__xq *q)
 {
@@ -438,11 +479,7 @@ static inline void xq_list(coro_sched_t *s, struct coro__xq *q)
     if (!__atomic_compare_exchange_n(&q->listed, &zero, 1, false, __ATOMIC_SEQ_CST,
                                      __ATOMIC_RELAXED))
         return;
-    uint64_t kb = 1ull << (q->idx / 64);
-    /* seq_cst: the word's bit, then the read of the top bit (RINGS) */
-    __atomic_fetch_or(&s->xq_bits[q->idx / 64], 1ull << (q->idx % 64), __ATOMIC_SEQ_CST);
-    if (!(__atomic_load_n(&s->xq_top, __ATOMIC_SEQ_CST) & kb))
-        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+    map_set(&s->xq_top, s->xq_bits, q->idx);
 }
 
 static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
@@ -453,8 +490,7 @@ static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
     __atomic_store_n(&q->listed, 0, __ATOMIC_SEQ_CST);
 }
 
-/* after xq_unlist (and, with s->asym, the membarrier): list it again if
- * it holds jobs */
+/* after xq_unlist without s->asym: list it again if it holds jobs */
 static inline void xq_recheck(coro_sched_t *s, struct coro__xq *q)
 {
     /* full barrier: our clear of listed before the look at the ring's
@@ -464,14 +500,26 @@ static inline void xq_recheck(coro_sched_t *s, struct coro__xq *q)
         xq_list(s, q);
 }
 
-/* word k of xq_bits read as 0: clear its top bit unless it refills */
-static void xq_top_tidy(coro_sched_t *s, int k)
+/* with s->asym: take an empty ring off the map, quiet in our name */
+static void xq_quiet_off(struct coro__worker *w, struct coro__xq *q)
 {
-    uint64_t kb = 1ull << k;
-    /* seq_cst: the clear, then the read of the word (RINGS) */
-    __atomic_fetch_and(&s->xq_top, ~kb, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST) != 0)
-        __atomic_fetch_or(&s->xq_top, kb, __ATOMIC_SEQ_CST);
+    coro_sched_t *s = w->s;
+
+    xq_unlist(s, q);
+    /* seq_cst: the name, then the quiet map's bit (a tidier clears the
+     * bit, then reads the name) */
+    __atomic_store_n(&q->quiet, (uint32_t)w->idx + 1, __ATOMIC_SEQ_CST);
+    map_set(&s->xq_qtop, s->xq_quiet, q->idx);
+}
+
+/* ring q's quiet bit, its name read as 0: clear the bit unless a worker
+ * named it again meanwhile */
+static void xq_quiet_tidy(coro_sched_t *s, struct coro__xq *q)
+{
+    /* seq_cst: the clear, then the read of the name (RINGS) */
+    __atomic_fetch_and(&s->xq_quiet[q->idx / 64], ~(1ull << (q->idx % 64)), __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&q->quiet, __ATOMIC_SEQ_CST) != 0)
+        map_set(&s->xq_qtop, s->xq_quiet, q->idx);
 }
 
 /* the ring with bit i (set: the table entry was stored before it) */
@@ -485,11 +533,13 @@ static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
 }
 
 /* a parking worker with s->asym, before its membarrier: take the rings
- * that look empty off the map (the rings that had work since the last
- * park), noting them in off[] (a bit per ring, as in s->xq_bits);
- * returns whether it took any */
+ * that look empty off the map, quiet in our name, and note in off[] (a
+ * bit per ring, as in s->xq_bits) those and the quiet rings that bear
+ * our name from earlier looks; returns whether it noted any */
 static bool xq_unlist_empty(coro_sched_t *s, uint64_t *off)
 {
+    struct coro__worker *w = coro__tls_worker;
+    uint32_t name = (uint32_t)w->idx + 1;
     bool any = false;
     uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
 
@@ -502,29 +552,52 @@ static bool xq_unlist_empty(coro_sched_t *s, uint64_t *off)
             unsigned b = (unsigned)__builtin_ctzll(bits);
             struct coro__xq *q = xq_at(s, (unsigned)k * 64 + b);
             bits &= bits - 1;
-            if (coro__lq_size(&q->q) == 0) {
-                xq_unlist(s, q);
+            if (coro__lq_size(&q->q) == 0)
+                xq_quiet_off(w, q);
+        }
+        if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
+            map_top_tidy(&s->xq_top, s->xq_bits, k);
+    }
+    /* acquire: the entries of the bits read */
+    top = __atomic_load_n(&s->xq_qtop, __ATOMIC_ACQUIRE);
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        for (uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE); bits;
+             bits &= bits - 1) {
+            unsigned b = (unsigned)__builtin_ctzll(bits);
+            /* relaxed: our own name, stored by this thread */
+            if (__atomic_load_n(&xq_at(s, (unsigned)k * 64 + b)->quiet, __ATOMIC_RELAXED) ==
+                name) {
                 off[k] |= 1ull << b;
                 any = true;
             }
         }
-        if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
-            xq_top_tidy(s, k);
     }
     return any;
 }
 
-/* after the membarrier: the rings xq_unlist_empty took off, looked at
- * again (relist: without looking, when the membarrier failed) */
+/* after the membarrier: the quiet rings xq_unlist_empty noted end their
+ * quiet if they still bear our name, and are looked at again (relist:
+ * listed again without looking, when the membarrier failed) */
 static void xq_relook(coro_sched_t *s, const uint64_t *off, bool relist)
 {
+    uint32_t name = (uint32_t)coro__tls_worker->idx + 1;
+
     for (int k = 0; k < CORO__XQ_WORDS; k++)
         for (uint64_t bits = off[k]; bits; bits &= bits - 1) {
             struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
-            if (relist)
+            uint32_t mine = name;
+            /* seq_cst: taken off again by another worker since, the ring
+             * bears that one's name and stays quiet (RINGS) */
+            if (!__atomic_compare_exchange_n(&q->quiet, &mine, 0, false, __ATOMIC_SEQ_CST,
+                                             __ATOMIC_RELAXED))
+                continue;
+            xq_quiet_tidy(s, q);
+            /* after the membarrier: a push that raced the take-off is
+             * visible (RINGS) */
+            if (relist || coro__lq_size(&q->q) != 0)
                 xq_list(s, q);
-            else
-                xq_recheck(s, q);
         }
 }
 
@@ -797,11 +870,10 @@ void coro__wake(coro_t *job, intptr_t res)
 
 /* ---- looking for work -------------------------------------------------------- */
 
-static inline coro_t *pop_classes(struct coro__worker *w, int pi)
+/* the class queues of the n classes we serve (pop_classes) */
+static __attribute__((noinline)) coro_t *pop_served(struct coro__worker *w, int pi, uint32_t n)
 {
     coro_sched_t *s = w->s;
-    /* acquire: the served[] entries before nserved were written first */
-    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
     /* acquire: the array's copied entries (it grows, sched/cls.c SERVED) */
     const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
 
@@ -814,6 +886,15 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
             return j;
     }
     return NULL;
+}
+
+/* the narrower classes' queues: inline, as most workers serve none */
+static inline coro_t *pop_classes(struct coro__worker *w, int pi)
+{
+    /* acquire: the served[] entries before nserved were written first */
+    uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
+
+    return CORO__LIKELY(n == 0) ? NULL : pop_served(w, pi, n);
 }
 
 /* take half of the n jobs of ring q (at least one) with one CAS: keep the
@@ -850,8 +931,9 @@ static coro_t *take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned
     return k && keep_first ? batch[0] : NULL;
 }
 
-/* the rings on the map (RINGS), from pop_xq */
-static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
+/* the rings on the map (RINGS), from pop_xq.  off: an empty ring is taken
+ * off (with s->asym, at the periodic look only: quiet in our name) */
+static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, bool off,
                           unsigned *got)
 {
     coro_sched_t *s = w->s;
@@ -861,7 +943,7 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
         top &= top - 1;
         uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
         if (!bits) {
-            xq_top_tidy(s, k);
+            map_top_tidy(&s->xq_top, s->xq_bits, k);
             continue;
         }
         while (bits) {
@@ -869,9 +951,11 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
             bits &= bits - 1;
             unsigned n = coro__lq_size(&q->q);
             if (n == 0) {
-                if (!s->asym) {         /* with s->asym: at a park only */
+                if (!s->asym) {
                     xq_unlist(s, q);
                     xq_recheck(s, q);
+                } else if (off) {
+                    xq_quiet_off(w, q);
                 }
                 continue;
             }
@@ -885,10 +969,51 @@ static coro_t *pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
     return NULL;
 }
 
+/* the quiet rings (RINGS: membarrier mode), at the periodic look and at
+ * the park's last look: one that holds jobs, which a push racing
+ * its take-off left there, is listed again and half of it taken */
+static __attribute__((noinline)) coro_t *pop_xq_quiet(struct coro__worker *w, bool keep_first)
+{
+    coro_sched_t *s = w->s;
+    unsigned got = 0;
+    /* acquire: the words' bits, then the entries (RINGS) */
+    uint64_t top = __atomic_load_n(&s->xq_qtop, __ATOMIC_ACQUIRE);
+
+    while (top) {
+        int k = __builtin_ctzll(top);
+        top &= top - 1;
+        uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE);
+        if (!bits) {
+            map_top_tidy(&s->xq_qtop, s->xq_quiet, k);
+            continue;
+        }
+        while (bits) {
+            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            /* seq_cst: a tidier reads the name after its clear (RINGS) */
+            if (__atomic_load_n(&q->quiet, __ATOMIC_SEQ_CST) == 0) {
+                xq_quiet_tidy(s, q);
+                continue;
+            }
+            unsigned n = coro__lq_size(&q->q);
+            if (n == 0)
+                continue;
+            /* relaxed: a hint; xq_list's CAS decides */
+            if (!__atomic_load_n(&q->listed, __ATOMIC_RELAXED))
+                xq_list(s, q);
+            coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+                                     keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL));
+            if (j || got)
+                return j;
+        }
+    }
+    return NULL;
+}
+
 /* jobs from the plain threads' submission rings (NORMAL only): half of
  * the first ring with any, the first to run, the rest to our local ring
- * behind what it holds */
-static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first)
+ * behind what it holds; off: the periodic look (pop_xq_map) */
+static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first, bool off)
 {
     coro_sched_t *s = w->s;
     unsigned got = 0;
@@ -897,16 +1022,24 @@ static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first)
 
     if (CORO__LIKELY(top == 0))
         return NULL;
-    return pop_xq_map(w, top, keep_first, &got);
+    return pop_xq_map(w, top, keep_first, off, &got);
 }
 
 /* the periodic look at the submission rings (global_first): with jobs in
  * our local ring, which may hold earlier jobs of the same ring, the batch
  * goes behind them and none runs now - a thread's jobs keep their order,
- * and they wait at most for the ring's jobs ahead of them */
+ * and they wait at most for the ring's jobs ahead of them.  The quiet
+ * rings too (RINGS) */
 static coro_t *pop_xq_fair(struct coro__worker *w)
 {
-    return pop_xq(w, coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0);
+    bool keep = coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0;
+    coro_t *j = pop_xq(w, keep, true);
+
+    /* relaxed: a hint (the quiet map is looked at again at every park's
+     * last look, after its membarrier) */
+    if (!j && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_RELAXED)))
+        j = pop_xq_quiet(w, keep);
+    return j;
 }
 
 static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_first)
@@ -931,7 +1064,7 @@ static inline coro_t *pop_level(struct coro__worker *w, int pi, bool global_firs
     }
     if ((j = own_lq_pop(w, &w->local[pi], pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
         (j = pop_classes(w, pi)) || (j = cls_pop(any, pi)) ||
-        (normal && (j = pop_xq(w, true))) || (j = own_lq_pop(w, &w->yielded[pi], pi)))
+        (normal && (j = pop_xq(w, true, false))) || (j = own_lq_pop(w, &w->yielded[pi], pi)))
         goto other;
     return NULL;
 other:
@@ -1195,6 +1328,11 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
         w->idle_looks = 0;
+        if (CORO__LIKELY(j->prio == CORO_PRIO_NORMAL)) {     /* the common pick */
+            w->since_normal = 0;
+            w->since_low++;
+            return j;
+        }
         int pi = CORO__PRIO_IDX(j->prio);
         w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
         w->since_low = pi > 0 ? w->since_low + 1 : 0;
@@ -1241,6 +1379,13 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
      * release orders nothing but is free on x86 */
     if (!j && w->lifo_streak && (j = __atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL)))
         w->lifo_streak = 0;
+    /* nothing, in the park's last look (after its membarrier): the quiet
+     * rings (RINGS).  Not at the other idle looks: a park follows them
+     * within CORO__IDLE_LOOKS looks, and each look would read every quiet
+     * ring.  acquire: a bit set after this read belongs to a take-off
+     * that a later park or periodic look covers */
+    if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_ACQUIRE)))
+        j = pop_xq_quiet(w, true);
     return j;
 }
 
@@ -2021,20 +2166,18 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
  * waiting, a decrement more */
 static inline bool look_due_(struct coro__worker *w)
 {
-    bool yielded = w->poll_yield;
-
-    if (CORO__UNLIKELY(yielded))
-        w->poll_yield = false;
     if (CORO__LIKELY(w->poll_steps > 1)) {
         w->poll_steps--;
-        if (CORO__LIKELY(!yielded))
+        if (CORO__LIKELY(!w->poll_yield))
             return false;
+        w->poll_yield = false;
         if (w->poll_idle > 0) {
             w->poll_idle--;
             return false;
         }
         return look_due_slow(w, false);
     }
+    w->poll_yield = false;
     return look_due_slow(w, true);
 }
 
@@ -2119,9 +2262,11 @@ void *coro__worker_main(void *arg)
                 cpu_relax();
                 continue;
             }
-            if (idle < CORO__IDLE_LOOKS) {
-                /* oversubscribed workers skip the pause spins but still
-                 * give the CPU away a few times before they park */
+            if (idle < (s->oversubscribed ? CORO__IDLE_OVERSUB_YIELDS : CORO__IDLE_LOOKS)) {
+                /* oversubscribed workers skip the pause spins and give
+                 * the CPU away only a few times before they park: the
+                 * thread that gets it is another of ours, and each
+                 * sched_yield is a system call that its phase pays */
                 idle++;
                 sched_yield();
                 continue;
