@@ -1002,7 +1002,8 @@ static __attribute__((noinline)) coro_t *pop_xq_quiet(struct coro__worker *w, bo
             if (!__atomic_load_n(&q->listed, __ATOMIC_RELAXED))
                 xq_list(s, q);
             coro_t *j = take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL));
+                                     keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                     false);
             if (j || got)
                 return j;
         }
