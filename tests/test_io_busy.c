@@ -264,3 +264,68 @@ Test(io_busy, jobs_woken_by_a_busy_workers_look_run_only_inside_their_masks, .ti
                  "no worker took an event: the busy look never ran");
     teardown(&r);
 }
+
+/* ---- DUE TIMERS: a busy worker fires the timers that are due itself ---- */
+
+/* With the I/O thread firing no timers (the test hook), a sleep and an
+ * event's timed wait beside a job that only yields still end: the one
+ * worker, never idle, fires them at its yields.  Before DUE TIMERS both
+ * waited for the I/O thread, which on a machine whose CPUs all run busy
+ * workers waits for a CPU (on one CPU a 1 ms sleep woke ~4-10 ms late). */
+struct yielder {
+    coro_t co;
+    atomic_int *stop;
+    long yields;
+};
+
+static int yielder_fn(coro_t *co)
+{
+    struct yielder *y = CORO_SELF(co, struct yielder);
+    CORO_BEGIN(co);
+    while (!atomic_load(y->stop)) {
+        y->yields++;
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+struct timed {
+    coro_t co;
+    atomic_int *stop;
+    coro_event_t *ev;
+    intptr_t slept, waited;
+};
+
+static int timed_fn(coro_t *co)
+{
+    struct timed *t = CORO_SELF(co, struct timed);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_sleep(MS));
+    t->slept = CORO_RESULT(co);
+    CORO_AWAIT(co, coro_event_wait(t->ev, MS));     /* the lot's heap */
+    t->waited = CORO_RESULT(co);
+    atomic_store(t->stop, 1);
+    CORO_END(co);
+}
+
+Test(io_busy, a_busy_worker_fires_due_timers_when_the_io_thread_does_not, .timeout = 30)
+{
+    coro_sched_t *s = mk(1);
+    atomic_int stop = 0;
+    coro_event_t ev;
+    struct yielder y = { .stop = &stop };
+    struct timed t = { .stop = &stop, .ev = &ev, .slept = 1, .waited = 1 };
+
+    cr_assert_eq(coro_event_init(&ev), 0);
+    coro__io_thread_timers_off = true;
+    cr_assert_eq(coro_spawn(s, &y.co, yielder_fn, NULL), 0);
+    cr_assert_eq(coro_spawn(s, &t.co, timed_fn, NULL), 0);
+    cr_assert_eq(join_r(&t.co), 0);
+    cr_assert_eq(join_r(&y.co), 0);
+    coro__io_thread_timers_off = false;
+    cr_assert_eq(t.slept, 0);
+    cr_assert_eq(t.waited, -ETIMEDOUT);
+    cr_assert_gt(y.yields, 0, "the yielder never ran beside the waits");
+    coro_sched_destroy(s);
+    coro_event_destroy(&ev);
+}

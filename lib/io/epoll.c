@@ -369,8 +369,11 @@ static void waiters_add(struct coro__io *io, int d)
  * a connection's read timeout is at every request - is left to fire once
  * for nothing (expire() then arms it for the next): a removal costs no
  * system call.  One armed for a time that has passed has fired (or is
- * about to) and is armed again.  now: the clock, if the caller has read
- * it (0: read it here, only when the answer depends on it). */
+ * about to): its expiry is pending in epoll, and the expire() it leads to
+ * arms it for what is next - so only expire() (now: the clock it fired
+ * by) arms it then, and an add or a removal meanwhile makes no system
+ * call (while busy workers fire the due timers, DUE TIMERS, the timerfd
+ * is often so: each add reprogrammed it then). */
 static void tfd_update(struct coro__io *io, int64_t now)
 {
     const struct coro__tnode *top = coro__heap_top(&io->heap);
@@ -378,9 +381,14 @@ static void tfd_update(struct coro__io *io, int64_t now)
     int64_t armed = io->tfd_deadline;
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
-    if (d == armed || (d > armed && armed > (now ? now : coro__now())))
+    /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS) */
+    __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
+    if (d == armed || (d > armed && (now == 0 || armed > now)))
         return;
-    io->tfd_deadline = d;
+    /* relaxed: written under hlock; expire()'s first look reads it */
+    __atomic_store_n(&io->tfd_deadline, d, __ATOMIC_RELAXED);
+    if (d == INT64_MAX && armed <= now)
+        return;     /* a one-shot timerfd that expired is disarmed already */
     coro__timerfd_arm(io->tfd, d);
 }
 
@@ -816,8 +824,11 @@ static int expire(struct coro__io *io)
     struct coro__tnode t;
     int n = 0;
 
-    /* relaxed: a stale value only delays the look to the next event */
-    if (__atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED) == INT64_MAX)
+    /* relaxed: a stale value only delays the look to the next event.  A
+     * timerfd armed for a time that passed needs this call even with the
+     * heap empty (tfd_update: nobody else arms it again) */
+    if (__atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED) == INT64_MAX &&
+        __atomic_load_n(&io->tfd_deadline, __ATOMIC_RELAXED) == INT64_MAX)
         return 0;
     int64_t now = coro__now();
     for (;;) {
@@ -883,10 +894,16 @@ static int sweep(struct coro__io *io)
  * look without the token (coro__io_poll_now) that drained it could leave
  * the holder asleep; the eventfd is level-triggered, so the holder still
  * sees it. */
+static void lot_timers_cb(void *arg);
+
+bool coro__io_thread_timers_off;
+
 static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
                   bool holder, int who)
 {
     int done = 0, woke = 0;
+    /* the test hook: the I/O thread (who 1) leaves the timers to workers */
+    bool timers = !(who == 1 && coro__io_thread_timers_off);
 
     for (int i = 0; i < n; i++) {
         uint64_t tag = evs[i].data.u64;
@@ -902,7 +919,8 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
-            src->cb(src->arg);
+            if (timers || src->cb != lot_timers_cb)
+                src->cb(src->arg);
             done++;
         } else {
             woke += fd_event(io, tag, evs[i].events);
@@ -917,7 +935,7 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         __atomic_store_n(&io->n_woke[who],
                          __atomic_load_n(&io->n_woke[who], __ATOMIC_RELAXED) + (uint64_t)woke,
                          __ATOMIC_RELAXED);
-    return done + expire(io);
+    return done + (timers ? expire(io) : 0);
 }
 
 static int ms_of(int64_t timeout_ns)
@@ -1312,6 +1330,44 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
     return rc;
 }
 
+/* a busy worker's look at the timers (sched/worker.c DUE TIMERS): fire
+ * what is due of both heaps here, on the worker.  Not the timerfds: each
+ * stays armed, and its holder, woken for what was fired here, finds less
+ * or nothing due and arms it for what is next (a worker that reprogrammed
+ * it would race that holder with a system call per look); and not
+ * waiting for a heap's lock: held, its holder is adding or firing, and
+ * the next look comes soon */
+static int expire_due(struct coro__io *io)
+{
+    struct coro__tnode t;
+    int n = 0;
+    int64_t now = coro__now();
+
+    for (;;) {
+        if (pthread_mutex_trylock(&io->hlock) != 0)
+            return n;
+        const struct coro__tnode *top = coro__heap_top(&io->heap);
+        if (!top || top->deadline > now) {
+            /* relaxed: the hint, as in tfd_update; next_deadline stays as
+             * it is (no later than the top), so that the holder's
+             * expire() runs and arms the timerfd for the next */
+            __atomic_store_n(&io->s->timers_next[0], top ? top->deadline : INT64_MAX,
+                             __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&io->hlock);
+            return n;
+        }
+        heap_take(io, 0, &t);
+        pthread_mutex_unlock(&io->hlock);
+        timer_fire(io, &t, 0);
+        n++;
+    }
+}
+
+static int io_fire_due(struct coro__io *io)
+{
+    return expire_due(io) + coro__lot_timers_expire(io->s, true);
+}
+
 static void lot_timers_cb(void *arg)
 {
     coro__lot_timers_fire(arg);     /* reads the lot's timerfd */
@@ -1330,6 +1386,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     io->s = s;
     io->evfd = io->tfd = -1;
     io->tfd_deadline = io->next_deadline = INT64_MAX;
+    s->timers_next[0] = INT64_MAX;     /* before any worker runs */
     coro__heap_init(&io->heap, s, 0);   /* no room yet: cannot fail */
     pthread_mutex_init(&io->hlock, NULL);
     io->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1694,4 +1751,5 @@ const struct coro__driver coro__io_driver = {
     .poll_now = coro__io_poll_now,
     .poll_busy = coro__io_poll_busy,
     .wake_poller = coro__io_wake_poller,
+    .fire_due = io_fire_due,
 };

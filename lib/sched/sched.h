@@ -408,6 +408,14 @@ struct coro_sched {
     int64_t stall_ns;
     void (*stall_hook)(const coro_stall_t *, void *);
     void *stall_arg;
+
+    /* atomic (relaxed): the earliest deadline armed in the I/O layer's
+     * timers [0] and in the lot's [1], INT64_MAX = none; read by a busy
+     * worker at its looks (sched/worker.c DUE TIMERS), written by each
+     * heap's owner when its armed deadline moves.  A line of its own: the
+     * readers are every worker, the writes are the timers' */
+    int64_t timers_next[2] __attribute__((aligned(CORO__CACHELINE)));
+    char timers_pad[CORO__CACHELINE - 2 * sizeof(int64_t)];
 };
 
 #define CORO__LIVE_CLOSED 0x80000000u
@@ -464,6 +472,9 @@ struct coro__driver {
     int (*poll_now)(struct coro__io *io);
     int (*poll_busy)(struct coro__io *io, int idx);
     bool (*wake_poller)(struct coro__io *io, int idx);
+    /* fire the I/O layer's and the lot's timers that are due (a busy
+     * worker's look: sched/worker.c DUE TIMERS); the number fired */
+    int (*fire_due)(struct coro__io *io);
 };
 
 /* s's clock: its virtual one (.virtual_time), else coro__now()'s; for
@@ -517,6 +528,9 @@ CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
 /* test hook: workers never make the busy look (the I/O thread alone
  * takes readiness while they are busy) */
 CORO__HIDDEN extern bool coro__busy_look_off;
+/* test hook: the I/O thread fires no timers (a busy worker's DUE TIMERS
+ * alone do; lib/io/epoll.c) */
+CORO__HIDDEN extern bool coro__io_thread_timers_off;
 /* test hook: the order in which worker widx's next steal would visit the
  * others (sched/worker.c NUMA), as if none were parked, in vic; returns
  * how many.  Draws from that worker's random numbers: only while it is

@@ -2111,11 +2111,9 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * one only while a job waits on an fd, and a yield that found none
  * waiting spares the next CORO__IO_POLL_IDLE_YIELDS yields even that
  * question (a wait this worker begins asks it again at once).  Timers
- * alone make no look: the timerfd's holder fires them (the I/O thread,
- * while every worker is busy), and what they wake reaches a busy worker
- * as the I/O thread's other wake-ups do (DEFERRED YIELDS); a look for
- * them would only move the firing to a busy worker, and cost each look's
- * token hand-over.  When that look woke jobs and the yielder is kept aside
+ * alone make no look at epoll (it would cost each look's token
+ * hand-over): at the same points a busy worker fires the timers that are
+ * due itself, without the token (DUE TIMERS).  When that look woke jobs and the yielder is kept aside
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
@@ -2162,9 +2160,42 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
     return true;
 }
 
+/* DUE TIMERS.  The timers' heaps fire at their timerfds, whose holder is
+ * the I/O thread while every worker is busy - a thread the kernel must
+ * first give a CPU: on a machine whose every CPU runs a busy worker it
+ * waits in the run queue behind them (a scheduler tick or more: a HIGH
+ * job's 100 us sleep woke about 10 ms late on one CPU beside a job that
+ * yields every 20 us).  So a busy worker fires what is due itself, at
+ * the points where it would look at epoll (each yield, and every
+ * CORO__IO_POLL_STEPS steps), as Go's scheduler checks its timers at
+ * each schedule: two relaxed loads of a line only the timers write
+ * (coro_sched.timers_next), and with a timer armed one clock reading;
+ * with one due, the I/O layer fires both heaps here (their locks are per
+ * scheduler, the fire path the I/O thread's). What it wakes runs by its
+ * mask and priority, ahead of the yielder (DEFERRED YIELDS) */
+__attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, int64_t d)
+{
+    if (!coro__busy_look_off && coro__now() >= d)
+        w->s->drv->fire_due(w->s->io);
+}
+
+static inline void timers_due(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+    /* relaxed: a hint; a stale one delays the fire to the next look, or
+     * finds nothing due (the fire path decides under the heaps' locks) */
+    int64_t d0 = __atomic_load_n(&s->timers_next[0], __ATOMIC_RELAXED);
+    int64_t d1 = __atomic_load_n(&s->timers_next[1], __ATOMIC_RELAXED);
+    int64_t d = d0 < d1 ? d0 : d1;
+
+    if (CORO__UNLIKELY(d != INT64_MAX))
+        timers_due_slow(w, d);
+}
+
 /* the path of every step: a decrement and a test of the yield's flag;
  * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
- * waiting, a decrement more */
+ * waiting, a decrement more; at a yield and at the count's end, the
+ * timers (DUE TIMERS) */
 static inline bool look_due_(struct coro__worker *w)
 {
     if (CORO__LIKELY(w->poll_steps > 1)) {
@@ -2172,6 +2203,7 @@ static inline bool look_due_(struct coro__worker *w)
         if (CORO__LIKELY(!w->poll_yield))
             return false;
         w->poll_yield = false;
+        timers_due(w);
         if (w->poll_idle > 0) {
             w->poll_idle--;
             return false;
@@ -2179,6 +2211,7 @@ static inline bool look_due_(struct coro__worker *w)
         return look_due_slow(w, false);
     }
     w->poll_yield = false;
+    timers_due(w);
     return look_due_slow(w, true);
 }
 

@@ -21,6 +21,10 @@
 static void tfd_set(struct coro__lotsched *ls, int64_t d)
 {
     ls->armed = d;
+    /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS); it may
+     * read a deadline whose wait has since ended, and its fire then finds
+     * nothing due and sets this to the heap's top */
+    __atomic_store_n(&ls->s->timers_next[1], d, __ATOMIC_RELAXED);
     coro__timerfd_arm(ls->tfd, d);
 }
 
@@ -47,6 +51,10 @@ int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, i
         __atomic_store_n(&ls->npend, ls->heap.n, __ATOMIC_RELAXED);
         if (deadline < ls->armed)
             tfd_set(ls, deadline);
+        else if (deadline < __atomic_load_n(&ls->s->timers_next[1], __ATOMIC_RELAXED))
+            /* relaxed: the hint (tfd_set), later than the armed deadline
+             * after a worker fired (coro__lot_timers_expire) */
+            __atomic_store_n(&ls->s->timers_next[1], deadline, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&ls->hlock);
     return rc;
@@ -66,19 +74,33 @@ void coro__lot_timer_del(coro_t *w)
 
 int coro__lot_timers_fire(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
     uint64_t v;
+
+    ssize_t r = read(s->lot->tfd, &v, sizeof v);    /* non-blocking: clear readiness */
+    (void)r;
+    return coro__lot_timers_expire(s, false);
+}
+
+/* worker: a busy worker's look (sched/worker.c DUE TIMERS), which leaves
+ * the timerfd armed for its holder and does not wait for hlock (see
+ * lib/io/epoll.c expire_due) */
+int coro__lot_timers_expire(coro_sched_t *s, bool worker)
+{
+    struct coro__lotsched *ls = s->lot;
     int n = 0;
 
-    ssize_t r = read(ls->tfd, &v, sizeof v);    /* non-blocking: clear readiness */
-    (void)r;
     int64_t now = coro__now();
     for (;;) {
-        pthread_mutex_lock(&ls->hlock);
+        if (!worker)
+            pthread_mutex_lock(&ls->hlock);
+        else if (pthread_mutex_trylock(&ls->hlock) != 0)
+            return n;
         const struct coro__tnode *top = coro__heap_top(&ls->heap);
         if (!top || top->deadline > now) {
             int64_t d = top ? top->deadline : INT64_MAX;
-            if (d != ls->armed)
+            if (worker)     /* relaxed: the hint, as tfd_set's */
+                __atomic_store_n(&s->timers_next[1], d, __ATOMIC_RELAXED);
+            else if (d != ls->armed)
                 tfd_set(ls, d);
             pthread_mutex_unlock(&ls->hlock);
             return n;
@@ -147,6 +169,7 @@ int coro__lot_timers_init(struct coro__lotsched *ls)
 {
     ls->tfd = -1;
     ls->armed = INT64_MAX;
+    ls->s->timers_next[1] = INT64_MAX;     /* before any worker runs */
     pthread_mutex_init(&ls->hlock, NULL);
     int rc = coro__heap_init(&ls->heap, ls->s, CORO__TIMER_PREALLOC);
     if (rc < 0)

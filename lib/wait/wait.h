@@ -144,6 +144,11 @@ CORO__HIDDEN uint64_t coro__lot_cancel_sweeps(coro_sched_t *s);
  * coro__io_pending). */
 CORO__HIDDEN int coro__lot_timer_fd(coro_sched_t *s);
 CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
+/* the same without reading the timerfd: fire what is due now; worker: a
+ * busy worker's look (sched/worker.c DUE TIMERS), which leaves the
+ * timerfd to its holder and gives up when hlock is held.  The number
+ * fired */
+CORO__HIDDEN int coro__lot_timers_expire(coro_sched_t *s, bool worker);
 CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
 CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now */
 /* the earliest lot timer's deadline, INT64_MAX = none (rt/vtime.c) */
