@@ -8,7 +8,10 @@
 #include "sync/sync.h"
 
 CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
-CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw);
+/* ... *kept: x stays queued in a collecting group (coro_group_next frees
+ * it); the finisher must not free it */
+CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw,
+                                         bool *kept);
 /* coro__finish_cas - the finisher's CAS to DONE (lib/rt/runtime.c): returns the
  * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
  * the job had waiters) */
