@@ -276,12 +276,15 @@ CORO_EXTERN int coro_group_init_collect(coro_group_t *g);
  * timeout_ns < CORO_FOREVER).
  * The frame: *co names the member; it does not hand the frame over.  The
  * frame lifetime rules (docs/guide.md, "Frame lifetimes") hold as without
- * a group: a caller-owned frame is freed or reused in its on_exit (which
- * may still be running when coro_group_next returns) or after coro_join;
- * a pool frame (coro_frame_alloc) is given back by the library at the
+ * a group: free or reuse a caller-owned frame after coro_join on it
+ * returned (at once, or once the scheduler stopped touching it), or in its
+ * on_exit (which may still be running when coro_group_next returns); a
+ * pool frame (coro_frame_alloc) is given back by the library at the
  * finish, so *co may already name a frame in use by a later spawn: compare
  * it, never dereference it.  The member's record is freed by the call that
- * gives it; members nobody collected are dropped by coro_group_destroy. */
+ * gives it; members nobody collected are dropped by coro_group_destroy.
+ * Empty or destroy g before the members' schedulers are destroyed (their
+ * allocators free the records). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_next(coro_group_t *g, coro_t **co,
                                                         intptr_t *result, int64_t timeout_ns);
 
