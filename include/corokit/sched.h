@@ -158,7 +158,9 @@ typedef struct coro_group {
     void *head;             /* private: the members' records */
     uint32_t lock;          /* private: a spinlock */
     uint32_t count;         /* private: members not finished */
-    uint64_t reserved[2];   /* private */
+    /* private: finished members not yet collected (coro_group_next), and
+     * the last of them; done_last is NULL in a group that does not collect */
+    void *done, *done_last;
 } coro_group_t;
 
 /* Per-spawn options; a zero-initialised struct (or NULL) means any CPU,
@@ -256,6 +258,41 @@ CORO_EXTERN int coro_join_timeout(coro_t *co, intptr_t *result, int64_t timeout_
 /* coro_group_init - an empty group.  0, -EINVAL (NULL).  Any thread. */
 CORO_EXTERN int coro_group_init(coro_group_t *g);
 
+/* coro_group_init_collect - an empty group that keeps its finished members
+ * for coro_group_next (one by one, in finishing order).  0, -EINVAL
+ * (NULL).  Any thread.  A group made by coro_group_init does not keep
+ * them (and costs nothing more); coro_group_next refuses it. */
+CORO_EXTERN int coro_group_init_collect(coro_group_t *g);
+
+/* coro_group_next - awaitable: the next member of g that finished (tokio's
+ * JoinSet::join_next): 0 with *co = the member (the coro_t * its spawn
+ * took) and *result = its result (result may be NULL).  Each finished
+ * member is given exactly once, in finishing order, members that finished
+ * before the call included.  -ENOENT: no member is left to give (none
+ * queued, none live; a later spawn into g makes more).  Waits up to
+ * timeout_ns (CORO_FOREVER = no limit, 0 = just look): -ETIMEDOUT;
+ * -ECANCELED (the waiter was cancelled); -ENOMEM (no memory for its
+ * timer); -EINVAL (NULL g or co, g not made by coro_group_init_collect,
+ * timeout_ns < CORO_FOREVER).
+ * The frame: *co names the member; it does not hand the frame over.  The
+ * frame lifetime rules (docs/guide.md, "Frame lifetimes") hold as without
+ * a group: free or reuse a caller-owned frame after coro_join on it
+ * returned (at once, or once the scheduler stopped touching it), or in its
+ * on_exit (which may still be running when coro_group_next returns); a
+ * pool frame (coro_frame_alloc) is given back by the library at the
+ * finish, so *co may already name a frame in use by a later spawn: compare
+ * it, never dereference it.  The member's record is freed by the call that
+ * gives it; members nobody collected are dropped by coro_group_destroy.
+ * Empty or destroy g before the members' schedulers are destroyed (their
+ * allocators free the records). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_group_next(coro_group_t *g, coro_t **co,
+                                                        intptr_t *result, int64_t timeout_ns);
+
+/* coro_group_next_blocking - the same from a plain thread; -EDEADLK from a
+ * job.  Blocks up to timeout_ns. */
+CORO_EXTERN int coro_group_next_blocking(coro_group_t *g, coro_t **co, intptr_t *result,
+                                         int64_t timeout_ns);
+
 /* coro_group_wait - awaitable: wait until every member of g has finished
  * (0; at once when none is live), for at most timeout_ns (CORO_FOREVER = no
  * limit, 0 = just look): -ETIMEDOUT; -ECANCELED (the waiter was
@@ -274,7 +311,9 @@ CORO_EXTERN int coro_group_wait_blocking(coro_group_t *g, int64_t timeout_ns);
 CORO_EXTERN int coro_group_cancel(coro_group_t *g);
 
 /* coro_group_destroy - 0, -EBUSY (members are live: wait for them first),
- * -EINVAL (NULL).  Any thread. */
+ * -EINVAL (NULL).  Any thread.  A collecting group's finished members that
+ * nobody took with coro_group_next are dropped (their records freed; their
+ * schedulers must not be destroyed before). */
 CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 
 /* coro_cancel - cancel job: its pending await (unless that operation has

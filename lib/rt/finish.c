@@ -67,8 +67,10 @@ void coro__finish(coro_t *job)
     }
     /* one CAS (coro__finish_cas), under the group's lock for a member */
     uint32_t nw;
-    uint32_t old = x && x->group ? coro__group_finish(job, x, &nw) : coro__finish_cas(job, &nw);
-    if (x)
+    bool kept = false;      /* x queued for coro_group_next (rt/group.c) */
+    uint32_t old = x && x->group ? coro__group_finish(job, x, &nw, &kept)
+                                 : coro__finish_cas(job, &nw);
+    if (x && !kept)
         coro__free(s, x, sizeof *x);
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's

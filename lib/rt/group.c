@@ -25,10 +25,28 @@
  * Lock order: group -> lot bucket (the finisher's wake, the cancel sweep).
  * Nothing takes a group's lock under a bucket lock.
  *
+ * COLLECT (coro_group_next).  A group made by coro_group_init_collect
+ * keeps its finished members for coro_group_next, in finishing order,
+ * intrusively: the member's record (struct coro__ext, which every member
+ * has) is not freed by its finisher but queued on g->done with the job's
+ * result in it, and freed by the coro_group_next that gives it (or by
+ * coro_group_destroy).  A group that does not collect (done_last NULL)
+ * frees the record at the finish as before.  The queue, the waiters of
+ * coro_group_next and the count as they see it are under the lot bucket
+ * lock of the key &g->done (NEXT_KEY): the finisher, still under the
+ * group's lock (lock order group -> bucket), takes that bucket, stores the
+ * decremented count, and either hands the member to the oldest waiter
+ * (writing its outs, as a channel's sender does) or queues it; when it was
+ * the last, the remaining waiters get -ENOENT.  So a waiter that found the
+ * queue empty and the count above 0 under that bucket is linked before
+ * the finisher looks for one: no wake is lost.  An empty collecting queue
+ * has done NULL and done_last pointing at g itself.
+ *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
  * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/lot.c
  * REGISTRY) after unlocking: the schedulers outlive their jobs. */
 #include <sched.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "rt/rt.h"
@@ -65,9 +83,85 @@ void coro__group_join(coro_group_t *g, struct coro__ext *x)
     gunlock(g);
 }
 
-uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw)
+#define NEXT_KEY(g) ((const void *)&(g)->done)
+
+/* relaxed: done_last is set once at init and never NULL again; it is read
+ * without a lock by coro_group_next's argument check */
+static bool collecting(const coro_group_t *g)
+{
+    return __atomic_load_n(&g->done_last, __ATOMIC_RELAXED) != NULL;
+}
+
+static void set_last(coro_group_t *g, void *last)
+{
+    __atomic_store_n(&g->done_last, last, __ATOMIC_RELAXED);
+}
+
+static void done_push(coro_group_t *g, struct coro__ext *x)
+{
+    x->gnext = NULL;
+    if (g->done)
+        ((struct coro__ext *)g->done_last)->gnext = x;
+    else
+        g->done = x;
+    set_last(g, x);
+}
+
+static struct coro__ext *done_pop(coro_group_t *g)
+{
+    struct coro__ext *x = g->done;
+    if (x) {
+        g->done = x->gnext;
+        if (!g->done)
+            set_last(g, g);         /* empty, still collecting */
+    }
+    return x;
+}
+
+/* give a finished member to a coro_group_next: its job and result through
+ * the outs (arg[1]: coro_t **, arg[2]: intptr_t *, NULL = not wanted) */
+static void give(coro_await_t *a, coro_t *job, intptr_t res)
+{
+    *(coro_t **)a->arg[1].p = job;
+    if (a->arg[2].p)
+        *(intptr_t *)a->arg[2].p = res;
+}
+
+/* the finish of a member of a collecting group, under g's lock (COLLECT) */
+static void collect_finish(coro_group_t *g, struct coro__ext *x, coro_t *job, intptr_t res,
+                           coro_sched_t *s, uint32_t left, bool *kept)
+{
+    coro__wl_t wl;
+    coro__wl_init(&wl);
+    coro__lotb_t *b = coro__lot_lock(NEXT_KEY(g));
+    /* seq_cst: the decrement before our lock of the group waiters' bucket
+     * (top of file); coro_group_next reads it under this bucket */
+    __atomic_store_n(&g->count, left, __ATOMIC_SEQ_CST);
+    coro_t *w = coro__lot_take(b, NEXT_KEY(g));
+    if (w) {
+        give(coro__lot_args(w), job, res);
+        coro__wl_add(&wl, w, 0);
+    } else {
+        x->result = res;
+        x->sched = s;
+        done_push(g, x);
+        *kept = true;
+    }
+    if (left == 0 && !g->done) {
+        /* nothing left to give to those still waiting */
+        while ((w = coro__lot_take(b, NEXT_KEY(g))))
+            coro__wl_add(&wl, w, -ENOENT);
+    }
+    coro__lot_unlock(b);
+    coro__wl_wake(&wl);
+}
+
+uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw, bool *kept)
 {
     coro_group_t *g = x->group;
+    /* read before DONE is stored: then the frame may be reused */
+    intptr_t res = job->result;
+    coro_sched_t *s = job->sched;
 
     glock(g);
     /* the CAS to DONE of coro__finish (lib/rt/runtime.c), under the lock */
@@ -79,8 +173,11 @@ uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw)
     if (x->gnext)
         x->gnext->gprev = x->gprev;
     uint32_t left = g->count - 1;
-    /* seq_cst: the decrement before our lock of the waiters' bucket (top) */
-    __atomic_store_n(&g->count, left, __ATOMIC_SEQ_CST);
+    if (collecting(g))
+        collect_finish(g, x, job, res, s, left, kept);
+    else
+        /* seq_cst: the decrement before our lock of the waiters' bucket (top) */
+        __atomic_store_n(&g->count, left, __ATOMIC_SEQ_CST);
     if (left == 0)
         coro__lot_unpark_all(g, 0);
     gunlock(g);
@@ -142,6 +239,69 @@ int coro_group_wait_blocking(coro_group_t *g, int64_t timeout)
     return (int)coro__lot_park_thread(g, group_validate, NULL, coro__deadline(timeout));
 }
 
+/* ---- collecting: the next finished member ------------------------------------------ */
+
+int coro_group_init_collect(coro_group_t *g)
+{
+    int rc = coro_group_init(g);
+    if (rc == 0)
+        set_last(g, g);
+    return rc;
+}
+
+/* under the bucket of NEXT_KEY (COLLECT): give the oldest finished member,
+ * or -ENOENT when none is queued and none is live, or wait */
+static int next_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+{
+    coro_group_t *g = (coro_group_t *)((char *)a->arg[0].p - offsetof(coro_group_t, done));
+    (void)wl;
+    /* relaxed: count changes under this bucket for a collecting group */
+    if (!g->done && __atomic_load_n(&g->count, __ATOMIC_RELAXED) != 0)
+        return 0;
+    if (proxy && coro__proxy_claim(proxy) < 0)
+        return -1;
+    struct coro__ext *x = done_pop(g);
+    if (!x) {
+        *res = -ENOENT;
+        return 1;
+    }
+    give(a, x->job, x->result);
+    /* off every list now; its scheduler's allocator (kept at the finish)
+     * takes it back */
+    coro__free(x->sched, x, sizeof *x);
+    *res = 0;
+    return 1;
+}
+
+static const struct coro__sync_ops group_next_ops = {
+    { "group_next", coro__sync_arm }, coro__arg0_key, next_try,
+};
+
+/* arg[0] is the key (&g->done), so that coro__arg0_key gives it */
+static coro_await_t next_args(coro_group_t *g, coro_t **co, intptr_t *result, int64_t timeout)
+{
+    coro_await_t a = { .ops = &group_next_ops.base, .timeout = timeout };
+    a.arg[0].p = &g->done;
+    a.arg[1].p = co;
+    a.arg[2].p = result;
+    return a;
+}
+
+coro_await_t coro_group_next(coro_group_t *g, coro_t **co, intptr_t *result, int64_t timeout)
+{
+    if (!g || !co || !collecting(g))
+        return coro_ready(-EINVAL);
+    return coro__sync_await(next_args(g, co, result, timeout));
+}
+
+int coro_group_next_blocking(coro_group_t *g, coro_t **co, intptr_t *result, int64_t timeout)
+{
+    if (!g || !co || !collecting(g))
+        return -EINVAL;
+    coro_await_t a = next_args(g, co, result, timeout);
+    return (int)coro__sync_block(&a, timeout);
+}
+
 /* ---- cancel, destroy -------------------------------------------------------------- */
 
 int coro_group_cancel(coro_group_t *g)
@@ -196,5 +356,14 @@ int coro_group_destroy(coro_group_t *g)
     glock(g);
     uint32_t n = g->count;
     gunlock(g);
-    return n ? -EBUSY : 0;
+    if (n)
+        return -EBUSY;
+    /* no finisher touches g any more (top of file): the members nobody
+     * collected are dropped */
+    if (collecting(g)) {
+        struct coro__ext *x;
+        while ((x = done_pop(g)))
+            coro__free(x->sched, x, sizeof *x);
+    }
+    return 0;
 }

@@ -8,7 +8,11 @@
 #include "sync/sync.h"
 
 CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
-CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw);
+/* coro__group_finish (lib/sched/sched.h says what it does): *kept is set
+ * when x stays queued in a collecting group for coro_group_next, which
+ * frees it; the finisher must not free it then */
+CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw,
+                                         bool *kept);
 /* coro__finish_cas - the finisher's CAS to DONE (lib/rt/runtime.c): returns the
  * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
  * the job had waiters) */

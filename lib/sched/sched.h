@@ -94,11 +94,17 @@ static inline bool coro__job_cancelled(const coro_t *job)
  * context). */
 struct coro__ext {
     void (*on_exit)(coro_t *);
-    int64_t deadline;       /* absolute ns, 0 = none */
+    union {
+        int64_t deadline;   /* absolute ns, 0 = none */
+        intptr_t result;    /* once finished, queued in a collecting group */
+    };
     coro_group_t *group;    /* NULL = none */
     coro_t *job;            /* the member (lib/rt/group.c) */
     struct coro__ext *gprev, *gnext;    /* the group's list, under its lock */
-    const char *name;       /* coro_spawn_opts_t.name, NULL = none */
+    union {
+        const char *name;   /* coro_spawn_opts_t.name, NULL = none */
+        coro_sched_t *sched;    /* once finished, queued: whose allocator frees it */
+    };
 };
 
 /* lib/rt/group.c: join g (at spawn, before the job is queued) / the finish of
