@@ -2164,11 +2164,11 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
  * the I/O thread while every worker is busy - a thread the kernel must
  * first give a CPU: on a machine whose every CPU runs a busy worker it
  * waits in the run queue behind them (a scheduler tick or more: a HIGH
- * job's 100 us sleep woke about 10 ms late on one CPU beside a job that
- * yields every 20 us).  So a busy worker fires what is due itself, at
- * the points where it would look at epoll (each yield, and every
- * CORO__IO_POLL_STEPS steps), as Go's scheduler checks its timers at
- * each schedule: two relaxed loads of a line only the timers write
+ * job's 1 ms periodic sleep woke about 4 ms late at the median on one CPU
+ * beside a job that yields every 200 us).  So a busy worker fires what is
+ * due itself at each yield - the point where a CPU-bound job gives its
+ * worker away - as Go's scheduler checks its timers at each schedule:
+ * two relaxed loads of a line only the timers write
  * (coro_sched.timers_next), and with a timer armed one clock reading;
  * with one due, the I/O layer fires both heaps here (their locks are per
  * scheduler, the fire path the I/O thread's). What it wakes runs by its
@@ -2194,8 +2194,10 @@ static inline void timers_due(struct coro__worker *w)
 
 /* the path of every step: a decrement and a test of the yield's flag;
  * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
- * waiting, a decrement more; at a yield and at the count's end, the
- * timers (DUE TIMERS) */
+ * waiting, a decrement more; at a yield, the timers (DUE TIMERS: not at
+ * the count's end, where steps that do not yield end soon and the
+ * workers park on the timerfd; firing there too made the timers shape
+ * slower) */
 static inline bool look_due_(struct coro__worker *w)
 {
     if (CORO__LIKELY(w->poll_steps > 1)) {
@@ -2210,8 +2212,10 @@ static inline bool look_due_(struct coro__worker *w)
         }
         return look_due_slow(w, false);
     }
-    w->poll_yield = false;
-    timers_due(w);
+    if (w->poll_yield) {
+        w->poll_yield = false;
+        timers_due(w);
+    }
     return look_due_slow(w, true);
 }
 
