@@ -94,6 +94,8 @@ static bool collecting(const coro_group_t *g)
 
 static void set_last(coro_group_t *g, void *last)
 {
+    /* relaxed: under the group's lock, which orders it for the finishers;
+     * the unlocked reader is collecting()'s, which asks NULL or not */
     __atomic_store_n(&g->done_last, last, __ATOMIC_RELAXED);
 }
 

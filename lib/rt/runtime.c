@@ -146,6 +146,8 @@ static int boot_workers(coro_sched_t *s, struct boot *boots, pthread_t *tid, int
             rc = -ENOMEM;
     if (rc == 0)
         return 0;
+    /* release: pairs with the workers' acquire of boot_go; what they read
+     * of s after it (told to stop) was written before */
     __atomic_store_n(&s->boot_go, BOOT_ABORT, __ATOMIC_RELEASE);
     coro__futex_wake(&s->boot_go, INT_MAX);
     for (int i = 0; i < started; i++)
@@ -343,6 +345,7 @@ fail:
     /* workers that were started wait for the word: tell them to go */
     if (s->nworkers > 0 && __atomic_load_n(&s->boot_go, __ATOMIC_RELAXED) == BOOT_WAIT &&
         s->w && s->w[0] && s->w[0]->started) {
+        /* release: as the abort above */
         __atomic_store_n(&s->boot_go, BOOT_ABORT, __ATOMIC_RELEASE);
         coro__futex_wake(&s->boot_go, INT_MAX);
         for (int i = 0; i < s->nworkers; i++) {

@@ -311,6 +311,7 @@ static int claim_idle(coro_sched_t *s, const uint64_t *wmask)
     for (int g = 0, groups = SUM_USED(s); g < groups; g++) {
         for (uint64_t f = sum_nonzero(s, g); f; f &= f - 1) {
             int k = g * SUM_FIELDS + __builtin_ctzll(f) / 16;
+            /* relaxed: a candidate; claim_one's acq_rel fetch_and decides */
             uint64_t bits = __atomic_load_n(&s->idle[k], __ATOMIC_RELAXED) & wmask[k];
             while (bits) {
                 int idx = k * 64 + __builtin_ctzll(bits);
@@ -563,6 +564,8 @@ static bool xq_unlist_empty(coro_sched_t *s, uint64_t *off)
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
+        /* acquire: pairs with the quieting worker's set of the bit; the
+         * ring it names is then complete (RINGS) */
         for (uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE); bits;
              bits &= bits - 1) {
             unsigned b = (unsigned)__builtin_ctzll(bits);
@@ -982,6 +985,7 @@ static __attribute__((noinline)) coro_t *pop_xq_quiet(struct coro__worker *w, bo
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
+        /* acquire: as in the periodic look's read of the quiet words */
         uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE);
         if (!bits) {
             map_top_tidy(&s->xq_qtop, s->xq_quiet, k);
