@@ -139,13 +139,13 @@ $(B)/samples/%: samples/%.c $(STATIC)
 $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	@$(SAY) "  CC      $@"
-	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
 
 # the same coroutine tests, on the portable switch back end
 $(B)/tests/test_coro_switch.o: tests/test_coro.c
 	@mkdir -p $(@D)
 	@$(SAY) "  CC      $@"
-	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_USE_SWITCH -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib -Itests $(CFLAGS) -DCORO_USE_SWITCH -DCORO_BUILD_DIR='"$(B)"' -MMD -MP -c $< -o $@
 
 $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 	@$(SAY) "  LD      $@"

@@ -7,18 +7,9 @@
  * group's members collected one by one. */
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "fixture.h"
 #include <errno.h>
 #include <stdlib.h>
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s = NULL;
-    c.workers = workers;
-    c.pin = false;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
 
 /* ---- the allocator ------------------------------------------------------- */
 

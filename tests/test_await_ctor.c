@@ -8,21 +8,11 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s = NULL;
-    c.workers = workers;
-    c.pin = false;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
 
 static int ran;
 

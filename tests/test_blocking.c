@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,22 +21,15 @@ static const int worker_counts[] = { 0, 1, 2, 4 };
                           ((w) = worker_counts[wi__], 1);                           \
          wi__++)
 
-static coro_sched_t *mk(int workers, uint32_t threads, uint32_t keepalive_ms)
+/* a scheduler with a pool of `threads` blocking threads kept keepalive_ms */
+static coro_sched_t *mk_pool(int workers, uint32_t threads, uint32_t keepalive_ms)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s;
     c.workers = workers;
+    c.pin = false;
     c.blocking_threads = threads;
     c.blocking_keepalive_ns = (int64_t)keepalive_ms * 1000000;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return mk_config(&c);
 }
 
 /* ---- results delivered once each ------------------------------------------------ */
@@ -69,7 +62,7 @@ Test(blocking, results_of_many_concurrent_calls_are_each_delivered_once, .timeou
     enum { N = 300 };
     int w;
     FOR_WORKERS(w) {
-        coro_sched_t *s = mk(w, 16, 0);
+        coro_sched_t *s = mk_pool(w, 16, 0);
         struct call *c = calloc(N, sizeof *c);
         for (int i = 0; i < N; i++) {
             c[i].in = i + 1;
@@ -104,7 +97,7 @@ static int null_body(coro_t *co)
 
 Test(blocking, a_null_function_is_einval, .timeout = 10)
 {
-    coro_sched_t *s = mk(1, 0, 0);
+    coro_sched_t *s = mk_pool(1, 0, 0);
     struct nulljob j = { .r = 1 };
     cr_assert_eq(block_on_r(s, &j.co, null_body, NULL), 0);
     cr_assert_eq(j.r, -EINVAL);
@@ -144,7 +137,7 @@ Test(blocking, no_thread_can_be_started_and_none_exists_gives_eagain_and_fn_neve
 {
     int w;
     FOR_WORKERS(w) {
-        coro_sched_t *s = mk(w, 0, 0);
+        coro_sched_t *s = mk_pool(w, 0, 0);
         struct markjob j = { .r = 1 };
         ran_anyway = 0;
         coro__blocking_spawn_hook = failing_create;
@@ -163,7 +156,7 @@ Test(blocking, no_thread_can_be_started_and_none_exists_gives_eagain_and_fn_neve
 
 Test(blocking, idle_pool_threads_retire_after_the_keepalive, .timeout = 30)
 {
-    coro_sched_t *s = mk(2, 4, 20);     /* 20 ms keep-alive */
+    coro_sched_t *s = mk_pool(2, 4, 20);     /* 20 ms keep-alive */
     struct markjob j = { .r = 1 };
     uint32_t th;
     uint64_t started, retired;
@@ -240,7 +233,7 @@ Test(blocking, cancel_drops_queued_calls_and_waits_for_running_ones, .timeout = 
     int workers[] = { 1, 2, 4 };
     for (int k = 0; k < 3; k++) {
         enum { N = 6 };
-        coro_sched_t *s = mk(workers[k], 2, 0);    /* 2 threads: 4 calls queue */
+        coro_sched_t *s = mk_pool(workers[k], 2, 0);    /* 2 threads: 4 calls queue */
         struct gjob j[N];
         pthread_t t;
         memset(j, 0, sizeof j);
@@ -308,7 +301,7 @@ Test(blocking, sixty_four_blocking_sleeps_run_side_by_side_and_the_workers_keep_
      .timeout = 60)
 {
     enum { N = 64 };
-    coro_sched_t *s = mk(2, 0, 0);
+    coro_sched_t *s = mk_pool(2, 0, 0);
     static struct sleeper sl[N];
     struct ticker tk = { .stop = 0 };
     memset(sl, 0, sizeof sl);
@@ -335,7 +328,7 @@ Test(blocking, coro_cancel_withdraws_a_queued_call_and_fn_never_runs, .timeout =
 {
     int workers[] = { 1, 2, 4 };
     for (int k = 0; k < 3; k++) {
-        coro_sched_t *s = mk(workers[k], 1, 0);     /* one thread: the second call queues */
+        coro_sched_t *s = mk_pool(workers[k], 1, 0);     /* one thread: the second call queues */
         struct gjob first = { .r = 0 }, second = { .r = 0 };
         gate_open = gate_in = 0;
         cr_assert_eq(coro_spawn(s, &first.co, gated_body, NULL), 0);
@@ -366,7 +359,7 @@ Test(blocking, a_burst_of_calls_starts_one_thread_on_a_worker_and_the_rest_on_po
      .timeout = 60)
 {
     enum { N = 64 };
-    coro_sched_t *s = mk(2, 0, 0);
+    coro_sched_t *s = mk_pool(2, 0, 0);
     static struct sleeper sl[N];
     memset(sl, 0, sizeof sl);
     for (int i = 0; i < N; i++)
@@ -421,7 +414,7 @@ static void gate_release(void)
 Test(blocking, a_started_call_keeps_its_result_after_coro_cancel_and_the_next_await_is_ecanceled,
      .timeout = 30)
 {
-    coro_sched_t *s = mk(2, 2, 0);
+    coro_sched_t *s = mk_pool(2, 2, 0);
     struct gjob2 j = { .r = 0 };
     gate_open = gate_in = 0;
     ran_anyway = 0;
@@ -439,7 +432,7 @@ Test(blocking, a_started_call_keeps_its_result_after_coro_cancel_and_the_next_aw
 Test(blocking, a_started_call_keeps_its_result_past_the_deadline_and_the_next_await_times_out,
      .timeout = 30)
 {
-    coro_sched_t *s = mk(2, 2, 0);
+    coro_sched_t *s = mk_pool(2, 2, 0);
     struct gjob2 j = { .r = 0 };
     gate_open = gate_in = 0;
     ran_anyway = 0;
@@ -460,7 +453,7 @@ Test(blocking, a_started_call_keeps_its_result_past_the_deadline_and_the_next_aw
 Test(blocking, a_queued_call_whose_deadline_passes_never_starts_and_ends_etimedout,
      .timeout = 30)
 {
-    coro_sched_t *s = mk(1, 1, 0);      /* one thread: the second call queues */
+    coro_sched_t *s = mk_pool(1, 1, 0);      /* one thread: the second call queues */
     struct gjob first = { .r = 0 };
     struct markjob second = { .r = 0 };
     gate_open = gate_in = 0;
@@ -532,7 +525,7 @@ Test(blocking, a_regular_file_read_waits_on_the_pool_while_its_worker_runs_other
     for (int k = 0; k < 2; k++) {
         /* one pool thread, held inside a gated call: the read can only
          * queue behind it.  Before, the read ran on the worker at once. */
-        coro_sched_t *s = mk(workers[k], 1, 0);
+        coro_sched_t *s = mk_pool(workers[k], 1, 0);
         struct gjob g = { .r = 0 };
         struct fio f = { .fd = tmp_file("hello, file") };
         struct quick q;
@@ -578,7 +571,7 @@ Test(blocking, a_regular_file_written_then_read_back_gives_the_bytes_and_then_eo
 {
     int w;
     FOR_WORKERS(w) {
-        coro_sched_t *s = mk(w, 4, 0);
+        coro_sched_t *s = mk_pool(w, 4, 0);
         struct fio f = { .fd = tmp_file(NULL), .out = "corokit files" };
         uint32_t th;
         uint64_t started, retired;
@@ -597,7 +590,7 @@ Test(blocking, a_regular_file_written_then_read_back_gives_the_bytes_and_then_eo
 
 Test(blocking, a_file_read_through_a_write_only_fd_is_ebadf_as_read_2_says, .timeout = 30)
 {
-    coro_sched_t *s = mk(1, 2, 0);
+    coro_sched_t *s = mk_pool(1, 2, 0);
     char path[] = "/tmp/corokit-blocking-XXXXXX";
     int fd0 = mkstemp(path);
     cr_assert_geq(fd0, 0);
@@ -619,7 +612,7 @@ Test(blocking, a_file_read_through_a_write_only_fd_is_ebadf_as_read_2_says, .tim
 Test(blocking, a_file_read_cancelled_before_it_started_is_ecanceled_and_consumes_no_bytes,
      .timeout = 30)
 {
-    coro_sched_t *s = mk(1, 1, 0);
+    coro_sched_t *s = mk_pool(1, 1, 0);
     struct gjob g = { .r = 0 };
     struct fio f = { .fd = tmp_file("unread") };
     gate_open = gate_in = 0;
@@ -641,7 +634,7 @@ Test(blocking, a_file_read_cancelled_before_it_started_is_ecanceled_and_consumes
 /* a pipe is not a file: coro_read on it still waits on epoll, not the pool */
 Test(blocking, a_pipe_read_does_not_go_through_the_pool, .timeout = 30)
 {
-    coro_sched_t *s = mk(1, 2, 0);
+    coro_sched_t *s = mk_pool(1, 2, 0);
     int p[2];
     cr_assert_eq(pipe(p), 0);
     cr_assert_eq(write(p[1], "x", 1), 1);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"      /* the state word (util.h) */
-#include "util.h"
+#include "internal/white_box.h"
 
 #define NQ 40
 

@@ -14,7 +14,7 @@
  * Also here: a second coro_child waiter of one pid gets -ESRCH. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -53,13 +53,6 @@ struct opjob {
     int reached;            /* atomic: the job is at r */
     int other;              /* the first result that was neither */
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int opjob_body(coro_t *co)
 {

@@ -9,7 +9,6 @@
  * drives through coro_join), 1, 2 and 4 workers. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <fcntl.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -18,17 +17,10 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the state word: wait until a job is suspended */
-#include "util.h"           /* mk, wait_suspended, joiner threads */
+#include "internal/white_box.h"
 
 static const int worker_counts[] = { 0, 1, 2, 4 };
 #define NW (sizeof worker_counts / sizeof worker_counts[0])
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- a reader and a receiver keep what they got ------------------------------ */
 

@@ -10,7 +10,6 @@
  * structure the scheduler ever waited in (coro__lot_cancel_sweeps). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"      /* the state word, coro__lot_cancel_sweeps */
-#include "util.h"
+#include "internal/white_box.h"
 
 enum kind { K_SELECT, K_GROUP, K_BLOCKING, K_SIGNAL, K_CHILD, K_DONE, NKINDS };
 static const char *const kind_name[NKINDS] = { "select", "group", "blocking", "signal",

@@ -3,7 +3,7 @@
  * a cancellation point) stops when its job is cancelled, by asking. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <sched.h>
 
 struct cruncher {

@@ -4,7 +4,7 @@
  * switch back end (-DCORO_USE_SWITCH, suite "coro_switch"). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>

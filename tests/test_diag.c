@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,13 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void spin_ns(int64_t ns)
 {
@@ -306,14 +299,14 @@ static int sleeper_body(coro_t *co)
     CORO_END(co);
 }
 
-struct joiner {
+struct join_job {
     coro_t co;
     coro_t *target;
 };
 
 static int joiner_body(coro_t *co)
 {
-    struct joiner *j = CORO_SELF(co, struct joiner);
+    struct join_job *j = CORO_SELF(co, struct join_job);
     CORO_BEGIN(co);
     CORO_AWAIT(co, coro_done(j->target));
     CORO_END(co);
@@ -367,7 +360,7 @@ Test(diag, dump_names_what_each_job_waits_on, .timeout = 60)
     struct reader r = { .fd = rp[0] };
     struct evw e = { .ev = &ev };
     struct sleeper sl = { 0 };
-    struct joiner j = { .target = &e.co };
+    struct join_job j = { .target = &e.co };
     struct blk b = { .fd = bp[0] };
     coro_spawn_opts_t o_r = { .name = "the-reader" }, o_e = { .name = "the-event-waiter" },
                       o_s = { .name = "the-sleeper" }, o_j = { .name = "the-joiner" },

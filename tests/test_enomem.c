@@ -26,7 +26,7 @@
  * the threads' stacks (pthread_create: -EAGAIN, not injectable here). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -90,7 +90,7 @@ static void note(const char *what, intptr_t rc, const int *ok)
         snprintf(other_what, sizeof other_what, "%s: %s", what, coro_err_name((int)rc));
 }
 
-static int mk(coro_sched_t **s, int workers)
+static int mk_failing(coro_sched_t **s, int workers)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     c.workers = workers;
@@ -162,7 +162,7 @@ static void sweep(const char *name, scenario_fn run, int workers)
 static void scen_create(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     finish(s, CORO_DRAIN);
 }
@@ -202,7 +202,7 @@ static int bigjob_body(coro_t *co)
 static void scen_pool(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     coro_group_t g;
     coro_group_init(&g);
@@ -296,7 +296,7 @@ static int hold_body(coro_t *co)
 static void scen_timers(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     static struct tjob j[3 * NTIMED + 2];
     static coro_event_t ev;
@@ -365,7 +365,7 @@ static int cjob_body(coro_t *co)
 static void scen_chan(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     coro_chan_t ch;
     coro_event_t ev;
@@ -435,7 +435,7 @@ static int iojob_body(coro_t *co)
 static void scen_io(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     int fds[NIO][2];
     static struct iojob j[2 * NIO];
@@ -499,7 +499,7 @@ static int bjob_body(coro_t *co)
 static void scen_blocking(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     static struct bjob j[8];
     memset(j, 0, sizeof j);
@@ -563,7 +563,7 @@ static int wjob_body(coro_t *co)
 static void scen_shutdown(int workers)
 {
     coro_sched_t *s;
-    if (mk(&s, workers) < 0)
+    if (mk_failing(&s, workers) < 0)
         return;
     coro_event_t ev;
     coro_chan_t ch;

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -31,16 +31,6 @@
         cr_expect_eq(e__, SENT, "line %d: %s left errno %d (%s)", __LINE__, #call, e__, \
                      strerror(e__));                                                   \
     } while (0)
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    coro_sched_t *s = NULL;
-    c.workers = workers;
-    c.pin = false;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
 
 static int empty_body(coro_t *co)
 {

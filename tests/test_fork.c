@@ -11,7 +11,6 @@
  * kept behind the tree.  At 0, 1 and 2 workers where the shape allows. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@
 #include <string.h>
 
 #include "rt/rt.h"      /* the state word: util.h's wait_suspended */
-#include "util.h"       /* mk */
+#include "internal/white_box.h"
 
 static const int worker_counts[] = { 0, 1, 2 };
 #define NW (sizeof worker_counts / sizeof worker_counts[0])

@@ -4,7 +4,7 @@
  * and coro_join's ordering against on_exit, at 0, 1, 2 and 4 workers. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,19 +46,15 @@ static void cnt_free(void *ctx, void *p, size_t n)
 
 static coro_alloc_t counting = { .alloc = cnt_malloc, .free = cnt_free };
 
-static coro_sched_t *mk(int workers, bool count)
+static coro_sched_t *mk_counted(int workers)
 {
-    coro_sched_t *s = NULL;
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     c.workers = workers;
-    if (count) {
-        live_bytes = live_blocks = 0;
-        fail_after = -1;
-        c.alloc = &counting;
-    }
-    int rc = coro_sched_create(&s, &c);
-    cr_assert_eq(rc, 0, "create(%d): %s", workers, coro_strerror(rc));
-    return s;
+    c.pin = false;
+    live_bytes = live_blocks = 0;
+    fail_after = -1;
+    c.alloc = &counting;
+    return mk_config(&c);
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */
@@ -120,7 +116,7 @@ Test(frame, each_pool_frame_is_given_back_exactly_once_and_memory_returns_at_des
     enum { N = 3000 };
     void **a = malloc(N * sizeof *a), **b = malloc(N * sizeof *b);
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         exits = 0;
         spawn_pool(s, N, a);
         run_all(s, counts[k]);
@@ -191,7 +187,7 @@ Test(frame, frames_from_workers_are_freed_by_other_workers_and_plain_threads, .t
     enum { N = 4000 };
     void **v = calloc(N, sizeof *v);
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         struct maker m = { .s = s, .out = v, .n = N };
         exits = 0;
         cr_assert_eq(block_on_r(s, &m.co, make_frames, NULL), 0);
@@ -230,7 +226,7 @@ static void *spawn_and_exit(void *arg)
 Test(frame, threads_that_exit_leave_nothing_behind, .timeout = 60)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         exits = 0;
         for (int r = 0; r < 4; r++) {
             struct spawner_arg a = { s, 1000 };
@@ -251,7 +247,7 @@ Test(frame, threads_that_exit_leave_nothing_behind, .timeout = 60)
 Test(frame, out_of_memory_in_the_config_allocator_gives_null_and_leaks_nothing, .timeout = 30)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         long before = live_blocks;
         fail_after = 0;
         cr_assert_null(coro_frame_alloc(s, 128), "small");
@@ -271,7 +267,7 @@ Test(frame, out_of_memory_in_the_config_allocator_gives_null_and_leaks_nothing, 
 Test(frame, a_pool_frame_spawned_on_another_scheduler_fails_with_einval, .timeout = 30)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *a = mk(counts[k], false), *b = mk(counts[k], false);
+        coro_sched_t *a = mk(counts[k]), *b = mk(counts[k]);
         struct job *j = coro_frame_alloc(a, sizeof *j);
         cr_assert_not_null(j);
         cr_assert_eq(coro_spawn(b, &j->co, ret_id, NULL), -EINVAL);
@@ -284,7 +280,7 @@ Test(frame, a_pool_frame_spawned_on_another_scheduler_fails_with_einval, .timeou
 
 Test(frame, coro_frame_free_ignores_what_it_does_not_own, .timeout = 30)
 {
-    coro_sched_t *s = mk(2, true);
+    coro_sched_t *s = mk_counted(2);
     struct job onstack = { 0 };
     char *heap = malloc(256);
     coro_frame_free(NULL);
@@ -314,7 +310,7 @@ Test(frame, coro_frame_free_ignores_what_it_does_not_own, .timeout = 30)
 
 Test(frame, a_failed_spawn_leaves_the_frame_to_its_caller, .timeout = 30)
 {
-    coro_sched_t *s = mk(1, true);
+    coro_sched_t *s = mk_counted(1);
     cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
     struct job *j = coro_frame_alloc(s, sizeof *j);
     cr_assert_eq(coro_spawn(s, &j->co, ret_id, NULL), -ESHUTDOWN);
@@ -360,7 +356,7 @@ static void *open_when_joined(void *arg)
 Test(frame, a_joined_pool_frame_is_given_back_after_coro_join_and_reused, .timeout = 30)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         coro_event_t ev;
         coro_event_init(&ev);
         for (int r = 0; r < 20; r++) {
@@ -405,7 +401,7 @@ Test(frame, coro_join_returns_only_after_on_exit_so_the_frame_can_be_respawned, 
 {
     static const coro_spawn_opts_t o = { .on_exit = slow_exit };
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], false);
+        coro_sched_t *s = mk(counts[k]);
         coro_event_t ev;
         coro_event_init(&ev);
         struct gated g = { .ev = &ev, .id = 3 };
@@ -463,7 +459,7 @@ static int burst_fn(coro_t *co)
 Test(frame, rss_stays_flat_over_many_fire_and_forget_spawns, .timeout = 120)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], false);
+        coro_sched_t *s = mk(counts[k]);
         struct burst b = { .s = s, .n = 100000 };
         cr_assert_eq(block_on_r(s, &b.co, burst_fn, NULL), 0);
         if (counts[k] == 0)
@@ -484,7 +480,7 @@ Test(frame, rss_stays_flat_over_many_fire_and_forget_spawns, .timeout = 120)
 Test(frame, a_live_pool_frame_spawned_again_fails_with_ebusy, .timeout = 30)
 {
     for (int k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], true);
+        coro_sched_t *s = mk_counted(counts[k]);
         coro_event_t ev;
         coro_event_init(&ev);
         struct gated *g = coro_frame_alloc(s, sizeof *g);
@@ -503,7 +499,7 @@ Test(frame, a_live_pool_frame_spawned_again_fails_with_ebusy, .timeout = 30)
 
 Test(frame, pointers_into_a_slab_header_are_neither_spawned_nor_freed, .timeout = 30)
 {
-    coro_sched_t *s = mk(0, true);
+    coro_sched_t *s = mk_counted(0);
     char *f = coro_frame_alloc(s, 128);     /* a fresh scheduler: a slab's first block */
     cr_assert_not_null(f);
     coro_t *hdr = (coro_t *)(void *)(f - 128);
@@ -526,7 +522,7 @@ Test(frame, a_thread_caches_frames_of_eight_schedulers_at_most, .timeout = 30)
     coro_sched_t *s[9];
     void *f[9];
     for (int i = 0; i < 9; i++)
-        s[i] = mk(0, false);
+        s[i] = mk(0);
     for (int i = 0; i < 8; i++) {
         f[i] = coro_frame_alloc(s[i], 64);
         cr_assert_not_null(f[i], "scheduler %d", i);
@@ -569,7 +565,7 @@ Test(frame, frames_given_back_by_workers_come_back_zeroed_and_distinct, .timeout
     static const size_t sizes[] = { sizeof(coro_t), sizeof(coro_t) + 1, sizeof(coro_t) + 64, 500 };
     void **v = calloc(N, sizeof *v);
     for (int k = 1; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k], false);
+        coro_sched_t *s = mk(counts[k]);
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
             for (int r = 0; r < ROUNDS; r++) {
                 __atomic_store_n(&scribbles_left, N, __ATOMIC_RELAXED);

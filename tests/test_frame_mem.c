@@ -7,7 +7,6 @@
  * process's RSS after malloc_trim (what the allocator could return). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <malloc.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -16,7 +15,7 @@
 
 #include "rt/rt.h"
 #include "sched/frame.h"
-#include "util.h"
+#include "internal/white_box.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 # define UNDER_ASAN 1

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "rt/rt.h"      /* white-box: the job state word (wait_suspended) */
-#include "util.h"
+#include "internal/white_box.h"
 
 #define MS 1000000LL
 

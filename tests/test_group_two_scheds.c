@@ -7,13 +7,12 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 
 #include "rt/rt.h"      /* white-box: the job state word (wait_suspended) */
-#include "util.h"
+#include "internal/white_box.h"
 
 
 struct member { coro_t co; coro_event_t *ev; intptr_t r; };

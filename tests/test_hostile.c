@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -19,7 +18,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
-#include "util.h"           /* mk, wait_suspended, joiner threads */
+#include "internal/white_box.h"
 
 #define MS 1000000LL
 
@@ -27,13 +26,6 @@ static const int wcounts[] = { 0, 1, 2, 4 };
 static const int64_t huge[] = { INT64_MAX, INT64_MAX - 1, INT64_MAX / 2,
                                 365LL * 24 * 3600 * 1000 * MS };
 #define NHUGE (sizeof huge / sizeof huge[0])
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- every timed await, parked with a huge timeout, then satisfied ------------- */
 

@@ -4,7 +4,7 @@
  * children, close and cancel, across worker counts 0, 1 and 4. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,22 +40,6 @@ static coro_worker_stats_t wstat(const coro_sched_t *s, int i)
 #define MS 1000000LL
 static const int worker_counts[] = { 0, 1, 4 };
 #define FOR_WORKERS(w) for (size_t wi__ = 0; wi__ < 3 && ((w) = worker_counts[wi__], 1); wi__++)
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_t *s = NULL;
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    c.workers = workers;
-    int rc = coro_sched_create(&s, &c);
-    cr_assert_eq(rc, 0, "create(%d): %s", workers, coro_strerror(rc));
-    return s;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
 
 /* a plain thread that writes len bytes to fd ms after job `after` waits
  * (it polls the job's state, bounded by 10 s: no sleep orders the wait

@@ -12,7 +12,6 @@
  * several seconds. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -20,7 +19,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"        /* white box: which worker runs a step; who took the events */
-#include "util.h"
+#include "internal/white_box.h"
 
 #define MS 1000000LL
 #define HOG_NS (2 * MS)         /* a busy job's step */

@@ -21,7 +21,6 @@
  * errno is the caller's after every I/O entry point. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -37,7 +36,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"
-#include "util.h"
+#include "internal/white_box.h"
 
 #define MS 1000000LL
 #define CHUNKS 3

@@ -8,14 +8,13 @@
  * event was handled. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "rt/rt.h"        /* white box: the reader's state word */
-#include "util.h"
+#include "internal/white_box.h"
 
 struct holder {
     coro_t co;

@@ -8,7 +8,7 @@
  * must keep their readiness. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,16 +24,6 @@
 #include "rt/rt.h"        /* white box: the readiness word */
 
 #define MS 1000000LL
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_t *s = NULL;
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    c.workers = workers;
-    int rc = coro_sched_create(&s, &c);
-    cr_assert_eq(rc, 0, "create(%d): %s", workers, coro_strerror(rc));
-    return s;
-}
 
 static inline void cpu_pause(void)
 {

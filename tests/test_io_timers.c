@@ -10,7 +10,7 @@
  * passed with an empty heap, an earlier sleep after a later one. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -27,15 +27,6 @@ int timerfd_settime(int fd, int flags, const struct itimerspec *nv, struct itime
 {
     __atomic_add_fetch(&settime_calls, 1, __ATOMIC_RELAXED);
     return (int)syscall(SYS_timerfd_settime, fd, flags, nv, old);
-}
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_t *s = NULL;
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    c.workers = workers;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
 }
 
 /* ---- a read's timeout removed at every message --------------------------------------- */

@@ -8,11 +8,10 @@
  * run under `make check-asan` too. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <stdlib.h>
 
 #include "rt/rt.h"
-#include "util.h"
+#include "internal/white_box.h"
 
 struct leaf {
     coro_t co;

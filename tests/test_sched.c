@@ -4,7 +4,7 @@
  * shutdown, across worker counts 1, 2, 4, 8 (marl's fixture). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -58,12 +58,6 @@ static void all_pinned_or_skip(coro_sched_t *s)
             cr_skip_test("worker %d could not be pinned here: affinity cannot be checked", i);
         }
     free(st);
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
 }
 
 /* wait (generously) until *p >= v; false on timeout */

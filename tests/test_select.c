@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,7 +19,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
-#include "util.h"           /* mk, wait_suspended, joiner threads */
+#include "internal/white_box.h"
 
 #define MS 1000000LL
 static const int wcounts[] = { 0, 1, 2, 4 };

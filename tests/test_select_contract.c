@@ -18,27 +18,12 @@
 #include <unistd.h>
 
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 
 static const int nworkers[] = { 0, 1, 2, 4 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
 #define MS (1000000ll)
 #define SEL_PARKED 1u   /* lib/sync/select.c's ST_PARKED */
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_t *s;
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    c.workers = workers;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
-
-static void fin(coro_sched_t *s)
-{
-    cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
-    cr_assert_eq(coro_sched_destroy(s), 0);
-}
 
 static void wait_parked(coro_select_t *sel)
 {

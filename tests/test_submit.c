@@ -4,8 +4,7 @@
  * next thread when its thread exits, spilling into the inboxes when full -
  * and a chain of spawns, which stays on its worker. */
 #include "rt/rt.h"
-#include "util.h"
-#include "join_r.h"
+#include "internal/white_box.h"
 
 #include <corokit/sync.h>
 

@@ -11,21 +11,12 @@
 #include <unistd.h>
 
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include "rt/rt.h"     /* white-box: wait until a thread is on an object's list */
 
 static const int nworkers[] = { 1, 2, 4, 8 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
 #define MS (1000000ll)
-
-static coro_sched_t *mk(int workers)
-{
-    coro_sched_t *s;
-    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-    c.workers = workers;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
 
 /* Wait (10 s bound) until job co is linked in the parking lot under key:
  * it then waits, and a set, send or close on key finds it.  White-box (the
@@ -47,12 +38,6 @@ static bool parked_on(coro_t *co, const void *key)
 /* the keys the lot uses (lib/sync/select.c sel_key, lib/sync/chan.c send_key) */
 #define SEL_KEY(sel) ((const char *)(sel) + 1)
 #define SEND_KEY(ch) ((const char *)(ch) + 2)
-
-static void fin(coro_sched_t *s)
-{
-    cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
-    cr_assert_eq(coro_sched_destroy(s), 0);
-}
 
 /* ---- mutex ---------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * (tools/timeline needs python3 too). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

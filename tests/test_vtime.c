@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
+#include "fixture.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -45,21 +45,13 @@ static void cnt_free(void *ctx, void *p, size_t n)
 
 static coro_alloc_t cnt_alloc = { .alloc = cnt_malloc, .free = cnt_free };
 
-static coro_sched_t *mk(int workers, bool counted)
+static coro_sched_t *mk_counted(int workers)
 {
-    coro_sched_t *s;
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     c.workers = workers;
-    if (counted)
-        c.alloc = &cnt_alloc;
-    cr_assert_eq(coro_sched_create(&s, &c), 0);
-    return s;
-}
-
-static void fin(coro_sched_t *s)
-{
-    cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
-    cr_assert_eq(coro_sched_destroy(s), 0);
+    c.pin = false;
+    c.alloc = &cnt_alloc;
+    return mk_config(&c);
 }
 
 static long rss_kib(void)
@@ -157,7 +149,7 @@ Test(wait, timed_waits_of_1ns_to_50us_always_end_on_every_sync_kind, .timeout = 
     enum { N = 1500 };
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false);
+        coro_sched_t *s = mk(w);
         struct objs o;
         objs_init(&o);
         for (int k = 0; k < K_N; k++) {
@@ -229,7 +221,7 @@ Test(wait, a_zeroed_frame_waiting_again_is_not_ended_by_its_old_timeout, .timeou
 {
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false);
+        coro_sched_t *s = mk(w);
         coro_event_t ev;
         struct rw f;
         struct waker k;
@@ -333,7 +325,7 @@ Test(wait, timed_waits_of_60s_that_end_at_once_allocate_nothing_and_keep_no_memo
     enum { N = 200000 };
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, true);
+        coro_sched_t *s = mk_counted(w);
         coro_mutex_t m;
         cr_assert_eq(coro_mutex_init(&m), 0);
         ping_pong(s, 2000, &m);     /* warm-up */
@@ -354,7 +346,7 @@ Test(wait, a_wait_that_ended_early_leaves_no_timer_behind, .timeout = 30)
 {
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false);
+        coro_sched_t *s = mk(w);
         coro_mutex_t m;
         cr_assert_eq(coro_mutex_init(&m), 0);
         ping_pong(s, 1000, &m);
@@ -412,7 +404,7 @@ Test(wait, a_timed_wait_without_memory_for_its_timer_fails_with_enomem, .timeout
     enum { N = 300, PREALLOC = 256 };   /* the timers a scheduler preallocates */
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, true);
+        coro_sched_t *s = mk_counted(w);
         coro_event_t ev;
         struct ew *f = calloc(N, sizeof *f);
         struct ewset e = { .ev = &ev, .f = f, .n = N, .nfail = N - PREALLOC };
@@ -500,7 +492,7 @@ Test(wait, every_timed_wait_kind_fails_with_enomem_and_leaves_no_trace_when_time
     enum { PREALLOC = 256 };
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, true);
+        coro_sched_t *s = mk_counted(w);
         coro_event_t ev;
         struct objs o;
         struct ew *f = calloc(PREALLOC, sizeof *f);
@@ -564,7 +556,7 @@ Test(wait, cancel_ends_two_jobs_that_await_each_other_on_one_scheduler, .timeout
     int w;
     FOR_W(w) {
         for (int round = 0; round < 20; round++) {
-            coro_sched_t *s = mk(w, false);
+            coro_sched_t *s = mk(w);
             coro_event_t gate;
             struct mut a, b;
             memset(&a, 0, sizeof a);
@@ -596,7 +588,7 @@ Test(wait, cancel_on_an_idle_scheduler_visits_no_wait_list_and_grows_no_memory, 
 {
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false);
+        coro_sched_t *s = mk(w);
         long rss0 = rss_kib();
         cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
         long rss1 = rss_kib();
@@ -611,7 +603,7 @@ Test(wait, cancel_visits_only_the_buckets_its_jobs_parked_in, .timeout = 30)
 {
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false), *other = mk(w, false);
+        coro_sched_t *s = mk(w), *other = mk(w);
         coro_event_t ev[3];
         struct rw f[3];
         memset(f, 0, sizeof f);
@@ -696,7 +688,7 @@ Test(wait, a_negative_timeout_other_than_forever_is_einval_for_every_sync_call, 
 {
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk(w, false);
+        coro_sched_t *s = mk(w);
         struct objs o;
         struct nt f;
         /* every object is ready: adca440 completed these (or waited

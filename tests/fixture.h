@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* The fixture every test file shares, written on the public API alone
+ * (include/corokit/): a scheduler without pinning, its teardown, a
+ * monotonic clock, a plain thread that joins a job, and coro_join /
+ * coro_block_on folded into one value.  White-box helpers (the job's state
+ * word) live in tests/internal/white_box.h, which includes this one. */
+#ifndef COROKIT_TESTS_FIXTURE_H
+#define COROKIT_TESTS_FIXTURE_H
+
+#include <criterion/criterion.h>
+#include <corokit.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+/* a scheduler from config c (asserted to start) */
+static inline coro_sched_t *mk_config(coro_sched_config_t *c)
+{
+    coro_sched_t *s = NULL;
+    int rc = coro_sched_create(&s, c);
+    cr_assert_eq(rc, 0, "create(%d): %s", c->workers, coro_strerror(rc));
+    return s;
+}
+
+/* workers unpinned: the tests share a 2-CPU machine with other work, and
+ * a pinned worker would wait for its one CPU */
+static inline coro_sched_t *mk(int workers)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = workers;
+    c.pin = false;
+    return mk_config(&c);
+}
+
+/* drain what is left, then free the scheduler: every test tears down fully */
+static inline void fin(coro_sched_t *s)
+{
+    cr_assert_eq(coro_sched_shutdown(s, CORO_DRAIN), 0);
+    cr_assert_eq(coro_sched_destroy(s), 0);
+}
+
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* to let time pass, never to order events */
+static inline void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* join_r / block_on_r: coro_join and coro_block_on folded into one value,
+ * the job's result or the call's -errno, for tests whose jobs return
+ * values that cannot be mistaken for an error (or that check the error
+ * itself).  Programs keep the two apart (coro_join's *result). */
+static inline intptr_t join_r(coro_t *co)
+{
+    intptr_t r = 0;
+    int rc = coro_join(co, &r);
+    return rc < 0 ? rc : r;
+}
+
+static inline intptr_t block_on_r(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                  const coro_spawn_opts_t *opts)
+{
+    intptr_t r = 0;
+    int rc = coro_block_on(s, co, fn, opts, &r);
+    return rc < 0 ? rc : r;
+}
+
+/* a plain thread that joins a job: join_start, then join_end for its result */
+struct joiner { pthread_t t; coro_t *co; intptr_t res; };
+
+static inline void *join_main(void *arg)
+{
+    struct joiner *j = arg;
+    j->res = join_r(j->co);
+    return NULL;
+}
+
+static inline void join_start(struct joiner *j, coro_t *co)
+{
+    j->co = co;
+    cr_assert_eq(pthread_create(&j->t, NULL, join_main, j), 0);
+}
+
+static inline intptr_t join_end(struct joiner *j)
+{
+    pthread_join(j->t, NULL);
+    return j->res;
+}
+
+#endif
