@@ -10,7 +10,8 @@
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
 #   make stress     the long opt-in runs of tests/stress
 #   make bench      benchmarks against the peers (tools/bench)
-#   make install    PREFIX=/usr/local DESTDIR= (libraries, headers, corokit.pc, man pages)
+#   make install    PREFIX=/usr/local DESTDIR= (libraries, headers, corokit.pc, man pages,
+#                   the trace timeline tool as bin/corokit-timeline)
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
@@ -41,6 +42,8 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
 
 ifeq ($(ASAN),1)
 B ?= build-asan
@@ -157,7 +160,7 @@ $(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(STATIC)
 	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 deps:
-	@tools/deps.sh
+	@tools/dev/deps.sh
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory run-tests
@@ -178,16 +181,16 @@ QUICK_SKIP := samples/*|recipes/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write
 	wait/timed_waits_of_60s*
 quick: lib $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
-	$(Q)tools/check-compile-fail.sh $(CC) >/dev/null || tools/check-compile-fail.sh $(CC)
+	$(Q)tools/ci/check-compile-fail.sh $(CC) >/dev/null || tools/ci/check-compile-fail.sh $(CC)
 
 # the spin models of tools/model/: each verifies, each broken variant is rejected
 check-model: deps
-	$(Q)tools/check-model.sh $(B)
+	$(Q)tools/ci/check-model.sh $(B)
 
 # every mode of every model exhaustively (search.pml's membarrier mode:
 # about 8.7 GB and 84 minutes of CPU; make test checks it by supertrace)
 check-model-full: deps
-	$(Q)MODEL_FULL=1 tools/check-model.sh $(B)
+	$(Q)MODEL_FULL=1 tools/ci/check-model.sh $(B)
 
 # libFuzzer (Debian clang): tests/fuzz/fuzz_api.c drives random API sequences
 # on a single-threaded scheduler, fuzz_cpuset.c feeds coro_cpuset_parse raw
@@ -206,7 +209,7 @@ $(FUZZ_B)/obj/%.o: lib/%.c $(wildcard lib/*/*.h include/corokit/*.h)
 $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -lck -o $@
 fuzz: deps
-	$(Q)tools/deps.sh clang libclang-rt-14-dev
+	$(Q)tools/dev/deps.sh clang libclang-rt-14-dev
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 	$(Q)mkdir -p $(FUZZ_B)/corpus/api $(FUZZ_B)/corpus/cpuset
 	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_cpuset -max_total_time=$$(( $(FUZZ_SECONDS) / 6 + 1 )) \
@@ -220,22 +223,22 @@ fuzz: deps
 
 run-tests: all $(TEST_BIN) $(SCEN_BIN)
 	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
-	$(Q)tools/run-scenarios.sh $(B) quick
+	$(Q)tools/ci/run-scenarios.sh $(B) quick
 	@echo "scenarios again with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)"
-	$(Q)COROKIT_MEMBARRIER=0 tools/run-scenarios.sh $(B) quick
+	$(Q)COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick
 
 check-asan: deps
-	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/lsan.supp print_suppressions=0" \
+	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
 		ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
 		$(MAKE) --no-print-directory ASAN=1 run-tests
 
 check-tsan: deps
 	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))
-	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tools/tsan.supp" \
-		tools/run-scenarios.sh build-tsan full
+	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tools/ci/tsan.supp" \
+		tools/ci/run-scenarios.sh build-tsan full
 
 stress: deps all $(SCEN_BIN)
-	$(Q)tools/run-scenarios.sh $(B) stress
+	$(Q)tools/ci/run-scenarios.sh $(B) stress
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
@@ -290,6 +293,10 @@ install: lib $(B)/corokit.pc
 	install -m 644 $(B)/corokit.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+	@# the trace timeline tool (tools/timeline), which finds its timeline.py in DATADIR/corokit
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/corokit
+	install -m 755 tools/timeline $(DESTDIR)$(BINDIR)/corokit-timeline
+	install -m 644 tools/timeline.py $(DESTDIR)$(DATADIR)/corokit/
 	@# a real install as root: refresh the loader's cache for LIBDIR
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
@@ -302,30 +309,32 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/pkgconfig/corokit.pc
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
+	rm -f $(DESTDIR)$(BINDIR)/corokit-timeline $(DESTDIR)$(DATADIR)/corokit/timeline.py
+	-rmdir $(DESTDIR)$(DATADIR)/corokit
 
 # lib/ in layers (docs/architecture.md): no upward include or symbol, no
 # circle of more than 3 object files
 check-layers: lib
-	$(Q)CC=$(CC) tools/check-layers.sh --self-test
-	$(Q)tools/check-layers.sh $(B)
+	$(Q)CC=$(CC) tools/ci/check-layers.sh --self-test
+	$(Q)tools/ci/check-layers.sh $(B)
 
 check-docs: lib
-	$(Q)tools/check-man.sh $(B)/$(SONAME)
-	$(Q)tools/gen-man.sh --check
-	$(Q)tools/check-errors.sh
-	$(Q)tools/check-doc-errors.py --self-test
-	$(Q)tools/check-doc-errors.py
-	$(Q)tools/add-spdx.sh --check
+	$(Q)tools/ci/check-man.sh $(B)/$(SONAME)
+	$(Q)tools/dev/gen-man.sh --check
+	$(Q)tools/ci/check-errors.sh
+	$(Q)tools/ci/check-doc-errors.py --self-test
+	$(Q)tools/ci/check-doc-errors.py
+	$(Q)tools/dev/add-spdx.sh --check
 
 check-build: lib
-	$(Q)CC=$(CC) tools/check-build.sh $(B)
+	$(Q)CC=$(CC) tools/ci/check-build.sh $(B)
 
 check-compile-fail:
-	$(Q)tools/check-compile-fail.sh $(CC)
+	$(Q)tools/ci/check-compile-fail.sh $(CC)
 
 check-valgrind: all
-	$(Q)tools/deps.sh valgrind
-	$(Q)tools/check-valgrind.sh $(B)
+	$(Q)tools/dev/deps.sh valgrind
+	$(Q)tools/ci/check-valgrind.sh $(B)
 
 # a body's C local read after a suspension (tools/check-locals.sh; guide.md)
 FILES ?= $(SAMPLE_SRC)

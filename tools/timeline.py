@@ -220,4 +220,4 @@ if __name__ == "__main__":
     elif len(sys.argv) == 3:
         main(sys.argv[1], sys.argv[2])
     else:
-        sys.exit("usage: tools/timeline TRACE.json OUT.png | tools/timeline --steps TRACE.json")
+        sys.exit("usage: timeline TRACE.json OUT.png | timeline --steps TRACE.json (tools/timeline --help)")

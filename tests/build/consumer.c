@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/build/consumer.c - a program built against the *installed* corokit
- * through pkg-config (tools/check-build.sh), statically and dynamically, to
+ * through pkg-config (tools/ci/check-build.sh), statically and dynamically, to
  * show that the headers, corokit.pc and the libraries fit together. */
 #include <corokit.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tests/build/consumer.cc - the C++ twin of consumer.c: corokit's headers
 // under -std=c++17 -pedantic (the switch back end) and -std=gnu++17 (labels
-// as values), linked against the installed library (tools/check-build.sh).
+// as values), linked against the installed library (tools/ci/check-build.sh).
 #include <corokit.h>
 #include <cstdio>
 #include <vector>

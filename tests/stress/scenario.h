@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers for the concurrency scenarios: plain programs (no Criterion,
- * which aborts under ThreadSanitizer) run by tools/run-scenarios.sh under
+ * which aborts under ThreadSanitizer) run by tools/ci/run-scenarios.sh under
  * `make test` (quick), `make check-tsan` (full) and `make stress` (stress).
  * Each scenario's main calls scenario_mode(argc, argv) and SCEN_CHECK. */
 #ifndef COROKIT_SCENARIO_H

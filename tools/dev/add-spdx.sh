@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/add-spdx.sh [--check] - put "SPDX-License-Identifier: MIT" near the
+# tools/dev/add-spdx.sh [--check] - put "SPDX-License-Identifier: MIT" near the
 # top of every source, header, script and build file git tracks (line 1, or
 # line 2 after a #! line), in the file's comment syntax.  --check only lists
 # the files that lack it and fails if there are any (run by make check-docs).
@@ -16,7 +16,7 @@ for f in $(list | grep -E '\.(c|h|cc|cpp|rs|go|sh|py|map|in|supp|toml|mod)$|(^|/
     [ -f "$f" ] || continue
     head -n 3 "$f" | grep -q 'SPDX-License-Identifier:' && continue
     if [ $check -eq 1 ]; then
-        echo "no SPDX-License-Identifier line in $f (tools/add-spdx.sh adds it)" >&2
+        echo "no SPDX-License-Identifier line in $f (tools/dev/add-spdx.sh adds it)" >&2
         bad=1; continue
     fi
     case "$f" in

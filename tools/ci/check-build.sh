@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/check-build.sh BUILD_DIR - what a packager and a user see:
+# tools/ci/check-build.sh BUILD_DIR - what a packager and a user see:
 #   1. every public header compiles alone as C11 and as C++17 (g++ and, when
 #      present, clang++) with -Wall -Wextra -Werror -pedantic;
 #   2. `make install DESTDIR=scratch PREFIX=/opt/corokit`, then the C and C++
@@ -52,6 +52,14 @@ case "$real" in *libcorokit.so.*.*.*) ;; *) fail "libcorokit.so does not lead to
 objdump -p "$real" | grep -q 'SONAME *libcorokit\.so\.[0-9]*$' || fail "no soname libcorokit.so.MAJOR"
 [ -f "$D$P/share/man/man3/coro_spawn.3" ] || fail "man pages not installed"
 [ -f "$D$P/share/man/man7/corokit.7" ] || fail "corokit(7) not installed"
+TL="$D$P/bin/corokit-timeline"
+[ -x "$TL" ] || fail "corokit-timeline not installed"
+"$TL" --help | grep -q 'usage: corokit-timeline' || fail "corokit-timeline --help does not print its usage"
+# the installed tool finds its timeline.py in PREFIX/share/corokit
+if command -v python3 >/dev/null; then
+    "$TL" --steps tests/timeline/known.json | cmp -s - tests/timeline/known.steps ||
+        fail "corokit-timeline --steps differs from tests/timeline/known.steps"
+fi
 
 pc() { PKG_CONFIG_PATH="$D$P/lib/pkgconfig" pkg-config --define-variable=prefix="$D$P" "$@" corokit; }
 libs_static=$(pc --static --libs)

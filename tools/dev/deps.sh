@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install what corokit needs to build and test, when it is missing.
-# Usage: tools/deps.sh [extra Debian packages...]
+# Usage: tools/dev/deps.sh [extra Debian packages...]
 #
 # Each need is probed the way the build uses it (a command on PATH, a header
 # and library the compiler finds), not through the package manager, so this
@@ -28,11 +28,11 @@ else
     need libck-dev
     need libcriterion-dev
 fi
-command -v pkg-config >/dev/null 2>&1 || need pkgconf      # tools/check-build.sh
-command -v spin >/dev/null 2>&1 || need spin                # tools/check-model.sh
+command -v pkg-config >/dev/null 2>&1 || need pkgconf      # tools/ci/check-build.sh
+command -v spin >/dev/null 2>&1 || need spin                # tools/ci/check-model.sh
 command -v python3 >/dev/null 2>&1 || need python3          # tests/test_trace.c reads the JSON
 command -v clang >/dev/null 2>&1 || need clang              # make fuzz (libFuzzer)
-command -v valgrind >/dev/null 2>&1 || need valgrind        # tools/check-valgrind.sh
+command -v valgrind >/dev/null 2>&1 || need valgrind        # tools/ci/check-valgrind.sh
 command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || need g++
 
 # extra packages named by the caller (e.g. make bench): by name, so dpkg

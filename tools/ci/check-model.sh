@@ -12,7 +12,7 @@
 # mode: about 143 million states, 8.7 GB, 84 minutes of CPU) does not fit
 # make test; MODEL_FULL=1 (make check-model-full) runs every mode
 # exhaustively.  Work files go to BUILD/model.
-# Usage: [MODEL_FULL=1] tools/check-model.sh [BUILD]
+# Usage: [MODEL_FULL=1] tools/ci/check-model.sh [BUILD]
 set -eu
 out=${1:-build}/model
 mkdir -p "$out"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/check-valgrind.sh BUILD_DIR - after coro_sched_destroy nothing of
+# tools/ci/check-valgrind.sh BUILD_DIR - after coro_sched_destroy nothing of
 # corokit's is left: a few samples that between them use the frame pools,
 # the blocking pool, the I/O thread, groups, timers and a trace run under
 # memcheck with every leak kind an error, "still reachable" included.

@@ -1,22 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""tools/check-doc-errors.py - a header comment and its man page agree on
+"""tools/ci/check-doc-errors.py - a header comment and its man page agree on
 the error codes.  For every function declared in include/corokit/*.h with a
 comment right above it, the set of -Exxx codes that comment names must equal
 the set of codes its man page (man/src/*.ref, the entry whose "@" line names
 the function) lists under ERRORS.  A page that documents several functions
 (one "@" line, several names) is compared with the union of their comments.
 Functions whose comment names no code at all are skipped (a comment may say
-"see coro_x" instead); a function with no page is tools/check-man.sh's
+"see coro_x" instead); a function with no page is tools/ci/check-man.sh's
 business.  A comment writes the codes its function returns as -Exxx; a code
 that is another call's or another await's result (what coro_cancel makes a
 job's awaits give, a select branch's own result) is written without the
 minus sign, so that it is not counted.
 
 Accepted disagreements would be listed, one a line, in
-tools/doc-errors.known (empty: every header agrees with its page): the
+tools/ci/doc-errors.known (empty: every header agrees with its page): the
 check fails on any other (a new one) and on a listed one that no longer
-holds (fixed: remove its line), so the list only shrinks.  Usage: tools/check-doc-errors.py [--self-test] [ROOT]
+holds (fixed: remove its line), so the list only shrinks.  Usage: tools/ci/check-doc-errors.py [--self-test] [ROOT]
 (exit 1 on a new or stale disagreement); --write-known rewrites the list.
 """
 import glob
@@ -124,7 +124,7 @@ def main():
     global BASELINE
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     r = args[0] if args else "."
-    BASELINE = os.path.join(r, "tools/doc-errors.known")
+    BASELINE = os.path.join(r, "tools/ci/doc-errors.known")
     if "--self-test" in sys.argv:
         return self_test(r)
     got, n = disagreements(r)
@@ -138,11 +138,11 @@ def main():
     for x in new:
         print("check-doc-errors: header and man page disagree: " + x)
     for x in stale:
-        print("check-doc-errors: fixed, remove it from tools/doc-errors.known: " + x)
+        print("check-doc-errors: fixed, remove it from tools/ci/doc-errors.known: " + x)
     if new or stale:
         return 1
     print("check-doc-errors: %d man pages checked against their header comments, %d known "
-          "disagreements (tools/doc-errors.known), no new one" % (n, len(known)))
+          "disagreements (tools/ci/doc-errors.known), no new one" % (n, len(known)))
     return 0
 
 

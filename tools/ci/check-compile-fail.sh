@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/check-compile-fail.sh - each tests/compile_fail/*.c holds one misuse
+# tools/ci/check-compile-fail.sh - each tests/compile_fail/*.c holds one misuse
 # of the API behind #ifdef CORO_CF_MISUSE and its correct twin otherwise.
 # The misuse must be refused by the compiler with a message matching the
 # file's "expect:" line (an extended regex); the twin must compile, on both
 # back ends and under -Wpedantic, so that the check itself can fail.
-# Usage: tools/check-compile-fail.sh [CC]   (default: $CC, then cc)
+# Usage: tools/ci/check-compile-fail.sh [CC]   (default: $CC, then cc)
 cc=${1:-${CC:-cc}}
 flags="-std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Iinclude -c -o /dev/null"
 out=$(mktemp) || exit 1

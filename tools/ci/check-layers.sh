@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tools/check-layers.sh [BUILD_DIR] - lib/ is built in layers (docs/architecture.md):
+# tools/ci/check-layers.sh [BUILD_DIR] - lib/ is built in layers (docs/architecture.md):
 #
 #     base < sched < wait < io < sync < rt
 #
@@ -18,12 +18,12 @@
 # docs/architecture.md.  Needs the library's objects: `make lib` first (the
 # Makefile's check-layers target does it).
 #
-# tools/check-layers.sh --self-test: builds a tiny tree with one upward
+# tools/ci/check-layers.sh --self-test: builds a tiny tree with one upward
 # include, one upward symbol and a circle of 4 objects, and requires this
 # script to refuse it (and to accept the same tree without them).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-command -v python3 >/dev/null || { echo "check-layers: python3 is needed (tools/deps.sh)" >&2; exit 2; }
+cd "$(dirname "$0")/../.."
+command -v python3 >/dev/null || { echo "check-layers: python3 is needed (tools/dev/deps.sh)" >&2; exit 2; }
 
 if [ "${1:-}" = "--self-test" ]; then
     T=$(mktemp -d)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/check-errors.sh - CORO_ERRNO_MAP (include/corokit/error.h) is
+# tools/ci/check-errors.sh - CORO_ERRNO_MAP (include/corokit/error.h) is
 # complete, so coro_strerror and coro_err_name never answer "unknown" for a
 # code the library can return:
 #  1. every errno code the system's <errno.h> defines has an entry (by its

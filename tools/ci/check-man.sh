@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# tools/check-man.sh LIBRARY.so - fail when a function the library exports
+# tools/ci/check-man.sh LIBRARY.so - fail when a function the library exports
 # (nm -D) has no man page in man/man3, or a page does not show the function
 # in its SYNOPSIS.  To document a new function: add an "@ name" entry to the
-# right man/src/*.ref file and run tools/gen-man.sh (man/README.md).
+# right man/src/*.ref file and run tools/dev/gen-man.sh (man/README.md).
 # Pages for functions the library does not export yet are reported, not
 # failed (they may document what another branch adds).
 set -eu
