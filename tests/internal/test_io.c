@@ -27,7 +27,7 @@
 #include "rt/rt.h"            /* the parking-lot timer hook test, coro__sched_io */
 
 #define ECHO_NO_MAIN
-#include "../samples/echo_server.c"
+#include "../../samples/echo_server.c"
 
 /* one worker's counters (coro_sched_worker_stats) */
 static coro_worker_stats_t wstat(const coro_sched_t *s, int i)

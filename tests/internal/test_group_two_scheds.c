@@ -11,8 +11,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "rt/rt.h"      /* white-box: the job state word (wait_suspended) */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 
 struct member { coro_t co; coro_event_t *ev; intptr_t r; };

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"      /* white box: the timer counts, coro__io_sleep_cancel_looks */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define US 1000LL
 #define MS 1000000LL

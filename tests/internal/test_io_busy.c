@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"        /* white box: which worker runs a step; who took the events */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 #define HOG_NS (2 * MS)         /* a busy job's step */

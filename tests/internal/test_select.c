@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 static const int wcounts[] = { 0, 1, 2, 4 };

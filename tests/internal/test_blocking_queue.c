@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rt/rt.h"      /* the state word (util.h) */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define NQ 40
 

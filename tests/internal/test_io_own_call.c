@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"        /* white box: the reader's state word */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 struct holder {
     coro_t co;

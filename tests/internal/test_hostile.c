@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"     /* the job state word */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 

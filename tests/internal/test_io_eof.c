@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 #define CHUNKS 3

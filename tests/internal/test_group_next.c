@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt/rt.h"      /* white-box: the job state word (wait_suspended) */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 

@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt/rt.h"      /* the state word: util.h's wait_suspended */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 static const int worker_counts[] = { 0, 1, 2 };
 #define NW (sizeof worker_counts / sizeof worker_counts[0])

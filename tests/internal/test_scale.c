@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "rt/rt.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 struct leaf {
     coro_t co;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "rt/rt.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #define NW 8
 

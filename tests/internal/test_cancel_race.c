@@ -5,7 +5,7 @@
  * a sync object (event, with and without a timeout), a job's end (its
  * joiner slot and the lot), an fd, a timer, a select and a blocking call. */
 #include "rt/rt.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #include <corokit/sync.h>
 

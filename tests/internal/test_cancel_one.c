@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "rt/rt.h"      /* the state word, coro__lot_cancel_sweeps */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 enum kind { K_SELECT, K_GROUP, K_BLOCKING, K_SIGNAL, K_CHILD, K_DONE, NKINDS };
 static const char *const kind_name[NKINDS] = { "select", "group", "blocking", "signal",

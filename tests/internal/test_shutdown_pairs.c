@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "rt/rt.h"      /* white-box: s->shut_users says a call is inside */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 enum kind { DRAIN, CANCEL, TIMEOUT, DESTROY };
 

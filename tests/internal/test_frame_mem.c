@@ -15,7 +15,7 @@
 
 #include "rt/rt.h"
 #include "sched/frame.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 # define UNDER_ASAN 1

@@ -16,8 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt/rt.h"     /* the state word: wait until a job is suspended */
-#include "internal/white_box.h"
+#include "white_box.h"
 
 static const int worker_counts[] = { 0, 1, 2, 4 };
 #define NW (sizeof worker_counts / sizeof worker_counts[0])

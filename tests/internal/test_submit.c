@@ -4,7 +4,7 @@
  * next thread when its thread exits, spilling into the inboxes when full -
  * and a chain of spawns, which stays on its worker. */
 #include "rt/rt.h"
-#include "internal/white_box.h"
+#include "white_box.h"
 
 #include <corokit/sync.h>
 
