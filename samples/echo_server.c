@@ -7,7 +7,7 @@
  *   echo_server --self-test listen on a loopback port, run 200 clients
  *                           against it, check every byte, exit 0
  *
- * The connection and listener bodies are shared with tests/test_io.c,
+ * The connection and listener bodies are shared with tests/api/test_io_echo.c,
  * which includes this file with ECHO_NO_MAIN defined. */
 #define _GNU_SOURCE
 #include <corokit.h>

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* The fixture every test file shares, written on the public API alone
  * (include/corokit/): a scheduler without pinning, its teardown, a
- * monotonic clock, a plain thread that joins a job, and coro_join /
- * coro_block_on folded into one value.  White-box helpers (the job's state
- * word) live in tests/internal/white_box.h, which includes this one. */
+ * monotonic clock, a worker's counters, a plain thread that joins a job,
+ * and (join_r.h) coro_join / coro_block_on folded into one value.
+ * White-box helpers (the job's state word, the parking lot) live in
+ * tests/internal/white_box.h, which includes this one; the I/O tests'
+ * helpers in tests/fixture_io.h. */
 #ifndef COROKIT_TESTS_FIXTURE_H
 #define COROKIT_TESTS_FIXTURE_H
 
 #include <criterion/criterion.h>
 #include <corokit.h>
+#include "join_r.h"     /* join_r, block_on_r: also for tests/stress and tests/fuzz, without Criterion */
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -32,6 +35,14 @@ static inline coro_sched_t *mk(int workers)
     return mk_config(&c);
 }
 
+/* one worker's counters (coro_sched_worker_stats) */
+static inline coro_worker_stats_t wstat(const coro_sched_t *s, int i)
+{
+    coro_worker_stats_t w;
+    coro_sched_worker_stats(s, i, &w);
+    return w;
+}
+
 /* drain what is left, then free the scheduler: every test tears down fully */
 static inline void fin(coro_sched_t *s)
 {
@@ -51,25 +62,6 @@ static inline void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
-}
-
-/* join_r / block_on_r: coro_join and coro_block_on folded into one value,
- * the job's result or the call's -errno, for tests whose jobs return
- * values that cannot be mistaken for an error (or that check the error
- * itself).  Programs keep the two apart (coro_join's *result). */
-static inline intptr_t join_r(coro_t *co)
-{
-    intptr_t r = 0;
-    int rc = coro_join(co, &r);
-    return rc < 0 ? rc : r;
-}
-
-static inline intptr_t block_on_r(coro_sched_t *s, coro_t *co, coro_fn fn,
-                                  const coro_spawn_opts_t *opts)
-{
-    intptr_t r = 0;
-    int rc = coro_block_on(s, co, fn, opts, &r);
-    return rc < 0 ? rc : r;
 }
 
 /* a plain thread that joins a job: join_start, then join_end for its result */

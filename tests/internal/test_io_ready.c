@@ -176,7 +176,7 @@ Test(io_ready, a_write_racing_a_short_read_single_threaded_always_wakes_the_read
 
 /* ---- an event exactly between the system call and the clear ---------------------------
  * recv and read stand in for libc's in this program (the library is linked
- * statically into it; tests/test_io.c does the same for epoll_ctl).  On the
+ * statically into it; tests/internal/test_io_path.c does the same for epoll_ctl).  On the
  * watched fd, after a read that is short or gets EAGAIN (the clear), the
  * stand-in writes one byte from the peer and waits until the thread that
  * handles events has counted the edge (the word's tick moved): the edge

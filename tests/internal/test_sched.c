@@ -14,13 +14,6 @@
 
 #include "rt/rt.h"     /* white-box: struct alignment, the drive word */
 
-/* one worker's counters (coro_sched_worker_stats) */
-static coro_worker_stats_t wstat(const coro_sched_t *s, int i)
-{
-    coro_worker_stats_t w;
-    coro_sched_worker_stats(s, i, &w);
-    return w;
-}
 #ifndef CORO__DRIVE_WMASK
 # define CORO__DRIVE_WMASK 0xfffeu  /* so that this file builds on older trees */
 #endif
