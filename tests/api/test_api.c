@@ -98,18 +98,6 @@ Test(api, sleep_until_no_deadline_sleeps_until_cancelled, .timeout = 10)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(api, a_select_timer_with_no_deadline_is_never_chosen, .timeout = 10)
-{
-    static coro_select_t sel;
-
-    cr_assert_eq(coro_select_init(&sel), 0);
-    cr_assert_eq(coro_select_timer(&sel, CORO_NO_DEADLINE), 0);
-    cr_assert_eq(coro_select_blocking(&sel, 20 * 1000000), -ETIMEDOUT);
-    cr_assert_eq(coro_select_set_timer(&sel, 0, 1), 0);
-    cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 0, "a past deadline is chosen");
-    cr_assert_eq(coro_select_set_timer(&sel, 0, -1), -EINVAL);
-}
-
 Test(api, a_negative_keepalive_is_einval, .timeout = 10)
 {
     coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Select over everything (issue 12): channel send/recv, events, a job's
+/* Select over everything, white-box: channel send/recv, events, a job's
  * end, fd readable/writable, timers; 16 branches; an unchosen branch takes
  * nothing and puts nothing (items stay in the channel, readiness stays for
  * the next wait on the fd); cancel, the job's deadline and coro_close end a
  * select; every error path.  At 0, 1, 2 and 4 workers where it matters.
- * No sleep orders events: the tests wait for the selecting job to be
- * SUSPENDED (its state word) before they make a branch ready. */
+ * A job or a plain thread selects over channels and events.  No sleep
+ * orders events: the tests wait for the selecting job to be SUSPENDED (its
+ * state word) or parked in the lot under the select's key before they make
+ * a branch ready.  The contract's own tests: tests/api/test_select.c. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>
@@ -18,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt/rt.h"     /* the job state word */
 #include "white_box.h"
 
 #define MS 1000000LL
@@ -554,4 +555,209 @@ Test(select, error_paths, .timeout = 60)
     cr_assert_eq(coro_sched_destroy(s), 0);
     coro_event_destroy(&ev);
     free(sel);
+}
+
+static const int nworkers[] = { 1, 2, 4, 8 };
+#define NW (int)(sizeof nworkers / sizeof nworkers[0])
+
+/* ---- a job or a plain thread selects over channels and events ------------------------------------------------------------------------------ */
+
+struct sel_job {
+    coro_t co;
+    coro_select_t sel;
+    coro_chan_t *a, *b;
+    coro_event_t *ev;
+    void *ia, *ib;
+    int64_t t;
+    intptr_t which, bres;
+};
+
+static int sel_body(coro_t *co)
+{
+    struct sel_job *f = CORO_SELF(co, struct sel_job);
+    CORO_BEGIN(co);
+    CORO_SELECT(co, &f->sel, f->t);
+    f->which = CORO_RESULT(co);
+    if (f->which >= 0)
+        f->bres = coro_select_result(&f->sel, (int)f->which);
+    CORO_END(co);
+}
+
+Test(select, select_picks_the_ready_side_and_leaves_the_other_untouched, .timeout = 60)
+{
+    for (int k = 0; k < NW; k++) {
+        coro_sched_t *s = mk(nworkers[k]);
+        coro_chan_t a, b, full;
+        void *ba[4], *bb[4], *bf[1];
+        struct sel_job j;
+
+        coro_chan_init(&a, ba, 4);
+        coro_chan_init(&b, bb, 4);
+        coro_chan_init(&full, bf, 1);
+        coro_chan_try_send(&full, (void *)7);
+        coro_chan_try_send(&b, (void *)42);
+        /* ready now: branch 1 (b); branch 0 (recv on empty a) and branch 2
+         * (send on full) must leave no trace */
+        memset(&j, 0, sizeof j);
+        coro_select_init(&j.sel);
+        cr_assert_eq(coro_select_recv(&j.sel, &a, &j.ia), 0);
+        cr_assert_eq(coro_select_recv(&j.sel, &b, &j.ib), 1);
+        cr_assert_eq(coro_select_send(&j.sel, &full, (void *)9), 2);
+        j.t = CORO_FOREVER;
+        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
+        cr_assert_eq(j.which, 1);
+        cr_assert_eq(j.bres, 0);
+        cr_assert_eq((intptr_t)j.ib, 42);
+        cr_assert_null(j.ia);
+        cr_assert_eq(coro_chan_len(&a), 0);
+        cr_assert_eq(coro_chan_len(&b), 0);
+        cr_assert_eq(coro_chan_len(&full), 1);
+        void *it;
+        cr_assert_eq(coro_chan_try_recv(&full, &it), 0);
+        cr_assert_eq((intptr_t)it, 7);
+
+        /* nothing ready: it waits; a send on a completes it, b stays intact */
+        coro_chan_init(&a, ba, 4);
+        coro_chan_init(&full, bf, 1);
+        coro_chan_try_send(&full, (void *)7);
+        memset(&j, 0, sizeof j);
+        coro_select_init(&j.sel);
+        coro_select_recv(&j.sel, &a, &j.ia);
+        coro_select_recv(&j.sel, &b, &j.ib);
+        coro_select_send(&j.sel, &full, (void *)9);
+        j.t = CORO_FOREVER;
+        cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
+        cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
+        cr_assert_eq(coro_chan_send_blocking(&a, (void *)5, CORO_FOREVER), 0);
+        cr_assert_eq(join_r(&j.co), 0);
+        cr_assert_eq(j.which, 0);
+        cr_assert_eq((intptr_t)j.ia, 5);
+        cr_assert_null(j.ib);
+        /* the withdrawn branches are off the lists: later items stay put */
+        cr_assert_eq(coro_chan_try_send(&b, (void *)6), 0);
+        cr_assert_eq(coro_chan_len(&b), 1);
+        cr_assert_eq(coro_chan_len(&full), 1);
+        cr_assert_eq(coro_chan_destroy(&a), 0);
+        cr_assert_eq(coro_chan_destroy(&b), 0);
+        cr_assert_eq(coro_chan_destroy(&full), 0);
+        fin(s);
+    }
+}
+
+Test(select, select_on_an_event_and_a_closed_channel, .timeout = 30)
+{
+    coro_sched_t *s = mk(2);
+    coro_chan_t a;
+    void *ba[1];
+    coro_event_t ev;
+    struct sel_job j;
+
+    coro_chan_init(&a, ba, 1);
+    coro_event_init(&ev);
+    memset(&j, 0, sizeof j);
+    coro_select_init(&j.sel);
+    coro_select_recv(&j.sel, &a, &j.ia);
+    coro_select_event(&j.sel, &ev);
+    j.t = CORO_FOREVER;
+    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
+    /* the select waits, so the set wakes exactly its branch (a usleep(5000)
+     * here failed on a loaded machine: the set came first and woke 0) */
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
+    cr_assert_eq(coro_event_set(&ev), 1);
+    cr_assert_eq(join_r(&j.co), 0);
+    cr_assert_eq(j.which, 1);
+    coro_event_reset(&ev);
+    /* the same select again: a close completes branch 0 with -EPIPE */
+    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
+    cr_assert_eq(coro_chan_close(&a), 0);
+    cr_assert_eq(join_r(&j.co), 0);
+    cr_assert_eq(j.which, 0);
+    cr_assert_eq(j.bres, -EPIPE);
+    cr_assert_eq(coro_event_destroy(&ev), 0);
+    cr_assert_eq(coro_chan_destroy(&a), 0);
+    fin(s);
+}
+
+Test(select, select_times_out_when_nothing_is_ready, .timeout = 30)
+{
+    coro_sched_t *s = mk(2);
+    coro_chan_t a;
+    void *ba[1];
+    struct sel_job j;
+
+    coro_chan_init(&a, ba, 1);
+    memset(&j, 0, sizeof j);
+    coro_select_init(&j.sel);
+    coro_select_recv(&j.sel, &a, &j.ia);
+    j.t = 0;
+    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
+    cr_assert_eq(j.which, -ETIMEDOUT);
+    j.t = 5 * MS;
+    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
+    cr_assert_eq(j.which, -ETIMEDOUT);
+    cr_assert_eq(coro_chan_destroy(&a), 0);
+    fin(s);
+}
+
+Test(select, plain_thread_select_takes_the_ready_branch, .timeout = 30)
+{
+    coro_chan_t a, b;
+    void *ba[2], *bb[2], *ia = NULL, *ib = NULL;
+    coro_select_t sel;
+
+    coro_chan_init(&a, ba, 2);
+    coro_chan_init(&b, bb, 2);
+    coro_chan_try_send(&b, (void *)3);
+    coro_select_init(&sel);
+    coro_select_recv(&sel, &a, &ia);
+    coro_select_recv(&sel, &b, &ib);
+    cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 1);
+    cr_assert_eq((intptr_t)ib, 3);
+    cr_assert_eq(coro_select_blocking(&sel, 0), -ETIMEDOUT);
+    cr_assert_eq(coro_chan_destroy(&a), 0);
+    cr_assert_eq(coro_chan_destroy(&b), 0);
+}
+
+/* ---- shutdown(CORO_CANCEL) reaches a select and a channel's receiver --------------------------------------------- */
+
+struct recv_job {
+    coro_t co;
+    coro_chan_t *ch;
+    void *item;
+};
+
+static int recv_body(coro_t *co)
+{
+    struct recv_job *f = CORO_SELF(co, struct recv_job);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_chan_recv(f->ch, &f->item, CORO_FOREVER));
+    CORO_RETURN(co, CORO_RESULT(co));
+    CORO_END(co);
+}
+
+Test(select, cancel_resumes_channel_and_select_waiters_with_ecanceled, .timeout = 30)
+{
+    coro_sched_t *s = mk(2);
+    coro_chan_t a;
+    void *ba[1];
+    struct recv_job r = { 0 };
+    struct sel_job j;
+
+    coro_chan_init(&a, ba, 1);
+    r.ch = &a;
+    memset(&j, 0, sizeof j);
+    coro_select_init(&j.sel);
+    coro_select_recv(&j.sel, &a, &j.ia);
+    j.t = CORO_FOREVER;
+    cr_assert_eq(coro_spawn(s, &r.co, recv_body, NULL), 0);
+    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
+    cr_assert(parked_on(&r.co, &a), "the receiver never waited");
+    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
+    cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
+    cr_assert_eq(join_r(&r.co), -ECANCELED);
+    cr_assert_eq(join_r(&j.co), 0);
+    cr_assert_eq(j.which, -ECANCELED);
+    cr_assert_eq(coro_chan_destroy(&a), 0);     /* nothing left on its lists */
+    cr_assert_eq(coro_sched_destroy(s), 0);
 }

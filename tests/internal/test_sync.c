@@ -12,32 +12,11 @@
 
 #include <corokit.h>
 #include "fixture.h"
-#include "rt/rt.h"     /* white-box: wait until a thread is on an object's list */
+#include "white_box.h"  /* parked_on: wait until a job is on an object's list */
 
 static const int nworkers[] = { 1, 2, 4, 8 };
 #define NW (int)(sizeof nworkers / sizeof nworkers[0])
 #define MS (1000000ll)
-
-/* Wait (10 s bound) until job co is linked in the parking lot under key:
- * it then waits, and a set, send or close on key finds it.  White-box (the
- * frame's wait_obj, read under the key's bucket lock, where the lot writes
- * it): no sleep orders a wait before its wake-up. */
-static bool parked_on(coro_t *co, const void *key)
-{
-    for (int i = 0; i < 100000; i++) {
-        coro__lotb_t *b = coro__lot_lock(key);
-        bool p = co->wait_obj == key;
-        coro__lot_unlock(b);
-        if (p)
-            return true;
-        usleep(100);
-    }
-    return false;
-}
-
-/* the keys the lot uses (lib/sync/select.c sel_key, lib/sync/chan.c send_key) */
-#define SEL_KEY(sel) ((const char *)(sel) + 1)
-#define SEND_KEY(ch) ((const char *)(ch) + 2)
 
 /* ---- mutex ---------------------------------------------------------------- */
 
@@ -543,165 +522,6 @@ Test(sync, a_plain_thread_and_jobs_share_one_channel, .timeout = 60)
     }
 }
 
-/* ---- select ------------------------------------------------------------------------------ */
-
-struct sel_job {
-    coro_t co;
-    coro_select_t sel;
-    coro_chan_t *a, *b;
-    coro_event_t *ev;
-    void *ia, *ib;
-    int64_t t;
-    intptr_t which, bres;
-};
-
-static int sel_body(coro_t *co)
-{
-    struct sel_job *f = CORO_SELF(co, struct sel_job);
-    CORO_BEGIN(co);
-    CORO_SELECT(co, &f->sel, f->t);
-    f->which = CORO_RESULT(co);
-    if (f->which >= 0)
-        f->bres = coro_select_result(&f->sel, (int)f->which);
-    CORO_END(co);
-}
-
-Test(sync, select_picks_the_ready_side_and_leaves_the_other_untouched, .timeout = 60)
-{
-    for (int k = 0; k < NW; k++) {
-        coro_sched_t *s = mk(nworkers[k]);
-        coro_chan_t a, b, full;
-        void *ba[4], *bb[4], *bf[1];
-        struct sel_job j;
-
-        coro_chan_init(&a, ba, 4);
-        coro_chan_init(&b, bb, 4);
-        coro_chan_init(&full, bf, 1);
-        coro_chan_try_send(&full, (void *)7);
-        coro_chan_try_send(&b, (void *)42);
-        /* ready now: branch 1 (b); branch 0 (recv on empty a) and branch 2
-         * (send on full) must leave no trace */
-        memset(&j, 0, sizeof j);
-        coro_select_init(&j.sel);
-        cr_assert_eq(coro_select_recv(&j.sel, &a, &j.ia), 0);
-        cr_assert_eq(coro_select_recv(&j.sel, &b, &j.ib), 1);
-        cr_assert_eq(coro_select_send(&j.sel, &full, (void *)9), 2);
-        j.t = CORO_FOREVER;
-        cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
-        cr_assert_eq(j.which, 1);
-        cr_assert_eq(j.bres, 0);
-        cr_assert_eq((intptr_t)j.ib, 42);
-        cr_assert_null(j.ia);
-        cr_assert_eq(coro_chan_len(&a), 0);
-        cr_assert_eq(coro_chan_len(&b), 0);
-        cr_assert_eq(coro_chan_len(&full), 1);
-        void *it;
-        cr_assert_eq(coro_chan_try_recv(&full, &it), 0);
-        cr_assert_eq((intptr_t)it, 7);
-
-        /* nothing ready: it waits; a send on a completes it, b stays intact */
-        coro_chan_init(&a, ba, 4);
-        coro_chan_init(&full, bf, 1);
-        coro_chan_try_send(&full, (void *)7);
-        memset(&j, 0, sizeof j);
-        coro_select_init(&j.sel);
-        coro_select_recv(&j.sel, &a, &j.ia);
-        coro_select_recv(&j.sel, &b, &j.ib);
-        coro_select_send(&j.sel, &full, (void *)9);
-        j.t = CORO_FOREVER;
-        cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-        cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
-        cr_assert_eq(coro_chan_send_blocking(&a, (void *)5, CORO_FOREVER), 0);
-        cr_assert_eq(join_r(&j.co), 0);
-        cr_assert_eq(j.which, 0);
-        cr_assert_eq((intptr_t)j.ia, 5);
-        cr_assert_null(j.ib);
-        /* the withdrawn branches are off the lists: later items stay put */
-        cr_assert_eq(coro_chan_try_send(&b, (void *)6), 0);
-        cr_assert_eq(coro_chan_len(&b), 1);
-        cr_assert_eq(coro_chan_len(&full), 1);
-        cr_assert_eq(coro_chan_destroy(&a), 0);
-        cr_assert_eq(coro_chan_destroy(&b), 0);
-        cr_assert_eq(coro_chan_destroy(&full), 0);
-        fin(s);
-    }
-}
-
-Test(sync, select_on_an_event_and_a_closed_channel, .timeout = 30)
-{
-    coro_sched_t *s = mk(2);
-    coro_chan_t a;
-    void *ba[1];
-    coro_event_t ev;
-    struct sel_job j;
-
-    coro_chan_init(&a, ba, 1);
-    coro_event_init(&ev);
-    memset(&j, 0, sizeof j);
-    coro_select_init(&j.sel);
-    coro_select_recv(&j.sel, &a, &j.ia);
-    coro_select_event(&j.sel, &ev);
-    j.t = CORO_FOREVER;
-    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    /* the select waits, so the set wakes exactly its branch (a usleep(5000)
-     * here failed on a loaded machine: the set came first and woke 0) */
-    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
-    cr_assert_eq(coro_event_set(&ev), 1);
-    cr_assert_eq(join_r(&j.co), 0);
-    cr_assert_eq(j.which, 1);
-    coro_event_reset(&ev);
-    /* the same select again: a close completes branch 0 with -EPIPE */
-    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
-    cr_assert_eq(coro_chan_close(&a), 0);
-    cr_assert_eq(join_r(&j.co), 0);
-    cr_assert_eq(j.which, 0);
-    cr_assert_eq(j.bres, -EPIPE);
-    cr_assert_eq(coro_event_destroy(&ev), 0);
-    cr_assert_eq(coro_chan_destroy(&a), 0);
-    fin(s);
-}
-
-Test(sync, select_times_out_when_nothing_is_ready, .timeout = 30)
-{
-    coro_sched_t *s = mk(2);
-    coro_chan_t a;
-    void *ba[1];
-    struct sel_job j;
-
-    coro_chan_init(&a, ba, 1);
-    memset(&j, 0, sizeof j);
-    coro_select_init(&j.sel);
-    coro_select_recv(&j.sel, &a, &j.ia);
-    j.t = 0;
-    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
-    cr_assert_eq(j.which, -ETIMEDOUT);
-    j.t = 5 * MS;
-    cr_assert_eq(block_on_r(s, &j.co, sel_body, NULL), 0);
-    cr_assert_eq(j.which, -ETIMEDOUT);
-    cr_assert_eq(coro_chan_destroy(&a), 0);
-    fin(s);
-}
-
-Test(sync, plain_thread_select_takes_the_ready_branch, .timeout = 30)
-{
-    coro_chan_t a, b;
-    void *ba[2], *bb[2], *ia = NULL, *ib = NULL;
-    coro_select_t sel;
-
-    coro_chan_init(&a, ba, 2);
-    coro_chan_init(&b, bb, 2);
-    coro_chan_try_send(&b, (void *)3);
-    coro_select_init(&sel);
-    coro_select_recv(&sel, &a, &ia);
-    coro_select_recv(&sel, &b, &ib);
-    cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 1);
-    cr_assert_eq((intptr_t)ib, 3);
-    cr_assert_eq(coro_select_blocking(&sel, 0), -ETIMEDOUT);
-    cr_assert_eq(coro_chan_destroy(&a), 0);
-    cr_assert_eq(coro_chan_destroy(&b), 0);
-}
-
 /* ---- event, wait group, semaphore --------------------------------------------------------- */
 
 struct ev_job {
@@ -800,34 +620,6 @@ Test(sync, semaphore_bounds_how_many_jobs_are_inside, .timeout = 60)
         free(j);
         fin(s);
     }
-}
-
-/* ---- shutdown(CORO_CANCEL) reaches sync waiters --------------------------------------------- */
-
-Test(sync, cancel_resumes_channel_and_select_waiters_with_ecanceled, .timeout = 30)
-{
-    coro_sched_t *s = mk(2);
-    coro_chan_t a;
-    void *ba[1];
-    struct one_op r = { 0 };
-    struct sel_job j;
-
-    coro_chan_init(&a, ba, 1);
-    r.ch = &a;
-    memset(&j, 0, sizeof j);
-    coro_select_init(&j.sel);
-    coro_select_recv(&j.sel, &a, &j.ia);
-    j.t = CORO_FOREVER;
-    cr_assert_eq(coro_spawn(s, &r.co, one_op_body, NULL), 0);
-    cr_assert_eq(coro_spawn(s, &j.co, sel_body, NULL), 0);
-    cr_assert(parked_on(&r.co, &a), "the receiver never waited");
-    cr_assert(parked_on(&j.co, SEL_KEY(&j.sel)), "the select never waited");
-    cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-    cr_assert_eq(join_r(&r.co), -ECANCELED);
-    cr_assert_eq(join_r(&j.co), 0);
-    cr_assert_eq(j.which, -ECANCELED);
-    cr_assert_eq(coro_chan_destroy(&a), 0);     /* nothing left on its lists */
-    cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
 /* ---- error paths --------------------------------------------------------------------------- */
@@ -1070,28 +862,6 @@ Test(sync, destroy_while_waited_on_gives_ebusy, .timeout = 10)
     pthread_join(t, &r);
     cr_assert_eq((intptr_t)r, 0);
     cr_assert_eq(coro_event_destroy(&ev), 0);
-}
-
-Test(sync, select_errors, .timeout = 10)
-{
-    coro_select_t sel;
-    coro_chan_t ch;
-    void *b[1], *it;
-    coro_event_t ev;
-
-    coro_chan_init(&ch, b, 1);
-    coro_event_init(&ev);
-    coro_select_init(&sel);
-    cr_assert_eq(coro_select_blocking(&sel, 0), -EINVAL);       /* no branches */
-    cr_assert_eq(coro_select_recv(&sel, &ch, NULL), -EINVAL);
-    cr_assert_eq(coro_select_recv(&sel, NULL, &it), -EINVAL);
-    cr_assert_eq(coro_select_event(&sel, NULL), -EINVAL);
-    for (int i = 0; i < CORO_SELECT_MAX; i++)
-        cr_assert_eq(coro_select_event(&sel, &ev), i);
-    cr_assert_eq(coro_select_event(&sel, &ev), -ENOSPC);
-    cr_assert_eq(coro_select_result(&sel, CORO_SELECT_MAX), -EINVAL);
-    cr_assert_eq(coro_select_result(&sel, -1), -EINVAL);
-    cr_assert_eq(coro_select(NULL, 0).arg[0].i, -EINVAL);
 }
 
 /* ---- the samples run and exit 0 ---------------------------------------------------------- */

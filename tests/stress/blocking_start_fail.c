@@ -3,7 +3,7 @@
  * at random (coro__blocking_spawn_hook): every call ends, with fn's result
  * (fn run once) or -EAGAIN (fn never run) - none waits in the queue with
  * no thread to take it - and the pool is whole afterwards.
- * tests/test_blocking_fail.c holds the ordered cases. */
+ * tests/internal/test_blocking_fail.c holds the ordered cases. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <unistd.h>

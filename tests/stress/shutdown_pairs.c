@@ -5,7 +5,7 @@
  * jobs wait on an event, sleep and yield.  Both calls return (a timed call
  * 0 or -ETIMEDOUT, the others 0), every job finishes, and destroy frees
  * the scheduler only after the other call has left it (ASan, TSan).
- * tests/test_shutdown_pairs.c holds the ordered cases. */
+ * tests/internal/test_shutdown_pairs.c holds the ordered cases. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* A second suite for select, written from issue 12's contract by another
- * engineer in parallel with lib/sync/select.c (which the lead wrote and
- * tests/test_select.c tests): two readings of one contract, both run
- * against the one implementation.  Adapted only for the scheduler argument
- * of coro_select_readable/_writable (NULL here: the selecting job's).
- * Tests for coro_select over every branch kind (channel send/recv, event,
- * fd readable/writable, a job's end, a timer), at 0, 1, 2 and 4 workers.
- * A trigger comes from a plain thread once the select is parked (its
- * state word, read white-box): ordered by observation, never by a sleep. */
+/* Select, read from its contract (include/corokit/sync.h): coro_select
+ * over every branch kind (channel send/recv, event, fd readable/writable,
+ * a job's end, a timer) at 0, 1, 2 and 4 workers, a select's own timeout
+ * and the job's deadline, bad arguments, a timer branch without a
+ * deadline.  The white-box select tests are in tests/internal/test_select.c.
+ * A trigger comes from a plain thread once the select is parked
+ * (coro_select_t's private state word, compared with lib/sync/select.c's
+ * value): ordered by observation, never by a sleep. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -221,13 +220,13 @@ static void run_kind(int trigger)
     }
 }
 
-Test(select_contract, a_recv_branch_is_chosen_and_no_other_branch_acts, .timeout = 60) { run_kind(K_RECV); }
-Test(select_contract, a_send_branch_is_chosen_and_sends_its_item, .timeout = 60) { run_kind(K_SEND); }
-Test(select_contract, an_event_branch_is_chosen, .timeout = 60) { run_kind(K_EVENT); }
-Test(select_contract, a_readable_branch_is_chosen_and_leaves_the_bytes, .timeout = 60) { run_kind(K_READ); }
-Test(select_contract, a_writable_branch_is_chosen_when_room_appears, .timeout = 60) { run_kind(K_WRITE); }
-Test(select_contract, a_done_branch_is_chosen_with_the_jobs_result, .timeout = 60) { run_kind(K_DONE); }
-Test(select_contract, a_timer_branch_fires_at_its_deadline, .timeout = 60) { run_kind(K_TIMER); }
+Test(select, a_recv_branch_is_chosen_and_no_other_branch_acts, .timeout = 60) { run_kind(K_RECV); }
+Test(select, a_send_branch_is_chosen_and_sends_its_item, .timeout = 60) { run_kind(K_SEND); }
+Test(select, an_event_branch_is_chosen, .timeout = 60) { run_kind(K_EVENT); }
+Test(select, a_readable_branch_is_chosen_and_leaves_the_bytes, .timeout = 60) { run_kind(K_READ); }
+Test(select, a_writable_branch_is_chosen_when_room_appears, .timeout = 60) { run_kind(K_WRITE); }
+Test(select, a_done_branch_is_chosen_with_the_jobs_result, .timeout = 60) { run_kind(K_DONE); }
+Test(select, a_timer_branch_fires_at_its_deadline, .timeout = 60) { run_kind(K_TIMER); }
 
 /* ---- several ready at once: the lowest wins, the rest take nothing ---------------- */
 
@@ -247,7 +246,7 @@ static int loop_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(select_contract, unchosen_ready_branches_take_nothing_and_put_nothing, .timeout = 60)
+Test(select, unchosen_ready_branches_take_nothing_and_put_nothing, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -320,7 +319,7 @@ static void *set_one(void *arg)
     return NULL;
 }
 
-Test(select_contract, sixteen_branches_and_the_seventeenth_is_enospc, .timeout = 60)
+Test(select, sixteen_branches_and_the_seventeenth_is_enospc, .timeout = 60)
 {
     cr_assert_geq(CORO_SELECT_MAX, 16);
     for (int i = 0; i < NW; i++) {
@@ -365,7 +364,7 @@ static void *cancel_it(void *arg)
     return NULL;
 }
 
-Test(select_contract, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 60)
+Test(select, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -401,7 +400,7 @@ Test(select_contract, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 6
     }
 }
 
-Test(select_contract, a_job_deadline_ends_a_select_without_timeout, .timeout = 60)
+Test(select, a_job_deadline_ends_a_select_without_timeout, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -430,7 +429,7 @@ Test(select_contract, a_job_deadline_ends_a_select_without_timeout, .timeout = 6
     }
 }
 
-Test(select_contract, the_selects_own_timeout_is_etimedout_and_a_later_timer_does_not_win,
+Test(select, the_selects_own_timeout_is_etimedout_and_a_later_timer_does_not_win,
      .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
@@ -457,7 +456,7 @@ Test(select_contract, the_selects_own_timeout_is_etimedout_and_a_later_timer_doe
 
 /* ---- select on a job's end -------------------------------------------------------- */
 
-Test(select_contract, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout = 30)
+Test(select, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout = 30)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -482,7 +481,7 @@ Test(select_contract, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout
 
 /* ---- plain threads ---------------------------------------------------------------- */
 
-Test(select_contract, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd, .timeout = 30)
+Test(select, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     coro_event_t ev;
@@ -524,7 +523,7 @@ Test(select_contract, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd,
 
 /* ---- error paths ------------------------------------------------------------------ */
 
-Test(select_contract, every_error_path_of_the_new_branches, .timeout = 30)
+Test(select, every_error_path_of_the_new_branches, .timeout = 30)
 {
     coro_select_t sel, bad;
     coro_t never;
@@ -552,7 +551,7 @@ Test(select_contract, every_error_path_of_the_new_branches, .timeout = 30)
     cr_assert_eq(coro_select_blocking(&sel, -5), -EINVAL);
 }
 
-Test(select_contract, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
+Test(select, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -574,8 +573,44 @@ Test(select_contract, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
     }
 }
 
-Test(select_contract, sizeof_select_is_documented, .timeout = 10)
+Test(select, sizeof_select_is_documented, .timeout = 10)
 {
     cr_assert_eq(sizeof(coro_select_t), CORO_SELECT_MAX * sizeof(coro_t) + 16);
     cr_assert_eq(sizeof(coro_select_t), 2064);
+}
+
+/* ---- bad arguments, and a timer branch without a deadline ---- */
+
+Test(select, select_errors, .timeout = 10)
+{
+    coro_select_t sel;
+    coro_chan_t ch;
+    void *b[1], *it;
+    coro_event_t ev;
+
+    coro_chan_init(&ch, b, 1);
+    coro_event_init(&ev);
+    coro_select_init(&sel);
+    cr_assert_eq(coro_select_blocking(&sel, 0), -EINVAL);       /* no branches */
+    cr_assert_eq(coro_select_recv(&sel, &ch, NULL), -EINVAL);
+    cr_assert_eq(coro_select_recv(&sel, NULL, &it), -EINVAL);
+    cr_assert_eq(coro_select_event(&sel, NULL), -EINVAL);
+    for (int i = 0; i < CORO_SELECT_MAX; i++)
+        cr_assert_eq(coro_select_event(&sel, &ev), i);
+    cr_assert_eq(coro_select_event(&sel, &ev), -ENOSPC);
+    cr_assert_eq(coro_select_result(&sel, CORO_SELECT_MAX), -EINVAL);
+    cr_assert_eq(coro_select_result(&sel, -1), -EINVAL);
+    cr_assert_eq(coro_select(NULL, 0).arg[0].i, -EINVAL);
+}
+
+Test(select, a_select_timer_with_no_deadline_is_never_chosen, .timeout = 10)
+{
+    static coro_select_t sel;
+
+    cr_assert_eq(coro_select_init(&sel), 0);
+    cr_assert_eq(coro_select_timer(&sel, CORO_NO_DEADLINE), 0);
+    cr_assert_eq(coro_select_blocking(&sel, 20 * 1000000), -ETIMEDOUT);
+    cr_assert_eq(coro_select_set_timer(&sel, 0, 1), 0);
+    cr_assert_eq(coro_select_blocking(&sel, CORO_FOREVER), 0, "a past deadline is chosen");
+    cr_assert_eq(coro_select_set_timer(&sel, 0, -1), -EINVAL);
 }
