@@ -86,7 +86,7 @@ static inline void coro__spin_unlock(uint32_t *l)
 CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
 CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
 
-/* ---- asymmetric fences (base/futex.c) ------------------------------------------
+/* ---- asymmetric fences (base/membarrier.c) ------------------------------------------
  * A Dekker pair whose one side runs at every spawn and the other at every
  * park pays its full barrier on the rare side only: the frequent side keeps
  * a compiler barrier, the rare side calls membarrier(2)
@@ -111,7 +111,7 @@ static inline void coro__fence_light(void)
     __asm__ __volatile__("" ::: "memory");
 }
 
-/* ---- prefetch for writing (base/futex.c sets the flag) -----------------------
+/* ---- prefetch for writing (base/cpu.c sets the flag) -----------------------
  * gcc and clang turn __builtin_prefetch(p, 1) into prefetcht0 unless the
  * target has PRFCHW: the line then comes in shared, and the first store
  * still waits for the other copies to go.  prefetchw takes it exclusive.

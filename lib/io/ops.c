@@ -33,11 +33,6 @@
 
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
 
-int64_t coro_now(void)
-{
-    return coro__now();
-}
-
 static int set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);

@@ -5,7 +5,7 @@
  * THE CLOCK.  s->vnow, one word written only by the thread that drives s
  * (the drive word of join.c makes that one thread at a time).  While a
  * thread drives or joins a virtual scheduler, coro__tls_vclock points at
- * that word and coro__now() reads it (base/futex.c): so every deadline a
+ * that word and coro__now() reads it (base/clock.c): so every deadline a
  * job computes - sleeps, timeouts of sync and I/O awaits, select timers,
  * group waits, timed joins - and every comparison the timer heaps make
  * when they fire is on the virtual clock, with no change to any of them.
