@@ -141,8 +141,19 @@ CORO__HIDDEN int64_t coro__now(void);
  * NULL = the real clock: set only while a thread drives or joins a
  * scheduler created with .virtual_time (rt/vtime.c) */
 extern __thread const int64_t *coro__tls_vclock CORO__HIDDEN;
-/* the absolute deadline of a relative timeout (ns; negative = none: -1;
- * one too far to represent: -1 too) */
+/* The absolute deadline timeout ns after now (both ns).  A negative
+ * timeout has none: -1.  So has one too far to represent: a deadline past
+ * INT64_MAX ns (292 years) never comes, and "none" keeps it out of the
+ * timer heaps, where a timer at INT64_MAX would sit for nothing (and a
+ * virtual clock, which jumps to the next timer, would reach it).  Every
+ * relative timeout of lib/ becomes a deadline here. */
+static inline int64_t coro__deadline_after(int64_t now, int64_t timeout)
+{
+    if (timeout < 0)
+        return -1;      /* CORO_FOREVER (others were refused before) */
+    return timeout > INT64_MAX - now ? -1 : now + timeout;
+}
+/* coro__deadline_after(coro__now(), timeout) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
 /* arm timerfd tfd (CLOCK_MONOTONIC) at the absolute deadline d in ns;
  * INT64_MAX disarms it.  Nothing on a virtual clock: its deadlines are

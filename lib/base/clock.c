@@ -28,7 +28,6 @@ int64_t coro_now(void)
 int64_t coro__deadline(int64_t timeout)
 {
     if (timeout < 0)
-        return -1;      /* CORO_FOREVER (others were refused before) */
-    int64_t now = coro__now();
-    return timeout > INT64_MAX - now ? -1 : now + timeout;
+        return -1;      /* no clock read for CORO_FOREVER */
+    return coro__deadline_after(coro__now(), timeout);
 }

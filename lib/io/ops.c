@@ -456,8 +456,8 @@ coro_await_t coro_sleep(int64_t ns)
         return coro__complete(-EINVAL);
     if (ns == 0)
         return coro__complete(0);
-    int64_t now = coro__now();
-    return coro__io_await(&sleep_ops, 0, NULL, 0, ns > INT64_MAX - now ? INT64_MAX : now + ns);
+    int64_t d = coro__deadline(ns);
+    return coro__io_await(&sleep_ops, 0, NULL, 0, d < 0 ? INT64_MAX : d);   /* too far: forever */
 }
 
 /* ---- signals ------------------------------------------------------------------------------ */

@@ -675,11 +675,7 @@ static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
     close_sched(s);
     if (mode == CORO_CANCEL)
         cancel_all(s);
-    int64_t deadline = -1;
-    if (timeout >= 0) {
-        int64_t now = coro__now();
-        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
-    }
+    int64_t deadline = coro__deadline(timeout);
     /* single-threaded: the waits take turns driving s (rt/join.c) */
     if (!wait_all(s, deadline)) {
         cancel_all(s);      /* this call's drain time is up */

@@ -339,8 +339,9 @@ int coro_sched_advance(coro_sched_t *s, int64_t ns)
         return -EDEADLK;
     if (!coro__drive_begin(s))
         return -EBUSY;
-    int64_t now = s->vnow;
-    int64_t limit = ns > INT64_MAX - now ? INT64_MAX - 1 : now + ns;
+    int64_t limit = coro__deadline_after(s->vnow, ns);
+    if (limit < 0)
+        limit = INT64_MAX - 1;  /* too far: as far as the clock goes */
     int64_t saved = coro__tls_drive_deadline;
     coro__tls_drive_deadline = 0;
     coro__vt_drive(s, NULL, NULL, false, limit);
