@@ -54,24 +54,31 @@ static inline void coro__fence_seq_cst(void)
 # define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
-/* ---- a small spinlock ---------------------------------------------------
- * For short critical sections taken on hot paths (the joiner-slot registry,
- * a group's member list), where a pthread mutex cost fib 10 % of its
- * instructions.  It gives the CPU away after a few tries, so a pre-empted
- * holder (more workers than CPUs) is not spun against. */
+/* ---- spinning (base/spin.c) ---------------------------------------------
+ * one round of a spin-wait: x86's pause tells the CPU this thread spins (it
+ * yields the core's resources to a sibling hyperthread and leaves the
+ * loop without a memory-order flush); elsewhere nothing */
+static inline void coro__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* A small spinlock, the one of lib/: for short critical sections on hot
+ * paths (an fd's slot, the joiner-slot registry, a group's member list,
+ * the tracer's shared ring), where a pthread mutex costs several times
+ * the instructions.  The uncontended take is inline; the spin is out of
+ * line and gives the CPU away after CORO__SPIN_PAUSES rounds, so a
+ * pre-empted holder (more workers than CPUs, or a holder in a system
+ * call) is not spun against. */
+CORO__HIDDEN void coro__spin_lock_slow(uint32_t *l);
+
 static inline void coro__spin_lock(uint32_t *l)
 {
     /* acquire: pairs with coro__spin_unlock's release; the data is read after */
-    for (unsigned i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++i >= 64)
-                sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-            else
-                __builtin_ia32_pause();
-#endif
-        }
-    }
+    if (CORO__UNLIKELY(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)))
+        coro__spin_lock_slow(l);
 }
 
 static inline void coro__spin_unlock(uint32_t *l)

@@ -221,13 +221,6 @@ struct coro__io {
     uint32_t nsrc;          /* atomic: sources published with release */
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void kick(struct coro__io *io)
 {
     uint64_t one = 1;
@@ -237,32 +230,15 @@ static void kick(struct coro__io *io)
 
 /* ---- the fd table ------------------------------------------------------------------------ */
 
-__attribute__((noinline))
-static void ent_lock_slow(struct fdent *e)
-{
-    /* acquire: pairs with ent_unlock's release */
-    for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(&e->lock, __ATOMIC_RELAXED)) {
-            if (++i > 64)
-                sched_yield();  /* the holder may be in a system call */
-            else
-                cpu_relax();
-        }
-    }
-}
-
-/* the uncontended take inline (two per wait and wake-up), the spin out of line */
+/* two per wait and wake-up: the uncontended take inline (base/base.h) */
 static inline void ent_lock(struct fdent *e)
 {
-    /* acquire: pairs with ent_unlock's release */
-    if (CORO__UNLIKELY(__atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE)))
-        ent_lock_slow(e);
+    coro__spin_lock(&e->lock);
 }
 
 static void ent_unlock(struct fdent *e)
 {
-    /* release: what we wrote under the lock before the next holder's reads */
-    __atomic_store_n(&e->lock, 0, __ATOMIC_RELEASE);
+    coro__spin_unlock(&e->lock);
 }
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
