@@ -87,6 +87,35 @@ static inline void coro__spin_unlock(uint32_t *l)
     __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/* ---- bit i of an array of 64-bit words ----------------------------------
+ * The worker masks, the idle and parked words, a cpuset.  Word and mask
+ * apart for the atomic users: __atomic_fetch_or(&w[coro__bit_word(i)],
+ * coro__bit(i), ...). */
+static inline size_t coro__bit_word(size_t i)
+{
+    return i / 64;
+}
+
+static inline uint64_t coro__bit(size_t i)
+{
+    return 1ull << (i % 64);
+}
+
+static inline bool coro__bit_test(const uint64_t *w, size_t i)
+{
+    return (w[coro__bit_word(i)] & coro__bit(i)) != 0;
+}
+
+static inline void coro__bit_set(uint64_t *w, size_t i)
+{
+    w[coro__bit_word(i)] |= coro__bit(i);
+}
+
+static inline void coro__bit_clear(uint64_t *w, size_t i)
+{
+    w[coro__bit_word(i)] &= ~coro__bit(i);
+}
+
 /* ---- futex (base/futex.c) ----------------------------------------------------
  * wait: sleep while *addr == expect, until the absolute CLOCK_MONOTONIC
  * deadline (ns, -1 = none); wake: up to n sleepers. */

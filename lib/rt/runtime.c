@@ -171,7 +171,7 @@ static void numa_init(coro_sched_t *s)
         s->numa |= ni != node0;
         for (int j = 0; j < s->nworkers; j++)
             if (coro__numa_node(s->w[j]->cpu) == ni)
-                s->w[i]->near[j / 64] |= 1ull << (j % 64);
+                coro__bit_set(s->w[i]->near, j);
     }
 }
 
@@ -292,7 +292,7 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     pthread_cond_init(&s->shut_gone, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
-        s->all_wmask[i / 64] |= 1ull << (i % 64);
+        coro__bit_set(s->all_wmask, i);
 
     rc = -ENOMEM;
     s->w = coro__alloc(s, s->nslots * sizeof *s->w);
