@@ -54,24 +54,31 @@ static inline void coro__fence_seq_cst(void)
 # define coro__fence_seq_cst() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
-/* ---- a small spinlock ---------------------------------------------------
- * For short critical sections taken on hot paths (the joiner-slot registry,
- * a group's member list), where a pthread mutex cost fib 10 % of its
- * instructions.  It gives the CPU away after a few tries, so a pre-empted
- * holder (more workers than CPUs) is not spun against. */
+/* ---- spinning (base/spin.c) ---------------------------------------------
+ * one round of a spin-wait: x86's pause tells the CPU this thread spins (it
+ * yields the core's resources to a sibling hyperthread and leaves the
+ * loop without a memory-order flush); elsewhere nothing */
+static inline void coro__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* A small spinlock, the one of lib/: for short critical sections on hot
+ * paths (an fd's slot, the joiner-slot registry, a group's member list,
+ * the tracer's shared ring), where a pthread mutex costs several times
+ * the instructions.  The uncontended take is inline; the spin is out of
+ * line and gives the CPU away after CORO__SPIN_PAUSES rounds, so a
+ * pre-empted holder (more workers than CPUs, or a holder in a system
+ * call) is not spun against. */
+CORO__HIDDEN void coro__spin_lock_slow(uint32_t *l);
+
 static inline void coro__spin_lock(uint32_t *l)
 {
     /* acquire: pairs with coro__spin_unlock's release; the data is read after */
-    for (unsigned i = 0; __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++i >= 64)
-                sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-            else
-                __builtin_ia32_pause();
-#endif
-        }
-    }
+    if (CORO__UNLIKELY(__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)))
+        coro__spin_lock_slow(l);
 }
 
 static inline void coro__spin_unlock(uint32_t *l)
@@ -80,13 +87,42 @@ static inline void coro__spin_unlock(uint32_t *l)
     __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
+/* ---- bit i of an array of 64-bit words ----------------------------------
+ * The worker masks, the idle and parked words, a cpuset.  Word and mask
+ * apart for the atomic users: __atomic_fetch_or(&w[coro__bit_word(i)],
+ * coro__bit(i), ...). */
+static inline size_t coro__bit_word(size_t i)
+{
+    return i / 64;
+}
+
+static inline uint64_t coro__bit(size_t i)
+{
+    return 1ull << (i % 64);
+}
+
+static inline bool coro__bit_test(const uint64_t *w, size_t i)
+{
+    return (w[coro__bit_word(i)] & coro__bit(i)) != 0;
+}
+
+static inline void coro__bit_set(uint64_t *w, size_t i)
+{
+    w[coro__bit_word(i)] |= coro__bit(i);
+}
+
+static inline void coro__bit_clear(uint64_t *w, size_t i)
+{
+    w[coro__bit_word(i)] &= ~coro__bit(i);
+}
+
 /* ---- futex (base/futex.c) ----------------------------------------------------
  * wait: sleep while *addr == expect, until the absolute CLOCK_MONOTONIC
  * deadline (ns, -1 = none); wake: up to n sleepers. */
 CORO__HIDDEN int coro__futex_wait(uint32_t *addr, uint32_t expect, int64_t deadline_ns);
 CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
 
-/* ---- asymmetric fences (base/futex.c) ------------------------------------------
+/* ---- asymmetric fences (base/membarrier.c) ------------------------------------------
  * A Dekker pair whose one side runs at every spawn and the other at every
  * park pays its full barrier on the rare side only: the frequent side keeps
  * a compiler barrier, the rare side calls membarrier(2)
@@ -111,7 +147,7 @@ static inline void coro__fence_light(void)
     __asm__ __volatile__("" ::: "memory");
 }
 
-/* ---- prefetch for writing (base/futex.c sets the flag) -----------------------
+/* ---- prefetch for writing (base/cpu.c sets the flag) -----------------------
  * gcc and clang turn __builtin_prefetch(p, 1) into prefetcht0 unless the
  * target has PRFCHW: the line then comes in shared, and the first store
  * still waits for the other copies to go.  prefetchw takes it exclusive.
@@ -141,8 +177,19 @@ CORO__HIDDEN int64_t coro__now(void);
  * NULL = the real clock: set only while a thread drives or joins a
  * scheduler created with .virtual_time (rt/vtime.c) */
 extern __thread const int64_t *coro__tls_vclock CORO__HIDDEN;
-/* the absolute deadline of a relative timeout (ns; negative = none: -1;
- * one too far to represent: -1 too) */
+/* The absolute deadline timeout ns after now (both ns).  A negative
+ * timeout has none: -1.  So has one too far to represent: a deadline past
+ * INT64_MAX ns (292 years) never comes, and "none" keeps it out of the
+ * timer heaps, where a timer at INT64_MAX would sit for nothing (and a
+ * virtual clock, which jumps to the next timer, would reach it).  Every
+ * relative timeout of lib/ becomes a deadline here. */
+static inline int64_t coro__deadline_after(int64_t now, int64_t timeout)
+{
+    if (timeout < 0)
+        return -1;      /* CORO_FOREVER (others were refused before) */
+    return timeout > INT64_MAX - now ? -1 : now + timeout;
+}
+/* coro__deadline_after(coro__now(), timeout) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
 /* arm timerfd tfd (CLOCK_MONOTONIC) at the absolute deadline d in ns;
  * INT64_MAX disarms it.  Nothing on a virtual clock: its deadlines are

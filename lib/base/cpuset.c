@@ -17,7 +17,7 @@ int coro_cpuset_add(coro_cpuset_t *set, int cpu)
 {
     if (!set || cpu < 0 || cpu >= CORO_MAX_CPUS)
         return -EINVAL;
-    set->bits[cpu / 64] |= 1ull << (cpu % 64);
+    coro__bit_set(set->bits, (size_t)cpu);
     return 0;
 }
 
@@ -25,7 +25,7 @@ int coro_cpuset_del(coro_cpuset_t *set, int cpu)
 {
     if (!set || cpu < 0 || cpu >= CORO_MAX_CPUS)
         return -EINVAL;
-    set->bits[cpu / 64] &= ~(1ull << (cpu % 64));
+    coro__bit_clear(set->bits, (size_t)cpu);
     return 0;
 }
 
@@ -33,7 +33,7 @@ bool coro_cpuset_has(const coro_cpuset_t *set, int cpu)
 {
     if (!set || cpu < 0 || cpu >= CORO_MAX_CPUS)
         return false;
-    return (set->bits[cpu / 64] >> (cpu % 64)) & 1;
+    return coro__bit_test(set->bits, (size_t)cpu);
 }
 
 int coro_cpuset_count(const coro_cpuset_t *set)

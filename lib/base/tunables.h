@@ -82,6 +82,12 @@
 #define CORO__ASYM_MAX_WORKERS 8
 #define CORO__ASYM_MAX_CPUS 64
 
+/* ---- spinning (base/spin.c) ------------------------------------------------ */
+/* a contended coro__spin_lock pauses this many rounds, then gives the CPU
+ * away at each further round: its holders keep it for a few stores, so a
+ * longer wait means the holder is off its CPU */
+#define CORO__SPIN_PAUSES 64u
+
 /* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */
 /* an idle worker looks for work again this many times with a pause
  * instruction (never when oversubscribed: the holder may need our CPU)... */

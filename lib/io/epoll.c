@@ -198,7 +198,6 @@ struct coro__io {
     uint32_t stop;          /* the I/O thread exits */
     uint32_t swept;
     int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
-    uint64_t n_ctl;         /* epoll_ctl calls on user fds (stats, tests) */
     /* written at every wait and wake: lines of their own, apart from the
      * token's, which idle workers and the I/O thread read */
     uint32_t npending __attribute__((aligned(CORO__CACHELINE)));   /* waiters + timers
@@ -221,13 +220,6 @@ struct coro__io {
     uint32_t nsrc;          /* atomic: sources published with release */
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void kick(struct coro__io *io)
 {
     uint64_t one = 1;
@@ -237,32 +229,15 @@ static void kick(struct coro__io *io)
 
 /* ---- the fd table ------------------------------------------------------------------------ */
 
-__attribute__((noinline))
-static void ent_lock_slow(struct fdent *e)
-{
-    /* acquire: pairs with ent_unlock's release */
-    for (unsigned i = 0; __atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE); i++) {
-        while (__atomic_load_n(&e->lock, __ATOMIC_RELAXED)) {
-            if (++i > 64)
-                sched_yield();  /* the holder may be in a system call */
-            else
-                cpu_relax();
-        }
-    }
-}
-
-/* the uncontended take inline (two per wait and wake-up), the spin out of line */
+/* two per wait and wake-up: the uncontended take inline (base/base.h) */
 static inline void ent_lock(struct fdent *e)
 {
-    /* acquire: pairs with ent_unlock's release */
-    if (CORO__UNLIKELY(__atomic_exchange_n(&e->lock, 1, __ATOMIC_ACQUIRE)))
-        ent_lock_slow(e);
+    coro__spin_lock(&e->lock);
 }
 
 static void ent_unlock(struct fdent *e)
 {
-    /* release: what we wrote under the lock before the next holder's reads */
-    __atomic_store_n(&e->lock, 0, __ATOMIC_RELEASE);
+    coro__spin_unlock(&e->lock);
 }
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
@@ -527,7 +502,6 @@ static int ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bi
     }
     if (rc < 0 && !e->reg && errno == EEXIST)  /* the old file lives on (a dup): retag it */
         rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
-    __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
     if (rc < 0)
         return -errno;
     /* ADD / MOD report what is ready now (an event is queued, handled after
@@ -763,27 +737,45 @@ static int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
-void coro__io_forget(struct coro__io *io, int fd)
+/* fd's number no longer names the file its slot knew: every waiter ends
+ * with EBADF and the registration and readiness are forgotten.  With
+ * close_it (coro_close) the file is also taken out of epoll and closed,
+ * under the lock: a waiter that comes next registers anew and gets EBADF
+ * (unless the number was reused meanwhile: then it is a new fd).  Returns
+ * close's result, else 0.  Inlined: close_it is a constant at each call. */
+static inline __attribute__((always_inline)) int ent_reset(struct coro__io *io, struct fdent *e,
+                                                           int fd, bool close_it)
 {
-    struct fdent *e = ent_get(io, fd, false);
     coro_t *job[2];
+    int rc = 0;
 
-    if (!e)
-        return;
     coro__wl_t wl;
     coro__wl_init(&wl);
     ent_lock(e);
     job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
     job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
+    if (close_it && e->reg)
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
     e->reg = 0;
     e->dirs = 0;
     rdy_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
     e->gen++;           /* events of the old registration are ignored */
+    if (close_it)
+        rc = close(fd) == 0 ? 0 : -errno;
     ent_unlock(e);
     coro__wl_wake(&wl);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             finish(io, job[dir], -EBADF);
+    return rc;
+}
+
+void coro__io_forget(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+
+    if (e)
+        ent_reset(io, e, fd, false);
 }
 
 /* ---- timers firing ----------------------------------------------------------------------- */
@@ -1613,11 +1605,6 @@ int64_t coro__io_next_timer(struct coro__io *io)
     return d;
 }
 
-uint64_t coro__io_ctl_count(struct coro__io *io)
-{
-    return __atomic_load_n(&io->n_ctl, __ATOMIC_RELAXED);
-}
-
 uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
 {
     return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
@@ -1649,8 +1636,6 @@ int coro_close(coro_sched_t *s, int fd)
 {
     CORO__IO_KEEP_ERRNO();
     struct fdent *e;
-    coro_t *job[2] = { NULL, NULL };
-    int rc;
 
     if (fd < 0)
         return -EBADF;
@@ -1659,28 +1644,7 @@ int coro_close(coro_sched_t *s, int fd)
     struct coro__io *io = s ? coro__sched_io(s) : NULL;
     if (!io || !(e = ent_get(io, fd, false)))
         return close(fd) == 0 ? 0 : -errno;
-    coro__wl_t wl;
-    coro__wl_init(&wl);
-    ent_lock(e);
-    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
-    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
-    if (e->reg) {
-        epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
-        __atomic_add_fetch(&io->n_ctl, 1, __ATOMIC_RELAXED);
-    }
-    e->reg = 0;
-    e->dirs = 0;
-    rdy_update(e, 0xffu, 0);
-    e->gen++;
-    /* closed under the lock: a waiter that comes next registers anew and
-     * gets EBADF (unless the number was reused meanwhile: then it is a new fd) */
-    rc = close(fd) == 0 ? 0 : -errno;
-    ent_unlock(e);
-    coro__wl_wake(&wl);
-    for (int dir = 0; dir < 2; dir++)
-        if (job[dir])
-            finish(io, job[dir], -EBADF);
-    return rc;
+    return ent_reset(io, e, fd, true);
 }
 
 /* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */

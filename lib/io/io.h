@@ -271,8 +271,6 @@ CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
  * At most 4.  Returns 0, -ENOSPC, or -errno of epoll_ctl. */
 CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg),
                                      void *arg);
-/* coro__io_ctl_count - epoll_ctl calls made on users' fds so far (tests) */
-CORO__HIDDEN uint64_t coro__io_ctl_count(struct coro__io *io);
 /* coro__io_woken_by - fd waiters taken by a readiness event so far, by the
  * I/O thread (io_thread) or by workers / the single-threaded driver (tests;
  * the workers' count is kept without a locked add and may miss a few when

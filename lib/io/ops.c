@@ -33,11 +33,6 @@
 
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
 
-int64_t coro_now(void)
-{
-    return coro__now();
-}
-
 static int set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -283,7 +278,10 @@ static const struct coro__io_ops write_all_ops = {
     { "write_all", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_all_attempt, NULL, NULL,
 };
 
-coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
+/* coro_read (dir CORO__DIR_RD) and coro_write (CORO__DIR_WR): inlined
+ * into each, where dir is a constant */
+static inline __attribute__((always_inline)) coro_await_t rw(int fd, const void *buf, size_t len,
+                                                             int64_t timeout, int dir)
 {
     CORO__IO_KEEP_ERRNO();
     if (fd < 0)
@@ -291,32 +289,26 @@ coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
     if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
         return coro__complete(-EINVAL);
     coro_await_t f;
-    if (coro__file_op(fd, buf, len, timeout, 0, &f))      /* regular file: the pool */
+    /* regular file: the pool (its op 0 reads, 1 writes) */
+    if (coro__file_op(fd, buf, len, timeout, dir == CORO__DIR_RD ? 0 : 1, &f))
         return f;
-    intptr_t n = rw_now(fd, buf, len, CORO__DIR_RD);
+    intptr_t n = rw_now(fd, buf, len, dir);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)
         return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&read_ops, fd, buf, (intptr_t)len, coro__deadline(timeout));
+    return coro__io_await(dir == CORO__DIR_RD ? &read_ops : &write_ops, fd, buf,
+                          (intptr_t)len, coro__deadline(timeout));
+}
+
+coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout)
+{
+    return rw(fd, buf, len, timeout, CORO__DIR_RD);
 }
 
 coro_await_t coro_write(int fd, const void *buf, size_t len, int64_t timeout)
 {
-    CORO__IO_KEEP_ERRNO();
-    if (fd < 0)
-        return coro__complete(-EBADF);
-    if (!coro__timeout_ok(timeout) || (!buf && len) || len > SSIZE_MAX)
-        return coro__complete(-EINVAL);
-    coro_await_t f;
-    if (coro__file_op(fd, buf, len, timeout, 1, &f))      /* regular file: the pool */
-        return f;
-    intptr_t n = rw_now(fd, buf, len, CORO__DIR_WR);
-    if (n != -EAGAIN)
-        return coro__complete(n);
-    if (timeout == 0)
-        return coro__complete(-ETIMEDOUT);
-    return coro__io_await(&write_ops, fd, buf, (intptr_t)len, coro__deadline(timeout));
+    return rw(fd, buf, len, timeout, CORO__DIR_WR);
 }
 
 coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout)
@@ -461,8 +453,8 @@ coro_await_t coro_sleep(int64_t ns)
         return coro__complete(-EINVAL);
     if (ns == 0)
         return coro__complete(0);
-    int64_t now = coro__now();
-    return coro__io_await(&sleep_ops, 0, NULL, 0, ns > INT64_MAX - now ? INT64_MAX : now + ns);
+    int64_t d = coro__deadline(ns);
+    return coro__io_await(&sleep_ops, 0, NULL, 0, d < 0 ? INT64_MAX : d);   /* too far: forever */
 }
 
 /* ---- signals ------------------------------------------------------------------------------ */

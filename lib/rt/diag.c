@@ -201,7 +201,7 @@ static int dump(coro_sched_t *s, FILE *out)
         coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
         int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
         const char *name = __atomic_load_n(&w->cur_name, __ATOMIC_RELAXED);
-        bool idle = (__atomic_load_n(&s->idle[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+        bool idle = __atomic_load_n(&s->idle[coro__bit_word(i)], __ATOMIC_RELAXED) & coro__bit(i);
         fprintf(d.f, "  worker %d (CPU %d%s): ", i, w->cpu,
                 __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ? ", pinned" : "");
         if (cur) {

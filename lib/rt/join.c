@@ -239,10 +239,7 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
     const int64_t *saved_clk = coro__tls_vclock;
     if (s && s->vtime)
         coro__tls_vclock = &s->vnow;
-    if (timeout >= 0) {
-        int64_t now = coro__now();
-        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
-    }
+    deadline = coro__deadline(timeout);
     for (;;) {
         /* acquire: pairs with coro__finish's release (the result) */
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);

@@ -171,7 +171,7 @@ static void numa_init(coro_sched_t *s)
         s->numa |= ni != node0;
         for (int j = 0; j < s->nworkers; j++)
             if (coro__numa_node(s->w[j]->cpu) == ni)
-                s->w[i]->near[j / 64] |= 1ull << (j % 64);
+                coro__bit_set(s->w[i]->near, j);
     }
 }
 
@@ -292,7 +292,7 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     pthread_cond_init(&s->shut_gone, NULL);
     pthread_mutex_init(&s->cancel_lock, NULL);
     for (int i = 0; i < s->nslots; i++)
-        s->all_wmask[i / 64] |= 1ull << (i % 64);
+        coro__bit_set(s->all_wmask, i);
 
     rc = -ENOMEM;
     s->w = coro__alloc(s, s->nslots * sizeof *s->w);
@@ -675,11 +675,7 @@ static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
     close_sched(s);
     if (mode == CORO_CANCEL)
         cancel_all(s);
-    int64_t deadline = -1;
-    if (timeout >= 0) {
-        int64_t now = coro__now();
-        deadline = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
-    }
+    int64_t deadline = coro__deadline(timeout);
     /* single-threaded: the waits take turns driving s (rt/join.c) */
     if (!wait_all(s, deadline)) {
         cancel_all(s);      /* this call's drain time is up */

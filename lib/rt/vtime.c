@@ -5,7 +5,7 @@
  * THE CLOCK.  s->vnow, one word written only by the thread that drives s
  * (the drive word of join.c makes that one thread at a time).  While a
  * thread drives or joins a virtual scheduler, coro__tls_vclock points at
- * that word and coro__now() reads it (base/futex.c): so every deadline a
+ * that word and coro__now() reads it (base/clock.c): so every deadline a
  * job computes - sleeps, timeouts of sync and I/O awaits, select timers,
  * group waits, timed joins - and every comparison the timer heaps make
  * when they fire is on the virtual clock, with no change to any of them.
@@ -339,8 +339,9 @@ int coro_sched_advance(coro_sched_t *s, int64_t ns)
         return -EDEADLK;
     if (!coro__drive_begin(s))
         return -EBUSY;
-    int64_t now = s->vnow;
-    int64_t limit = ns > INT64_MAX - now ? INT64_MAX - 1 : now + ns;
+    int64_t limit = coro__deadline_after(s->vnow, ns);
+    if (limit < 0)
+        limit = INT64_MAX - 1;  /* too far: as far as the clock goes */
     int64_t saved = coro__tls_drive_deadline;
     coro__tls_drive_deadline = 0;
     coro__vt_drive(s, NULL, NULL, false, limit);

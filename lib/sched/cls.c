@@ -168,7 +168,7 @@ int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
     for (int i = 0; i < s->nslots; i++) {
         int cpu = s->w[i]->cpu;
         if (coro_cpuset_has(aff, cpu)) {
-            wmask[i / 64] |= 1ull << (i % 64);
+            coro__bit_set(wmask, i);
             coro_cpuset_add(&cut, cpu);
         }
     }
@@ -187,7 +187,7 @@ int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
         goto out;
     /* room in every served list first: nothing to undo once published */
     for (int i = 0; i < s->nslots; i++)
-        if (((wmask[i / 64] >> (i % 64)) & 1) && served_room(s, s->w[i]) < 0)
+        if (coro__bit_test(wmask, i) && served_room(s, s->w[i]) < 0)
             goto out;
     struct coro__cls *c = cls_new(s, wmask, &cut, CORO__CLASS_NARROW_SIZE);
     if (!c)

@@ -513,7 +513,7 @@ static inline struct coro__cls *coro__cls_get(coro_sched_t *s, unsigned idx)
 }
 static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
 {
-    return (c->wmask[widx / 64] >> (widx % 64)) & 1;
+    return coro__bit_test(c->wmask, (size_t)widx);
 }
 
 /* sched/worker.c */

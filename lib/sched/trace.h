@@ -154,7 +154,7 @@ static inline uint64_t coro__trace_clock_real(void)
 
 /* a worker ring's clock.  The thread that drives a virtual scheduler
  * (coro__tls_vclock set) writes only that scheduler's worker ring, whose
- * trace is in its virtual ns (trace.c, write_file): same seed, same
+ * trace is in its virtual ns (trace_write.c, write_file): same seed, same
  * trace, timestamps included */
 static inline uint64_t coro__trace_clock(void)
 {
@@ -238,7 +238,7 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
  * CORO__TRACE_RUN_NS makes the next run one step, a shorter one doubles it
  * up to CORO__TRACE_RUN_MAX.
  *
- * The trace writer (trace.c, resolve) spreads a run's steps evenly over
+ * The trace writer (trace_write.c, resolve) spreads a run's steps evenly over
  * the time between the readings around it.  So, on a worker's lane:
  * - the steps are in the order they ran and never overlap;
  * - a run's span is exact (two readings), and its steps share it evenly: a
@@ -273,7 +273,7 @@ static inline uint64_t coro__tr_stamp(struct coro__tring *r)
  * CORO__TRACE_THREAD_RUN-th, and whenever the kernel's coarse clock (one
  * tick: 1-10 ms; a vDSO read, 3-4 ns here against rdtsc's 11-20) moved
  * since its last reading.  An event between two readings (ts 0) is placed
- * when the trace is written (trace.c, resolve_thread): evenly between them
+ * when the trace is written (trace_write.c, resolve_thread): evenly between them
  * when they are close (a burst), else at the first (it happened after it,
  * within the same tick).  r is the caller's own ring */
 static inline uint64_t coro__tr_thread_stamp(struct coro__tring *r)

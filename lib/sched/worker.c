@@ -188,13 +188,6 @@
  * counter is one more contended RMW per spawn) */
 static __thread uint32_t tls_rr;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
  * (the thread that dequeued it, or its waker) changes these bits, and it
  * knows their value, so one atomic add does it without a CAS loop while
@@ -2301,7 +2294,7 @@ void *coro__worker_main(void *arg)
                 break;
             if (!s->oversubscribed && idle < CORO__IDLE_PAUSES) {
                 idle++;
-                cpu_relax();
+                coro__cpu_relax();
                 continue;
             }
             if (idle < (s->oversubscribed ? CORO__IDLE_OVERSUB_YIELDS : CORO__IDLE_LOOKS)) {

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* coro_event_t (manual-reset event) and coro_waitgroup_t.
+/* coro_event_t: a manual-reset event.
  * State under the lot bucket lock of the object (see wait/sync.c). */
 #include "sync/sync.h"
 
 #define EVENT_MAGIC 0x45564e54u     /* "EVNT" */
-#define WG_MAGIC 0x57475250u        /* "WGRP" */
-
-/* ---- event ------------------------------------------------------------------ */
 
 static int ev_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
 {
@@ -110,102 +107,5 @@ int coro_event_wait_blocking(coro_event_t *ev, int64_t timeout)
     if (!ev_ok(ev))
         return -EINVAL;
     coro_await_t a = ev_args(ev, timeout);
-    return (int)coro__sync_block(&a, timeout);
-}
-
-/* ---- wait group --------------------------------------------------------------- */
-
-static int wg_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
-{
-    coro_waitgroup_t *wg = a->arg[0].p;
-
-    (void)wl;
-    (void)proxy;
-    if (wg->count != 0)
-        return 0;
-    *res = 0;
-    return 1;
-}
-
-static const struct coro__sync_ops wg_ops = {
-    { "waitgroup_wait", coro__sync_arm }, coro__arg0_key, wg_try,
-};
-
-static bool wg_ok(const coro_waitgroup_t *wg)
-{
-    return wg && wg->magic == WG_MAGIC;
-}
-
-int coro_waitgroup_init(coro_waitgroup_t *wg)
-{
-    if (!wg)
-        return -EINVAL;
-    wg->count = 0;
-    wg->pad = 0;
-    wg->magic = WG_MAGIC;
-    return 0;
-}
-
-int coro_waitgroup_destroy(coro_waitgroup_t *wg)
-{
-    if (!wg_ok(wg))
-        return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(wg);
-    bool busy = coro__lot_waiting(b, wg);
-    if (!busy)
-        wg->magic = 0;
-    coro__lot_unlock(b);
-    return busy ? -EBUSY : 0;
-}
-
-int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n)
-{
-    coro__wl_t wl;
-    coro_t *w;
-    int64_t c;
-
-    if (!wg_ok(wg))
-        return -EINVAL;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(wg);
-    /* count >= 0 always: count + n cannot overflow for n < 0, and -n
-     * (INT64_MIN) is never computed */
-    if ((n < 0 && wg->count + n < 0) || (n > 0 && wg->count > INT64_MAX - n)) {
-        coro__lot_unlock(b);
-        return -EINVAL;
-    }
-    c = wg->count += n;
-    if (c == 0)
-        while ((w = coro__lot_take(b, wg)))
-            coro__wl_add(&wl, w, 0);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
-    return c;
-}
-
-int64_t coro_waitgroup_done(coro_waitgroup_t *wg)
-{
-    return coro_waitgroup_add(wg, -1);
-}
-
-static coro_await_t wg_args(coro_waitgroup_t *wg, int64_t timeout)
-{
-    coro_await_t a = { .ops = &wg_ops.base, .timeout = timeout };
-    a.arg[0].p = wg;
-    return a;
-}
-
-coro_await_t coro_waitgroup_wait(coro_waitgroup_t *wg, int64_t timeout)
-{
-    if (!wg_ok(wg))
-        return coro_ready(-EINVAL);
-    return coro__sync_await(wg_args(wg, timeout));
-}
-
-int coro_waitgroup_wait_blocking(coro_waitgroup_t *wg, int64_t timeout)
-{
-    if (!wg_ok(wg))
-        return -EINVAL;
-    coro_await_t a = wg_args(wg, timeout);
     return (int)coro__sync_block(&a, timeout);
 }

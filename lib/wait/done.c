@@ -146,12 +146,7 @@ coro_await_t coro_done_timeout(coro_t *job, intptr_t *result, int64_t timeout)
         return coro__complete(-ETIMEDOUT);
     a.arg[0].p = job;
     a.arg[1].p = result;
-    if (timeout == CORO_FOREVER) {
-        a.timeout = -1;
-    } else {
-        int64_t now = coro__now();
-        a.timeout = timeout > INT64_MAX - now ? INT64_MAX : now + timeout;
-    }
+    a.timeout = coro__deadline(timeout);
     return a;
 }
 

@@ -243,12 +243,12 @@ static bool admit(struct bucket *b, coro_t *job)
     coro_sched_t *s = job->sched;
     struct coro__lotsched *ls = s->lot;
     unsigned i = bucket_index(b);
-    uint64_t bit = 1ull << (i % 64);
+    uint64_t bit = coro__bit(i), *word = &ls->parked[coro__bit_word(i)];
 
     /* seq_cst (the RMW and both loads): against coro__lot_cancel_sched's
      * store of s->cancelling and its load of the bits (top of file) */
-    if (!(__atomic_load_n(&ls->parked[i / 64], __ATOMIC_RELAXED) & bit))
-        __atomic_fetch_or(&ls->parked[i / 64], bit, __ATOMIC_SEQ_CST);
+    if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
     return __atomic_load_n(&s->cancelling, __ATOMIC_SEQ_CST) == 0 &&
            !coro__job_cancelled(job);
 }

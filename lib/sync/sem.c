@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* coro_sem_t: a counting semaphore, FIFO.
+ * State under the lot bucket lock of the object (see wait/sync.c). */
+#include "sync/sync.h"
+
+#define SEM_MAGIC 0x53454d41u       /* "SEMA" */
+
+static bool sem_ok(const coro_sem_t *sem)
+{
+    return sem && sem->magic == SEM_MAGIC;
+}
+
+/* invariant: waiters exist only while count == 0 (release hands units to
+ * waiters first), so taking a unit when count > 0 never overtakes one */
+static int sem_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+{
+    coro_sem_t *sem = a->arg[0].p;
+
+    (void)wl;
+    (void)proxy;
+    if (sem->count == 0)
+        return 0;
+    sem->count--;
+    *res = 0;
+    return 1;
+}
+
+static const struct coro__sync_ops sem_ops = {
+    { "sem_acquire", coro__sync_arm }, coro__arg0_key, sem_try,
+};
+
+int coro_sem_init(coro_sem_t *sem, int64_t n)
+{
+    if (!sem || n < 0)
+        return -EINVAL;
+    sem->count = n;
+    sem->pad = 0;
+    sem->magic = SEM_MAGIC;
+    return 0;
+}
+
+int coro_sem_destroy(coro_sem_t *sem)
+{
+    if (!sem_ok(sem))
+        return -EINVAL;
+    coro__lotb_t *b = coro__lot_lock(sem);
+    bool busy = coro__lot_waiting(b, sem);
+    if (!busy)
+        sem->magic = 0;
+    coro__lot_unlock(b);
+    return busy ? -EBUSY : 0;
+}
+
+static coro_await_t sem_args(coro_sem_t *sem, int64_t timeout)
+{
+    coro_await_t a = { .ops = &sem_ops.base, .timeout = timeout };
+    a.arg[0].p = sem;
+    return a;
+}
+
+coro_await_t coro_sem_acquire(coro_sem_t *sem, int64_t timeout)
+{
+    if (!sem_ok(sem))
+        return coro_ready(-EINVAL);
+    return coro__sync_await(sem_args(sem, timeout));
+}
+
+int coro_sem_acquire_blocking(coro_sem_t *sem, int64_t timeout)
+{
+    if (!sem_ok(sem))
+        return -EINVAL;
+    coro_await_t a = sem_args(sem, timeout);
+    return (int)coro__sync_block(&a, timeout);
+}
+
+int coro_sem_try_acquire(coro_sem_t *sem)
+{
+    if (!sem_ok(sem))
+        return -EINVAL;
+    coro__lotb_t *b = coro__lot_lock(sem);
+    int rc = sem->count > 0 ? (sem->count--, 0) : -EAGAIN;
+    coro__lot_unlock(b);
+    return rc;
+}
+
+int coro_sem_release(coro_sem_t *sem, int64_t n)
+{
+    coro__wl_t wl;
+    coro_t *w;
+    int woken = 0;
+
+    if (!sem_ok(sem) || n < 0)
+        return -EINVAL;
+    coro__wl_init(&wl);
+    coro__lotb_t *b = coro__lot_lock(sem);
+    if (sem->count > INT64_MAX - n) {
+        coro__lot_unlock(b);
+        return -EINVAL;
+    }
+    while (n > 0 && (w = coro__lot_take(b, sem))) {
+        coro__wl_add(&wl, w, 0);
+        woken++;
+        n--;
+    }
+    sem->count += n;
+    coro__lot_unlock(b);
+    coro__wl_wake(&wl);
+    return woken;
+}
+
+int64_t coro_sem_value(coro_sem_t *sem)
+{
+    if (!sem_ok(sem))
+        return -EINVAL;
+    coro__lotb_t *b = coro__lot_lock(sem);
+    int64_t v = sem->count;
+    coro__lot_unlock(b);
+    return v;
+}
