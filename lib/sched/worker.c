@@ -1733,6 +1733,9 @@ static bool run_next(struct coro__worker *w, bool done);
  * own between two steps shows through (a job that resumes on the thread
  * it left finds the errno it left) */
 static __thread int tls_job_errno;
+/* this thread's &errno, asked of libc once: a call per step otherwise
+ * (__errno_location), on the path of every step */
+static __thread int *tls_errp;
 
 /* JOINING INLINE.  A job that awaits coro_done of a child still queued,
  * unstarted or ready, on its own worker - in the LIFO slot, or the newest
@@ -1856,7 +1859,9 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         t0 = diag_begin(w, job);
     /* errno: the thread's as its jobs left it, whatever the library did
      * between their steps (include/corokit/error.h) */
-    int *errp = &errno;
+    int *errp = tls_errp;
+    if (CORO__UNLIKELY(!errp))
+        errp = tls_errp = &errno;
     uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
@@ -1910,6 +1915,18 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
+            if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
+                /* the back of everything this worker has (submit_'s
+                 * yield, without the questions whose answers are known
+                 * here: a class-0 job, on its own worker, never the
+                 * job a look at epoll caught) */
+                int pi = CORO__PRIO_IDX(job->prio);
+                if (CORO__UNLIKELY(!own_lq_push(w, &w->yielded[pi], pi, job)))
+                    push_global(s, job);
+                if (s->nworkers > 1)
+                    notify(s, s->all_wmask, true);
+                return false;
+            }
             if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
                 w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
                 /* a job only this worker may run waits behind up to
@@ -2196,29 +2213,33 @@ static inline void timers_due(struct coro__worker *w)
         timers_due_slow(w, d);
 }
 
-/* the path of every step: a decrement and a test of the yield's flag;
- * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
- * waiting, a decrement more; at a yield, the timers (DUE TIMERS: not at
- * the count's end, where steps that do not yield end soon and the
- * workers park on the timerfd; firing there too made the timers shape
- * slower) */
+/* a yield: the timers (DUE TIMERS: at yields only, not at the count's
+ * end, where steps that do not yield end soon and the workers park on
+ * the timerfd; firing there too made the timers shape slower), the
+ * count, and the question of BUSY LOOKS unless a recent yield found
+ * nothing waiting */
+static inline bool look_due_yield(struct coro__worker *w)
+{
+    w->poll_yield = false;
+    timers_due(w);
+    if (CORO__UNLIKELY(w->poll_steps <= 1))
+        return look_due_slow(w, true);
+    w->poll_steps--;
+    if (w->poll_idle > 0) {
+        w->poll_idle--;
+        return false;
+    }
+    return look_due_slow(w, false);
+}
+
+/* the path of every step: a test of the yield's flag and a decrement */
 static inline bool look_due_(struct coro__worker *w)
 {
+    if (CORO__UNLIKELY(w->poll_yield))
+        return look_due_yield(w);
     if (CORO__LIKELY(w->poll_steps > 1)) {
         w->poll_steps--;
-        if (CORO__LIKELY(!w->poll_yield))
-            return false;
-        w->poll_yield = false;
-        timers_due(w);
-        if (w->poll_idle > 0) {
-            w->poll_idle--;
-            return false;
-        }
-        return look_due_slow(w, false);
-    }
-    if (w->poll_yield) {
-        w->poll_yield = false;
-        timers_due(w);
+        return false;
     }
     return look_due_slow(w, true);
 }
