@@ -2083,7 +2083,8 @@ static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t 
  * yields once) while the worker picks from its own queues, the shared ones
  * and the submission rings, so that what was ready when it yielded runs
  * first wherever it is queued; once a pick finds nothing (and the looks
- * of BUSY LOOKS woke nothing more) it runs again at once, with no queue.
+ * of BUSY LOOKS woke nothing more, and the other workers' queues had
+ * nothing to steal) it runs again at once, with no queue.
  * A job only this worker may run waits so for at most
  * CORO__GLOBAL_INTERVAL picks, then goes to its class queue (behind the
  * local ring: as a class-0 yielder waits at most that long in its yield
@@ -2116,6 +2117,16 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
             return j;
     }
     w->drain = 0;
+    /* nothing of ours either: the other workers' queues, before the
+     * yielder runs again (tokio steals before it runs its deferred
+     * tasks).  A busy worker's look takes every event there is, so the
+     * jobs it woke wait in its queues behind its own yielder's next
+     * step, while this worker, busy too, would never steal them: an
+     * idle phase is the only other place a worker steals.  Not as a
+     * searcher: the yielder runs right after, and a searcher's count
+     * keeps notify from waking parked workers */
+    if (w->s->nslots > 1 && (j = found_(w, steal(w))))
+        return j;
     w->deferred = NULL;
     return d;                   /* it runs again, no queue */
 }
