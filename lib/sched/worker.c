@@ -2149,9 +2149,11 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
- * and their readiness is there now.  The yielder waits for at most that
- * many rounds of what the looks woke.  What a look wakes goes to this
- * worker's queues (or its
+ * and their readiness is there now; then it steals, as the other busy
+ * workers do at their yields, so that what this look queued does not
+ * wait for this worker's yielder's next step.  The yielder waits for at
+ * most CORO__GLOBAL_INTERVAL picks of what the looks woke (DEFERRED
+ * YIELDS).  What a look wakes goes to this worker's queues (or its
  * class's), ahead of the job that yielded, with the usual notify for idle
  * workers; masks and priorities are those of any wake-up (coro__wake).
  * The single-threaded driver (rt/join.c) looks at the same points, with
