@@ -175,8 +175,13 @@
 /* after a yield's look woke jobs and they ran, the worker looks again
  * before the yielding job runs, up to this many times while each look
  * wakes something: a conversation then moves this many hops per yield
- * instead of one, and the yielder waits for at most this many rounds */
-#define CORO__IO_POLL_DRAIN 4u
+ * instead of one.  What bounds the yielder's wait is DEFERRED YIELDS'
+ * CORO__GLOBAL_INTERVAL picks (then it is queued behind the local ring
+ * only), not this count: with many conversations the picks run out
+ * first, and with few each look costs an epoll_wait for a handful of
+ * hops; a smaller count handed the CPU back to the yielder while
+ * conversations still had hops ready (sched/worker.c, with_deferred) */
+#define CORO__IO_POLL_DRAIN 16u
 
 /* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame.c) ------------------ */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB

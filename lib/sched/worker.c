@@ -1726,6 +1726,9 @@ static bool run_next(struct coro__worker *w, bool done);
  * own between two steps shows through (a job that resumes on the thread
  * it left finds the errno it left) */
 static __thread int tls_job_errno;
+/* this thread's &errno, asked of libc once: a call per step otherwise
+ * (__errno_location), on the path of every step */
+static __thread int *tls_errp;
 
 /* JOINING INLINE.  A job that awaits coro_done of a child still queued,
  * unstarted or ready, on its own worker - in the LIFO slot, or the newest
@@ -1849,7 +1852,9 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         t0 = diag_begin(w, job);
     /* errno: the thread's as its jobs left it, whatever the library did
      * between their steps (include/corokit/error.h) */
-    int *errp = &errno;
+    int *errp = tls_errp;
+    if (CORO__UNLIKELY(!errp))
+        errp = tls_errp = &errno;
     uint64_t tr0 = coro__trace_begin(w);
     if (job->flags & CORO__FL_IOWAKE) {
         job->flags &= (uint8_t)~CORO__FL_IOWAKE;
@@ -1903,6 +1908,18 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
+            if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
+                /* the back of everything this worker has (submit_'s
+                 * yield, without the questions whose answers are known
+                 * here: a class-0 job, on its own worker, never the
+                 * job a look at epoll caught) */
+                int pi = CORO__PRIO_IDX(job->prio);
+                if (CORO__UNLIKELY(!own_lq_push(w, &w->yielded[pi], pi, job)))
+                    push_global(s, job);
+                if (s->nworkers > 1)
+                    notify(s, s->all_wmask, true);
+                return false;
+            }
             if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
                 w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
                 /* a job only this worker may run waits behind up to
@@ -2059,7 +2076,8 @@ static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t 
  * yields once) while the worker picks from its own queues, the shared ones
  * and the submission rings, so that what was ready when it yielded runs
  * first wherever it is queued; once a pick finds nothing (and the looks
- * of BUSY LOOKS woke nothing more) it runs again at once, with no queue.
+ * of BUSY LOOKS woke nothing more, and the other workers' queues had
+ * nothing to steal) it runs again at once, with no queue.
  * A job only this worker may run waits so for at most
  * CORO__GLOBAL_INTERVAL picks, then goes to its class queue (behind the
  * local ring: as a class-0 yielder waits at most that long in its yield
@@ -2092,6 +2110,16 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
             return j;
     }
     w->drain = 0;
+    /* nothing of ours either: the other workers' queues, before the
+     * yielder runs again (tokio steals before it runs its deferred
+     * tasks).  A busy worker's look takes every event there is, so the
+     * jobs it woke wait in its queues behind its own yielder's next
+     * step, while this worker, busy too, would never steal them: an
+     * idle phase is the only other place a worker steals.  Not as a
+     * searcher: the yielder runs right after, and a searcher's count
+     * keeps notify from waking parked workers */
+    if (w->s->nslots > 1 && (j = found_(w, steal(w))))
+        return j;
     w->deferred = NULL;
     return d;                   /* it runs again, no queue */
 }
@@ -2114,9 +2142,11 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * (DEFERRED YIELDS), the worker looks again once they ran, before the
  * yielder runs, up to CORO__IO_POLL_DRAIN times while each look wakes
  * something (with_deferred): the jobs just run wrote where others wait,
- * and their readiness is there now.  The yielder waits for at most that
- * many rounds of what the looks woke.  What a look wakes goes to this
- * worker's queues (or its
+ * and their readiness is there now; then it steals, as the other busy
+ * workers do at their yields, so that what this look queued does not
+ * wait for this worker's yielder's next step.  The yielder waits for at
+ * most CORO__GLOBAL_INTERVAL picks of what the looks woke (DEFERRED
+ * YIELDS).  What a look wakes goes to this worker's queues (or its
  * class's), ahead of the job that yielded, with the usual notify for idle
  * workers; masks and priorities are those of any wake-up (coro__wake).
  * The single-threaded driver (rt/join.c) looks at the same points, with
@@ -2189,29 +2219,33 @@ static inline void timers_due(struct coro__worker *w)
         timers_due_slow(w, d);
 }
 
-/* the path of every step: a decrement and a test of the yield's flag;
- * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
- * waiting, a decrement more; at a yield, the timers (DUE TIMERS: not at
- * the count's end, where steps that do not yield end soon and the
- * workers park on the timerfd; firing there too made the timers shape
- * slower) */
+/* a yield: the timers (DUE TIMERS: at yields only, not at the count's
+ * end, where steps that do not yield end soon and the workers park on
+ * the timerfd; firing there too made the timers shape slower), the
+ * count, and the question of BUSY LOOKS unless a recent yield found
+ * nothing waiting */
+static inline bool look_due_yield(struct coro__worker *w)
+{
+    w->poll_yield = false;
+    timers_due(w);
+    if (CORO__UNLIKELY(w->poll_steps <= 1))
+        return look_due_slow(w, true);
+    w->poll_steps--;
+    if (w->poll_idle > 0) {
+        w->poll_idle--;
+        return false;
+    }
+    return look_due_slow(w, false);
+}
+
+/* the path of every step: a test of the yield's flag and a decrement */
 static inline bool look_due_(struct coro__worker *w)
 {
+    if (CORO__UNLIKELY(w->poll_yield))
+        return look_due_yield(w);
     if (CORO__LIKELY(w->poll_steps > 1)) {
         w->poll_steps--;
-        if (CORO__LIKELY(!w->poll_yield))
-            return false;
-        w->poll_yield = false;
-        timers_due(w);
-        if (w->poll_idle > 0) {
-            w->poll_idle--;
-            return false;
-        }
-        return look_due_slow(w, false);
-    }
-    if (w->poll_yield) {
-        w->poll_yield = false;
-        timers_due(w);
+        return false;
     }
     return look_due_slow(w, true);
 }

@@ -564,6 +564,12 @@ static int64_t io_busy(long trips, int64_t h_us, int64_t *p99)
 {
     static int64_t *lat;
     int np = BENCH_BUSY_PAIRS;
+    /* BENCH_PAIRS=n (1 to BENCH_BUSY_PAIRS): fewer pairs, to see a
+     * wake-up's wait apart from the jobs woken with it (a diagnostic;
+     * the twins have no such knob) */
+    const char *env = getenv("BENCH_PAIRS");
+    if (env && atoi(env) >= 1 && atoi(env) <= BENCH_BUSY_PAIRS)
+        np = atoi(env);
     if (!lat) {
         if (!(lat = calloc((size_t)(2 * np) * (size_t)trips, sizeof *lat)))
             die("calloc", -ENOMEM);
