@@ -45,6 +45,9 @@
 #             sched_yield calls, membarrier calls and thread wake-ups, each
 #             as the difference of a 40- and a 240-burst run over 200.
 #             Risk: a count that grows with the workers on a burst's path.
+#   burstinstr  instructions per burst at 2 and 64 workers, counted by
+#             callgrind (valgrind), which runs one thread at a time: a count
+#             no other load moves.  Risk: as burstcount.
 #   memory    bytes held through the scheduler's allocator at workers 1 ..
 #             64: after create, per affinity class interned, and in the
 #             pools once 20,000 pool frames ran and the workers parked.
@@ -95,7 +98,7 @@
 #            KiB the pool no worse than calloc.
 #   threads, burst, burstcount, numa: their pairs alternate, so that a
 #            noisy minute hits both sides.
-#   burstcount  2 against 64 workers (and 16, one per core): every count
+#   burstcount, burstinstr  2 against 64 workers (and 16, one per core): every count
 #            per burst flat; the CPU per burst of the same runs beside them.
 #   memory   workers 1 .. 64: bytes per class and the pools' idle bytes
 #            flat with the workers.
@@ -180,6 +183,23 @@ if perf stat -x, -e "$pev" true >/dev/null 2>&1; then
 else
     echo "burstcount skipped: perf stat cannot read the syscall tracepoints here"
 fi
+# instructions per burst (callgrind, which runs one thread at a time: the
+# same count run to run, whatever else the machine does), the difference
+# of a 10- and a 60-burst run over 50
+if command -v valgrind >/dev/null 2>&1; then
+    cg=$(mktemp)
+    instr_of() {
+        valgrind --tool=callgrind --callgrind-out-file="$cg" "$tool" burst "$1" "$2" \
+            >/dev/null 2>&1 && sed -n 's/^totals: //p' "$cg"
+    }
+    for w in 2 64; do
+        a=$(instr_of "$w" 10); b=$(instr_of "$w" 60)
+        echo "burstinstr workers=$w instructions_per_burst=$(( (b - a) / 50 ))" | tee -a "$out"
+    done
+    rm -f "$cg"
+else
+    echo "burstinstr skipped: no valgrind"
+fi
 for w in $counts; do
     row "$tool" memory "$w"
 done
@@ -233,6 +253,7 @@ fi
 # burstcount  each count per burst at 64 workers at most 1.3x that at 2
 #          (plus 1, for counts near zero), medians of the pairs; which are
 #          flat is printed, and the CPU of the same runs beside them
+# burstinstr  instructions per burst at 64 workers at most 1.3x at 2
 # memory   an affinity class at most 4 KiB; the pools' idle bytes at 64
 #          workers at most 1.3x those at 2 (only the pools that drew keep
 #          slabs); the bytes each worker adds printed
@@ -254,6 +275,7 @@ $1 == "threads" { w = num("workers"); t = num("plain_threads"); if (t == 0 || t 
 $1 == "cancel" { nc++; cb[nc] = num("busy_worker_median_ns"); cj[nc] = num("from_job_median_ns"); cp[nc] = num("median_ns"); ce[nc] = num("event_set_median_ns"); ch[nc] = num("history"); ck[nc] = ($2 == "kind=event"); fw[nc] = num("futex_wake_median_ns"); fn[nc] = num("futex_nowaiter_median_ns"); if (ch[nc] > chmax) chmax = ch[nc] }
 $1 == "burstcount" { w = num("workers"); if (w != 2 && w != 64) next; nbc[w]++; for (i = 3; i <= NF; i++) { split($i, kv, "="); bcv[w, kv[1], nbc[w]] = kv[2]; if (!(kv[1] in bck)) { bck[kv[1]] = 1; bco[++nbk] = kv[1] } } }
 $1 == "memory" { w = num("workers"); mb[w] = num("bytes"); mc = num("bytes_per_class"); if (num("classes") > 0 && mc > mcmax) mcmax = mc; mi[w] = num("idle_pool_bytes"); if (w > mwmax) mwmax = w }
+$1 == "burstinstr" { bi[num("workers")] = num("instructions_per_burst") }
 $1 == "cpus" { cpt = num("tested"); cpp = num("passing") }
 $1 == "poolcancel" { q = num("queued"); pq[q] = num("median_ns"); if (q > qmaxq) qmaxq = q }
 $1 == "numa" { nn++; na[nn] = num("median_ns_per_child") }
@@ -313,6 +335,7 @@ END {
         }
         say("burstcount", grew == "", sprintf("counts per burst, 64 / 2 workers (target <= 1.3x + 1): flat:%s%s%s; CPU %.0f / %.0f us", flatk, grew == "" ? "" : "; grew:", grew, cpu64, cpu2))
     }
+    if (bi[2] > 0 && (64 in bi)) { r = bi[64] / bi[2]; say("burstinstr", r <= 1.3, sprintf("instructions per burst at 64 workers %.2fx at 2 (%d / %d; target <= 1.3x)", r, bi[64], bi[2])) }
     if (mwmax && (2 in mb)) {
         say("memory", mcmax <= 4096, sprintf("an affinity class %.0f bytes (target <= 4 KiB)", mcmax))
         r = mi[2] > 0 ? mi[mwmax] / mi[2] : 0
