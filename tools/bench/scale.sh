@@ -63,7 +63,7 @@
 #
 # Every row ends in a verdict line ("verdict ROW PASS|FAIL ..."), judged
 # against the targets written above the verdicts below.  On 2 CPUs the
-# whole run takes about 1.5 minutes (quick) and 3.
+# whole run takes about 1 minute (quick) and 2.
 #
 # The plan for a 16-core machine (one run, well under 10 minutes; on 2
 # sockets the numa row is the one that can differ):
