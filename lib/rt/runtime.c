@@ -53,7 +53,9 @@ static size_t worker_size(void)
 /* FIRST TOUCH.  A worker's struct - its rings, inboxes, LIFO slot and
  * counters, what it touches at every step - is allocated and zeroed by
  * its own thread, which starts on its CPU (the affinity is given at
- * pthread_create when pinned), so that on a NUMA machine its pages come
+ * pthread_create when pinned), and so are its served list (sched/cls.c
+ * SERVED) and its trace ring (sched/trace.c), so that on a NUMA machine
+ * their pages come
  * from that CPU's node: Linux places a page on the node of the CPU that
  * first writes it, and glibc's malloc serves each thread from an arena of
  * its own.  Nothing may reach a worker's struct before it exists, so the
@@ -90,6 +92,16 @@ static void worker_init(coro_sched_t *s, struct coro__worker *w, int idx, int cp
     }
 }
 
+/* w's own storage beyond its struct: its served list and its trace ring.
+ * 0, or -ENOMEM with both given back */
+static int worker_extras(coro_sched_t *s, struct coro__worker *w)
+{
+    if (coro__served_init(s, w) == 0 && coro__trace_worker_init(s, w) == 0)
+        return 0;
+    coro__served_fini(s, w);
+    return -ENOMEM;
+}
+
 static void *boot_main(void *arg)
 {
     struct boot *b = arg;
@@ -98,8 +110,13 @@ static void *boot_main(void *arg)
 
     if (w) {
         worker_init(s, w, b->idx, b->cpu);
-        s->w[b->idx] = w;   /* create reads it after the count below */
+        if (worker_extras(s, w) < 0) {
+            coro__free_aligned(s, w, worker_size());
+            w = NULL;
+        }
     }
+    if (w)
+        s->w[b->idx] = w;   /* create reads it after the count below */
     /* release: the struct and its slot in s->w before create's acquire
      * of the count.  A failed allocation leaves the slot NULL: create
      * sees it and aborts */
@@ -300,12 +317,18 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     tid = coro__alloc(s, s->nslots * sizeof *tid);
     if (!s->w || !boots || !tid)
         goto fail;
+    /* before the workers: each makes its own ring (FIRST TOUCH) */
+    if ((rc = coro__trace_init(s, &c)) < 0)
+        goto fail;
+    rc = -ENOMEM;
     if (s->nworkers == 0) {
         struct coro__worker *w = coro__alloc_aligned(s, worker_size());
         if (!w)
             goto fail;
         s->w[0] = w;
         worker_init(s, w, 0, -1);
+        if (worker_extras(s, w) < 0)
+            goto fail;
     } else {
         for (int i = 0; i < s->nworkers; i++)
             boots[i] = (struct boot){ s, i, cpus[i % ncpus] };
@@ -320,8 +343,6 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
     s->joins = &coro__done_ops;     /* JOINING INLINE (sched/sched.h) */
     s->drv = &coro__io_driver;      /* how idle workers wait for I/O */
-    if ((rc = coro__trace_init(s, &c)) < 0)
-        goto fail;
     if ((rc = coro__vt_init(s, &c)) < 0)
         goto fail;
     if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)

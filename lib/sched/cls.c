@@ -15,8 +15,12 @@
  * MEMORY follows the classes in use: class 0 (any worker; the global
  * injection queue) has rings of CORO__CLASS_SIZE, a narrower class rings
  * of CORO__CLASS_NARROW_SIZE (its queues' overflow lists take the rest),
- * made when a mask first needs it.  SERVED: a worker's list starts empty
- * and doubles under cls_lock when full: the entries are copied to the new
+ * made when a mask first needs it.  SERVED: a worker's list is made by the
+ * worker's own thread before it runs (coro__served_init; rt/runtime.c FIRST
+ * TOUCH), with room for SERVED_FIRST classes, so that the array its every
+ * look reads sits on its node; it doubles under cls_lock when full (that
+ * one made by the thread that interns the class: past the first few
+ * classes, which are rare): the entries are copied to the new
  * array before a release store of its pointer, and the old array is kept
  * (linked from the new one) until coro__served_fini, so a worker that
  * loaded the old pointer reads valid entries below the count it loaded
@@ -72,12 +76,16 @@ struct served {
 
 #define SERVED_OF(p) ((struct served *)((char *)(p) - offsetof(struct served, e)))
 
-/* under cls_lock: room for one more entry in w's list; 0 or -ENOMEM */
+/* the room of a worker's first served array */
+#define SERVED_FIRST 8
+
+/* under cls_lock (or before w runs and classes exist): room for one more
+ * entry in w's list; 0 or -ENOMEM */
 static int served_room(coro_sched_t *s, struct coro__worker *w)
 {
     if (w->nserved < w->served_cap)
         return 0;
-    uint32_t cap = w->served_cap ? 2 * w->served_cap : 8;
+    uint32_t cap = w->served_cap ? 2 * w->served_cap : SERVED_FIRST;
     struct served *n = coro__alloc(s, sizeof *n + cap * sizeof(uint16_t));
     if (!n)
         return -ENOMEM;
@@ -89,6 +97,11 @@ static int served_room(coro_sched_t *s, struct coro__worker *w)
     __atomic_store_n(&w->served, n->e, __ATOMIC_RELEASE);
     w->served_cap = cap;
     return 0;
+}
+
+int coro__served_init(coro_sched_t *s, struct coro__worker *w)
+{
+    return served_room(s, w);
 }
 
 void coro__served_fini(coro_sched_t *s, struct coro__worker *w)

@@ -500,6 +500,9 @@ static inline struct coro__io *coro__sched_io(coro_sched_t *s)
 /* sched/cls.c */
 CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
 CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
+/* worker w's first served array, by w's own thread before it runs (no
+ * class interned yet: create waits for the workers): 0 or -ENOMEM */
+CORO__HIDDEN int coro__served_init(coro_sched_t *s, struct coro__worker *w);
 /* give back worker w's served arrays (after the workers stopped) */
 CORO__HIDDEN void coro__served_fini(coro_sched_t *s, struct coro__worker *w);
 /* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,

@@ -171,14 +171,9 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
     /* relaxed: the same answer whoever writes it (the CPU's), read by the
      * clock reads of any trace; no other data hangs on it */
     __atomic_store_n(&coro__tr_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
-    uint64_t lim = t->run_lim = run_lim();
+    t->run_lim = run_lim();
     /* relaxed: a unique number is all it needs */
     t->gen = __atomic_add_fetch(&trace_gens, 1, __ATOMIC_RELAXED);
-    for (int i = 0; i < s->nslots; i++) {
-        if (!(s->w[i]->tring = ring_new(s, cap)))
-            goto fail;
-        s->w[i]->tring->run_lim = lim;
-    }
     t->ns0 = coro__now();
     t->tsc0 = clock_raw();
     s->trace = t;
@@ -187,6 +182,20 @@ fail:
     s->trace = t;
     coro__trace_fini(s);
     return -ENOMEM;
+}
+
+/* a worker's ring, made by the worker's own thread at its start (rt/runtime.c
+ * FIRST TOUCH): its pages come from that thread's node */
+int coro__trace_worker_init(coro_sched_t *s, struct coro__worker *w)
+{
+    struct coro__trace *t = s->trace;
+
+    if (!t)
+        return 0;
+    if (!(w->tring = ring_new(s, t->cap)))
+        return -ENOMEM;
+    w->tring->run_lim = t->run_lim;
+    return 0;
 }
 
 void coro__trace_fini(coro_sched_t *s)

@@ -112,6 +112,9 @@ extern __thread struct coro__tr_thr coro__tls_trthr CORO__HIDDEN;
 
 /* sched/trace.c */
 CORO__HIDDEN int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c);
+/* worker w's ring (none while s has no trace): 0 or -ENOMEM.  Called by
+ * w's own thread, before w runs; trace_init before it */
+CORO__HIDDEN int coro__trace_worker_init(coro_sched_t *s, struct coro__worker *w);
 /* at destroy, once the workers stopped: write COROKIT_TRACE's file, if set */
 CORO__HIDDEN void coro__trace_write_env(coro_sched_t *s);
 /* free the rings: after every thread that records into them is gone */

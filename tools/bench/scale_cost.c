@@ -11,7 +11,9 @@
  *       whose member waits on it) and coro_cancel ends it: ns of the
  *       coro_cancel call, and of a coro_event_set that ends the same wait
  *       (both wake the parked worker), and of the same cancel while the
- *       worker runs another job (busy_worker: no wake, the cancel alone);
+ *       worker runs another job (busy_worker: no wake, the cancel alone),
+ *       and made by a job (from_job: the cancelled job goes to the
+ *       canceller's worker, which is awake: no wake);
  *       beside them the floor of any wake of a parked thread: a raw
  *       FUTEX_WAKE of a thread blocked in FUTEX_WAIT, ns of that call on
  *       the waker's side (futex_wake), and of a FUTEX_WAKE that finds no
@@ -38,6 +40,12 @@
  *   scale_cost park WORKERS [rounds]
  *       a plain thread spawns one job and waits for it, 2,000 times, while
  *       the workers are idle (each job meets a parked worker): ns per trip
+ *   scale_cost memory WORKERS
+ *       bytes the scheduler holds through its allocator (config .alloc):
+ *       after create, per worker; per affinity class, once every class
+ *       this machine's CPUs can make (up to 64) was interned by a spawn;
+ *       and per worker once 20,000 pool-frame jobs ran and the workers
+ *       parked (the slabs their pools keep)
  * Prints every round and the median (best for burst: min and median).
  * WORKERS beyond the CPUs run unpinned.  Build: make tools. */
 #define _GNU_SOURCE
@@ -292,6 +300,23 @@ static int spinner_body(coro_t *co)
     CORO_END(co);
 }
 
+/* a job that cancels target: ns of its coro_cancel call */
+struct canceller {
+    coro_t co;
+    coro_t *target;
+    double ns;
+};
+
+static int canceller_body(coro_t *co)
+{
+    struct canceller *c = CORO_SELF(co, struct canceller);
+    CORO_BEGIN(co);
+    double t0 = now_ns();
+    coro_cancel(c->target);
+    c->ns = now_ns() - t0;
+    CORO_END(co);
+}
+
 /* wait until job is suspended on its event (its worker is then idle) */
 static void settle(coro_sched_t *s)
 {
@@ -393,8 +418,9 @@ static void run_cancel(long history, int rounds, int kind)
     double *tb = calloc((size_t)rounds, sizeof *tb);
     double *tf = calloc((size_t)rounds, sizeof *tf);
     double *tn = calloc((size_t)rounds, sizeof *tn);
+    double *tj = calloc((size_t)rounds, sizeof *tj);
     struct sleeper z = { 0 };
-    if (!tw || !tb || !tf || !tn)
+    if (!tw || !tb || !tf || !tn || !tj)
         die("calloc");
     if (pthread_create(&z.t, NULL, sleeper_main, &z) != 0)
         die("pthread_create");
@@ -432,18 +458,31 @@ static void run_cancel(long history, int rounds, int kind)
         __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
         coro_join(&sp.co, &(intptr_t){0});
         target_end(&x, &w);
+        /* the same cancel made by a job: the cancelled job goes to that
+         * job's worker (its LIFO slot), which runs it after the step, and
+         * nobody is woken */
+        struct canceller cj = { .target = &w.co };
+        target_start(s, &x, &w);
+        settle(s);
+        if (coro_spawn(s, &cj.co, canceller_body, NULL) != 0)
+            die("coro_spawn");
+        coro_join(&cj.co, &(intptr_t){0});
+        tj[r] = cj.ns;
+        target_end(&x, &w);
         /* the floor of both: a raw wake of a parked thread */
         tf[r] = futex_wake_once(&z);
         tn[r] = futex_nowaiter_once();
         printf("cancel kind=%s history=%ld round=%d ns=%.0f event_set_ns=%.0f "
-               "busy_worker_ns=%.0f futex_wake_ns=%.0f futex_nowaiter_ns=%.0f\n",
-               kind_name[kind], history, r, t[r], tw[r], tb[r], tf[r], tn[r]);
+               "busy_worker_ns=%.0f from_job_ns=%.0f futex_wake_ns=%.0f futex_nowaiter_ns=%.0f\n",
+               kind_name[kind], history, r, t[r], tw[r], tb[r], tj[r], tf[r], tn[r]);
     }
     double mc = median(t, rounds), me = median(tw, rounds), mb = median(tb, rounds);
-    double mf = median(tf, rounds), mn = median(tn, rounds);
+    double mf = median(tf, rounds), mn = median(tn, rounds), mj = median(tj, rounds);
     printf("cancel kind=%s history=%ld median_ns=%.0f event_set_median_ns=%.0f "
-           "busy_worker_median_ns=%.0f futex_wake_median_ns=%.0f futex_nowaiter_median_ns=%.0f\n",
-           kind_name[kind], history, mc, me, mb, mf, mn);
+           "busy_worker_median_ns=%.0f from_job_median_ns=%.0f futex_wake_median_ns=%.0f "
+           "futex_nowaiter_median_ns=%.0f\n",
+           kind_name[kind], history, mc, me, mb, mj, mf, mn);
+    free(tj);
     __atomic_store_n(&z.word, 2, __ATOMIC_RELEASE);
     futex(&z.word, FUTEX_WAKE_PRIVATE, 1);
     pthread_join(z.t, NULL);
@@ -737,6 +776,121 @@ static void run_park(int workers, int rounds)
     free(t);
 }
 
+/* ---- memory held, through a counting allocator ------------------------------- */
+
+static long mem_held;
+
+static void *count_alloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    void *p = malloc(n);
+    if (p)
+        __atomic_add_fetch(&mem_held, (long)n, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void count_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    if (p)
+        __atomic_sub_fetch(&mem_held, (long)n, __ATOMIC_RELAXED);
+    free(p);
+}
+
+static long held(void)
+{
+    return __atomic_load_n(&mem_held, __ATOMIC_RELAXED);
+}
+
+static long frames_left;
+static coro_event_t frames_done;
+
+static int frame_body(coro_t *co)
+{
+    CORO_BEGIN(co);
+    if (__atomic_sub_fetch(&frames_left, 1, __ATOMIC_ACQ_REL) == 0)
+        coro_event_set(&frames_done);
+    CORO_END(co);
+}
+
+/* spawns frames_left pool-frame jobs from its worker's pool */
+struct froot {
+    coro_t co;
+    coro_sched_t *s;
+};
+
+static int froot_body(coro_t *co)
+{
+    struct froot *r = CORO_SELF(co, struct froot);
+    CORO_BEGIN(co);
+    for (long i = 0, n = frames_left; i < n; i++) {
+        coro_t *k = coro_frame_alloc(r->s, 256);
+        if (!k || coro_spawn(r->s, k, frame_body, NULL) != 0)
+            die("coro_spawn");
+    }
+    CORO_END(co);
+}
+
+static void run_memory(int workers)
+{
+    static const coro_alloc_t counting = { .alloc = count_alloc, .free = count_free };
+    enum { JOBS = 20000, MAXCLS = 64 };
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    coro_sched_t *s;
+    cpu_set_t os;
+    int cpus[64], n = 0;
+
+    CPU_ZERO(&os);
+    if (sched_getaffinity(0, sizeof os, &os) != 0)
+        die("sched_getaffinity");
+    for (int i = 0; i < CPU_SETSIZE && n < 64; i++)
+        if (CPU_ISSET(i, &os))
+            cpus[n++] = i;
+    c.workers = workers;
+    c.pin = workers <= n;
+    c.alloc = &counting;
+    long h0 = held();
+    if (coro_sched_create(&s, &c) < 0)
+        die("coro_sched_create");
+    long h1 = held();
+    /* narrower classes: the nonempty proper subsets of the CPUs, by the
+     * bits of k over the first 7 (at most 64 of them: 2^7 - 2 = 126) */
+    int m = n < 7 ? n : 7, ncls = 0;
+    if (m > workers)
+        m = workers;        /* workers sit on the first CPUs */
+    for (long k = 1; k < (1l << m) - 1 && ncls < MAXCLS; k++, ncls++) {
+        coro_cpuset_t set;
+        coro_cpuset_zero(&set);
+        for (int b = 0; b < m; b++)
+            if (k >> b & 1)
+                coro_cpuset_add(&set, cpus[b]);
+        coro_spawn_opts_t o = { .affinity = &set };
+        coro_t job = { 0 };
+        if (coro_spawn(s, &job, empty, &o) != 0)
+            die("coro_spawn");
+        coro_join(&job, &(intptr_t){0});
+    }
+    long h2 = held();
+    coro_event_init(&frames_done);
+    frames_left = JOBS;
+    struct froot root = { .s = s };
+    if (coro_spawn(s, &root.co, froot_body, NULL) != 0)
+        die("coro_spawn");
+    coro_event_wait_blocking(&frames_done, CORO_FOREVER);
+    coro_join(&root.co, &(intptr_t){0});
+    coro_event_destroy(&frames_done);
+    /* the workers park and trim their pools */
+    usleep(100000);
+    long h3 = held();
+    printf("memory workers=%d bytes=%ld classes=%d bytes_per_class=%.0f "
+           "idle_pool_bytes=%ld idle_pool_bytes_per_worker=%.0f\n",
+           workers, h1 - h0, ncls, ncls ? (double)(h2 - h1) / ncls : 0.0, h3 - h2,
+           (double)(h3 - h2) / workers);
+    coro_sched_destroy(s);
+    if (held() != h0)
+        printf("memory workers=%d leaked_bytes=%ld\n", workers, held() - h0);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -759,12 +913,14 @@ int main(int argc, char **argv)
         run_prio(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
     } else if (strcmp(mode, "park") == 0 && argc > 2) {
         run_park(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 5);
+    } else if (strcmp(mode, "memory") == 0 && argc > 2) {
+        run_memory(atoi(argv[2]));
     } else {
         fprintf(stderr,
                 "usage: scale_cost threads WORKERS NTHREADS [rounds] |\n"
                 "       cancel HISTORY [rounds [event|select|group]] | poolcancel QUEUED [rounds] |\n"
                 "       burst WORKERS [bursts] | numa WORKERS [rounds] | prio WORKERS [rounds] |\n"
-                "       park WORKERS [rounds]\n");
+                "       park WORKERS [rounds] | memory WORKERS\n");
         return 2;
     }
     return 0;
