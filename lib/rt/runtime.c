@@ -513,10 +513,10 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->on_exit = opts ? opts->on_exit : NULL;
     co->cls = (uint16_t)cls;
     co->prio = (int8_t)prio;
-    co->flags = 0;
+    co->flags = pool == 2 ? CORO__FL_SMALL : 0;
     if (x) {
         co->ext = x;
-        co->flags = CORO__FL_EXT;
+        co->flags |= CORO__FL_EXT;
         if (x->group)
             coro__group_join(x->group, x);
     }

@@ -87,6 +87,7 @@ static inline bool coro__job_cancelled(const coro_t *job)
  * makes its own system call on the worker that runs it, lib/io/epoll.c
  * WHO CALLS); the await's arm sees it and clears it */
 #define CORO__FL_REARM 32u
+/* 64u: CORO__FL_SMALL, a small slab's pool frame (lib/sched/frame.h) */
 
 /* What a job spawned with .deadline (or .group) carries, allocated at
  * spawn through the scheduler's allocator and freed when it finishes;
