@@ -407,7 +407,7 @@ static bool add_live(coro_sched_t *s, uint32_t n)
 /* counts a new job in s->live; false once the scheduler is closed.  On a
  * worker, from its spare units (top of file): a unit already in the count
  * changes owner, no RMW; with none left it adds a batch at once */
-static bool count_live(coro_sched_t *s)
+static inline __attribute__((always_inline)) bool count_live(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
 
@@ -428,14 +428,19 @@ static bool count_live(coro_sched_t *s)
     return add_live(s, 1);
 }
 
-int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+/* coro_spawn's body; plain is a constant: the compiler makes one copy for
+ * spawns without options (the usual case: no option to read or check) and
+ * one for the rest */
+static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                                        const coro_spawn_opts_t *opts,
+                                                        const bool plain)
 {
+    if (plain)
+        opts = NULL;
     int prio = opts ? opts->priority : CORO_PRIO_NORMAL;
     int cls = 0;
     uint32_t old;
 
-    if (!s || !co || !fn)
-        return -EINVAL;
     if (prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
         return -EINVAL;
     /* a pool frame: of this scheduler, allocated, not spawned yet */
@@ -524,6 +529,15 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     coro__trace_spawn(s, co);
     coro__submit(s, co, false);
     return 0;
+}
+
+int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (!s || !co || !fn)
+        return -EINVAL;
+    if (!opts)
+        return spawn_(s, co, fn, NULL, true);
+    return spawn_(s, co, fn, opts, false);
 }
 
 /* ---- cancelling one job -------------------------------------------------------- */
