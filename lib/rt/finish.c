@@ -111,13 +111,17 @@ void coro__finish(coro_t *job)
         finish_rest(job, on_exit, res, old, nw);
     } else {
         old = finish_cas(job, &nw);
-        /* nobody waits and no hook: a pool frame goes back now, a
-         * caller-owned one is the caller's again since the CAS */
-        if (CORO__UNLIKELY(on_exit || (old & (CORO__F_JOINER | CORO__F_JOB_JOIN |
-                                              CORO__F_THREAD_JOIN | CORO__JOINERS_MASK))))
+        if (CORO__UNLIKELY(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
+                                  CORO__JOINERS_MASK))) {
             finish_rest(job, on_exit, res, old, nw);
-        else if (old & CORO__F_POOL)
-            coro__frame_release(job);
+        } else {
+            /* nobody waits: finish_rest with nothing to wake and no
+             * EXITING to clear; a pool frame goes back after on_exit */
+            if (on_exit)
+                run_on_exit(on_exit, job);
+            if (old & CORO__F_POOL)
+                coro__frame_release(job);
+        }
     }
     /* a worker keeps the unit of a job that ended here as a spare (the
      * next spawn on this worker takes it) and gives spares back in

@@ -527,7 +527,7 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
     }
     co->wait_obj = NULL;
     coro__trace_spawn(s, co);
-    coro__submit(s, co, false);
+    coro__submit_spawned(s, co);
     return 0;
 }
 

@@ -524,6 +524,8 @@ CORO__HIDDEN void *coro__worker_main(void *arg);
 CORO__HIDDEN bool coro__run_job(struct coro__worker *w, coro_t *job);
 CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
 CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
+/* coro__submit of a job coro_spawn just made READY (not a yield) */
+CORO__HIDDEN void coro__submit_spawned(coro_sched_t *s, coro_t *job);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
