@@ -433,7 +433,7 @@ static inline __attribute__((always_inline)) bool count_live(coro_sched_t *s)
  * one for the rest */
 static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t *co, coro_fn fn,
                                                         const coro_spawn_opts_t *opts,
-                                                        const bool plain)
+                                                        const bool plain, const uint32_t pin)
 {
     if (plain)
         opts = NULL;
@@ -493,7 +493,7 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
          * joiner (one CAS wins); acquire pairs with the finisher's release
          * of EXITING (its last touch of the frame happened before) */
         if (__atomic_compare_exchange_n(&co->state, &old,
-                                        CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
+                                        CORO__S_READY | (pool ? CORO__F_POOL : 0) | pin, false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             break;
     }
@@ -531,13 +531,28 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
     return 0;
 }
 
+/* spawns with options, and pinned ones (pin: the state bits the claim
+ * sets beside READY) */
+static __attribute__((noinline)) int spawn_opts(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                                const coro_spawn_opts_t *opts, uint32_t pin)
+{
+    return spawn_(s, co, fn, opts, false, pin);
+}
+
 int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
 {
     if (!s || !co || !fn)
         return -EINVAL;
     if (!opts)
-        return spawn_(s, co, fn, NULL, true);
-    return spawn_(s, co, fn, opts, false);
+        return spawn_(s, co, fn, NULL, true, 0);
+    return spawn_opts(s, co, fn, opts, 0);
+}
+
+int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (!s || !co || !fn)
+        return -EINVAL;
+    return spawn_opts(s, co, fn, opts, CORO__JOINER_ONE);
 }
 
 /* ---- cancelling one job -------------------------------------------------------- */
