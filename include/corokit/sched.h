@@ -340,9 +340,10 @@ CORO_EXTERN int coro_fork_init(coro_fork_t *f, coro_t **kids, intptr_t *results,
  * has read the child's result: a pool frame (coro_frame_alloc) is given
  * back only then (or at the child's finish, if that comes later), so it
  * may finish before the join; a caller-owned frame cannot be spawned
- * again until then (-EBUSY).  Returns 0, coro_spawn's errors, -EINVAL
- * (NULL f), -ENOSPC (f holds cap children), -EBUSY (a join of f is under
- * way).  The job that joins f calls it; never blocks. */
+ * again until then (-EBUSY).  Returns 0, coro_spawn's errors (-EINVAL,
+ * -EBUSY, -ESHUTDOWN, -ENOMEM), -EINVAL (NULL f), -ENOSPC (f holds cap
+ * children), -EBUSY (a join of f is under way).  The job that joins f
+ * calls it; never blocks. */
 CORO_EXTERN int coro_fork_spawn(coro_fork_t *f, coro_sched_t *s, coro_t *co, coro_fn fn,
                                 const coro_spawn_opts_t *opts);
 
