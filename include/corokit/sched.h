@@ -316,6 +316,68 @@ CORO_EXTERN int coro_group_cancel(coro_group_t *g);
  * schedulers must not be destroyed before). */
 CORO_EXTERN int coro_group_destroy(coro_group_t *g);
 
+/* A fork (fork-join): a job spawns children into it (coro_fork_spawn) and
+ * awaits them all with CORO_FORK_JOIN, which writes each child's result
+ * into the caller's array.  Caller-owned, in the parent's frame; only the
+ * job that spawns into it joins it.  Every field is private. */
+typedef struct coro_fork {
+    coro_t **kids;          /* private: the caller's array of cap children */
+    intptr_t *results;      /* private: the caller's array of cap results, or NULL */
+    uint32_t cap, n;        /* private: room, children spawned */
+    uint32_t joined;        /* private: children joined */
+    uint32_t out;           /* private: an await of a child is under way */
+} coro_fork_t;
+
+/* coro_fork_init - an empty fork for up to cap children: kids (cap
+ * slots) and results (cap slots, or NULL: results not kept) are the
+ * caller's and must outlive the fork's join.  0, -EINVAL (NULL f or kids,
+ * cap 0 or > INT_MAX).  Any thread. */
+CORO_EXTERN int coro_fork_init(coro_fork_t *f, coro_t **kids, intptr_t *results, size_t cap);
+
+/* coro_fork_spawn - coro_spawn(s, co, fn, opts), and co becomes child
+ * number n of f (n: the children spawned into f before it), awaited by
+ * f's next CORO_FORK_JOIN.  The frame stays where it is until that join
+ * has read the child's result: a pool frame (coro_frame_alloc) is given
+ * back only then (or at the child's finish, if that comes later), so it
+ * may finish before the join; a caller-owned frame cannot be spawned
+ * again until then (-EBUSY).  Returns 0, coro_spawn's errors (-EINVAL,
+ * -EBUSY, -ESHUTDOWN, -ENOMEM), -EINVAL (NULL f), -ENOSPC (f holds cap
+ * children), -EBUSY (a join of f is under way).  The job that joins f
+ * calls it; never blocks. */
+CORO_EXTERN int coro_fork_spawn(coro_fork_t *f, coro_sched_t *s, coro_t *co, coro_fn fn,
+                                const coro_spawn_opts_t *opts);
+
+/* coro_fork_pending - CORO_FORK_JOIN's step: accounts for the await
+ * coro_fork_next handed out (last: that await's result), and returns the
+ * number of children still to await (> 0), 0 when every child was joined
+ * (each result written, the fork empty and ready for new children), or,
+ * when that await ended before its child did (the joining job was
+ * cancelled: -ECANCELED, or passed its .deadline: -ETIMEDOUT), that error:
+ * the children not joined are then cancelled (coro_cancel) and let go, and
+ * the fork is empty.  -EINVAL (NULL f or an uninitialised fork).  The job
+ * that joins f calls it. */
+CORO_EXTERN int coro_fork_pending(coro_fork_t *f, intptr_t last);
+
+/* coro_fork_next - awaitable: coro_done of the next child to join (the
+ * first spawned, then the others from the last back: each is then where
+ * the joining worker runs it at once if no idle worker stole it).
+ * -EINVAL (NULL f, no child left).  For CORO_FORK_JOIN. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_fork_next(coro_fork_t *f);
+
+/* CORO_FORK_JOIN - await every child spawned into fork f (a coro_fork_t
+ * *); then CORO_RESULT(co) is 0 and each child's result is in the
+ * results array at its number, or CORO_RESULT(co) is -ECANCELED or
+ * -ETIMEDOUT (the joining job was cancelled or passed its deadline: the
+ * children not joined were cancelled; their results are lost).  A child
+ * still queued on the joining worker runs at once, inside the join.  At
+ * most one CORO_FORK_JOIN or CORO_AWAIT per source line, as CORO_AWAIT. */
+#define CORO_FORK_JOIN(co, f)                                                   \
+    do {                                                                        \
+        (co)->result = 0;                                                       \
+        while (((co)->result = coro_fork_pending((f), (co)->result)) > 0)       \
+            CORO_AWAIT(co, coro_fork_next(f));                                  \
+    } while (0)
+
 /* coro_cancel - cancel job: its pending await (unless that operation has
  * already completed: it keeps its result) and every later await fail
  * with ECANCELED until the job finishes, its coro_call children's included; a

@@ -36,7 +36,7 @@ static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
  *     caller-owned frame) runs after the scheduler's last touch;
  *   - a pool frame is given back after all of that: by the finisher, or
  *     by the last thread joiner to leave. */
-uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
+static inline uint32_t finish_cas(coro_t *job, uint32_t *nwp)
 {
     uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
     /* one CAS: DONE, the waiter flags cleared and returned (waiters set
@@ -53,25 +53,16 @@ uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
     return old;
 }
 
-void coro__finish(coro_t *job)
+uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
 {
-    coro_sched_t *s = job->sched;
-    void (*on_exit)(coro_t *) = job->on_exit;
-    intptr_t res = job->result;
-    struct coro__ext *x = NULL;
-    if (job->flags & CORO__FL_EXT) {
-        x = job->ext;
-        on_exit = x->on_exit;
-        job->on_exit = on_exit;     /* the frame as it was spawned */
-        job->flags &= (uint8_t)~CORO__FL_EXT;
-    }
-    /* one CAS (coro__finish_cas), under the group's lock for a member */
-    uint32_t nw;
-    bool kept = false;      /* x queued for coro_group_next (rt/group.c) */
-    uint32_t old = x && x->group ? coro__group_finish(job, x, &nw, &kept)
-                                 : coro__finish_cas(job, &nw);
-    if (x && !kept)
-        coro__free(s, x, sizeof *x);
+    return finish_cas(job, nwp);
+}
+
+/* what follows the CAS when someone waits for the job or it has an on_exit
+ * hook (old, nw: the CAS's, coro__finish_cas) */
+static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(coro_t *),
+                                                  intptr_t res, uint32_t old, uint32_t nw)
+{
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
@@ -98,6 +89,40 @@ void coro__finish(coro_t *job)
         run_on_exit(on_exit, job);
     if (pool && !(last & CORO__JOINERS_MASK))
         coro__frame_release(job);       /* no thread joiner: give it back now */
+}
+
+void coro__finish(coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    void (*on_exit)(coro_t *) = job->on_exit;
+    intptr_t res = job->result;
+    uint32_t nw, old;
+
+    if (CORO__UNLIKELY(job->flags & CORO__FL_EXT)) {
+        struct coro__ext *x = job->ext;
+        on_exit = x->on_exit;
+        job->on_exit = on_exit;     /* the frame as it was spawned */
+        job->flags &= (uint8_t)~CORO__FL_EXT;
+        /* one CAS (coro__finish_cas), under the group's lock for a member */
+        bool kept = false;      /* x queued for coro_group_next (rt/group.c) */
+        old = x->group ? coro__group_finish(job, x, &nw, &kept) : finish_cas(job, &nw);
+        if (!kept)
+            coro__free(s, x, sizeof *x);
+        finish_rest(job, on_exit, res, old, nw);
+    } else {
+        old = finish_cas(job, &nw);
+        if (CORO__UNLIKELY(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
+                                  CORO__JOINERS_MASK))) {
+            finish_rest(job, on_exit, res, old, nw);
+        } else {
+            /* nobody waits: finish_rest with nothing to wake and no
+             * EXITING to clear; a pool frame goes back after on_exit */
+            if (on_exit)
+                run_on_exit(on_exit, job);
+            if (old & CORO__F_POOL)
+                coro__frame_release(job);
+        }
+    }
     /* a worker keeps the unit of a job that ended here as a spare (the
      * next spawn on this worker takes it) and gives spares back in
      * batches, so that the line every spawn and finish would change does
@@ -116,4 +141,3 @@ void coro__finish(coro_t *job)
     }
     coro__live_sub(&s->live, 1);
 }
-

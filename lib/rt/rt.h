@@ -18,6 +18,13 @@ CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint3
  * the job had waiters) */
 CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
 
+/* coro__spawn_pinned - coro_spawn, the claim also taking one JOINERS unit
+ * (sched/sched.h) for the spawner: the finish leaves the frame (a pool
+ * frame is not given back, a caller-owned one cannot be spawned again)
+ * until the spawner drops the unit (rt/fork.c) */
+CORO__HIDDEN int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                    const coro_spawn_opts_t *opts);
+
 /* coro__finish - the end of a job (rt/runtime.c): wakes its joiners and
  * awaiters, runs on_exit, gives a pool frame back, counts it off s->live.
  * The one upcall of the library: the worker (sched/worker.c) calls it

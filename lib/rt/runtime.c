@@ -428,7 +428,7 @@ static bool add_live(coro_sched_t *s, uint32_t n)
 /* counts a new job in s->live; false once the scheduler is closed.  On a
  * worker, from its spare units (top of file): a unit already in the count
  * changes owner, no RMW; with none left it adds a batch at once */
-static bool count_live(coro_sched_t *s)
+static inline __attribute__((always_inline)) bool count_live(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
 
@@ -449,14 +449,19 @@ static bool count_live(coro_sched_t *s)
     return add_live(s, 1);
 }
 
-int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+/* coro_spawn's body; plain is a constant: the compiler makes one copy for
+ * spawns without options (the usual case: no option to read or check) and
+ * one for the rest */
+static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                                        const coro_spawn_opts_t *opts,
+                                                        const bool plain, const uint32_t pin)
 {
+    if (plain)
+        opts = NULL;
     int prio = opts ? opts->priority : CORO_PRIO_NORMAL;
     int cls = 0;
     uint32_t old;
 
-    if (!s || !co || !fn)
-        return -EINVAL;
     if (prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
         return -EINVAL;
     /* a pool frame: of this scheduler, allocated, not spawned yet */
@@ -509,7 +514,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
          * joiner (one CAS wins); acquire pairs with the finisher's release
          * of EXITING (its last touch of the frame happened before) */
         if (__atomic_compare_exchange_n(&co->state, &old,
-                                        CORO__S_READY | (pool ? CORO__F_POOL : 0), false,
+                                        CORO__S_READY | (pool ? CORO__F_POOL : 0) | pin, false,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             break;
     }
@@ -534,17 +539,41 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     co->on_exit = opts ? opts->on_exit : NULL;
     co->cls = (uint16_t)cls;
     co->prio = (int8_t)prio;
-    co->flags = 0;
+    co->flags = pool == 2 ? CORO__FL_SMALL : 0;
     if (x) {
         co->ext = x;
-        co->flags = CORO__FL_EXT;
+        co->flags |= CORO__FL_EXT;
         if (x->group)
             coro__group_join(x->group, x);
     }
     co->wait_obj = NULL;
     coro__trace_spawn(s, co);
-    coro__submit(s, co, false);
+    coro__submit_spawned(s, co);
     return 0;
+}
+
+/* spawns with options, and pinned ones (pin: the state bits the claim
+ * sets beside READY) */
+static __attribute__((noinline)) int spawn_opts(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                                const coro_spawn_opts_t *opts, uint32_t pin)
+{
+    return spawn_(s, co, fn, opts, false, pin);
+}
+
+int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (!s || !co || !fn)
+        return -EINVAL;
+    if (!opts)
+        return spawn_(s, co, fn, NULL, true, 0);
+    return spawn_opts(s, co, fn, opts, 0);
+}
+
+int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
+{
+    if (!s || !co || !fn)
+        return -EINVAL;
+    return spawn_opts(s, co, fn, opts, CORO__JOINER_ONE);
 }
 
 /* ---- cancelling one job -------------------------------------------------------- */

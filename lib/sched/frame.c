@@ -114,7 +114,7 @@
 #define OUT_MAX 32
 
 /* per-block state bytes */
-enum { B_FREE = 0, B_ALLOC = 1, B_SPAWNED = 2 };
+enum { B_FREE = CORO__FRAME_FREE, B_ALLOC = CORO__FRAME_ALLOC, B_SPAWNED = CORO__FRAME_SPAWNED };
 
 struct fpool;
 
@@ -197,6 +197,25 @@ struct coro__frames {
     int npools;
     struct fpool *wp[];                 /* one per worker slot */
 };
+
+/* FRESH.  The frame a worker last took from its own pool, for the spawn
+ * that usually follows at once on the same thread (coro__frame_check):
+ * the spawn then finds its slab and state byte here rather than through
+ * the region map.  Only a worker of a scheduler with workers sets it, from
+ * the pool that is its own for life, so only that thread reads or clears
+ * it.  It can be stale in one way only: its block given back and handed
+ * out again or freed - and then its state byte, read by the spawn as the
+ * slow path reads it, says so - while its slab holds the same blocks: the
+ * owner clears it when the slab leaves its class (keep_empty, for reuse
+ * by any class, or back to the allocator: pool_slab_free), the only ways
+ * a worker pool's slab changes shape or goes. */
+__thread struct coro__fresh coro__fresh;
+
+static inline void fresh_forget(const struct slab *sl)
+{
+    if ((uintptr_t)coro__fresh.frame - (uintptr_t)sl < SLAB_SIZE)
+        coro__fresh.frame = NULL;
+}
 
 /* ---- the process-wide region map ------------------------------------------- */
 
@@ -402,6 +421,7 @@ static struct slab *slab_new_(struct coro__frames *fr, struct fpool *p, size_t s
 /* owner: give a slab of p back */
 static void pool_slab_free(struct fpool *p, struct slab *sl)
 {
+    fresh_forget(sl);
     slab_unlink(&p->all, sl);
     slab_free(sl);
 }
@@ -410,6 +430,7 @@ static void pool_slab_free(struct fpool *p, struct slab *sl)
  * CORO__FRAME_EMPTY_MAX */
 static void keep_empty(struct fpool *p, struct slab *sl)
 {
+    fresh_forget(sl);
     if (p->nempty < CORO__FRAME_EMPTY_MAX) {
         sl->next = p->empty;
         p->empty = sl;
@@ -1203,7 +1224,9 @@ struct coro__xq *coro__thread_xq(coro_sched_t *s)
 
 /* ---- the public calls -------------------------------------------------------------- */
 
-void *coro_frame_alloc(coro_sched_t *s, size_t size)
+/* the slow path: big frames, a thread's cache, a class whose current slab
+ * has no free block on its list */
+static __attribute__((noinline)) void *frame_alloc_slow(coro_sched_t *s, size_t size)
 {
     if (!s || !s->frames || size == 0 || size > ((size_t)1 << 40))
         return NULL;
@@ -1228,10 +1251,47 @@ void *coro_frame_alloc(coro_sched_t *s, size_t size)
         sl = (struct slab *)((uintptr_t)b & ~(uintptr_t)(SLAB_SIZE - 1));
     }
     memset(b, 0, size);
+    uint8_t *st = &sl->st[block_index(sl, b)];
     /* relaxed: the frame reaches other threads through coro_spawn's
      * release operations */
-    __atomic_store_n(&sl->st[block_index(sl, b)], B_ALLOC, __ATOMIC_RELAXED);
+    __atomic_store_n(st, B_ALLOC, __ATOMIC_RELAXED);
+    struct coro__worker *w = coro__tls_worker;
+    if (!sl->big && w && w->s == s && s->nworkers > 0 && sl->pool == fr->wp[w->idx]) {
+        coro__fresh.frame = b;      /* FRESH */
+        coro__fresh.st = st;
+    }
     return b;
+}
+
+void *coro_frame_alloc(coro_sched_t *s, size_t size)
+{
+    struct coro__worker *w = coro__tls_worker;
+
+    /* the fast path: a worker of s with workers, a small frame, a free
+     * block on its class's current slab's list (pool_alloc's usual case) */
+    if (CORO__LIKELY(w && s && w->s == s && s->nworkers > 0 && size - 1 < MAX_SMALL)) {
+        struct fpool *p = s->frames->wp[w->idx];
+        struct slab *sl = p->c[(size - 1) / 64].cur;
+        if (CORO__LIKELY(sl && sl->free)) {
+            uint32_t i = sl->free - 1;
+            char *b = block_at(sl, i);
+            sl->free = *(uint32_t *)b;
+            if (sl->free) {     /* as pool_alloc: its next block, for writing */
+                char *nb = block_at(sl, sl->free - 1);
+                coro__prefetch_w(nb);
+                if (sl->bsize > CORO__CACHELINE)
+                    coro__prefetch_w(nb + CORO__CACHELINE);
+            }
+            sl->used++;
+            memset(b, 0, size);
+            /* relaxed: as the slow path's */
+            __atomic_store_n(&sl->st[i], B_ALLOC, __ATOMIC_RELAXED);
+            coro__fresh.frame = b;      /* FRESH */
+            coro__fresh.st = &sl->st[i];
+            return b;
+        }
+    }
+    return frame_alloc_slow(s, size);
 }
 
 /* give back block b (state already checked) */
@@ -1267,7 +1327,32 @@ void coro_frame_free(void *frame)
     release_block(sl, frame);
 }
 
-int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
+/* the owner gives back block i (at b) of sl, spawned.  A load and a
+ * store, not an exchange: only the one who gives a spawned frame back
+ * writes its byte (coro_frame_free leaves SPAWNED alone), and the slab's
+ * owner reads it again only after the block came back through a free
+ * list */
+static inline void release_spawned(struct slab *sl, uint32_t i, void *b)
+{
+    if (CORO__UNLIKELY(__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED) != B_SPAWNED)) {
+        fprintf(stderr, "corokit: pool frame %p given back twice\n", b);
+        abort();
+    }
+    __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
+    if (sl->big) {
+        big_release(sl);
+        return;
+    }
+    /* pool_free_local, with the index known */
+    struct fpool *p = sl->pool;
+    *(uint32_t *)b = sl->free;
+    sl->free = i + 1;
+    sl->used--;
+    if (sl != p->c[sl->cls].cur)
+        slab_gained(p, sl);
+}
+
+int coro__frame_check_slow(coro_sched_t *s, const coro_t *co, uint8_t **state)
 {
     struct slab *sl = slab_of(co);
     if (CORO__LIKELY(!sl))
@@ -1280,7 +1365,7 @@ int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
     *state = &sl->st[i];
     switch (__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED)) {
     case B_ALLOC:
-        return 1;
+        return sl->big ? 1 : 2;
     case B_SPAWNED:
         return -EBUSY;
     default:
@@ -1288,16 +1373,13 @@ int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
     }
 }
 
-void coro__frame_mark_spawned(uint8_t *state)
+/* the rest of coro__frame_release: a big slab's frame, another pool's */
+static __attribute__((noinline)) void frame_release_slow(const coro_t *co)
 {
-    /* relaxed: the spawner owns the frame (it won the state CAS); the
-     * job's finisher reads it after acquiring the job through a queue */
-    __atomic_store_n(state, B_SPAWNED, __ATOMIC_RELAXED);
-}
-
-void coro__frame_release(const coro_t *co)
-{
-    struct slab *sl = slab_of(co);
+    /* a small slab's frame: its slab is the 64 KiB around its header */
+    struct slab *sl = co->flags & CORO__FL_SMALL
+                          ? (struct slab *)((uintptr_t)co & ~(uintptr_t)(SLAB_SIZE - 1))
+                          : slab_of(co);
     uint32_t i = block_index(sl, co);
     void *b = block_at(sl, i);
 
@@ -1315,17 +1397,24 @@ void coro__frame_release(const coro_t *co)
         free_remote(outbox_of(sl->fr, mine), sl, b);
         return;
     }
-    /* a load and a store, not an exchange: only the one who gives a
-     * spawned frame back writes its byte (coro_frame_free leaves SPAWNED
-     * alone), and the slab's owner reads it again only after the block
-     * came back through a free list */
-    if (CORO__UNLIKELY(__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED) != B_SPAWNED)) {
-        fprintf(stderr, "corokit: pool frame %p given back twice\n", (void *)co);
-        abort();
+    release_spawned(sl, i, b);
+}
+
+void coro__frame_release(const coro_t *co)
+{
+    struct coro__worker *w = coro__tls_worker;
+
+    /* the fast path: a small slab's frame of the calling worker's own
+     * pool (the job ran where it was spawned) */
+    if (CORO__LIKELY((co->flags & CORO__FL_SMALL) && w)) {
+        struct slab *sl = (struct slab *)((uintptr_t)co & ~(uintptr_t)(SLAB_SIZE - 1));
+        struct coro__frames *fr = sl->fr;
+        if (CORO__LIKELY(w->s == fr->s && sl->pool == fr->wp[w->idx] && !sl->det)) {
+            uint64_t off = (uint64_t)((uintptr_t)co - (uintptr_t)sl - HDR_SIZE);
+            uint32_t i = (uint32_t)((off * sl->recip) >> 32);
+            release_spawned(sl, i, block_at(sl, i));
+            return;
+        }
     }
-    __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
-    if (sl->big)
-        big_release(sl);
-    else
-        pool_free_local(sl->pool, sl, b);
+    frame_release_slow(co);
 }

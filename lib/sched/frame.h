@@ -18,15 +18,56 @@ CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
  * the empty and big slabs kept for reuse); racy, for tests and tools */
 CORO__HIDDEN size_t coro__frames_held(coro_sched_t *s);
 
+/* a pool frame's state byte (lib/sched/frame.c, FREE LISTS) */
+enum { CORO__FRAME_FREE = 0, CORO__FRAME_ALLOC = 1, CORO__FRAME_SPAWNED = 2 };
+
+/* coro_t.flags: a pool frame of a small slab, whose header is in the
+ * slab's first 64 KiB (set by coro_spawn, read by coro__frame_release) */
+#define CORO__FL_SMALL 64u
+
+/* the frame a worker last took from its own pool (lib/sched/frame.c,
+ * FRESH); the calling thread's own */
+struct coro__fresh {
+    void *frame;
+    uint8_t *st;
+};
+extern __thread struct coro__fresh coro__fresh CORO__HIDDEN;
+
+CORO__HIDDEN int coro__frame_check_slow(coro_sched_t *s, const coro_t *co, uint8_t **state);
+
 /* coro__frame_check - called by coro_spawn before it claims co.  Returns
  * 0 when co is not inside a pool frame; 1 when it is, a frame of s that
- * was allocated and not yet spawned; -EINVAL for a pool frame of another
- * scheduler or one that is not allocated (given back already); -EBUSY for
- * a pool frame already spawned. */
-CORO__HIDDEN int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state);
+ * was allocated and not yet spawned (2: the same, of a small slab:
+ * CORO__FL_SMALL); -EINVAL for a pool frame of another scheduler or one
+ * that is not allocated (given back already); -EBUSY for a pool frame
+ * already spawned.  A frame this worker just allocated needs no lookup
+ * (FRESH); its state byte says the rest, as in the slow path. */
+static inline int coro__frame_check(coro_sched_t *s, const coro_t *co, uint8_t **state)
+{
+    if ((const void *)co == coro__fresh.frame) {
+        struct coro__worker *w = coro__tls_worker;
+        if (CORO__LIKELY(w && w->s == s)) {
+            *state = coro__fresh.st;
+            switch (__atomic_load_n(coro__fresh.st, __ATOMIC_RELAXED)) {
+            case CORO__FRAME_ALLOC:
+                return 2;
+            case CORO__FRAME_SPAWNED:
+                return -EBUSY;
+            default:
+                return -EINVAL;
+            }
+        }
+    }
+    return coro__frame_check_slow(s, co, state);
+}
 /* coro__frame_mark_spawned - after coro_spawn claimed co (check said 1
- * and set *state). */
-CORO__HIDDEN void coro__frame_mark_spawned(uint8_t *state);
+ * or 2 and set *state).  relaxed: the spawner owns the frame (it won the
+ * state CAS); the job's finisher reads it after acquiring the job through
+ * a queue */
+static inline void coro__frame_mark_spawned(uint8_t *state)
+{
+    __atomic_store_n(state, CORO__FRAME_SPAWNED, __ATOMIC_RELAXED);
+}
 
 /* coro__frame_release - give back the pool frame holding co (spawned);
  * any thread. */

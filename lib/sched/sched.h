@@ -87,6 +87,7 @@ static inline bool coro__job_cancelled(const coro_t *job)
  * makes its own system call on the worker that runs it, lib/io/epoll.c
  * WHO CALLS); the await's arm sees it and clears it */
 #define CORO__FL_REARM 32u
+/* 64u: CORO__FL_SMALL, a small slab's pool frame (lib/sched/frame.h) */
 
 /* What a job spawned with .deadline (or .group) carries, allocated at
  * spawn through the scheduler's allocator and freed when it finishes;
@@ -526,6 +527,8 @@ CORO__HIDDEN void *coro__worker_main(void *arg);
 CORO__HIDDEN bool coro__run_job(struct coro__worker *w, coro_t *job);
 CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
 CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
+/* coro__submit of a job coro_spawn just made READY (not a yield) */
+CORO__HIDDEN void coro__submit_spawned(coro_sched_t *s, coro_t *job);
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);

@@ -838,6 +838,25 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     submit_(s, job, yield);
 }
 
+void coro__submit_spawned(coro_sched_t *s, coro_t *job)
+{
+    struct coro__worker *w = coro__tls_worker;
+
+    /* submit_'s usual case first, without its slow paths' register saves:
+     * a step's first hand-off of a plain NORMAL job on this worker, into
+     * an empty LIFO slot (a chain's next link, a fork's first child) */
+    if (CORO__LIKELY(w && w->s == s && job->cls == 0 && job->prio == CORO_PRIO_NORMAL &&
+                     w->lifo_run != w->n_run && !w->catching && !s->hist &&
+                     /* relaxed: as submit_'s look at the slot */
+                     !__atomic_load_n(&w->lifo, __ATOMIC_RELAXED))) {
+        w->lifo_run = w->n_run;
+        /* release: as submit_'s store to the slot */
+        __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+        return;
+    }
+    submit_(s, job, false);
+}
+
 /* give this worker's spare units of s->live back but `keep` (coro__finish
  * and coro_spawn count them in w->spare; rt/runtime.c SHUTDOWN) */
 void coro__flush_live(struct coro__worker *w, uint32_t keep)

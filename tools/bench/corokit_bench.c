@@ -46,7 +46,7 @@
 #endif
 
 static const char *const shapes[] = {
-    "yield_many", "fib",
+    "yield_many", "fib", "fib_fork",
 #ifdef BENCH_SYNC
     "spawn_many_local",  "ping_pong",              "chained_spawn", "memory",
     "spawn_many_remote", "spawn_many_remote_busy",
@@ -411,6 +411,55 @@ static int64_t fib_bench(long n)
     int64_t t0 = bench_now_ns();
     intptr_t v;
     int rc = coro_block_on(S, &root.co, fib_fn, NULL, &v);
+    int64_t t = bench_now_ns() - t0;
+    if (rc < 0 || v < 0 || (n == 27 && v != 196418))
+        die("fib result", (long)(rc < 0 ? rc : v));
+    return t;
+}
+
+/* ---- fib_fork ----------------------------------------------------------------
+ * fib again, written with a fork: each call's children are pool frames
+ * (coro_frame_alloc) spawned into a coro_fork_t in the parent's frame and
+ * joined with CORO_FORK_JOIN, which keeps their frames until it has read
+ * their results (docs/guide.md, "Fork-join with results"). */
+struct fibf {
+    coro_t co;
+    long n;
+    coro_fork_t fork;
+    coro_t *kids[2];
+    intptr_t res[2];
+};
+
+static int fibf_fn(coro_t *co)
+{
+    struct fibf *f = CORO_SELF(co, struct fibf);
+    CORO_BEGIN(co);
+    if (f->n < 2)
+        CORO_RETURN(co, f->n);
+    coro_fork_init(&f->fork, f->kids, f->res, 2);
+    for (int i = 0; i < 2; i++) {
+        struct fibf *k = coro_frame_alloc(S, sizeof *k);
+        if (!k)
+            die("coro_frame_alloc", -ENOMEM);
+        k->n = f->n - 1 - i;
+        int rc = coro_fork_spawn(&f->fork, S, &k->co, fibf_fn, NULL);
+        if (rc < 0)
+            die("coro_fork_spawn", rc);
+    }
+    CORO_FORK_JOIN(co, &f->fork);
+    if (CORO_RESULT(co) < 0)
+        die("CORO_FORK_JOIN", (long)CORO_RESULT(co));
+    CORO_RETURN(co, f->res[0] + f->res[1]);
+    CORO_END(co);
+}
+
+static int64_t fib_fork_bench(long n)
+{
+    static struct fibf root;
+    root.n = n;
+    int64_t t0 = bench_now_ns();
+    intptr_t v;
+    int rc = coro_block_on(S, &root.co, fibf_fn, NULL, &v);
     int64_t t = bench_now_ns() - t0;
     if (rc < 0 || v < 0 || (n == 27 && v != 196418))
         die("fib result", (long)(rc < 0 ? rc : v));
@@ -978,6 +1027,8 @@ int main(int argc, char **argv)
         fn = yield_many, size = size > 0 ? size : BENCH_YIELD_TASKS;
     else if (strcmp(sh, "fib") == 0)
         fn = fib_bench, size = size > 0 ? size : BENCH_FIB_N;
+    else if (strcmp(sh, "fib_fork") == 0)
+        fn = fib_fork_bench, size = size > 0 ? size : BENCH_FIB_N;
     else {
         fprintf(stderr, "corokit_bench: unknown shape %s\n", sh);
         return 2;
