@@ -14,7 +14,7 @@
 
 #include "rt/rt.h"
 #include "sched/trace.h"
-#include "util.h"
+#include "white_box.h"
 
 enum { MAXREC = 4096 };
 

@@ -12,12 +12,11 @@
  * runs again). */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <sched.h>
 #include <stdatomic.h>
 
 #include "rt/rt.h"        /* white box: which worker runs a step */
-#include "util.h"
+#include "white_box.h"
 
 #define MS 1000000LL
 #define HOG_NS (5 * MS)         /* a busy job's step */

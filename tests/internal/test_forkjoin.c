@@ -6,13 +6,12 @@
  * and cancels the children it did not join; the errors. */
 #include <criterion/criterion.h>
 #include <corokit.h>
-#include "join_r.h"
 #include <sched.h>
 #include <stdatomic.h>
 
 #include "rt/rt.h"
 #include "sched/frame.h"    /* coro__frames_held */
-#include "util.h"           /* mk */
+#include "white_box.h"
 
 /* ---- fib, each call a pool frame that forks two children ---------------- */
 
