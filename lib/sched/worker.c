@@ -710,7 +710,7 @@ static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
         coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
 }
 
-static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
 {
     struct coro__worker *w = coro__tls_worker;
     int pi = CORO__PRIO_IDX(job->prio);
@@ -833,11 +833,6 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
     notify_fenced(s, s->all_wmask, true);
 }
 
-void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
-{
-    submit_(s, job, yield);
-}
-
 /* give this worker's spare units of s->live back but `keep` (coro__finish
  * and coro_spawn count them in w->spare; rt/runtime.c SHUTDOWN) */
 void coro__flush_live(struct coro__worker *w, uint32_t keep)
@@ -861,7 +856,7 @@ void coro__wake(coro_t *job, intptr_t res)
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
      * release: the result is visible to the worker that acquires RUNNING */
     __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
-    submit_(job->sched, job, false);
+    coro__submit(job->sched, job, false);
 }
 
 /* ---- looking for work -------------------------------------------------------- */
@@ -1609,7 +1604,7 @@ static void diag_end(struct coro__worker *w, int64_t t0)
 }
 
 /* CONTINUING.  A step that hands off one NORMAL job puts it in the LIFO
- * slot (submit_): the child a chain link spawned, the parent a finishing
+ * slot (coro__submit): the child a chain link spawned, the parent a finishing
  * child woke (its coro_done), the first child a fork spawned before it
  * awaits it.  The worker would pick it next anyway (pop_level takes the
  * slot first while lifo_streak < CORO__LIFO_MAX), after a trip through
