@@ -1317,6 +1317,13 @@ static coro_t *steal(struct coro__worker *w)
 }
 
 /* a job was found: the anti-starvation counters, a new idle phase */
+/* the queue index of each priority (CORO__PRIO_IDX) */
+enum {
+    PI_LOW = CORO__PRIO_IDX(CORO_PRIO_LOW),
+    PI_NORMAL = CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+    PI_HIGH = CORO__PRIO_IDX(CORO_PRIO_HIGH),
+};
+
 static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
@@ -1327,8 +1334,8 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
             return j;
         }
         int pi = CORO__PRIO_IDX(j->prio);
-        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
-        w->since_low = pi > 0 ? w->since_low + 1 : 0;
+        w->since_normal = pi == PI_HIGH ? w->since_normal + 1 : 0;
+        w->since_low = pi != PI_LOW ? w->since_low + 1 : 0;
     }
     return j;
 }
@@ -1337,9 +1344,9 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
  * but the other workers' queues */
 static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
 {
-    static const int normal_order[] = { 2, 1, 0 };
-    static const int normal_first[] = { 1, 2, 0 };
-    static const int low_first[] = { 0, 2, 1 };
+    static const int normal_order[] = { PI_HIGH, PI_NORMAL, PI_LOW };
+    static const int normal_first[] = { PI_NORMAL, PI_HIGH, PI_LOW };
+    static const int low_first[] = { PI_LOW, PI_HIGH, PI_NORMAL };
     const int *order = normal_order;
     bool global_first = false;
     coro_t *j = NULL;
