@@ -136,6 +136,10 @@
 /* ---- the I/O context (io/epoll.c) ---------------------------------------- */
 /* events taken per epoll_wait */
 #define CORO__IO_EVENTS 256
+/* ...and per look of a worker between its jobs (coro__io_poll_now): a
+ * smaller array on the worker's stack; what is left stays ready in epoll
+ * for the next look or the I/O thread */
+#define CORO__IO_POLL_NOW_EVENTS 64
 /* while a worker holds the poll token the I/O thread still looks at the
  * epoll set this often (ns): readiness is never left unseen for longer
  * while every worker runs long jobs (the guarantee tokio lacks, #4730) */

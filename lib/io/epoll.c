@@ -1162,7 +1162,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
 
 int coro__io_poll_now(struct coro__io *io)
 {
-    struct epoll_event evs[64];
+    struct epoll_event evs[CORO__IO_POLL_NOW_EVENTS];
     bool kicked;
 
     /* relaxed: a hint; nothing waits means nothing to find */
@@ -1177,7 +1177,7 @@ int coro__io_poll_now(struct coro__io *io)
     if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
         !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_PARK))
         __atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED);
-    int n = coro__epoll_wait(io->epfd, evs, 64, 0);
+    int n = coro__epoll_wait(io->epfd, evs, CORO__IO_POLL_NOW_EVENTS, 0);
     if (n <= 0)
         return 0;
     /* relaxed: a hint to the I/O thread that workers are handling I/O.

@@ -88,7 +88,6 @@
 
 #define SLAB_SHIFT 16
 #define SLAB_SIZE ((size_t)1 << SLAB_SHIFT)
-#define HDR_SIZE 1216
 #define NCLASS 32
 #define MAX_SMALL (NCLASS * 64)
 #define MAX_BLOCKS 1024
@@ -146,7 +145,11 @@ struct slab {
     /* block states (atomic bytes) */
     uint8_t st[MAX_BLOCKS] __attribute__((aligned(CORO__CACHELINE)));
 };
-_Static_assert(sizeof(struct slab) == HDR_SIZE, "slab header size");
+/* the header before the blocks: its three lines and a state byte per block */
+#define HDR_SIZE sizeof(struct slab)
+_Static_assert(HDR_SIZE == 3 * CORO__CACHELINE + MAX_BLOCKS,
+               "each of the slab's three lines fits in its cache line");
+_Static_assert(HDR_SIZE % CORO__CACHELINE == 0, "the first block starts a cache line");
 
 struct fclass {
     struct slab *cur;           /* allocate from here */

@@ -203,7 +203,6 @@ CORO__HIDDEN void coro__free_aligned(coro_sched_t *s, void *p, size_t n);
 
 #define CORO__NPRIO 3                   /* index = priority + 1 */
 #define CORO__PRIO_IDX(p) ((p) + 1)
-#define CORO__MAX_CLASSES 4096
 /* a set of workers, a bit per worker index; loops over one stop at the
  * scheduler's own words, (nslots + 63) / 64 (CORO__WMASK_USED) */
 #define CORO__WMASK_WORDS (CORO_MAX_WORKERS / 64)

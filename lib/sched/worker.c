@@ -710,7 +710,7 @@ static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
         coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
 }
 
-static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
 {
     struct coro__worker *w = coro__tls_worker;
     int pi = CORO__PRIO_IDX(job->prio);
@@ -833,11 +833,6 @@ static inline void submit_(coro_sched_t *s, coro_t *job, bool yield)
     notify_fenced(s, s->all_wmask, true);
 }
 
-void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
-{
-    submit_(s, job, yield);
-}
-
 void coro__submit_spawned(coro_sched_t *s, coro_t *job)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -847,14 +842,14 @@ void coro__submit_spawned(coro_sched_t *s, coro_t *job)
      * an empty LIFO slot (a chain's next link, a fork's first child) */
     if (CORO__LIKELY(w && w->s == s && job->cls == 0 && job->prio == CORO_PRIO_NORMAL &&
                      w->lifo_run != w->n_run && !w->catching && !s->hist &&
-                     /* relaxed: as submit_'s look at the slot */
+                     /* relaxed: as coro__submit's look at the slot */
                      !__atomic_load_n(&w->lifo, __ATOMIC_RELAXED))) {
         w->lifo_run = w->n_run;
-        /* release: as submit_'s store to the slot */
+        /* release: as coro__submit's store to the slot */
         __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
         return;
     }
-    submit_(s, job, false);
+    coro__submit(s, job, false);
 }
 
 /* give this worker's spare units of s->live back but `keep` (coro__finish
@@ -880,7 +875,7 @@ void coro__wake(coro_t *job, intptr_t res)
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
      * release: the result is visible to the worker that acquires RUNNING */
     __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
-    submit_(job->sched, job, false);
+    coro__submit(job->sched, job, false);
 }
 
 /* ---- looking for work -------------------------------------------------------- */
@@ -1341,6 +1336,13 @@ static coro_t *steal(struct coro__worker *w)
 }
 
 /* a job was found: the anti-starvation counters, a new idle phase */
+/* the queue index of each priority (CORO__PRIO_IDX) */
+enum {
+    PI_LOW = CORO__PRIO_IDX(CORO_PRIO_LOW),
+    PI_NORMAL = CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+    PI_HIGH = CORO__PRIO_IDX(CORO_PRIO_HIGH),
+};
+
 static coro_t *found_(struct coro__worker *w, coro_t *j)
 {
     if (j) {
@@ -1351,8 +1353,8 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
             return j;
         }
         int pi = CORO__PRIO_IDX(j->prio);
-        w->since_normal = pi == 2 ? w->since_normal + 1 : 0;
-        w->since_low = pi > 0 ? w->since_low + 1 : 0;
+        w->since_normal = pi == PI_HIGH ? w->since_normal + 1 : 0;
+        w->since_low = pi != PI_LOW ? w->since_low + 1 : 0;
     }
     return j;
 }
@@ -1361,9 +1363,9 @@ static coro_t *found_(struct coro__worker *w, coro_t *j)
  * but the other workers' queues */
 static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
 {
-    static const int normal_order[] = { 2, 1, 0 };
-    static const int normal_first[] = { 1, 2, 0 };
-    static const int low_first[] = { 0, 2, 1 };
+    static const int normal_order[] = { PI_HIGH, PI_NORMAL, PI_LOW };
+    static const int normal_first[] = { PI_NORMAL, PI_HIGH, PI_LOW };
+    static const int low_first[] = { PI_LOW, PI_HIGH, PI_NORMAL };
     const int *order = normal_order;
     bool global_first = false;
     coro_t *j = NULL;
@@ -1628,7 +1630,7 @@ static void diag_end(struct coro__worker *w, int64_t t0)
 }
 
 /* CONTINUING.  A step that hands off one NORMAL job puts it in the LIFO
- * slot (submit_): the child a chain link spawned, the parent a finishing
+ * slot (coro__submit): the child a chain link spawned, the parent a finishing
  * child woke (its coro_done), the first child a fork spawned before it
  * awaits it.  The worker would pick it next anyway (pop_level takes the
  * slot first while lifo_streak < CORO__LIFO_MAX), after a trip through
