@@ -95,8 +95,8 @@
  * changes.  Lock order: an entry lock, then the heap lock; the timer path
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
- * that ends otherwise removes its timer (O(log n)), found through the
- * handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
+ * that ends otherwise removes its timer (O(1) amortized), found through
+ * the handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
  * lib/wait/heap.c).
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
@@ -375,8 +375,7 @@ static void waiters_add(struct coro__io *io, int d)
  * it here, only when the answer depends on it). */
 static void tfd_update(struct coro__io *io, int64_t now)
 {
-    const struct coro__tnode *top = coro__heap_top(&io->heap);
-    int64_t d = top ? top->deadline : INT64_MAX;
+    int64_t d = coro__heap_next(&io->heap);
     int64_t armed = io->tfd_deadline;
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
@@ -424,14 +423,29 @@ static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
     return rc;
 }
 
-/* under hlock: take the heap's entry idx out */
-static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out)
+/* under hlock: out is a timer that left the heap, uncounted (the
+ * caller's pending_add) */
+static void taken_(struct coro__io *io, const struct coro__tnode *out)
 {
-    coro__heap_remove(&io->heap, idx, out);
-    /* a sleep's awaitable keeps its handle: coro__heap_find tells a stale
-     * one from the entry's */
+    /* a sleep's awaitable keeps its handle: coro__heap_get tells a stale
+     * one from the timer's */
     if (out->kind == CORO__TK_FD)
         ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+}
+
+/* under hlock: the earliest timer out */
+static void heap_pop(struct coro__io *io, struct coro__tnode *out)
+{
+    coro__heap_pop(&io->heap, out);
+    taken_(io, out);
+    pending_add(io, -1);
+}
+
+/* under hlock: the live timer of handle out */
+static void heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out)
+{
+    coro__heap_del(&io->heap, handle, out);
+    taken_(io, out);
     pending_add(io, -1);
 }
 
@@ -475,7 +489,7 @@ static void slot_untime(struct coro__io *io, struct fdent *e, int dir)
     e->timed[dir] = 0;
     pthread_mutex_lock(&io->hlock);
     if (e->hidx[dir] != NO_TIMER)
-        heap_take(io, io->heap.pos[e->hidx[dir]], &t);
+        heap_del(io, (uint32_t)e->hidx[dir], &t);
     pthread_mutex_unlock(&io->hlock);
 }
 
@@ -816,9 +830,14 @@ static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_
     }
 }
 
+/* the timers expire() takes out under one hold of hlock: the adds that
+ * wait for the lock meanwhile wait for a few pops, and the fires that
+ * follow find their jobs already asked for (a cache miss each, overlapped) */
+#define EXPIRE_BATCH 16
+
 static int expire(struct coro__io *io)
 {
-    struct coro__tnode t;
+    struct coro__tnode t[EXPIRE_BATCH];
     int n = 0;
 
     /* relaxed: a stale value only delays the look to the next event */
@@ -826,17 +845,24 @@ static int expire(struct coro__io *io)
         return 0;
     int64_t now = coro__now();
     for (;;) {
+        int k = 0;
         pthread_mutex_lock(&io->hlock);
-        const struct coro__tnode *top = coro__heap_top(&io->heap);
-        if (!top || top->deadline > now) {
-            tfd_update(io, now);
-            pthread_mutex_unlock(&io->hlock);
-            return n;
+        while (k < EXPIRE_BATCH && coro__heap_next(&io->heap) <= now) {
+            coro__heap_pop(&io->heap, &t[k]);
+            taken_(io, &t[k++]);
         }
-        heap_take(io, 0, &t);
+        if (k)
+            pending_add(io, -k);
+        if (k < EXPIRE_BATCH)
+            tfd_update(io, now);
         pthread_mutex_unlock(&io->hlock);
-        timer_fire(io, &t, 0);
-        n++;
+        for (int i = 0; i < k; i++)
+            __builtin_prefetch(t[i].p);
+        for (int i = 0; i < k; i++)
+            timer_fire(io, &t[i], 0);
+        n += k;
+        if (k < EXPIRE_BATCH)
+            return n;
     }
 }
 
@@ -848,12 +874,12 @@ static int sweep(struct coro__io *io)
 
     for (;;) {
         pthread_mutex_lock(&io->hlock);
-        if (!io->heap.n) {
+        if (!coro__heap_count(&io->heap)) {
             tfd_update(io, 0);
             pthread_mutex_unlock(&io->hlock);
             break;
         }
-        heap_take(io, io->heap.n - 1, &t);
+        heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
         timer_fire(io, &t, -ECANCELED);
         n++;
@@ -1340,17 +1366,16 @@ static int expire_due(struct coro__io *io)
     for (;;) {
         if (pthread_mutex_trylock(&io->hlock) != 0)
             return n;
-        const struct coro__tnode *top = coro__heap_top(&io->heap);
-        if (!top || top->deadline > now) {
+        int64_t d = coro__heap_next(&io->heap);
+        if (d > now) {
             /* relaxed: the hint, as in tfd_update; next_deadline stays as
              * it is (no later than the top), so that the holder's
              * expire() runs */
-            __atomic_store_n(&io->s->timers_next[0], top ? top->deadline : INT64_MAX,
-                             __ATOMIC_RELAXED);
+            __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&io->hlock);
             return n;
         }
-        heap_take(io, 0, &t);
+        heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
         timer_fire(io, &t, 0);
         n++;
@@ -1474,11 +1499,11 @@ void coro__io_cancel_jobs(struct coro__io *io)
     for (bool again = true; again;) {
         again = false;
         pthread_mutex_lock(&io->hlock);
-        for (uint32_t i = 0; i < io->heap.n; i++) {
-            const struct coro__tnode *e = &io->heap.a[i];
-            if (e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
-                heap_take(io, i, &t);
-                again = true;       /* the heap moved: look again from the top */
+        for (uint32_t k = 0; k < io->heap.cap; k++) {
+            const struct coro__tnode *e = coro__heap_rec(&io->heap, k);
+            if (e->p && e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
+                heap_del(io, k, &t);
+                again = true;       /* the heap may have moved: look again */
                 break;
             }
         }
@@ -1516,7 +1541,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * the flag comes before our seq_cst load of that fd, so one of the two
  * sees the other: no fd yet means the arm refuses, an fd means the entry
  * lock decides as above.  A sleep's timer is found through the handle its
- * awaitable keeps (lib/wait/heap.c), O(log n) to take out.  A call for the
+ * awaitable keeps (lib/wait/heap.c), O(1) amortized to take out.  A call for the
  * blocking pool is taken off its queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
@@ -1540,10 +1565,11 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
          * handle back, and the job, woken, may be writing a new awaitable
          * there - a handle that names another entry, or none, is then no
          * timer of ours */
-        int64_t i = coro__heap_find(&io->heap, (uint32_t)(sleep_slot(job)->i - 1), job);
+        uint32_t hd = (uint32_t)(sleep_slot(job)->i - 1);
+        const struct coro__tnode *e = coro__heap_get(&io->heap, hd, job);
         io->sleep_cancel_looks++;
-        if (i >= 0 && io->heap.a[i].kind == CORO__TK_SLEEP) {
-            heap_take(io, (uint32_t)i, &t);
+        if (e && e->kind == CORO__TK_SLEEP) {
+            heap_del(io, hd, &t);
             took = true;
         }
         if (took)
@@ -1607,8 +1633,7 @@ uint32_t coro__io_fd_waiters(struct coro__io *io)
 int64_t coro__io_next_timer(struct coro__io *io)
 {
     pthread_mutex_lock(&io->hlock);
-    const struct coro__tnode *top = coro__heap_top(&io->heap);
-    int64_t d = top ? top->deadline : INT64_MAX;
+    int64_t d = coro__heap_next(&io->heap);
     pthread_mutex_unlock(&io->hlock);
     return d;
 }
@@ -1709,7 +1734,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                 if (e->timed[dir]) {
                     pthread_mutex_lock(&io->hlock);
                     int32_t h = e->hidx[dir];
-                    int64_t dl = h != NO_TIMER ? io->heap.a[io->heap.pos[h]].deadline : now;
+                    int64_t dl = h != NO_TIMER ? coro__heap_rec(&io->heap, (uint32_t)h)->deadline : now;
                     pthread_mutex_unlock(&io->hlock);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);
@@ -1722,9 +1747,9 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
         }
     }
     pthread_mutex_lock(&io->hlock);
-    for (uint32_t i = 0; i < io->heap.n; i++) {
-        const struct coro__tnode *t = &io->heap.a[i];
-        if (t->kind != CORO__IOK_SLEEP)
+    for (uint32_t k = 0; k < io->heap.cap; k++) {
+        const struct coro__tnode *t = coro__heap_rec(&io->heap, k);
+        if (!t->p || t->kind != CORO__IOK_SLEEP)
             continue;
         coro__dump_job(d, t->p, "timer (sleep), %.3f ms left", (double)(t->deadline - now) / 1e6);
         n++;

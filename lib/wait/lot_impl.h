@@ -17,7 +17,7 @@ struct coro__lotsched {
     /* timers */
     pthread_mutex_t hlock;
     struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_LOT */
-    uint32_t npend;         /* atomic copy of heap.n, for coro__lot_timers_pending */
+    uint32_t npend;         /* atomic copy of the heap's live count, for coro__lot_timers_pending */
     int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
     int tfd;
     /* registry */
