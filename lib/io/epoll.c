@@ -214,7 +214,7 @@ struct coro__io {
     /* the timers */
     pthread_mutex_t hlock;
     struct coro__heap heap;
-    int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
+    struct coro__tfd timer; /* the timerfd: decided under hlock, programmed after it */
     uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
 
     struct source src[MAX_SOURCES];
@@ -364,7 +364,9 @@ static void waiters_add(struct coro__io *io, int d)
 
 /* ---- timers ---------------------------------------------------------------------------------- */
 
-/* under hlock: the timerfd never later than the heap's earliest deadline.
+/* under hlock: the timerfd never later than the heap's earliest deadline;
+ * true when the caller must call coro__tfd_sync once it drops hlock (the
+ * system call is made outside the heap lock: lib/wait/tfd.c).
  * Lazily: a timerfd armed earlier than needed - its timer was removed, as
  * a connection's read timeout is at every request - is left to fire once
  * for nothing (expire() then arms it for the next): a removal costs no
@@ -373,19 +375,17 @@ static void waiters_add(struct coro__io *io, int d)
  * to, an add waited for that holder's wake-up (the timers shape read
  * 1.15-1.22x slower).  now: the clock, if the caller has read it (0: read
  * it here, only when the answer depends on it). */
-static void tfd_update(struct coro__io *io, int64_t now)
+static bool tfd_update(struct coro__io *io, int64_t now)
 {
     int64_t d = coro__heap_next(&io->heap);
-    int64_t armed = io->tfd_deadline;
+    int64_t armed = coro__tfd_wanted(&io->timer);
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS) */
     __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
     if (d == armed || (d > armed && armed > (now ? now : coro__now())))
-        return;
-    /* relaxed: written under hlock; expire()'s first look reads it */
-    __atomic_store_n(&io->tfd_deadline, d, __ATOMIC_RELAXED);
-    coro__timerfd_arm(io->tfd, d);
+        return false;
+    return coro__tfd_want(&io->timer, d);
 }
 
 /* add a timer; its handle (lib/wait/heap.c) into *hidx (an fd wait) or
@@ -394,6 +394,7 @@ static void tfd_update(struct coro__io *io, int64_t now)
  * top), -ENOMEM */
 static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
 {
+    bool sync = false;
     int rc;
 
     pthread_mutex_lock(&io->hlock);
@@ -410,7 +411,7 @@ static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
         pending_add(io, 1);
         /* relaxed: written under hlock, which we hold */
         bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
-        tfd_update(io, 0);  /* armed no later than t (lazily: see there) */
+        sync = tfd_update(io, 0);   /* armed no later than t (lazily: see there) */
         if (first) {
             /* nobody may hold the token: let the I/O thread see it */
             if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
@@ -420,6 +421,8 @@ static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
         }
     }
     pthread_mutex_unlock(&io->hlock);
+    if (sync)
+        coro__tfd_sync(&io->timer);
     return rc;
 }
 
@@ -846,6 +849,7 @@ static int expire(struct coro__io *io)
     int64_t now = coro__now();
     for (;;) {
         int k = 0;
+        bool sync = false;
         pthread_mutex_lock(&io->hlock);
         while (k < EXPIRE_BATCH && coro__heap_next(&io->heap) <= now) {
             coro__heap_pop(&io->heap, &t[k]);
@@ -854,8 +858,10 @@ static int expire(struct coro__io *io)
         if (k)
             pending_add(io, -k);
         if (k < EXPIRE_BATCH)
-            tfd_update(io, now);
+            sync = tfd_update(io, now);
         pthread_mutex_unlock(&io->hlock);
+        if (sync)
+            coro__tfd_sync(&io->timer);
         for (int i = 0; i < k; i++)
             __builtin_prefetch(t[i].p);
         for (int i = 0; i < k; i++)
@@ -875,8 +881,10 @@ static int sweep(struct coro__io *io)
     for (;;) {
         pthread_mutex_lock(&io->hlock);
         if (!coro__heap_count(&io->heap)) {
-            tfd_update(io, 0);
+            bool sync = tfd_update(io, 0);
             pthread_mutex_unlock(&io->hlock);
+            if (sync)
+                coro__tfd_sync(&io->timer);
             break;
         }
         heap_pop(io, &t);
@@ -935,7 +943,7 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             }
             *kicked = true;
         } else if (tag == TAG_TFD) {
-            ssize_t r = coro__read(io->tfd, &v, sizeof v);
+            ssize_t r = coro__read(io->timer.fd, &v, sizeof v);
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
@@ -1403,8 +1411,9 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         return -ENOMEM;
     memset(io, 0, sizeof *io);
     io->s = s;
-    io->evfd = io->tfd = -1;
-    io->tfd_deadline = io->next_deadline = INT64_MAX;
+    io->evfd = -1;
+    coro__tfd_init(&io->timer, -1);
+    io->next_deadline = INT64_MAX;
     s->timers_next[0] = INT64_MAX;     /* before any worker runs */
     coro__heap_init(&io->heap, s, 0);   /* no room yet: cannot fail */
     pthread_mutex_init(&io->hlock, NULL);
@@ -1414,14 +1423,14 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (io->evfd < 0)
         goto fail_errno;
-    io->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (io->tfd < 0)
+    io->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (io->timer.fd < 0)
         goto fail_errno;
     ev.data.u64 = TAG_EVFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0)
         goto fail_errno;
     ev.data.u64 = TAG_TFD;
-    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->timer.fd, &ev) < 0)
         goto fail_errno;
     /* the parking lot's timers (lib/wait/lot_timer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
@@ -1471,8 +1480,9 @@ void coro__io_destroy(struct coro__io *io)
         if (io->chunks[c])
             coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fdent));
     pthread_mutex_destroy(&io->hlock);
-    if (io->tfd >= 0)
-        close(io->tfd);
+    if (io->timer.fd >= 0)
+        close(io->timer.fd);
+    coro__tfd_fini(&io->timer);
     if (io->evfd >= 0)
         close(io->evfd);
     if (io->epfd >= 0)
@@ -1507,9 +1517,10 @@ void coro__io_cancel_jobs(struct coro__io *io)
                 break;
             }
         }
-        if (again)
-            tfd_update(io, 0);
+        bool sync = again && tfd_update(io, 0);
         pthread_mutex_unlock(&io->hlock);
+        if (sync)
+            coro__tfd_sync(&io->timer);
         if (again)
             timer_fire(io, &t, -ECANCELED);
     }
@@ -1572,9 +1583,10 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
             heap_del(io, hd, &t);
             took = true;
         }
-        if (took)
-            tfd_update(io, 0);
+        bool sync = took && tfd_update(io, 0);
         pthread_mutex_unlock(&io->hlock);
+        if (sync)
+            coro__tfd_sync(&io->timer);
         if (took)
             timer_fire(io, &t, -ECANCELED);
         return true;

@@ -710,7 +710,7 @@ int coro__lot_sched_init(coro_sched_t *s)
     if (!ls)
         return -ENOMEM;
     ls->s = s;
-    ls->tfd = -1;       /* coro__lot_timers_fini may run before init */
+    ls->timer.fd = -1;  /* coro__lot_timers_fini may run before init */
     s->lot = ls;
     ls->parked = coro__alloc(s, PARKED_WORDS * sizeof *ls->parked);
     ls->nreg = s->nslots;

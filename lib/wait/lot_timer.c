@@ -9,7 +9,8 @@
  * any timer O(1) amortized; the waiter keeps its timer's handle + 1 in
  * wait_slot, under hlock only), the timerfd
  * (reprogrammed only for an earlier deadline, and by the fire path to the
- * next one), and the fire path itself.
+ * next one; decided under hlock, programmed after it: lib/wait/tfd.c),
+ * and the fire path itself.
  */
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -18,14 +19,15 @@
 
 /* ---- the timers (under hlock) ---------------------------------------------------- */
 
-static void tfd_set(struct coro__lotsched *ls, int64_t d)
+/* the timerfd to d: decided here, programmed by coro__tfd_sync once hlock
+ * is dropped (lib/wait/tfd.c); true if that is needed */
+static bool tfd_set(struct coro__lotsched *ls, int64_t d)
 {
-    ls->armed = d;
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS); it may
      * read a deadline whose wait has since ended, and its fire then finds
      * nothing due and sets this to the heap's top */
     __atomic_store_n(&ls->s->timers_next[1], d, __ATOMIC_RELAXED);
-    coro__timerfd_arm(ls->tfd, d);
+    return coro__tfd_want(&ls->timer, d);
 }
 
 /* out is the timer that left the heap: its waiter's wait_slot becomes 0 */
@@ -39,20 +41,23 @@ static void taken(struct coro__lotsched *ls, const struct coro__tnode *out)
 int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, int64_t deadline)
 {
     struct coro__tnode t = { .deadline = deadline, .p = w, .key = key, .kind = CORO__TK_LOT };
+    bool sync = false;
     int rc;
 
     pthread_mutex_lock(&ls->hlock);
     if ((rc = coro__heap_push(&ls->heap, &t)) == 0) {
         w->wait_slot = t.h + 1;
         __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
-        if (deadline < ls->armed)
-            tfd_set(ls, deadline);
+        if (deadline < coro__tfd_wanted(&ls->timer))
+            sync = tfd_set(ls, deadline);
         else if (deadline < __atomic_load_n(&ls->s->timers_next[1], __ATOMIC_RELAXED))
             /* relaxed: the hint (tfd_set), later than the armed deadline
              * after a worker fired (coro__lot_timers_expire) */
             __atomic_store_n(&ls->s->timers_next[1], deadline, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&ls->hlock);
+    if (sync)
+        coro__tfd_sync(&ls->timer);
     return rc;
 }
 
@@ -75,7 +80,7 @@ int coro__lot_timers_fire(coro_sched_t *s)
 {
     uint64_t v;
 
-    ssize_t r = read(s->lot->tfd, &v, sizeof v);    /* non-blocking: clear readiness */
+    ssize_t r = read(s->lot->timer.fd, &v, sizeof v);    /* non-blocking: clear readiness */
     (void)r;
     return coro__lot_timers_expire(s, false);
 }
@@ -96,11 +101,14 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
             return n;
         int64_t d = coro__heap_next(&ls->heap);
         if (d > now) {
+            bool sync = false;
             if (worker)     /* relaxed: the hint, as tfd_set's */
                 __atomic_store_n(&s->timers_next[1], d, __ATOMIC_RELAXED);
-            else if (d != ls->armed)
-                tfd_set(ls, d);
+            else if (d != coro__tfd_wanted(&ls->timer))
+                sync = tfd_set(ls, d);
             pthread_mutex_unlock(&ls->hlock);
+            if (sync)
+                coro__tfd_sync(&ls->timer);
             return n;
         }
         const void *key = coro__heap_first(&ls->heap)->key;
@@ -159,32 +167,32 @@ bool coro__lot_timers_pending(coro_sched_t *s)
 
 int coro__lot_timer_fd(coro_sched_t *s)
 {
-    return s->lot->tfd;
+    return s->lot->timer.fd;
 }
 
 /* ---- life ------------------------------------------------------------------------- */
 
 int coro__lot_timers_init(struct coro__lotsched *ls)
 {
-    ls->tfd = -1;
-    ls->armed = INT64_MAX;
+    coro__tfd_init(&ls->timer, -1);
     ls->s->timers_next[1] = INT64_MAX;     /* before any worker runs */
     pthread_mutex_init(&ls->hlock, NULL);
     int rc = coro__heap_init(&ls->heap, ls->s, CORO__TIMER_PREALLOC);
     if (rc < 0)
         return rc;
-    ls->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    return ls->tfd < 0 ? -errno : 0;
+    ls->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    return ls->timer.fd < 0 ? -errno : 0;
 }
 
 void coro__lot_timers_fini(struct coro__lotsched *ls)
 {
-    if (ls->tfd >= 0)
-        close(ls->tfd);
-    ls->tfd = -1;
+    if (ls->timer.fd >= 0)
+        close(ls->timer.fd);
+    ls->timer.fd = -1;
     if (ls->heap.s) {
         coro__heap_fini(&ls->heap);
         pthread_mutex_destroy(&ls->hlock);
+        coro__tfd_fini(&ls->timer);
         ls->heap.s = NULL;
     }
 }

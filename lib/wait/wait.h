@@ -87,6 +87,39 @@ static inline const struct coro__tnode *coro__heap_rec(const struct coro__heap *
     return &h->rec[handle];
 }
 
+/* ---- a timerfd programmed outside its heap's lock (lib/wait/tfd.c) ---------------
+ * want: the deadline the fd must hold (INT64_MAX: disarmed), stored under
+ * the owner's heap lock (coro__tfd_want); coro__tfd_sync, called after
+ * that lock is dropped, programs the fd with the newest want. */
+struct coro__tfd {
+    int fd;
+    int64_t want;       /* atomic: written under the owner's heap lock */
+    int64_t set;        /* under lock: what the fd holds */
+    pthread_mutex_t lock;
+};
+
+CORO__HIDDEN void coro__tfd_init(struct coro__tfd *t, int fd);
+CORO__HIDDEN void coro__tfd_sync(struct coro__tfd *t);
+CORO__HIDDEN void coro__tfd_fini(struct coro__tfd *t);
+
+/* under the owner's heap lock: the deadline decided; true if it changed
+ * (then coro__tfd_sync after the lock) */
+static inline bool coro__tfd_want(struct coro__tfd *t, int64_t d)
+{
+    /* relaxed: ordered by the heap lock among writers; coro__tfd_sync
+     * reads it under the fd lock (lib/wait/tfd.c) */
+    if (__atomic_load_n(&t->want, __ATOMIC_RELAXED) == d)
+        return false;
+    __atomic_store_n(&t->want, d, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* under the owner's heap lock: the deadline decided last */
+static inline int64_t coro__tfd_wanted(const struct coro__tfd *t)
+{
+    return __atomic_load_n(&t->want, __ATOMIC_RELAXED);  /* relaxed: as coro__tfd_want */
+}
+
 /* ---- the parking lot (lib/wait/lot.c) -----------------------------------------
  *
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
