@@ -95,8 +95,8 @@
  * changes.  Lock order: an entry lock, then the heap lock; the timer path
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
- * that ends otherwise removes its timer (O(log n)), found through the
- * handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
+ * that ends otherwise removes its timer (O(1) amortized), found through
+ * the handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
  * lib/wait/heap.c).
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
@@ -213,7 +213,7 @@ struct coro__io {
     /* the timers */
     pthread_mutex_t hlock;
     struct coro__heap heap;
-    int64_t tfd_deadline;   /* what the timerfd is set to, INT64_MAX = disarmed */
+    struct coro__tfd timer; /* the timerfd: decided under hlock, programmed after it */
     uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
 
     struct source src[MAX_SOURCES];
@@ -339,7 +339,9 @@ static void waiters_add(struct coro__io *io, int d)
 
 /* ---- timers ---------------------------------------------------------------------------------- */
 
-/* under hlock: the timerfd never later than the heap's earliest deadline.
+/* under hlock: the timerfd never later than the heap's earliest deadline;
+ * true when the caller must call coro__tfd_sync once it drops hlock (the
+ * system call is made outside the heap lock: lib/wait/tfd.c).
  * Lazily: a timerfd armed earlier than needed - its timer was removed, as
  * a connection's read timeout is at every request - is left to fire once
  * for nothing (expire() then arms it for the next): a removal costs no
@@ -348,20 +350,17 @@ static void waiters_add(struct coro__io *io, int d)
  * to, an add waited for that holder's wake-up (the timers shape read
  * 1.15-1.22x slower).  now: the clock, if the caller has read it (0: read
  * it here, only when the answer depends on it). */
-static void tfd_update(struct coro__io *io, int64_t now)
+static bool tfd_update(struct coro__io *io, int64_t now)
 {
-    const struct coro__tnode *top = coro__heap_top(&io->heap);
-    int64_t d = top ? top->deadline : INT64_MAX;
-    int64_t armed = io->tfd_deadline;
+    int64_t d = coro__heap_next(&io->heap);
+    int64_t armed = coro__tfd_wanted(&io->timer);
 
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS) */
     __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
     if (d == armed || (d > armed && armed > (now ? now : coro__now())))
-        return;
-    /* relaxed: written under hlock; expire()'s first look reads it */
-    __atomic_store_n(&io->tfd_deadline, d, __ATOMIC_RELAXED);
-    coro__timerfd_arm(io->tfd, d);
+        return false;
+    return coro__tfd_want(&io->timer, d);
 }
 
 /* add a timer; its handle (lib/wait/heap.c) into *hidx (an fd wait) or
@@ -370,6 +369,7 @@ static void tfd_update(struct coro__io *io, int64_t now)
  * top), -ENOMEM */
 static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
 {
+    bool sync = false;
     int rc;
 
     pthread_mutex_lock(&io->hlock);
@@ -386,7 +386,7 @@ static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
         pending_add(io, 1);
         /* relaxed: written under hlock, which we hold */
         bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
-        tfd_update(io, 0);  /* armed no later than t (lazily: see there) */
+        sync = tfd_update(io, 0);   /* armed no later than t (lazily: see there) */
         if (first) {
             /* nobody may hold the token: let the I/O thread see it */
             if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
@@ -396,17 +396,34 @@ static int timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
         }
     }
     pthread_mutex_unlock(&io->hlock);
+    if (sync)
+        coro__tfd_sync(&io->timer);
     return rc;
 }
 
-/* under hlock: take the heap's entry idx out */
-static void heap_take(struct coro__io *io, uint32_t idx, struct coro__tnode *out)
+/* under hlock: out is a timer that left the heap, uncounted (the
+ * caller's pending_add) */
+static void taken_(struct coro__io *io, const struct coro__tnode *out)
 {
-    coro__heap_remove(&io->heap, idx, out);
-    /* a sleep's awaitable keeps its handle: coro__heap_find tells a stale
-     * one from the entry's */
+    /* a sleep's awaitable keeps its handle: coro__heap_get tells a stale
+     * one from the timer's */
     if (out->kind == CORO__TK_FD)
         ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+}
+
+/* under hlock: the earliest timer out */
+static void heap_pop(struct coro__io *io, struct coro__tnode *out)
+{
+    coro__heap_pop(&io->heap, out);
+    taken_(io, out);
+    pending_add(io, -1);
+}
+
+/* under hlock: the live timer of handle out */
+static void heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out)
+{
+    coro__heap_del(&io->heap, handle, out);
+    taken_(io, out);
     pending_add(io, -1);
 }
 
@@ -450,7 +467,7 @@ static void slot_untime(struct coro__io *io, struct fdent *e, int dir)
     e->timed[dir] = 0;
     pthread_mutex_lock(&io->hlock);
     if (e->hidx[dir] != NO_TIMER)
-        heap_take(io, io->heap.pos[e->hidx[dir]], &t);
+        heap_del(io, (uint32_t)e->hidx[dir], &t);
     pthread_mutex_unlock(&io->hlock);
 }
 
@@ -808,9 +825,14 @@ static void timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_
     }
 }
 
+/* the timers expire() takes out under one hold of hlock: the adds that
+ * wait for the lock meanwhile wait for a few pops, and the fires that
+ * follow find their jobs already asked for (a cache miss each, overlapped) */
+#define EXPIRE_BATCH 16
+
 static int expire(struct coro__io *io)
 {
-    struct coro__tnode t;
+    struct coro__tnode t[EXPIRE_BATCH];
     int n = 0;
 
     /* relaxed: a stale value only delays the look to the next event */
@@ -818,17 +840,27 @@ static int expire(struct coro__io *io)
         return 0;
     int64_t now = coro__now();
     for (;;) {
+        int k = 0;
+        bool sync = false;
         pthread_mutex_lock(&io->hlock);
-        const struct coro__tnode *top = coro__heap_top(&io->heap);
-        if (!top || top->deadline > now) {
-            tfd_update(io, now);
-            pthread_mutex_unlock(&io->hlock);
-            return n;
+        while (k < EXPIRE_BATCH && coro__heap_next(&io->heap) <= now) {
+            coro__heap_pop(&io->heap, &t[k]);
+            taken_(io, &t[k++]);
         }
-        heap_take(io, 0, &t);
+        if (k)
+            pending_add(io, -k);
+        if (k < EXPIRE_BATCH)
+            sync = tfd_update(io, now);
         pthread_mutex_unlock(&io->hlock);
-        timer_fire(io, &t, 0);
-        n++;
+        if (sync)
+            coro__tfd_sync(&io->timer);
+        for (int i = 0; i < k; i++)
+            __builtin_prefetch(t[i].p);
+        for (int i = 0; i < k; i++)
+            timer_fire(io, &t[i], 0);
+        n += k;
+        if (k < EXPIRE_BATCH)
+            return n;
     }
 }
 
@@ -840,12 +872,14 @@ static int sweep(struct coro__io *io)
 
     for (;;) {
         pthread_mutex_lock(&io->hlock);
-        if (!io->heap.n) {
-            tfd_update(io, 0);
+        if (!coro__heap_count(&io->heap)) {
+            bool sync = tfd_update(io, 0);
             pthread_mutex_unlock(&io->hlock);
+            if (sync)
+                coro__tfd_sync(&io->timer);
             break;
         }
-        heap_take(io, io->heap.n - 1, &t);
+        heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
         timer_fire(io, &t, -ECANCELED);
         n++;
@@ -901,7 +935,7 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             }
             *kicked = true;
         } else if (tag == TAG_TFD) {
-            ssize_t r = coro__read(io->tfd, &v, sizeof v);
+            ssize_t r = coro__read(io->timer.fd, &v, sizeof v);
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
@@ -1332,17 +1366,16 @@ static int expire_due(struct coro__io *io)
     for (;;) {
         if (pthread_mutex_trylock(&io->hlock) != 0)
             return n;
-        const struct coro__tnode *top = coro__heap_top(&io->heap);
-        if (!top || top->deadline > now) {
+        int64_t d = coro__heap_next(&io->heap);
+        if (d > now) {
             /* relaxed: the hint, as in tfd_update; next_deadline stays as
              * it is (no later than the top), so that the holder's
              * expire() runs */
-            __atomic_store_n(&io->s->timers_next[0], top ? top->deadline : INT64_MAX,
-                             __ATOMIC_RELAXED);
+            __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&io->hlock);
             return n;
         }
-        heap_take(io, 0, &t);
+        heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
         timer_fire(io, &t, 0);
         n++;
@@ -1370,8 +1403,9 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         return -ENOMEM;
     memset(io, 0, sizeof *io);
     io->s = s;
-    io->evfd = io->tfd = -1;
-    io->tfd_deadline = io->next_deadline = INT64_MAX;
+    io->evfd = -1;
+    coro__tfd_init(&io->timer, -1);
+    io->next_deadline = INT64_MAX;
     s->timers_next[0] = INT64_MAX;     /* before any worker runs */
     coro__heap_init(&io->heap, s, 0);   /* no room yet: cannot fail */
     pthread_mutex_init(&io->hlock, NULL);
@@ -1381,14 +1415,14 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     io->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (io->evfd < 0)
         goto fail_errno;
-    io->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (io->tfd < 0)
+    io->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (io->timer.fd < 0)
         goto fail_errno;
     ev.data.u64 = TAG_EVFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->evfd, &ev) < 0)
         goto fail_errno;
     ev.data.u64 = TAG_TFD;
-    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->tfd, &ev) < 0)
+    if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->timer.fd, &ev) < 0)
         goto fail_errno;
     /* the parking lot's timers (lib/wait/lot_timer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
@@ -1438,8 +1472,9 @@ void coro__io_destroy(struct coro__io *io)
         if (io->chunks[c])
             coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fdent));
     pthread_mutex_destroy(&io->hlock);
-    if (io->tfd >= 0)
-        close(io->tfd);
+    if (io->timer.fd >= 0)
+        close(io->timer.fd);
+    coro__tfd_fini(&io->timer);
     if (io->evfd >= 0)
         close(io->evfd);
     if (io->epfd >= 0)
@@ -1466,17 +1501,18 @@ void coro__io_cancel_jobs(struct coro__io *io)
     for (bool again = true; again;) {
         again = false;
         pthread_mutex_lock(&io->hlock);
-        for (uint32_t i = 0; i < io->heap.n; i++) {
-            const struct coro__tnode *e = &io->heap.a[i];
-            if (e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
-                heap_take(io, i, &t);
-                again = true;       /* the heap moved: look again from the top */
+        for (uint32_t k = 0; k < io->heap.cap; k++) {
+            const struct coro__tnode *e = coro__heap_rec(&io->heap, k);
+            if (e->p && e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
+                heap_del(io, k, &t);
+                again = true;       /* the heap may have moved: look again */
                 break;
             }
         }
-        if (again)
-            tfd_update(io, 0);
+        bool sync = again && tfd_update(io, 0);
         pthread_mutex_unlock(&io->hlock);
+        if (sync)
+            coro__tfd_sync(&io->timer);
         if (again)
             timer_fire(io, &t, -ECANCELED);
     }
@@ -1508,7 +1544,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * the flag comes before our seq_cst load of that fd, so one of the two
  * sees the other: no fd yet means the arm refuses, an fd means the entry
  * lock decides as above.  A sleep's timer is found through the handle its
- * awaitable keeps (lib/wait/heap.c), O(log n) to take out.  A call for the
+ * awaitable keeps (lib/wait/heap.c), O(1) amortized to take out.  A call for the
  * blocking pool is taken off its queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
@@ -1532,15 +1568,17 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
          * handle back, and the job, woken, may be writing a new awaitable
          * there - a handle that names another entry, or none, is then no
          * timer of ours */
-        int64_t i = coro__heap_find(&io->heap, (uint32_t)(sleep_slot(job)->i - 1), job);
+        uint32_t hd = (uint32_t)(sleep_slot(job)->i - 1);
+        const struct coro__tnode *e = coro__heap_get(&io->heap, hd, job);
         io->sleep_cancel_looks++;
-        if (i >= 0 && io->heap.a[i].kind == CORO__TK_SLEEP) {
-            heap_take(io, (uint32_t)i, &t);
+        if (e && e->kind == CORO__TK_SLEEP) {
+            heap_del(io, hd, &t);
             took = true;
         }
-        if (took)
-            tfd_update(io, 0);
+        bool sync = took && tfd_update(io, 0);
         pthread_mutex_unlock(&io->hlock);
+        if (sync)
+            coro__tfd_sync(&io->timer);
         if (took)
             timer_fire(io, &t, -ECANCELED);
         return true;
@@ -1599,8 +1637,7 @@ uint32_t coro__io_fd_waiters(struct coro__io *io)
 int64_t coro__io_next_timer(struct coro__io *io)
 {
     pthread_mutex_lock(&io->hlock);
-    const struct coro__tnode *top = coro__heap_top(&io->heap);
-    int64_t d = top ? top->deadline : INT64_MAX;
+    int64_t d = coro__heap_next(&io->heap);
     pthread_mutex_unlock(&io->hlock);
     return d;
 }
@@ -1673,7 +1710,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                 if (e->timed[dir]) {
                     pthread_mutex_lock(&io->hlock);
                     int32_t h = e->hidx[dir];
-                    int64_t dl = h != NO_TIMER ? io->heap.a[io->heap.pos[h]].deadline : now;
+                    int64_t dl = h != NO_TIMER ? coro__heap_rec(&io->heap, (uint32_t)h)->deadline : now;
                     pthread_mutex_unlock(&io->hlock);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);
@@ -1686,9 +1723,9 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
         }
     }
     pthread_mutex_lock(&io->hlock);
-    for (uint32_t i = 0; i < io->heap.n; i++) {
-        const struct coro__tnode *t = &io->heap.a[i];
-        if (t->kind != CORO__IOK_SLEEP)
+    for (uint32_t k = 0; k < io->heap.cap; k++) {
+        const struct coro__tnode *t = coro__heap_rec(&io->heap, k);
+        if (!t->p || t->kind != CORO__IOK_SLEEP)
             continue;
         coro__dump_job(d, t->p, "timer (sleep), %.3f ms left", (double)(t->deadline - now) / 1e6);
         n++;

@@ -4,56 +4,68 @@
  * (lib/io/epoll.c).  Each owner keeps its own heap under its own lock;
  * this file has no lock and no clock.
  *
- * A 4-ary min-heap of struct coro__tnode, by deadline.  4-ary rather than
- * binary: a pop - the fire path's step, once per timer - walks half the
- * levels (10,000 pending timers: 7 instead of 14), and its four children
- * sit in two cache lines; a push, whose entry usually stops near the
- * bottom, pays one compare a level either way.  A hierarchical wheel
+ * A 4-ary min-heap by deadline.  4-ary rather than binary: a pop - the
+ * fire path's step, once per timer - walks half the levels (10,000
+ * pending timers: 7 instead of 14); a push, whose entry usually stops near
+ * the bottom, pays one compare a level either way.  A hierarchical wheel
  * would remove in O(1) but rounds every deadline to its tick (1 ns to
  * 50 us are valid timeouts) and cascades entries between levels as time
  * passes; the heap is exact and moves an entry only when it is touched.
  *
- * WHERE AN ENTRY IS.  A timer that ends another way - its wait woken,
- * withdrawn or cancelled - is taken out of the middle in O(log n), never
- * searched for.  Each entry holds a HANDLE, a number the heap gives at the
- * push and takes back at the removal, and pos[handle] is the entry's index,
- * rewritten by every move.  The wait keeps the handle - a lot waiter in its
- * wait_slot, a sleep in its awaitable, an fd wait in its slot - written
- * once, at the push, under the owner's heap lock.  The moves write only
- * the heap's own arrays: writing the index into each wait would touch a
- * waiting job's frame at every level of every push and pop, a cache miss
- * each when thousands of jobs wait.  The arrays grow by doubling through
- * the scheduler's allocator (pos, with a[], so that the handles in use are
- * never more than cap) and keep their size until the heap is finished.
+ * LAYOUT.  With thousands of timers pending the heap does not stay in
+ * cache between two fires, and a sift costs its cache misses.  So a heap
+ * entry is 16 bytes, the deadline and a handle (struct coro__hent), and
+ * a[] starts 3 entries into a cache-line aligned block: the four children
+ * of entry i, a[4i + 1 .. 4i + 4], then fill exactly one 64-byte line, and
+ * a level costs at most one miss (LaMarca and Ladner, "The influence of
+ * caches on the performance of heaps", 1996).  Everything else a timer
+ * carries - its job, its key or fd slot, its kind - is its RECORD,
+ * rec[handle], written at the push and read when the timer leaves.
+ *
+ * HANDLES, AND REMOVAL BY MARK.  A timer that ends another way - its wait
+ * woken, withdrawn or cancelled - is never searched for: the wait keeps
+ * the handle the push gave (a lot waiter in its wait_slot, a sleep in its
+ * awaitable, an fd wait in its slot), and coro__heap_del clears the
+ * record's job (p = NULL, the mark of a removed timer) in O(1), without
+ * moving the entry.  A marked entry leaves the heap when it reaches the
+ * top (coro__heap_next drops it there) or when the marked ones outnumber
+ * the live ones, which rebuilds the heap of the live ones in O(n)
+ * (Floyd's heapify): so the heap is never more than twice its live size
+ * plus a constant, and each removal costs O(1) amortized.  This is Go's
+ * runtime timer heap's scheme (deleted timers left in the heap, cleaned
+ * at the top and when they pass a quarter of it).  The alternative, an
+ * index per handle rewritten by every move, writes a line of its own at
+ * every level of every sift, lines that the thread adding timers and the
+ * thread firing them then pass back and forth.
+ *
+ * A handle stays taken while its entry is in a[], marked or not, so a
+ * record is never reused under an entry that names it; it is given back
+ * (onto a stack of free handles) when the entry leaves.  A stale handle -
+ * its timer fired or removed - finds a record whose p is NULL or another
+ * job's: coro__heap_get checks p.  The arrays grow by doubling through the
+ * scheduler's allocator and keep their size until the heap is finished.
  */
 #include <string.h>
 
 #include "wait/wait.h"
 
 #define ARY 4
+#define LEAD 3      /* a[] starts LEAD entries into its aligned block */
 
-#define NO_HANDLE UINT32_MAX
-
-static inline void place(struct coro__heap *h, uint32_t i, const struct coro__tnode *t)
-{
-    h->a[i] = *t;
-    h->pos[t->h] = i;
-}
-
-static void sift_up(struct coro__heap *h, uint32_t i, struct coro__tnode t)
+static void sift_up(struct coro__hent *a, uint32_t i, struct coro__hent e)
 {
     while (i > 0) {
         uint32_t parent = (i - 1) / ARY;
-        if (h->a[parent].deadline <= t.deadline)
+        if (a[parent].deadline <= e.deadline)
             break;
-        place(h, i, &h->a[parent]);
+        a[i] = a[parent];
         i = parent;
     }
-    place(h, i, &t);
+    a[i] = e;
 }
 
 /* the earliest of the children c .. c + k - 1 (k >= 1) */
-static inline uint32_t min_child(const struct coro__tnode *a, uint32_t c, uint32_t k)
+static inline uint32_t min_child(const struct coro__hent *a, uint32_t c, uint32_t k)
 {
     if (k == ARY) {     /* the common case, without a loop: two pairs, then the winners */
         uint32_t x = a[c + 1].deadline < a[c].deadline ? c + 1 : c;
@@ -67,59 +79,69 @@ static inline uint32_t min_child(const struct coro__tnode *a, uint32_t c, uint32
     return m;
 }
 
-static void sift_down(struct coro__heap *h, uint32_t i, struct coro__tnode t)
+static void sift_down(struct coro__hent *a, uint32_t n, uint32_t i, struct coro__hent e)
 {
-    const uint32_t n = h->n;
-
     for (;;) {
         uint32_t c = ARY * i + 1;
         if (c >= n)
             break;
-        uint32_t m = min_child(h->a, c, n - c < ARY ? n - c : ARY);
-        if (t.deadline <= h->a[m].deadline)
+        uint32_t m = min_child(a, c, n - c < ARY ? n - c : ARY);
+        if (e.deadline <= a[m].deadline)
             break;
-        place(h, i, &h->a[m]);
+        a[i] = a[m];
         i = m;
     }
-    place(h, i, &t);
+    a[i] = e;
+}
+
+static size_t a_size(uint32_t cap)
+{
+    return (cap + LEAD) * sizeof(struct coro__hent);
 }
 
 static void release(struct coro__heap *h)
 {
     if (h->cap) {
-        coro__free(h->s, h->a, h->cap * sizeof *h->a);
-        coro__free(h->s, h->pos, h->cap * sizeof *h->pos);
+        coro__free_aligned(h->s, h->a - LEAD, a_size(h->cap));
+        coro__free(h->s, h->rec, h->cap * sizeof *h->rec);
+        coro__free(h->s, h->fs, h->cap * sizeof *h->fs);
     }
 }
 
-/* a[] and pos[] at cap entries; the new handles chained free (the old
- * ones are all in use: growth happens only when the heap is full) */
+/* a[], rec[] and the free stack at cap entries; the new handles free
+ * (growth happens only when every handle is taken) */
 static int grow(struct coro__heap *h, uint32_t cap)
 {
-    struct coro__tnode *a = coro__alloc(h->s, cap * sizeof *a);
-    uint32_t *pos = coro__alloc(h->s, cap * sizeof *pos);
-    if (!a || !pos) {
-        coro__free(h->s, a, cap * sizeof *a);
-        coro__free(h->s, pos, cap * sizeof *pos);
+    struct coro__hent *a = coro__alloc_aligned(h->s, a_size(cap));
+    struct coro__tnode *rec = coro__alloc(h->s, cap * sizeof *rec);   /* zeroed: p NULL */
+    uint32_t *fs = coro__alloc(h->s, cap * sizeof *fs);
+    if (!a || !rec || !fs) {
+        if (a)
+            coro__free_aligned(h->s, a, a_size(cap));
+        coro__free(h->s, rec, cap * sizeof *rec);
+        coro__free(h->s, fs, cap * sizeof *fs);
         return -ENOMEM;
     }
+    a += LEAD;
     if (h->n) {
         memcpy(a, h->a, h->n * sizeof *a);
-        memcpy(pos, h->pos, h->cap * sizeof *pos);
+        memcpy(rec, h->rec, h->cap * sizeof *rec);
     }
-    for (uint32_t k = h->cap; k < cap; k++)
-        pos[k] = k + 1 < cap ? k + 1 : NO_HANDLE;
-    h->free = h->cap;
+    /* the new handles, the lowest on top */
+    for (uint32_t k = 0; k < cap - h->cap; k++)
+        fs[k] = cap - 1 - k;
+    h->nfree = cap - h->cap;
     release(h);
     h->a = a;
-    h->pos = pos;
+    h->rec = rec;
+    h->fs = fs;
     h->cap = cap;
     return 0;
 }
 
 int coro__heap_init(struct coro__heap *h, coro_sched_t *s, uint32_t cap)
 {
-    *h = (struct coro__heap){ .s = s, .free = NO_HANDLE };
+    *h = (struct coro__heap){ .s = s };
     return cap ? grow(h, cap) : 0;
 }
 
@@ -127,48 +149,84 @@ int coro__heap_push(struct coro__heap *h, struct coro__tnode *t)
 {
     int rc;
 
-    if (h->n == h->cap && (rc = grow(h, h->cap ? h->cap * 2 : 256)) < 0)
+    if (!h->nfree && (rc = grow(h, h->cap ? h->cap * 2 : 256)) < 0)
         return rc;
-    t->h = h->free;
-    h->free = h->pos[t->h];
-    sift_up(h, h->n++, *t);
+    t->h = h->fs[--h->nfree];
+    h->rec[t->h] = *t;
+    sift_up(h->a, h->n++, (struct coro__hent){ .deadline = t->deadline, .h = t->h });
     return 0;
 }
 
-void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out)
+/* the root out; its handle given back */
+static void take_root(struct coro__heap *h)
 {
-    struct coro__tnode last;
+    uint32_t handle = h->a[0].h;
 
-    *out = h->a[idx];
-    h->pos[out->h] = h->free;
-    h->free = out->h;
-    last = h->a[--h->n];
-    if (idx == h->n)
-        return;
-    /* the last entry takes the hole: it may need to go either way */
-    if (idx > 0 && last.deadline < h->a[(idx - 1) / ARY].deadline)
-        sift_up(h, idx, last);
-    else
-        sift_down(h, idx, last);
+    h->rec[handle].p = NULL;
+    h->fs[h->nfree++] = handle;
+    struct coro__hent last = h->a[--h->n];
+    if (h->n)
+        sift_down(h->a, h->n, 0, last);
 }
 
-int64_t coro__heap_find(const struct coro__heap *h, uint32_t handle, const void *p)
+int64_t coro__heap_next(struct coro__heap *h)
 {
-    if (handle >= h->cap)
-        return -1;
-    uint32_t i = h->pos[handle];
-    /* a handle given back holds a free-list link, maybe < n: the entry
-     * there must be the handle's own, and p's */
-    if (i >= h->n || h->a[i].h != handle || h->a[i].p != p)
-        return -1;
-    return i;
+    /* the marked entries that reached the top leave here */
+    while (h->dead && h->n && !h->rec[h->a[0].h].p) {
+        take_root(h);
+        h->dead--;
+    }
+    return h->n ? h->a[0].deadline : INT64_MAX;
+}
+
+const struct coro__tnode *coro__heap_first(struct coro__heap *h)
+{
+    coro__heap_next(h);
+    return h->n ? &h->rec[h->a[0].h] : NULL;
+}
+
+void coro__heap_pop(struct coro__heap *h, struct coro__tnode *out)
+{
+    coro__heap_next(h);     /* the root is live */
+    *out = h->rec[h->a[0].h];
+    take_root(h);
+}
+
+const struct coro__tnode *coro__heap_get(const struct coro__heap *h, uint32_t handle,
+                                         const void *p)
+{
+    return handle < h->cap && p && h->rec[handle].p == p ? &h->rec[handle] : NULL;
+}
+
+/* the live entries only, their handles kept, the marked ones' given back;
+ * then Floyd's heapify, bottom up */
+static void rebuild(struct coro__heap *h)
+{
+    uint32_t m = 0;
+
+    for (uint32_t i = 0; i < h->n; i++) {
+        if (h->rec[h->a[i].h].p)
+            h->a[m++] = h->a[i];
+        else
+            h->fs[h->nfree++] = h->a[i].h;
+    }
+    h->n = m;
+    h->dead = 0;
+    for (uint32_t i = m > 1 ? (m - 2) / ARY + 1 : 0; i-- > 0;)
+        sift_down(h->a, m, i, h->a[i]);
+}
+
+void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__tnode *out)
+{
+    *out = h->rec[handle];
+    h->rec[handle].p = NULL;
+    /* more marked than live: rebuild, O(n) after n/2 removals */
+    if (++h->dead > 32 && h->dead > h->n - h->dead)
+        rebuild(h);
 }
 
 void coro__heap_fini(struct coro__heap *h)
 {
     release(h);
-    h->a = NULL;
-    h->pos = NULL;
-    h->n = h->cap = 0;
-    h->free = NO_HANDLE;
+    *h = (struct coro__heap){ .s = h->s };
 }

@@ -39,14 +39,14 @@
  * and its failure fails the wait with -ENOMEM.  The waiter (a job: only
  * jobs use the heap, a plain thread waits on its futex with a deadline)
  * carries flag CORO__FL_TIMED (under its bucket lock) and keeps its
- * entry's handle + 1 in wait_slot (under hlock only; the handle finds the
- * entry wherever heap moves put it: lib/wait/heap.c).
- * Invariant: a heap entry exists
+ * timer's handle + 1 in wait_slot (under hlock only; the handle finds the
+ * timer's record wherever heap moves put its entry: lib/wait/heap.c).
+ * Invariant: a live timer exists
  * exactly while its waiter is linked on the entry's key; both change only
  * under that key's bucket lock.  So:
  *   - linking and arming happen under the bucket lock: a deadline that is
  *     already past is still found, because the fire path needs that lock;
- *   - every unlink (wake, withdraw, cancel) removes the entry in O(log n)
+ *   - every unlink (wake, withdraw, cancel) removes the timer in O(1)
  *     before the waiter's wake-up: nothing outlives the wait, and a frame
  *     may be reused at once (no stale timer, no wait counter);
  *   - the fire path (I/O thread, or coro__io_poll when single-threaded)
@@ -710,7 +710,7 @@ int coro__lot_sched_init(coro_sched_t *s)
     if (!ls)
         return -ENOMEM;
     ls->s = s;
-    ls->tfd = -1;       /* coro__lot_timers_fini may run before init */
+    ls->timer.fd = -1;  /* coro__lot_timers_fini may run before init */
     s->lot = ls;
     ls->parked = coro__alloc(s, PARKED_WORDS * sizeof *ls->parked);
     ls->nreg = s->nslots;
@@ -766,7 +766,7 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
                 if (w->flags & CORO__FL_TIMED) {
                     /* bucket lock, then hlock: the order of coro__lot_timer_add */
                     pthread_mutex_lock(&ls->hlock);
-                    int64_t dl = w->wait_slot ? ls->heap.a[ls->heap.pos[w->wait_slot - 1]].deadline : now;
+                    int64_t dl = w->wait_slot ? coro__heap_rec(&ls->heap, w->wait_slot - 1)->deadline : now;
                     pthread_mutex_unlock(&ls->hlock);
                     coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
                                    w->wait_obj, (double)(dl - now) / 1e6);

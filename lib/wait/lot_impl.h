@@ -17,9 +17,8 @@ struct coro__lotsched {
     /* timers */
     pthread_mutex_t hlock;
     struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_LOT */
-    uint32_t npend;         /* atomic copy of heap.n, for coro__lot_timers_pending */
-    int64_t armed;          /* the timerfd's deadline, INT64_MAX = disarmed */
-    int tfd;
+    uint32_t npend;         /* atomic copy of the heap's live count, for coro__lot_timers_pending */
+    struct coro__tfd timer; /* its timerfd (lib/wait/tfd.c) */
     /* registry */
     uint64_t *parked;       /* NBUCKETS bits */
     int nreg;

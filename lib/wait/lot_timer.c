@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The parking lot's timers: one min-heap per scheduler of {deadline,
  * waiter, key} behind its own timerfd, under its own mutex (hlock).  The
- * rules - a heap entry exists exactly while its waiter is linked on the
+ * rules - a live timer exists exactly while its waiter is linked on the
  * entry's key, both changed only under that key's bucket lock; lock order
  * bucket -> hlock; the fire path decides under the bucket lock - are in
  * lib/wait/lot.c's opening comment (TIMERS).  Here: the use of the heap
- * (lib/wait/heap.c, kind CORO__TK_LOT: O(log n) push, pop and removal from
- * the middle; the waiter keeps its entry's handle + 1 in wait_slot,
- * under hlock only), the timerfd
+ * (lib/wait/heap.c, kind CORO__TK_LOT: O(log n) push and pop, removal of
+ * any timer O(1) amortized; the waiter keeps its timer's handle + 1 in
+ * wait_slot, under hlock only), the timerfd
  * (reprogrammed only for an earlier deadline, and by the fire path to the
- * next one), and the fire path itself.
+ * next one; decided under hlock, programmed after it: lib/wait/tfd.c),
+ * and the fire path itself.
  */
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -18,45 +19,45 @@
 
 /* ---- the timers (under hlock) ---------------------------------------------------- */
 
-static void tfd_set(struct coro__lotsched *ls, int64_t d)
+/* the timerfd to d: decided here, programmed by coro__tfd_sync once hlock
+ * is dropped (lib/wait/tfd.c); true if that is needed */
+static bool tfd_set(struct coro__lotsched *ls, int64_t d)
 {
-    ls->armed = d;
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS); it may
      * read a deadline whose wait has since ended, and its fire then finds
      * nothing due and sets this to the heap's top */
     __atomic_store_n(&ls->s->timers_next[1], d, __ATOMIC_RELAXED);
-    coro__timerfd_arm(ls->tfd, d);
+    return coro__tfd_want(&ls->timer, d);
 }
 
-/* remove entry idx; its waiter's wait_slot becomes 0 */
-static struct coro__tnode heap_take(struct coro__lotsched *ls, uint32_t idx)
+/* out is the timer that left the heap: its waiter's wait_slot becomes 0 */
+static void taken(struct coro__lotsched *ls, const struct coro__tnode *out)
 {
-    struct coro__tnode out;
-
-    coro__heap_remove(&ls->heap, idx, &out);
-    ((coro_t *)out.p)->wait_slot = 0;
-    __atomic_store_n(&ls->npend, ls->heap.n, __ATOMIC_RELAXED);
-    return out;
+    ((coro_t *)out->p)->wait_slot = 0;
+    __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
 }
 
 /* under w's bucket lock: arm w's timeout.  0 or -ENOMEM */
 int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, int64_t deadline)
 {
     struct coro__tnode t = { .deadline = deadline, .p = w, .key = key, .kind = CORO__TK_LOT };
+    bool sync = false;
     int rc;
 
     pthread_mutex_lock(&ls->hlock);
     if ((rc = coro__heap_push(&ls->heap, &t)) == 0) {
         w->wait_slot = t.h + 1;
-        __atomic_store_n(&ls->npend, ls->heap.n, __ATOMIC_RELAXED);
-        if (deadline < ls->armed)
-            tfd_set(ls, deadline);
+        __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
+        if (deadline < coro__tfd_wanted(&ls->timer))
+            sync = tfd_set(ls, deadline);
         else if (deadline < __atomic_load_n(&ls->s->timers_next[1], __ATOMIC_RELAXED))
             /* relaxed: the hint (tfd_set), later than the armed deadline
              * after a worker fired (coro__lot_timers_expire) */
             __atomic_store_n(&ls->s->timers_next[1], deadline, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&ls->hlock);
+    if (sync)
+        coro__tfd_sync(&ls->timer);
     return rc;
 }
 
@@ -65,8 +66,11 @@ void coro__lot_timer_del(coro_t *w)
 {
     struct coro__lotsched *ls = w->sched->lot;
 
+    struct coro__tnode t;
+
     pthread_mutex_lock(&ls->hlock);
-    heap_take(ls, ls->heap.pos[w->wait_slot - 1]);
+    coro__heap_del(&ls->heap, w->wait_slot - 1, &t);
+    taken(ls, &t);
     pthread_mutex_unlock(&ls->hlock);
 }
 
@@ -76,7 +80,7 @@ int coro__lot_timers_fire(coro_sched_t *s)
 {
     uint64_t v;
 
-    ssize_t r = read(s->lot->tfd, &v, sizeof v);    /* non-blocking: clear readiness */
+    ssize_t r = read(s->lot->timer.fd, &v, sizeof v);    /* non-blocking: clear readiness */
     (void)r;
     return coro__lot_timers_expire(s, false);
 }
@@ -95,17 +99,19 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
             pthread_mutex_lock(&ls->hlock);
         else if (pthread_mutex_trylock(&ls->hlock) != 0)
             return n;
-        const struct coro__tnode *top = coro__heap_top(&ls->heap);
-        if (!top || top->deadline > now) {
-            int64_t d = top ? top->deadline : INT64_MAX;
+        int64_t d = coro__heap_next(&ls->heap);
+        if (d > now) {
+            bool sync = false;
             if (worker)     /* relaxed: the hint, as tfd_set's */
                 __atomic_store_n(&s->timers_next[1], d, __ATOMIC_RELAXED);
-            else if (d != ls->armed)
-                tfd_set(ls, d);
+            else if (d != coro__tfd_wanted(&ls->timer))
+                sync = tfd_set(ls, d);
             pthread_mutex_unlock(&ls->hlock);
+            if (sync)
+                coro__tfd_sync(&ls->timer);
             return n;
         }
-        const void *key = top->key;
+        const void *key = coro__heap_first(&ls->heap)->key;
         pthread_mutex_unlock(&ls->hlock);
 
         coro__wl_t wl;
@@ -116,9 +122,11 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
         const void *k = NULL;
         /* decided again under the bucket lock: the entry's waiter is then
          * linked and alive (lib/wait/lot.c, TIMERS) */
-        top = coro__heap_top(&ls->heap);
-        if (top && top->deadline <= now && coro__lot_bucket(top->key) == b) {
-            struct coro__tnode t = heap_take(ls, 0);
+        if (coro__heap_next(&ls->heap) <= now &&
+            coro__lot_bucket(coro__heap_first(&ls->heap)->key) == b) {
+            struct coro__tnode t;
+            coro__heap_pop(&ls->heap, &t);
+            taken(ls, &t);
             w = t.p;
             k = t.key;
         }
@@ -147,8 +155,7 @@ int64_t coro__lot_timers_next(coro_sched_t *s)
     struct coro__lotsched *ls = s->lot;
 
     pthread_mutex_lock(&ls->hlock);
-    const struct coro__tnode *top = coro__heap_top(&ls->heap);
-    int64_t d = top ? top->deadline : INT64_MAX;
+    int64_t d = coro__heap_next(&ls->heap);
     pthread_mutex_unlock(&ls->hlock);
     return d;
 }
@@ -160,32 +167,32 @@ bool coro__lot_timers_pending(coro_sched_t *s)
 
 int coro__lot_timer_fd(coro_sched_t *s)
 {
-    return s->lot->tfd;
+    return s->lot->timer.fd;
 }
 
 /* ---- life ------------------------------------------------------------------------- */
 
 int coro__lot_timers_init(struct coro__lotsched *ls)
 {
-    ls->tfd = -1;
-    ls->armed = INT64_MAX;
+    coro__tfd_init(&ls->timer, -1);
     ls->s->timers_next[1] = INT64_MAX;     /* before any worker runs */
     pthread_mutex_init(&ls->hlock, NULL);
     int rc = coro__heap_init(&ls->heap, ls->s, CORO__TIMER_PREALLOC);
     if (rc < 0)
         return rc;
-    ls->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    return ls->tfd < 0 ? -errno : 0;
+    ls->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    return ls->timer.fd < 0 ? -errno : 0;
 }
 
 void coro__lot_timers_fini(struct coro__lotsched *ls)
 {
-    if (ls->tfd >= 0)
-        close(ls->tfd);
-    ls->tfd = -1;
+    if (ls->timer.fd >= 0)
+        close(ls->timer.fd);
+    ls->timer.fd = -1;
     if (ls->heap.s) {
         coro__heap_fini(&ls->heap);
         pthread_mutex_destroy(&ls->hlock);
+        coro__tfd_fini(&ls->timer);
         ls->heap.s = NULL;
     }
 }

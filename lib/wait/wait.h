@@ -16,9 +16,10 @@ CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
 /* ---- the timer heap (lib/wait/heap.c) -----------------------------------------
  * One implementation for every timed wait: a 4-ary min-heap by deadline,
  * without a lock of its own (each owner holds its heap's lock around
- * every call).  Each entry has a handle, given at the push (t->h), that
- * finds it in O(1) until its removal (coro__heap_find), so a wait that ends
- * another way takes its timer out in O(log n) without a search. */
+ * every call).  Each timer has a handle, given at the push (t->h), that
+ * finds its record in O(1) until it leaves (coro__heap_get), so a wait
+ * that ends another way removes its timer in O(1) amortized, without a
+ * search (coro__heap_del marks it; heap.c: HANDLES, AND REMOVAL BY MARK). */
 enum {
     CORO__TK_FD = 0,    /* an fd wait: the slot keeps the handle (hidx) */
     CORO__TK_SLEEP,     /* a sleep: its awaitable's arg[CORO__SLEEP_SLOT] (+ 1) */
@@ -26,9 +27,10 @@ enum {
 };
 #define CORO__SLEEP_SLOT 2
 
+/* a timer's record, rec[handle] while it is in the heap */
 struct coro__tnode {
     int64_t deadline;
-    void *p;            /* the waiting job */
+    void *p;            /* the waiting job; NULL: removed, or a free handle */
     union {
         const void *key;    /* LOT: what it waits on */
         uint32_t seq;       /* FD: which wait of the fd's slot (never dereference
@@ -39,25 +41,83 @@ struct coro__tnode {
     uint32_t h;         /* the handle (coro__heap_push sets it) */
 };
 
+/* a heap entry: what the sifts compare and move */
+struct coro__hent {
+    int64_t deadline;
+    uint32_t h;
+    uint32_t unused;
+};
+
 struct coro__heap {
-    struct coro__tnode *a;
-    uint32_t *pos;      /* pos[handle]: the entry's index; a free handle: the next free */
-    uint32_t n, cap, free;
+    struct coro__hent *a;   /* a[0 .. n - 1], a[0] the earliest (heap.c: LAYOUT) */
+    struct coro__tnode *rec;    /* rec[handle] */
+    uint32_t *fs;       /* fs[0 .. nfree - 1]: the free handles */
+    uint32_t n, dead, cap, nfree;   /* dead: marked entries still in a[] */
     coro_sched_t *s;    /* its allocator */
 };
 
-/* init: room for cap entries (0: none until the first push), 0 or
- * -ENOMEM; push: t->h set, 0 or -ENOMEM; remove: entry idx into *out, its
- * handle given back; find: the index of handle's entry if it is still
- * p's, else -1; fini: the arrays freed, the entries dropped unread */
+/* init: room for cap timers (0: none until the first push), 0 or
+ * -ENOMEM; push: t->h set, 0 or -ENOMEM; next: the earliest live deadline,
+ * INT64_MAX if none - or a timer set for INT64_MAX: count tells (drops
+ * the marked entries at the top); first: the
+ * earliest live timer's record, NULL if none; pop: the earliest live timer
+ * out into *out (one must be there); get: handle's record if its timer is
+ * live and p's, else NULL; del: the live timer of handle (got through get)
+ * removed, its record into *out; fini: the arrays freed, the entries
+ * dropped unread */
 CORO__HIDDEN int coro__heap_init(struct coro__heap *h, coro_sched_t *s, uint32_t cap);
 CORO__HIDDEN int coro__heap_push(struct coro__heap *h, struct coro__tnode *t);
-CORO__HIDDEN void coro__heap_remove(struct coro__heap *h, uint32_t idx, struct coro__tnode *out);
-CORO__HIDDEN int64_t coro__heap_find(const struct coro__heap *h, uint32_t handle, const void *p);
+CORO__HIDDEN int64_t coro__heap_next(struct coro__heap *h);
+CORO__HIDDEN const struct coro__tnode *coro__heap_first(struct coro__heap *h);
+CORO__HIDDEN void coro__heap_pop(struct coro__heap *h, struct coro__tnode *out);
+CORO__HIDDEN const struct coro__tnode *coro__heap_get(const struct coro__heap *h,
+                                                      uint32_t handle, const void *p);
+CORO__HIDDEN void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__tnode *out);
 CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
-static inline const struct coro__tnode *coro__heap_top(const struct coro__heap *h)
+
+/* the live timers */
+static inline uint32_t coro__heap_count(const struct coro__heap *h)
 {
-    return h->n ? &h->a[0] : NULL;
+    return h->n - h->dead;
+}
+
+/* a handle's record, live (p set) or not: for walks over rec[0 .. cap - 1] */
+static inline const struct coro__tnode *coro__heap_rec(const struct coro__heap *h, uint32_t handle)
+{
+    return &h->rec[handle];
+}
+
+/* ---- a timerfd programmed outside its heap's lock (lib/wait/tfd.c) ---------------
+ * want: the deadline the fd must hold (INT64_MAX: disarmed), stored under
+ * the owner's heap lock (coro__tfd_want); coro__tfd_sync, called after
+ * that lock is dropped, programs the fd with the newest want. */
+struct coro__tfd {
+    int fd;
+    int64_t want;       /* atomic: written under the owner's heap lock */
+    int64_t set;        /* under lock: what the fd holds */
+    pthread_mutex_t lock;
+};
+
+CORO__HIDDEN void coro__tfd_init(struct coro__tfd *t, int fd);
+CORO__HIDDEN void coro__tfd_sync(struct coro__tfd *t);
+CORO__HIDDEN void coro__tfd_fini(struct coro__tfd *t);
+
+/* under the owner's heap lock: the deadline decided; true if it changed
+ * (then coro__tfd_sync after the lock) */
+static inline bool coro__tfd_want(struct coro__tfd *t, int64_t d)
+{
+    /* relaxed: ordered by the heap lock among writers; coro__tfd_sync
+     * reads it under the fd lock (lib/wait/tfd.c) */
+    if (__atomic_load_n(&t->want, __ATOMIC_RELAXED) == d)
+        return false;
+    __atomic_store_n(&t->want, d, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* under the owner's heap lock: the deadline decided last */
+static inline int64_t coro__tfd_wanted(const struct coro__tfd *t)
+{
+    return __atomic_load_n(&t->want, __ATOMIC_RELAXED);  /* relaxed: as coro__tfd_want */
 }
 
 /* ---- the parking lot (lib/wait/lot.c) -----------------------------------------
