@@ -680,9 +680,9 @@ static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int p
 
 /* local ring full: move half of it and job to the global queue, under one
  * lock (tokio).  One pop per job: taking the half with one CAS
- * (coro__lq_pop_batch, as spill_half does) measured 1.2x slower on
- * spawn_many_local at 2 workers (15 interleaved rounds; not explained -
- * the batch CAS races the thief's steals of the same ring) */
+ * (coro__lq_pop_batch, as spill_half does) measured worse on
+ * spawn_many_local (docs/benchmarks.md; not explained - the batch CAS
+ * races the thief's steals of the same ring) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
@@ -791,7 +791,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         bool pushed = xq && coro__lq_push(&xq->q, job);
         if (xq && !pushed) {
             /* full: its older half to the global queue (one inbox lock
-             * per job past the ring was 10 % of a spawning thread) */
+             * per job past the ring is a large share of a spawning thread) */
             spill_half(s, &xq->q, pi);
             pushed = coro__lq_push(&xq->q, job);
         }
@@ -2162,9 +2162,8 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
 /* DUE TIMERS.  The timers' heaps fire at their timerfds, whose holder is
  * the I/O thread while every worker is busy - a thread the kernel must
  * first give a CPU: on a machine whose every CPU runs a busy worker it
- * waits in the run queue behind them (a scheduler tick or more: a HIGH
- * job's 1 ms periodic sleep woke about 4 ms late at the median on one CPU
- * beside a job that yields every 200 us).  So a busy worker fires what is
+ * waits in the run queue behind them (a scheduler tick or more:
+ * docs/recipes.md has a periodic sleep beside a busy job).  So a busy worker fires what is
  * due itself at each yield - the point where a CPU-bound job gives its
  * worker away - as Go's scheduler checks its timers at each schedule:
  * two relaxed loads of a line only the timers write
@@ -2195,8 +2194,8 @@ static inline void timers_due(struct coro__worker *w)
  * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
  * waiting, a decrement more; at a yield, the timers (DUE TIMERS: not at
  * the count's end, where steps that do not yield end soon and the
- * workers park on the timerfd; firing there too made the timers shape
- * slower) */
+ * workers park on the timerfd; firing there too cost the timers shape
+ * time: docs/benchmarks.md) */
 static inline bool look_due_(struct coro__worker *w)
 {
     if (CORO__LIKELY(w->poll_steps > 1)) {
