@@ -58,7 +58,7 @@
 #define CORO__LIFO_PARK_NS 1000000
 /* the starvation bounds of priorities: after this many HIGH or NORMAL jobs
  * in a row while LOW jobs wait, one LOW job runs; after this many HIGH jobs
- * while NORMAL ones wait, one NORMAL job runs (docs/scheduling.md) */
+ * while NORMAL ones wait, one NORMAL job runs (docs/api.md, priorities) */
 #define CORO__STARVE_LOW 128u
 #define CORO__STARVE_NORMAL 32u
 /* awaits that complete at once before a forced yield: a job whose I/O is
