@@ -16,7 +16,8 @@
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current;
-#                   a header comment and its man page name the same error codes
+#                   a header comment and its man page name the same error codes;
+#                   lib/'s comments carry no benchmark figures or history
 #   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
@@ -336,6 +337,8 @@ check-docs: lib
 	$(Q)tools/ci/check-doc-errors.py --self-test
 	$(Q)tools/ci/check-doc-errors.py
 	$(Q)tools/dev/add-spdx.sh --check
+	$(Q)tools/ci/check-comments.py --self-test
+	$(Q)tools/ci/check-comments.py
 
 check-build: lib
 	$(Q)CC=$(CC) tools/ci/check-build.sh $(B)

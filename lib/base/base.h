@@ -42,8 +42,7 @@ static inline void coro__fence_seq_cst(void)
  * buffer and orders every earlier load and store before every later one,
  * SDM vol. 3 8.2.2), which is all a seq_cst fence needs between ordinary
  * memory accesses; gcc and clang emit `mfence` instead, which also orders
- * non-temporal stores and costs about twice as much (17 ns against 9.5 ns
- * on the 2-vCPU Xeon VM here: notify's fence was 6 % of spawn_many_local).
+ * non-temporal stores and costs about twice as much (docs/benchmarks.md).
  * Below the stack pointer: the red zone is ours, and or-ing 0 leaves
  * whatever the compiler keeps there unchanged. */
 static inline void coro__fence_seq_cst(void)

@@ -10,9 +10,8 @@
  *    ck_ring_enqueue_spmc.  Why not ck_ring_enqueue_mpmc: its producers
  *    wait, spinning, for every earlier producer to commit; one pre-empted
  *    mid-enqueue (common when workers outnumber CPUs, or plain threads
- *    share them) makes the others spin for its whole time slice.  Measured
- *    here: 1,000,000 spawns into one class queue from 8 workers on 2 CPUs,
- *    25 us per job with the MPMC enqueue; see the note in docs/architecture.md.
+ *    share them) makes the others spin for its whole time slice
+ *    (docs/benchmarks.md has the measurement).
  *    A waiting producer sleeps on the mutex instead.  ck_ring is bounded,
  *    so a full ring spills into an intrusive overflow list under the same
  *    mutex: nothing is refused or lost and nothing is allocated.  While the

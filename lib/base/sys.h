@@ -5,9 +5,7 @@
  * cancellation points, so glibc wraps each in
  * __pthread_enable_asynccancel / __pthread_disable_asynccancel: two locked
  * compare-and-swaps on the thread's cancelhandling word around every call
- * (~9.5 ns each on the 2-core VM where it was measured).  In a perf profile
- * of `corokit_bench io_pingpong 2 20` (perf record -e cpu-clock -g) they
- * were 8 % of all samples (disable 6.6 %, enable 1.6 %).  corokit never
+ * (their share of an I/O round trip's profile: docs/benchmarks.md).  corokit never
  * cancels its worker threads or its I/O thread (no pthread_cancel
  * anywhere), so the wrappers buy it nothing.  Go makes raw system calls
  * too (tokio goes through libc and pays them).
@@ -22,11 +20,8 @@
  * builds, CORO_LIBC_SYSCALLS, and tests that set coro__sys_libc call
  * libc's own functions (below).
  *
- * Measured (io_pingpong, 2 workers, 10,000 round trips, 7-11 alternating
- * runs, medians): 38.2 -> 36.5 ms with the raw calls alone.  (A
- * single-threaded loop of the same 8 calls per round trip takes 27-28 ms
- * through libc or raw alike: glibc skips the wrappers while a process has
- * one thread, so only threaded programs pay them.)
+ * glibc skips the wrappers while a process has one thread, so only
+ * threaded programs pay them (docs/benchmarks.md: raw system calls).
  *
  * Only for calls whose arguments the kernel takes as they are (no struct
  * translation): recv is recvfrom(fd, buf, len, flags, NULL, NULL), send is

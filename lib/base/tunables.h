@@ -58,7 +58,7 @@
 #define CORO__LIFO_PARK_NS 1000000
 /* the starvation bounds of priorities: after this many HIGH or NORMAL jobs
  * in a row while LOW jobs wait, one LOW job runs; after this many HIGH jobs
- * while NORMAL ones wait, one NORMAL job runs (docs/scheduling.md) */
+ * while NORMAL ones wait, one NORMAL job runs (docs/api.md, priorities) */
 #define CORO__STARVE_LOW 128u
 #define CORO__STARVE_NORMAL 32u
 /* awaits that complete at once before a forced yield: a job whose I/O is
@@ -118,10 +118,9 @@
  * at most this many steps (a power of two; 1 = a reading per step), and
  * only while the steps of its last run averaged at most CORO__TRACE_RUN_NS
  * (a longer run drops the next to one step; a short one doubles it).  The
- * reading (rdtsc, 11-20 ns here) was most of what tracing cost jobs of
- * 100-300 ns.  1: every step's length is its own.  With runs, a run's
- * steps share its time evenly, so one long step among short ones drew
- * them all at the average (a 10 us step as 1 ms): wrong for the question
+ * reading is most of what tracing costs a short job.  1: every step's
+ * length is its own.  With runs, a run's steps share its time evenly, so
+ * one long step among short ones drew them all at the average: wrong for the question
  * a trace is read for (which step took long), so the reading per step is
  * paid */
 #define CORO__TRACE_RUN_MAX 1u
@@ -164,7 +163,7 @@
 /* ...and at a yield, when at least this long (ns) has passed since a
  * yield last looked.  A yield is where a job says others may run: the
  * readiness that came meanwhile is what they wait for.  The floor keeps a
- * job that yields in a tight loop from paying an epoll_wait (~0.5-1 us)
+ * job that yields in a tight loop from paying an epoll_wait
  * per yield: at most 50,000 looks a second per worker, a few per cent of
  * a CPU, and a wake-up waits at most this much more than the step it
  * arrived behind */

@@ -260,9 +260,9 @@ static struct fdent *chunk_new(struct coro__io *io, struct fdent **slot)
 
 /* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
  * is out of range.  Inline, the chunk's creation out of line: it is on
- * every wait, wake and readiness look (~10 per io_pingpong round trip),
- * where the out-of-line call with the creation path cost ~26
- * instructions (callgrind) against ~6 now */
+ * every wait, wake and readiness look (about ten per I/O round trip),
+ * where an out-of-line call with the creation path costs several times
+ * the instructions of the inline look */
 static inline struct fdent *ent_get(struct coro__io *io, int fd, bool create)
 {
     if (CORO__UNLIKELY((uint32_t)fd >= MAX_FDS))     /* negative ones too */
@@ -348,7 +348,7 @@ static void waiters_add(struct coro__io *io, int d)
  * system call.  One armed for a time that has passed has fired (or is
  * about to) and is armed again: left to the expire() its expiry leads
  * to, an add waited for that holder's wake-up (the timers shape read
- * 1.15-1.22x slower).  now: the clock, if the caller has read it (0: read
+ * worse: docs/benchmarks.md).  now: the clock, if the caller has read it (0: read
  * it here, only when the answer depends on it). */
 static bool tfd_update(struct coro__io *io, int64_t now)
 {
@@ -1109,8 +1109,8 @@ static void *io_main(void *arg)
                 __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
                 /* the safety net's timeout, the same hold going on: back
                  * to deep sleep at the next look, not after CORO__IO_DEEP_LOOKS
-                 * more looks of 1 ms (an idle process woke ~45 times a
-                 * second with them, 20 without); a new hold or a free
+                 * more short looks (an idle process woke twice as often
+                 * with them); a new hold or a free
                  * token resets the count below */
                 held_looks = CORO__IO_DEEP_LOOKS - 1;
                 continue;

@@ -65,8 +65,7 @@ static intptr_t do_rw_other(int fd, void *buf, size_t len, bool out)
 }
 
 /* inline in its three callers, the rare paths out of line: the call with
- * the fallback inside cost ~20 instructions of prologue and epilogue per
- * operation (callgrind, io_pingpong) */
+ * the fallback inside costs a prologue and an epilogue per operation */
 static inline intptr_t do_rw(int fd, void *buf, size_t len, bool out)
 {
     for (;;) {

@@ -801,11 +801,10 @@ static void *pool_alloc(struct fpool *p, int ci)
          * when the next allocation needs its link.  Its second line too
          * (coro_t alone is two): coro_frame_alloc's memset writes both,
          * and coro_spawn's state CAS waited for that store to drain
-         * (perf annotate: 62 % of coro_spawn's samples on the CAS from a
-         * plain thread, 47 % with both lines fetched).  prefetchw, not
-         * prefetcht0: a shared copy still waits for an upgrade at the
-         * memset (spawn_many_remote p50 785 -> 749 µs, 8 x 15
-         * interleaved iterations; oneTBB 726 in the same minutes) */
+         * (perf annotate: most of coro_spawn's samples from a plain
+         * thread sat on that CAS).  prefetchw, not prefetcht0: a shared
+         * copy still waits for an upgrade at the memset
+         * (docs/benchmarks.md, spawn_many_remote) */
         if (sl->free) {
             char *nb = block_at(sl, sl->free - 1);
             coro__prefetch_w(nb);

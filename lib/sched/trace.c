@@ -32,11 +32,11 @@
  * the dropped range covers every slot that could be a mix.  When the
  * workers have stopped (coro_sched_destroy) nothing races.
  *
- * Time: rdtsc on x86 (cheaper than clock_gettime: 11 ns against 22-27 in
- * a loop here; the CPU has constant_tsc and nonstop_tsc), converted to
- * coro_now() nanoseconds with two calibration points: ring creation and the
- * write; coro_now() itself elsewhere.  A reading still cost about 20 ns in
- * the spawn path, most of what tracing cost a short job, so a worker reads
+ * Time: rdtsc on x86 (about half the cost of clock_gettime; the CPU must
+ * have constant_tsc and nonstop_tsc), converted to coro_now() nanoseconds
+ * with two calibration points: ring creation and the write; coro_now()
+ * itself elsewhere.  A reading is still most of what tracing costs a short
+ * job (docs/benchmarks.md), so a worker reads
  * the clock about once per run of up to CORO__TRACE_RUN_MAX short steps
  * (lib/sched/trace.h, "Runs", which says what the times then promise), and
  * a plain thread once per CORO__TRACE_THREAD_RUN events or coarse-clock

@@ -198,9 +198,8 @@ static inline void coro__tr_set(struct coro__tring *r, uint64_t h, uint64_t ts, 
  * L1, and a store to a line not there waits for it - and so does the next
  * locked instruction of the scheduler (the LIFO slot's exchange, spawn's
  * CAS), which must drain the store buffer first (perf: the samples on the
- * exchange after a spawn's event).  A traced chained_spawn at 1 worker
- * took 81 us per 1,000 jobs with it, 85 without, 76 untraced; 8 events
- * ahead did no better.  A prefetch never faults: the index needs no check */
+ * exchange after a spawn's event).  Further ahead did no better
+ * (docs/benchmarks.md, tracing).  A prefetch never faults: the index needs no check */
 #define CORO__TR_AHEAD 4u
 static inline void coro__tr_publish(struct coro__tring *r, uint64_t h)
 {
@@ -226,8 +225,7 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
 
 /* ---- Runs: what a worker's clock readings promise ------------------------------
  *
- * A clock reading (rdtsc: 11 ns in a loop, about 20 ns in the spawn path
- * on this VM) was most of what tracing cost a job of 100-300 ns, so a
+ * A clock reading (rdtsc) is most of what tracing costs a short job, so a
  * worker does not read the clock at every step.  Its steps come in RUNS:
  * steps of one worker with nothing between them but finishing a job,
  * taking the next from a queue, and at most one look for work that found
@@ -274,7 +272,7 @@ static inline uint64_t coro__tr_stamp(struct coro__tring *r)
  * above), but nothing tells where a plain thread's burst of spawns ends:
  * so it reads the clock at its first event, at every
  * CORO__TRACE_THREAD_RUN-th, and whenever the kernel's coarse clock (one
- * tick: 1-10 ms; a vDSO read, 3-4 ns here against rdtsc's 11-20) moved
+ * tick, one to ten milliseconds; a vDSO read cheaper than rdtsc) moved
  * since its last reading.  An event between two readings (ts 0) is placed
  * when the trace is written (trace_write.c, resolve_thread): evenly between them
  * when they are close (a burst), else at the first (it happened after it,

@@ -5,7 +5,8 @@
  *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
  *     it spawned last), its local rings (one per priority, ck_ring SPMC:
  *     the owner pushes, owner and thieves pop), its inboxes (per priority,
- *     ck_ring MPMC + overflow: what other threads hand it: HIGH and LOW
+ *     coro__mq, base/mq.c: a ck_ring whose producers take a mutex, plus an
+ *     overflow list: what other threads hand it: HIGH and LOW
  *     jobs, and NORMAL ones when a submission ring is full), a plain
  *     thread's submission ring (NORMAL jobs it spawned or woke: ck_ring
  *     SPMC, that thread pushes, workers pop; struct coro__xq), or the
@@ -680,9 +681,9 @@ static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int p
 
 /* local ring full: move half of it and job to the global queue, under one
  * lock (tokio).  One pop per job: taking the half with one CAS
- * (coro__lq_pop_batch, as spill_half does) measured 1.2x slower on
- * spawn_many_local at 2 workers (15 interleaved rounds; not explained -
- * the batch CAS races the thief's steals of the same ring) */
+ * (coro__lq_pop_batch, as spill_half does) measured worse on
+ * spawn_many_local (docs/benchmarks.md; not explained - the batch CAS
+ * races the thief's steals of the same ring) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
@@ -791,7 +792,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         bool pushed = xq && coro__lq_push(&xq->q, job);
         if (xq && !pushed) {
             /* full: its older half to the global queue (one inbox lock
-             * per job past the ring was 10 % of a spawning thread) */
+             * per job past the ring is a large share of a spawning thread) */
             spill_half(s, &xq->q, pi);
             pushed = coro__lq_push(&xq->q, job);
         }
@@ -2211,9 +2212,8 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
 /* DUE TIMERS.  The timers' heaps fire at their timerfds, whose holder is
  * the I/O thread while every worker is busy - a thread the kernel must
  * first give a CPU: on a machine whose every CPU runs a busy worker it
- * waits in the run queue behind them (a scheduler tick or more: a HIGH
- * job's 1 ms periodic sleep woke about 4 ms late at the median on one CPU
- * beside a job that yields every 200 us).  So a busy worker fires what is
+ * waits in the run queue behind them (a scheduler tick or more:
+ * docs/recipes.md has a periodic sleep beside a busy job).  So a busy worker fires what is
  * due itself at each yield - the point where a CPU-bound job gives its
  * worker away - as Go's scheduler checks its timers at each schedule:
  * two relaxed loads of a line only the timers write
@@ -2242,9 +2242,10 @@ static inline void timers_due(struct coro__worker *w)
 
 /* a yield: the timers (DUE TIMERS: at yields only, not at the count's
  * end, where steps that do not yield end soon and the workers park on
- * the timerfd; firing there too made the timers shape slower), the
- * count, and the question of BUSY LOOKS unless a recent yield found
- * nothing waiting */
+ * the timerfd; firing there too cost the timers shape time:
+ * docs/benchmarks.md), the count, and the question of BUSY LOOKS unless
+ * a yield within CORO__IO_POLL_IDLE_YIELDS of one that found nothing
+ * waiting */
 static inline bool look_due_yield(struct coro__worker *w)
 {
     w->poll_yield = false;

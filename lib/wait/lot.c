@@ -103,7 +103,7 @@ _Static_assert(CORO__LOT_BITS <= 16, "4 MiB of buckets at most");
 static struct bucket sel_lot[SEL_SIZE];
 
 /* The registry lists are held for a handful of stores, on every suspended
- * coro_done: a pthread mutex cost fib 10% of its instructions.  The
+ * coro_done: a pthread mutex costs several times the instructions.  The
  * spinlock gives the CPU away after a few tries, so a pre-empted holder
  * (more workers than CPUs) is not spun against. */
 static void jreg_lock(struct jreg *r)
