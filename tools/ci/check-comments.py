@@ -103,8 +103,12 @@ def self_test():
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    bad = check(sorted(glob.glob("lib/*/*.[ch]")))
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    files = sorted(glob.glob("lib/*/*.[ch]"))
+    if not files:
+        print("check-comments: no lib/*/*.[ch] found from " + os.getcwd(), file=sys.stderr)
+        return 1
+    bad = check(files)
     for b in bad:
         print("check-comments: " + b, file=sys.stderr)
     if bad:
