@@ -589,9 +589,11 @@ static int alloc_budget, alloc_live;
 static void *fail_malloc(void *ctx, size_t n)
 {
     (void)ctx;
-    if (alloc_budget-- <= 0)
+    /* relaxed: counters only; the workers make their own structs at
+     * create, so this is called from several threads at once */
+    if (__atomic_fetch_sub(&alloc_budget, 1, __ATOMIC_RELAXED) <= 0)
         return NULL;
-    alloc_live++;
+    __atomic_add_fetch(&alloc_live, 1, __ATOMIC_RELAXED);
     return malloc(n);
 }
 
@@ -599,7 +601,7 @@ static void fail_free(void *ctx, void *p, size_t n)
 {
     (void)ctx;
     (void)n;
-    alloc_live--;
+    __atomic_sub_fetch(&alloc_live, 1, __ATOMIC_RELAXED);
     free(p);
 }
 

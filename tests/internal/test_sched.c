@@ -952,7 +952,8 @@ static void *odd_malloc(void *ctx, size_t n)
         return NULL;
     char *p = (char *)(((uintptr_t)raw + 64 + 63) & ~(uintptr_t)63) + 16;
     memcpy(p - 16, &raw, sizeof raw);
-    odd_live++;
+    /* relaxed: a counter; called from several threads at once */
+    __atomic_add_fetch(&odd_live, 1, __ATOMIC_RELAXED);
     return p;
 }
 
@@ -962,7 +963,7 @@ static void odd_free(void *ctx, void *p, size_t n)
     char *raw;
     (void)n;
     memcpy(&raw, (char *)p - 16, sizeof raw);
-    odd_live--;
+    __atomic_sub_fetch(&odd_live, 1, __ATOMIC_RELAXED);
     free(raw);
 }
 
