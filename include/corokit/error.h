@@ -26,7 +26,7 @@ extern "C" {
  * EROFS ...), a read of any fd - has a name and a text.  The codes the
  * library produces itself and the common I/O errors come first, with
  * texts of corokit's; the rest follow in numeric order with glibc's texts.
- * tools/check-errors.sh (make check-docs) proves the map complete against
+ * tools/ci/check-errors.sh (make check-docs) proves the map complete against
  * the system's <errno.h>, and against every -E code that lib/ names and
  * the man pages list.  Only a value that is no errno gets the text
  * "unknown error" and the name "UNKNOWN". */

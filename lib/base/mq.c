@@ -28,7 +28,7 @@
  * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
  * releases and every pop acquires the ring's address for TSan (the job's
  * fields written before a push are then seen as ordered before the pop);
- * tools/tsan.supp names the two ck functions whose internal races are false.
+ * tools/ci/tsan.supp names the two ck functions whose internal races are false.
  */
 #include "base/mq.h"
 #include "base/base.h"

@@ -54,7 +54,7 @@
 #             Risk: per-class queues and per-worker tables sized for the
 #             most classes, pools that keep every slab they drew.
 #   cpus      AUTO on a machine of 1,024 CPUs and the most workers
-#             (tests/test_scale.c through the test binary, when built).
+#             (tests/internal/test_scale.c through the test binary, when built).
 #             Risk: bitmaps narrower than the workers.
 #   frames    fire-and-forget jobs with frames of 128 B .. 69 KiB from
 #             coro_frame_alloc and from calloc, 2 workers (frame_cost, when
@@ -103,7 +103,7 @@
 #   memory   workers 1 .. 64: bytes per class and the pools' idle bytes
 #            flat with the workers.
 #   cpus     the test binary's scale suite (a fake 1,024-CPU machine).
-#   Not here: 1,024 workers under ASan (tests/test_scale.c, make
+#   Not here: 1,024 workers under ASan (tests/internal/test_scale.c, make
 #   check-asan).
 set -eu
 build=${1:-build}
@@ -351,5 +351,5 @@ END {
     if (qmax && pr[2] > 0) { r = pr[qmax] / pr[2]; say("prio", r <= 2, sprintf("a HIGH job at %d workers %.2fx at 2 (no target: flagged above 2x)", qmax, r)) }
     if (nn && no) { r = med(na, nn) / med(nb, no); say("numa", r <= 1.1, sprintf("a child with the node order %.2fx without (flagged above 1.1x; %d pairs)", r, nn)) }
     for (i = 1; i <= nf; i++) if (fs[i] >= 65536) say("frames", fr[i] <= 1, sprintf("%s B: pool/calloc %.2f (target <= 1)", fs[i], fr[i]))
-    print "verdict not here: 1,024 workers under ASan (tests/test_scale.c, make check-asan)"
+    print "verdict not here: 1,024 workers under ASan (tests/internal/test_scale.c, make check-asan)"
 }' "$out"
