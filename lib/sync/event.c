@@ -40,12 +40,7 @@ int coro_event_destroy(coro_event_t *ev)
 {
     if (!ev_ok(ev))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(ev);
-    bool busy = coro__lot_waiting(b, ev);
-    if (!busy)
-        ev->magic = 0;
-    coro__lot_unlock(b);
-    return busy ? -EBUSY : 0;
+    return coro__sync_retire(ev, &ev->magic);
 }
 
 int coro_event_set(coro_event_t *ev)

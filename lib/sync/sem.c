@@ -43,12 +43,7 @@ int coro_sem_destroy(coro_sem_t *sem)
 {
     if (!sem_ok(sem))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(sem);
-    bool busy = coro__lot_waiting(b, sem);
-    if (!busy)
-        sem->magic = 0;
-    coro__lot_unlock(b);
-    return busy ? -EBUSY : 0;
+    return coro__sync_retire(sem, &sem->magic);
 }
 
 static coro_await_t sem_args(coro_sem_t *sem, int64_t timeout)

@@ -11,4 +11,18 @@ extern const struct coro__sync_ops coro__event_wait_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_recv_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
 
+/* the destroy of an object whose waiters park under its address: 0 and
+ * the magic cleared when no job waits on it, -EBUSY otherwise.  Both
+ * happen under the bucket's lock, which a waiter holds while it parks:
+ * the check sees every job parked before it. */
+static inline int coro__sync_retire(const void *key, uint32_t *magic)
+{
+    coro__lotb_t *b = coro__lot_lock(key);
+    bool busy = coro__lot_waiting(b, key);
+    if (!busy)
+        *magic = 0;
+    coro__lot_unlock(b);
+    return busy ? -EBUSY : 0;
+}
+
 #endif

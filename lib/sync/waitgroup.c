@@ -40,12 +40,7 @@ int coro_waitgroup_destroy(coro_waitgroup_t *wg)
 {
     if (!wg_ok(wg))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(wg);
-    bool busy = coro__lot_waiting(b, wg);
-    if (!busy)
-        wg->magic = 0;
-    coro__lot_unlock(b);
-    return busy ? -EBUSY : 0;
+    return coro__sync_retire(wg, &wg->magic);
 }
 
 int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n)

@@ -837,6 +837,16 @@ Test(sync, channel_errors, .timeout = 10)
     cr_assert_eq(coro_chan_destroy(&ch), -EINVAL);
 }
 
+/* until a plain thread is on key's wait list (no sleep orders this) */
+static void until_waited_on(const void *key)
+{
+    for (bool waiting = false; !waiting; sched_yield()) {
+        coro__lotb_t *b = coro__lot_lock(key);
+        waiting = coro__lot_waiting(b, key);
+        coro__lot_unlock(b);
+    }
+}
+
 static void *thread_wait_event(void *arg)
 {
     return (void *)(intptr_t)coro_event_wait_blocking(arg, CORO_FOREVER);
@@ -850,18 +860,52 @@ Test(sync, destroy_while_waited_on_gives_ebusy, .timeout = 10)
 
     coro_event_init(&ev);
     pthread_create(&t, NULL, thread_wait_event, &ev);
-    /* until the thread is on the event's wait list (no sleep orders this) */
-    for (bool waiting = false; !waiting; sched_yield()) {
-        coro__lotb_t *b = coro__lot_lock(&ev);
-        waiting = coro__lot_waiting(b, &ev);
-        coro__lot_unlock(b);
-    }
+    until_waited_on(&ev);
     cr_assert_eq(coro_event_destroy(&ev), -EBUSY);
     cr_assert_eq(coro_event_destroy(&ev), -EBUSY);
     cr_assert_eq(coro_event_set(&ev), 1);
     pthread_join(t, &r);
     cr_assert_eq((intptr_t)r, 0);
     cr_assert_eq(coro_event_destroy(&ev), 0);
+}
+
+static void *thread_acquire(void *arg)
+{
+    return (void *)(intptr_t)coro_sem_acquire_blocking(arg, CORO_FOREVER);
+}
+
+static void *thread_wait_wg(void *arg)
+{
+    return (void *)(intptr_t)coro_waitgroup_wait_blocking(arg, CORO_FOREVER);
+}
+
+Test(sync, sem_and_waitgroup_destroy_while_waited_on_give_ebusy, .timeout = 10)
+{
+    coro_sem_t sem;
+    coro_waitgroup_t wg;
+    pthread_t t;
+    void *r;
+
+    cr_assert_eq(coro_sem_init(&sem, 0), 0);
+    pthread_create(&t, NULL, thread_acquire, &sem);
+    until_waited_on(&sem);
+    cr_assert_eq(coro_sem_destroy(&sem), -EBUSY);
+    cr_assert_eq(coro_sem_release(&sem, 1), 1);
+    pthread_join(t, &r);
+    cr_assert_eq((intptr_t)r, 0);
+    cr_assert_eq(coro_sem_destroy(&sem), 0);
+    cr_assert_eq(coro_sem_destroy(&sem), -EINVAL);
+
+    cr_assert_eq(coro_waitgroup_init(&wg), 0);
+    cr_assert_eq(coro_waitgroup_add(&wg, 1), 1);
+    pthread_create(&t, NULL, thread_wait_wg, &wg);
+    until_waited_on(&wg);
+    cr_assert_eq(coro_waitgroup_destroy(&wg), -EBUSY);
+    cr_assert_eq(coro_waitgroup_done(&wg), 0);
+    pthread_join(t, &r);
+    cr_assert_eq((intptr_t)r, 0);
+    cr_assert_eq(coro_waitgroup_destroy(&wg), 0);
+    cr_assert_eq(coro_waitgroup_destroy(&wg), -EINVAL);
 }
 
 /* ---- the samples run and exit 0 ---------------------------------------------------------- */
