@@ -157,7 +157,15 @@ static inline uint8_t map_get(uintptr_t a)
     return __atomic_load_n(&leaf[r & ((1u << MAP_L2_BITS) - 1)], __ATOMIC_RELAXED);
 }
 
-CORO__HIDDEN struct slab *coro__frame_slab_of_big(uintptr_t a);
+static inline struct slab *slab_of_big(uintptr_t a)
+{
+    uint8_t m;
+    do {                        /* inside a big slab: walk back to its start */
+        a -= SLAB_SIZE;
+        m = map_get(a);
+    } while (m == 2);
+    return (struct slab *)a;
+}
 
 /* the slab holding address p, or NULL */
 static inline struct slab *slab_of(const void *p)
@@ -169,7 +177,7 @@ static inline struct slab *slab_of(const void *p)
         return NULL;
     a &= ~(uintptr_t)(SLAB_SIZE - 1);
     if (CORO__UNLIKELY(m == 2))
-        return coro__frame_slab_of_big(a);
+        return slab_of_big(a);
     return (struct slab *)a;
 }
 

@@ -68,13 +68,3 @@ void coro__frame_map_release(void)
             __atomic_store_n(&coro__frame_map[i], NULL, __ATOMIC_RELAXED);
         }
 }
-
-struct slab *coro__frame_slab_of_big(uintptr_t a)
-{
-    uint8_t m;
-    do {                        /* inside a big slab: walk back to its start */
-        a -= SLAB_SIZE;
-        m = map_get(a);
-    } while (m == 2);
-    return (struct slab *)a;
-}
