@@ -2,9 +2,10 @@
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
 #   make test       dependencies, then the whole suite (both coroutine back ends),
-#                   the scenarios and every check marked "in make test" below;
-#                   builds with every CPU and runs the one-CPU checks side by side
-#                   (JOBS=N: N at a time)
+#                   the scenarios in both park modes, check-docs, check-layers,
+#                   check-build, check-compile-fail, check-locals, check-valgrind,
+#                   check-model and fuzz; builds with every CPU and runs those
+#                   one-CPU checks side by side (JOBS=N: N at a time)
 #   make quick      the unit tests without the slow ones and the compile-fail
 #                   cases (under a minute on 2 CPUs): for contributors between
 #                   edits; make test stays the one full check
