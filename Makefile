@@ -184,12 +184,13 @@ deps:
 # make test builds with every CPU, runs the Criterion suite and the
 # scenarios (which load every CPU themselves), then the checks that use
 # one CPU each (spin, libFuzzer, valgrind, the doc and packaging checks)
-# side by side, each one's output printed whole when it ends (-Otarget).
-# JOBS=N overrides the CPU count; a -jN given to make itself is kept.
+# side by side, each one's output printed whole when it ends (-Otarget),
+# the longest first (make starts them in this order).  JOBS=N overrides
+# the CPU count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-TEST_CHECKS := check-docs check-layers check-build check-compile-fail check-locals \
-	check-valgrind check-model fuzz
+TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers \
+	check-build check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory run-tests
