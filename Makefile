@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: MIT
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
-#   make test       dependencies, then the whole suite (both coroutine back ends)
+#   make test       dependencies, then the whole suite (both coroutine back ends),
+#                   the scenarios in both park modes, check-docs, check-layers,
+#                   check-build, check-compile-fail, check-locals, check-valgrind,
+#                   check-model and fuzz; builds with every CPU and runs those
+#                   one-CPU checks side by side (JOBS=N: N at a time)
 #   make quick      the unit tests without the slow ones and the compile-fail
 #                   cases (under a minute on 2 CPUs): for contributors between
 #                   edits; make test stays the one full check
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
-#   make check-asan the suite under AddressSanitizer + UBSan
+#   make check-asan the suite under AddressSanitizer + UBSan, without the tests
+#                   that only repeat at scale; make check-asan-full: all of it
 #   make check-tsan the concurrency scenarios under ThreadSanitizer
 #   make stress     the long opt-in runs of tests/stress
 #   make bench      benchmarks against the peers (tools/bench)
@@ -24,6 +29,8 @@
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
+#   make check-clang  clang -Werror on every C file of lib/, samples/ and tests/
+#                   (its front end alone: -fsyntax-only; CI runs it)
 #   make check-valgrind  samples under memcheck: nothing leaked or still
 #                   reachable after coro_sched_destroy (in make test)
 #   make check-locals FILES='a.c b.c' [CHECK_LOCALS_FLAGS='-I... -D...']
@@ -174,9 +181,20 @@ $(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(STATIC)
 deps:
 	@tools/dev/deps.sh
 
+# make test builds with every CPU, runs the Criterion suite and the
+# scenarios (which load every CPU themselves), then the checks that use
+# one CPU each (spin, libFuzzer, valgrind, the doc and packaging checks)
+# side by side, each one's output printed whole when it ends (-Otarget),
+# the longest first (make starts them in this order).  JOBS=N overrides
+# the CPU count; a -jN given to make itself is kept.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers \
+	check-build check-compile-fail
 test: deps
+	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory check-docs check-layers check-build check-compile-fail check-locals check-valgrind check-model fuzz
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget $(TEST_CHECKS)
 
 # make quick leaves to make test: the programs run from outside (samples,
 # recipes: quick does not build them), the stress-like loops and the tests
@@ -195,14 +213,16 @@ quick: lib $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
 	$(Q)tools/ci/check-compile-fail.sh $(CC) >/dev/null || tools/ci/check-compile-fail.sh $(CC)
 
-# the spin models of tools/model/: each verifies, each broken variant is rejected
+# the spin models of tools/model/: each verifies, each broken variant is
+# rejected; JOBS searches at a time (each on one CPU)
 check-model: deps
-	$(Q)tools/ci/check-model.sh $(B)
+	$(Q)MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
 
 # every mode of every model exhaustively (search.pml's membarrier mode:
-# about 8.7 GB and 84 minutes of CPU; make test checks it by supertrace)
+# about 8.7 GB and 84 minutes of CPU; make test checks it by supertrace),
+# one search at a time, for the memory
 check-model-full: deps
-	$(Q)MODEL_FULL=1 tools/ci/check-model.sh $(B)
+	$(Q)MODEL_FULL=1 MODEL_JOBS=1 tools/ci/check-model.sh $(B)
 
 # libFuzzer (Debian clang): tests/fuzz/fuzz_api.c drives random API sequences
 # on a single-threaded scheduler, fuzz_cpuset.c feeds coro_cpuset_parse raw
@@ -220,8 +240,9 @@ $(FUZZ_B)/obj/%.o: lib/%.c $(wildcard lib/*/*.h include/corokit/*.h)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fvisibility=hidden -c $< -o $@
 $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_LIB_OBJ) -lck -o $@
+FUZZ_DEPS := clang libclang-rt-14-dev
 fuzz: deps
-	$(Q)tools/dev/deps.sh clang libclang-rt-14-dev
+	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 	$(Q)mkdir -p $(FUZZ_B)/corpus/api $(FUZZ_B)/corpus/cpuset
 	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_cpuset -max_total_time=$$(( $(FUZZ_SECONDS) / 6 + 1 )) \
@@ -233,19 +254,40 @@ fuzz: deps
 	$(Q)grep -E 'stat::number_of_executed_runs|Done' $(FUZZ_B)/fuzz_api.log
 	$(Q)echo "fuzz: no crash, leak, hang or oracle failure in $(FUZZ_SECONDS) s"
 
-run-tests: all $(TEST_BIN) $(SCEN_BIN)
-	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
+# the programs the suite runs: the tests, the samples (tests/api/
+# test_samples.c runs them), the scenarios; the shared library only in the
+# plain tree (check-build and check-docs use it; no sanitizer run does)
+RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
+# TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
+# the full-fence mode (the plain tree's default)
+TEST_FILTER ?=
+SCEN_FENCE ?= $(if $(SAN),,1)
+run-tests:
+	$(Q)$(MAKE) --no-print-directory $(PAR) $(RUN_BIN)
+	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 	$(Q)tools/ci/run-scenarios.sh $(B) quick
-	@echo "scenarios again with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)"
-	$(Q)COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick
+	$(Q)$(if $(SCEN_FENCE),echo "scenarios again with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)",:)
+	$(Q)$(if $(SCEN_FENCE),COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick,:)
 
+# check-asan leaves out the tests that only repeat at scale what smaller
+# tests run under it too (a million jobs or frames, 10,000 connections,
+# 100,000 round trips or timers: a fifth of its time), and runs the
+# scenarios in the default park mode only: a bad access shows the first
+# time its path runs, and the plain suite runs them all.  check-asan-full
+# runs everything, the scenarios in both modes.
+ASAN_SKIP := io_ready/a_ping_pong_of_100000*|sched/a_million_jobs*|io/echo_server_holds_10000*|\
+	coro/a_million_frames*|coro_switch/a_million_frames*|io/hundred_thousand*
+ASAN_ENV := LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
+	ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
 check-asan: deps
-	$(Q)LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
-		ASAN_OPTIONS="detect_leaks=1 abort_on_error=0" \
-		$(MAKE) --no-print-directory ASAN=1 run-tests
+	$(Q)$(ASAN_ENV) $(MAKE) --no-print-directory ASAN=1 \
+		TEST_FILTER='!($(subst $(space),,$(ASAN_SKIP)))' run-tests
+
+check-asan-full: deps
+	$(Q)$(ASAN_ENV) $(MAKE) --no-print-directory ASAN=1 SCEN_FENCE=1 run-tests
 
 check-tsan: deps
-	$(Q)$(MAKE) --no-print-directory TSAN=1 all $(patsubst build/%,build-tsan/%,$(SCEN_BIN))
+	$(Q)$(MAKE) --no-print-directory $(PAR) TSAN=1 $(patsubst build/%,build-tsan/%,$(SCEN_BIN))
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(CURDIR)/tools/ci/tsan.supp" \
 		tools/ci/run-scenarios.sh build-tsan full
 
@@ -346,6 +388,34 @@ check-build: lib
 check-compile-fail:
 	$(Q)tools/ci/check-compile-fail.sh $(CC)
 
+# clang's -Werror verdict on every C file the build compiles (lib/,
+# samples/, tests/), each with the flags its build rule gives it, without
+# a second build: clang's warnings come from its front end, which
+# -fsyntax-only runs whole; only code generation is left out, and that is
+# the gcc build's (CI builds and tests with gcc).  CLANG=clang-N for
+# another clang.
+CLANG ?= clang
+CLANG_B := $(B)/clang-syntax
+CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(SCEN_SRC)) \
+	$(CLANG_B)/tests/api/test_coro_switch.ok
+CLANG_SYNTAX = @mkdir -p $(@D); $(SAY) "  CLANG   $<"; \
+	$(CLANG) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@
+$(CLANG_B)/lib/%.ok: lib/%.c
+	$(Q)$(CLANG_SYNTAX) $(LIB_CFLAGS) $(CFLAGS) $< && touch $@
+$(CLANG_B)/samples/%.ok: samples/%.c
+	$(Q)$(CLANG_SYNTAX) $(BASE_CFLAGS) $(CFLAGS) $< && touch $@
+$(CLANG_B)/tests/stress/%.ok: tests/stress/%.c
+	$(Q)$(CLANG_SYNTAX) $(BASE_CFLAGS) -Ilib $(CFLAGS) $< && touch $@
+$(CLANG_B)/tests/api/test_coro_switch.ok: tests/api/test_coro.c
+	$(Q)$(CLANG_SYNTAX) $(TEST_CFLAGS) -DCORO_USE_SWITCH $< && touch $@
+$(CLANG_B)/tests/api/%.ok: tests/api/%.c
+	$(Q)$(CLANG_SYNTAX) $(TEST_CFLAGS) $< && touch $@
+$(CLANG_B)/tests/%.ok: tests/%.c
+	$(Q)$(CLANG_SYNTAX) $(TEST_CFLAGS) -Ilib $< && touch $@
+check-clang:
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget $(CLANG_OK)
+	@echo "check-clang: $(words $(CLANG_OK)) files, no warning from $(CLANG) -Werror"
+
 check-valgrind: all
 	$(Q)tools/dev/deps.sh valgrind
 	$(Q)tools/ci/check-valgrind.sh $(B)
@@ -357,7 +427,7 @@ check-locals:
 	$(Q)tools/check-locals.sh --self-test
 	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
 
-.PHONY: uninstall check-docs check-build check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
+.PHONY: uninstall check-asan-full check-docs check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:

@@ -100,23 +100,83 @@ Test(diag, stall_detector_fires_for_a_20ms_step_with_name_worker_and_body, .time
     }
 }
 
+/* The detector measures a step in wall time, and on a loaded machine a
+ * 1 ms step can lose its CPU for longer than the threshold: a report of
+ * such a step is true.  So the stepper bounds each step's length from
+ * outside: a step began after the step before it yielded, and ended
+ * before the hook (called on the worker right after the step) or the next
+ * step began.  Every report must name a step that lasted over the
+ * threshold and no longer than that bound; and steps that surely lasted
+ * less than the threshold must have been seen, which a detector that
+ * reports short steps then reports (a report of at most the threshold, or
+ * of more than the step's bound, fails). */
+struct stepper {
+    coro_t co;
+    int steps, i;
+    int64_t step_ns, stall_ns;
+    int64_t began_after;        /* the running step began after this */
+    int64_t yielded;            /* when the last step yielded */
+    int short_steps;            /* steps that surely lasted under stall_ns */
+    int reports, false_reports;
+    int64_t false_dur, false_bound;
+};
+
+static int stepper_body(coro_t *co)
+{
+    struct stepper *st = CORO_SELF(co, struct stepper);
+    CORO_BEGIN(co);
+    for (st->i = 0; st->i < st->steps; st->i++) {
+        if (st->i > 0) {
+            /* the previous step lasted less than now - its began_after */
+            if (now_ns() - st->began_after < st->stall_ns)
+                st->short_steps++;
+            st->began_after = st->yielded;
+        }
+        spin_ns(st->step_ns);
+        st->yielded = now_ns();
+        CORO_YIELD(co);
+    }
+    CORO_END(co);
+}
+
+static void on_stall_step(const coro_stall_t *info, void *arg)
+{
+    struct stepper *st = arg;
+    int64_t bound = now_ns() - st->began_after;
+
+    st->reports++;
+    if (info->duration_ns <= st->stall_ns || info->duration_ns > bound) {
+        st->false_reports++;
+        st->false_dur = info->duration_ns;
+        st->false_bound = bound;
+    }
+}
+
 Test(diag, stall_detector_is_silent_for_1ms_steps, .timeout = 30)
 {
-    /* 15 ms against 1 ms steps; the step is wall time, and on a loaded
-     * machine a step can be preempted for longer: a round with no report
-     * out of five shows the detector is silent for 1 ms steps (a wrong one
-     * reports in every round) */
-    int best = 1 << 30;
-    for (int round = 0; round < 5 && best > 0; round++) {
-        struct stall_log log = { 0 };
-        coro_sched_t *s = mk_stall(2, 15 * 1000000LL, &log);
-        struct spinner sp = { .steps = 20, .step_ns = 1000000LL };
-        cr_assert_eq(block_on_r(s, &sp.co, diag_spinner_body, NULL), 0);
+    struct stepper st = { .steps = 20, .step_ns = 1000000LL, .stall_ns = 15 * 1000000LL };
+    int reports = 0, short_steps = 0;
+
+    for (int round = 0; round < 10 && short_steps < 20; round++) {
+        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+        coro_sched_t *s;
+        c.workers = 2;
+        c.stall_ns = st.stall_ns;
+        c.stall_hook = on_stall_step;
+        c.stall_arg = &st;
+        cr_assert_eq(coro_sched_create(&s, &c), 0);
+        st.short_steps = st.reports = 0;
+        st.began_after = now_ns();
+        cr_assert_eq(block_on_r(s, &st.co, stepper_body, NULL), 0);
         coro_sched_destroy(s);
-        if (log.n < best)
-            best = log.n;
+        cr_assert_eq(st.false_reports, 0,
+                     "a report of %lld ns for a step of at most %lld ns (threshold %lld ns)",
+                     (long long)st.false_dur, (long long)st.false_bound, (long long)st.stall_ns);
+        reports += st.reports;
+        short_steps += st.short_steps;
     }
-    cr_assert_eq(best, 0, "%d reports for 1 ms steps in the best of 5 rounds", best);
+    cr_assert_geq(short_steps, 20, "only %d of the steps surely lasted under 15 ms (%d reports)",
+                  short_steps, reports);
 }
 
 Test(diag, stall_detector_symbol_and_stderr_default, .timeout = 30)

@@ -7,10 +7,12 @@
 #include <corokit.h>
 #include "fixture.h"
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -52,20 +54,51 @@ static int cmp64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* the median is for an idle machine: under `make test -j2` another test
- * may hold both CPUs, so up to 3 rounds are tried; "never early" is
- * checked in every round */
+/* A plain thread's sleeps beside the jobs' (1 ms each, clock_nanosleep):
+ * how late this machine wakes a sleeping thread just now.  On a loaded
+ * machine (CI beside other builds, ASan) every thread waits for a CPU
+ * after its timer fires, a job's worker too, and by as much: the
+ * lateness that is corokit's own is the jobs' beyond the thread's. */
+enum { REF_MIN = 10, REF_MAX = 1000 };
+
+struct ref_sleeper {
+    pthread_t t;
+    atomic_int stop;
+    int n;
+    int64_t late[REF_MAX];
+};
+
+static void *ref_sleeper_fn(void *arg)
+{
+    struct ref_sleeper *r = arg;
+    for (r->n = 0; r->n < REF_MAX && (r->n < REF_MIN || !atomic_load(&r->stop)); r->n++) {
+        struct timespec ts = { 0, MS };
+        int64_t t0 = now_ns();
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+            ;
+        r->late[r->n] = now_ns() - t0 - MS;
+    }
+    return NULL;
+}
+
+/* "never early" is checked in every round.  The median is under 2 ms
+ * beyond twice the plain thread's (a wake-up crosses up to two threads:
+ * the one whose timer fires, and the worker it wakes); a round that
+ * misses it is tried again, up to 10 (another test may hold every CPU) */
 Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60)
 {
     enum { N = 300 };
     int w;
     FOR_WORKERS(w) {
-        int64_t median = INT64_MAX;
-        for (int round = 0; round < 3 && median >= 2 * MS; round++) {
+        int64_t median = INT64_MAX, ref = 0;
+        for (int round = 0; round < 10 && median >= 2 * MS + 2 * ref; round++) {
             coro_sched_t *s = mk(w);
             static struct napper n[N];
+            static struct ref_sleeper r;
             int64_t late[N];
             memset(n, 0, sizeof n);
+            atomic_store(&r.stop, 0);
+            cr_assert_eq(pthread_create(&r.t, NULL, ref_sleeper_fn, &r), 0);
             for (int i = 0; i < N; i++) {
                 n[i].ns = (1 + i % 20) * MS / 2;         /* 0.5 .. 10 ms */
                 cr_assert_eq(coro_spawn(s, &n[i].co, napper_body, NULL), 0);
@@ -77,11 +110,17 @@ Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60
                 cr_assert_geq(n[i].late, 0, "job %d woke %ld ns early", i, (long)-n[i].late);
                 late[i] = n[i].late;
             }
+            atomic_store(&r.stop, 1);
+            pthread_join(r.t, NULL);
             qsort(late, N, sizeof late[0], cmp64);
             median = late[N / 2];
+            qsort(r.late, (size_t)r.n, sizeof r.late[0], cmp64);
+            ref = r.late[r.n / 2];
             coro_sched_destroy(s);
         }
-        cr_assert_lt(median, 2 * MS, "workers %d: median lateness %ld ns", w, (long)median);
+        cr_assert_lt(median, 2 * MS + 2 * ref,
+                     "workers %d: median lateness %ld ns, a plain thread's %ld ns", w,
+                     (long)median, (long)ref);
     }
 }
 

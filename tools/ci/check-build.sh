@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # tools/ci/check-build.sh BUILD_DIR - what a packager and a user see:
-#   1. every public header compiles alone as C11 and as C++17 (g++ and, when
-#      present, clang++) with -Wall -Wextra -Werror -pedantic;
+#   1. every public header compiles alone as C11 and as C++17 with -Wall
+#      -Wextra -Werror -pedantic, by CC and CXX and, when present, clang and
+#      clang++;
 #   2. `make install DESTDIR=scratch PREFIX=/opt/corokit`, then the C and C++
 #      programs of tests/build/ are built against the installed tree through
 #      pkg-config only - shared, and fully static (-static: --static must list
-#      everything) - and run;
+#      everything) - by each of those compilers, and run;
 #   3. the README's example program compiles as shown and runs;
 #   4. `make uninstall` leaves no file behind;
 #   5. (2b) an install under a private PREFIX runs without LD_LIBRARY_PATH.
-# Fast (a few seconds): one install, six small compiles.
+# Fast (a few seconds): one install, a dozen small compiles.
 set -eu
 B=${1:-build}
 CC=${CC:-cc}
@@ -21,19 +22,27 @@ fail() { echo "check-build: FAIL: $*" >&2; exit 1; }
 say() { echo "check-build: $*"; }
 STRICT="-Wall -Wextra -Werror -pedantic"
 
+# the compilers: CC and CXX, and clang and clang++ when present (one install
+# serves both, so CI checks the two compilers' side with one library)
+CCS=$CC; CXXS=$CXX
+command -v clang >/dev/null && [ "$CC" != clang ] && CCS="$CCS clang"
+command -v clang++ >/dev/null && [ "$CXX" != clang++ ] && CXXS="$CXXS clang++"
+
 # 1. each header alone, C and C++
 for h in include/corokit.h include/corokit/*.h; do
     inc=${h#include/}
     printf '#include <%s>\nint main(void) { return 0; }\n' "$inc" > "$TMP/h.c"
-    $CC -std=c11 -D_DEFAULT_SOURCE $STRICT -DCORO_USE_SWITCH -Iinclude -c "$TMP/h.c" -o "$TMP/h.o" ||
-        fail "$inc does not compile alone as C11"
+    for cc in $CCS; do
+        $cc -std=c11 -D_DEFAULT_SOURCE $STRICT -DCORO_USE_SWITCH -Iinclude -c "$TMP/h.c" -o "$TMP/h.o" ||
+            fail "$inc does not compile alone as C11 with $cc"
+    done
     cp "$TMP/h.c" "$TMP/h.cc"
-    for cxx in $CXX $(command -v clang++ >/dev/null && [ "$CXX" != clang++ ] && echo clang++); do
+    for cxx in $CXXS; do
         $cxx -std=c++17 $STRICT -Iinclude -c "$TMP/h.cc" -o "$TMP/h.o" ||
             fail "$inc does not compile alone as C++17 with $cxx"
     done
 done
-say "headers compile alone as C11 and C++17 (-pedantic -Werror)"
+say "headers compile alone as C11 ($CCS) and C++17 ($CXXS) (-pedantic -Werror)"
 
 # 2. install, then build against the installed tree through pkg-config only
 D="$TMP/dest"
@@ -70,17 +79,21 @@ CFL=$(pc --cflags)
 run() { # name, binary, [expect static]
     LD_LIBRARY_PATH="$D$P/lib" "$2" || fail "$1 failed (exit $?)"
 }
-$CC -std=c11 $STRICT -DCORO_USE_SWITCH $CFL tests/build/consumer.c -o "$TMP/c-shared" $(pc --libs)
-LD_LIBRARY_PATH="$D$P/lib" ldd "$TMP/c-shared" | grep -q "$D$P/lib/libcorokit.so.0" ||
-    fail "the shared C program does not load the installed libcorokit.so.0"
-run "C, shared" "$TMP/c-shared"
-$CC -std=gnu11 -Wall -Wextra -Werror -static $CFL tests/build/consumer.c -o "$TMP/c-static" $libs_static
-run "C, static" "$TMP/c-static"
-$CXX -std=c++17 $STRICT $CFL tests/build/consumer.cc -o "$TMP/cxx-shared" $(pc --libs)
-run "C++17, shared" "$TMP/cxx-shared"
-$CXX -std=gnu++17 -Wall -Wextra -Werror -static $CFL tests/build/consumer.cc -o "$TMP/cxx-static" $libs_static
-run "gnu++17, static" "$TMP/cxx-static"
-say "C and C++ programs built through pkg-config (shared and static) run"
+for cc in $CCS; do
+    $cc -std=c11 $STRICT -DCORO_USE_SWITCH $CFL tests/build/consumer.c -o "$TMP/c-shared" $(pc --libs)
+    LD_LIBRARY_PATH="$D$P/lib" ldd "$TMP/c-shared" | grep -q "$D$P/lib/libcorokit.so.0" ||
+        fail "the shared C program ($cc) does not load the installed libcorokit.so.0"
+    run "C, shared, $cc" "$TMP/c-shared"
+    $cc -std=gnu11 -Wall -Wextra -Werror -static $CFL tests/build/consumer.c -o "$TMP/c-static" $libs_static
+    run "C, static, $cc" "$TMP/c-static"
+done
+for cxx in $CXXS; do
+    $cxx -std=c++17 $STRICT $CFL tests/build/consumer.cc -o "$TMP/cxx-shared" $(pc --libs)
+    run "C++17, shared, $cxx" "$TMP/cxx-shared"
+    $cxx -std=gnu++17 -Wall -Wextra -Werror -static $CFL tests/build/consumer.cc -o "$TMP/cxx-static" $libs_static
+    run "gnu++17, static, $cxx" "$TMP/cxx-static"
+done
+say "C ($CCS) and C++ ($CXXS) programs built through pkg-config (shared and static) run"
 
 # 2b. a user's install under a private PREFIX (no DESTDIR), as the README
 # shows: a program built through pkg-config runs with no LD_LIBRARY_PATH

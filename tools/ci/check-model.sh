@@ -11,50 +11,94 @@
 # about two minutes, where the exhaustive one (search.pml's membarrier
 # mode: about 143 million states, 8.7 GB, 84 minutes of CPU) does not fit
 # make test; MODEL_FULL=1 (make check-model-full) runs every mode
-# exhaustively.  Work files go to BUILD/model.
-# Usage: [MODEL_FULL=1] tools/ci/check-model.sh [BUILD]
+# exhaustively.
+#
+# The verifications are independent, each spin and pan on one CPU: they
+# run MODEL_JOBS at a time (default 1; make passes its JOBS), each in its
+# own folder BUILD/model/MODEL-VARIANT/, the searches first and the big
+# models' first of all (the supertrace ones, then by the model's size),
+# so that the longest search does not start last.  A broken variant's pan
+# is compiled without optimisation: spin rejects it at its first error,
+# within a second, where an optimised compile of pan.c costs several.
+# The report is printed in the models' order once all have ended.
+# Usage: [MODEL_FULL=1] [MODEL_JOBS=N] tools/ci/check-model.sh [BUILD]
+#        tools/ci/check-model.sh --one BUILD MODEL VARIANT   (one verification)
 set -eu
-out=${1:-build}/model
-mkdir -p "$out"
-fail=0
-verify() {    # model, variant ("" for the model itself): prints, returns errors
-    m=$1; v=$2
-    rm -f "$out"/pan* "$out"/*.trail
-    cp "tools/model/$m.pml" "$out/"
-    store="-DCOLLAPSE" run="" how=""
+
+# one verification in its own folder: writes its report line to
+# BUILD/model/M-V/verdict ("ok" or "FAIL" first), returns 0
+one() {
+    out=$1/model; m=$2; v=$3
+    d="$out/$m$v"
+    rm -rf "$d"; mkdir -p "$d"
+    cp "tools/model/$m.pml" "$d/"
+    store="-DCOLLAPSE" run="" how="" opt="-O2"
+    case "$v" in -DBROKEN_*) opt="-O0" ;; esac
     if [ -z "$v" ] && [ -z "${MODEL_FULL:-}" ] &&
         grep -q 'check-model: supertrace' "tools/model/$m.pml"; then
         store="-DBITSTATE" run="-w30" how=" (supertrace: partial)"
     fi
-    ( cd "$out" && spin $v -a "$m.pml" >/dev/null && cc -O2 -DSAFETY $store -w -o pan pan.c &&
-      ./pan -m500000 $run >"$m$v.log" 2>&1 ) || true
-    line=$(grep -E 'errors: [0-9]+' "$out/$m$v.log" | head -1)
-    states=$(sed -n 's/^ *\([0-9e+.]*\) states, stored.*/\1/p' "$out/$m$v.log" | head -1)
+    log="$d/$m.log"
+    ( cd "$d" && spin $v -a "$m.pml" >/dev/null && cc $opt -DSAFETY $store -w -o pan pan.c &&
+      ./pan -m500000 $run >"$m.log" 2>&1 ) || true
+    line=$(grep -E 'errors: [0-9]+' "$log" 2>/dev/null | head -1) || true
+    states=$(sed -n 's/^ *\([0-9e+.]*\) states, stored.*/\1/p' "$log" 2>/dev/null | head -1) || true
+    secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\) seconds.*/\1/p' "$log" 2>/dev/null | head -1) || true
     errs=$(printf '%s\n' "$line" | sed -n 's/.*errors: \([0-9]*\).*/\1/p')
-    printf '  %-10s %-18s %s, %s states%s\n' "$m" "${v:-(the protocol)}" "${line:-no verdict}" \
-        "${states:-?}" "$how"
-    [ -n "$errs" ] || return 255
-    return "$errs"
+    text=$(printf '  %-10s %-18s %s, %s states, %s s%s' "$m" "${v:-(the protocol)}" \
+        "${line:-no verdict}" "${states:-?}" "${secs:-?}" "$how")
+    case "$v" in
+        -DBROKEN_*)
+            if [ -n "$errs" ] && [ "$errs" != 0 ]; then verdict=ok
+            else verdict=FAIL; text="$text
+check-model: $m $v: NOT rejected - the model cannot fail there"; fi ;;
+        *)
+            if [ "$errs" = 0 ]; then verdict=ok
+            else verdict=FAIL; text="$text
+check-model: $m${v:+ $v}: spin found an error (see $log)"; fi ;;
+    esac
+    # the search's own files are large (pan.c, the trail): the log stays
+    rm -f "$d"/pan* "$d"/*.trail
+    printf '%s\n%s\n' "$verdict" "$text" >"$d/verdict"
 }
+
+if [ "${1:-}" = --one ]; then
+    one "$2" "$3" "${4:-}"
+    exit 0
+fi
+
+B=${1:-build}
+out=$B/model
+rm -rf "$out"
+mkdir -p "$out"
+# the runs, "MODEL VARIANT" a line (VARIANT "-" for the model as it is), in
+# the models' order (the report's)
 for f in tools/model/*.pml; do
     m=$(basename "$f" .pml)
-    if verify "$m" ""; then :; else
-        echo "check-model: $m: spin found an error (see $out/$m.log)" >&2
+    echo "$m -"
+    for v in $(grep -o -- '-DALSO_[A-Z][A-Z_]*' "$f" | sort -u); do echo "$m $v"; done
+    for v in $(grep -o -- '-DBROKEN_[A-Z][A-Z_]*' "$f" | sort -u); do echo "$m $v"; done
+done >"$out/runs"
+# the order they start in: searches before broken variants; supertrace
+# models, then the bigger model first
+while read -r m v; do
+    k=0; case "$v" in -DBROKEN_*) k=1 ;; esac
+    st=1; grep -q 'check-model: supertrace' "tools/model/$m.pml" && st=0
+    echo "$k $st $(wc -c <"tools/model/$m.pml") $B $m $v"
+done <"$out/runs" | sort -k1,1n -k2,2n -k3,3nr | cut -d' ' -f4- | sed 's/ -$//' |
+    xargs -P "${MODEL_JOBS:-1}" -L 1 "$0" --one
+
+fail=0
+while read -r m v; do
+    [ "$v" = - ] && v=""
+    d="$out/$m$v"
+    if [ -f "$d/verdict" ]; then
+        tail -n +2 "$d/verdict"
+        [ "$(head -n 1 "$d/verdict")" = ok ] || fail=1
+    else
+        echo "check-model: $m ${v:-(the protocol)}: no verdict (see $d)" >&2
         fail=1
     fi
-    for v in $(grep -o -- '-DALSO_[A-Z][A-Z_]*' "$f" | sort -u); do
-        if verify "$m" "$v"; then :; else
-            echo "check-model: $m $v: spin found an error (see $out/$m$v.log)" >&2
-            fail=1
-        fi
-    done
-    for v in $(grep -o -- '-DBROKEN_[A-Z][A-Z_]*' "$f" | sort -u); do
-        if verify "$m" "$v"; then
-            echo "check-model: $m $v: NOT rejected - the model cannot fail there" >&2
-            fail=1
-        fi
-    done
-done
-rm -f "$out"/pan* "$out"/*.trail
+done <"$out/runs"
 [ "$fail" -eq 0 ] && echo "check-model: every model verified, every broken variant rejected"
 exit "$fail"
