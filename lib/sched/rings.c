@@ -213,8 +213,8 @@ coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, 
                 continue;
             }
             coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
-                                     false);
+                                           keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                           false);
             if (j || *got)
                 return j;
         }
@@ -256,8 +256,8 @@ __attribute__((noinline)) coro_t *coro__pop_xq_quiet(struct coro__worker *w, boo
             if (!__atomic_load_n(&q->listed, __ATOMIC_RELAXED))
                 xq_list(s, q);
             coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
-                                     false);
+                                           keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                           false);
             if (j || got)
                 return j;
         }

@@ -118,13 +118,13 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 {
     unsigned got = 0;
     coro_t *first = coro__take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
-                                 &w->local[pi], true, &got, &v->nprio, pi, true);
+                                       &w->local[pi], true, &got, &v->nprio, pi, true);
     if (!first)
         first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
                              &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
         first = coro__take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
-                             &w->yielded[pi], true, &got, &v->nprio, pi, false);
+                                   &w->yielded[pi], true, &got, &v->nprio, pi, false);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
