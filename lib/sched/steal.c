@@ -229,8 +229,8 @@ static int victims(struct coro__worker *w, int *vic, int *nnear, const uint64_t 
              * nothing to steal; one that wakes gets its jobs from whoever
              * claimed it, who wakes it for them */
             uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&idle[k], __ATOMIC_RELAXED);
-            if (k == w->idx / 64)
-                bits &= ~(1ull << (w->idx % 64));
+            if ((size_t)k == coro__bit_word((size_t)w->idx))
+                bits &= ~coro__bit((size_t)w->idx);
             if (passes == 2)
                 bits &= pass == 0 ? w->near[k] : ~w->near[k];
             while (bits) {
