@@ -34,7 +34,7 @@ CORO__HIDDEN void coro__finish(coro_t *job);
 /* true when job's on_exit runs on this thread now (finish.c): coro_spawn of
  * that frame from its own on_exit must not wait for the finisher */
 CORO__HIDDEN bool coro__exiting_here(const coro_t *job);
-/* single-threaded driving (join.c): run s's jobs on this thread until
+/* single-threaded driving (drive.c): run s's jobs on this thread until
  * done(arg) or the absolute deadline (ns, -1 = none) */
 CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg,
                                        int64_t deadline);
@@ -45,7 +45,7 @@ CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), vo
  * CPUs (never spin) is judged on the real ones.  Set before create */
 CORO__HIDDEN extern int coro__test_ncpus;
 
-/* join.c: the drive word of a single-threaded scheduler (take it: false
+/* drive.c: the drive word of a single-threaded scheduler (take it: false
  * when another thread drives; give it back), and what the driver does
  * after each job that finished on it */
 CORO__HIDDEN bool coro__drive_begin(coro_sched_t *s);
@@ -54,7 +54,7 @@ CORO__HIDDEN void coro__drive_finished(struct coro__worker *w);
 
 /* vtime.c: virtual time and seeded runs (config .virtual_time, .seed).
  * init at create (-EINVAL with workers, -ENOMEM), fini at free; the drive
- * join.c's drive() hands over to when either is on (limit: the end of a
+ * drive.c's drive() hands over to when either is on (limit: the end of a
  * coro_sched_advance, -1 = none); stuck: the last drive stopped because
  * nothing can ever run again */
 CORO__HIDDEN int coro__vt_init(coro_sched_t *s, const coro_sched_config_t *c);

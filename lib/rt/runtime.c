@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The scheduler's life: create, spawn, cancel, shutdown, destroy.  Its
- * neighbours in rt/: finish.c (the end of a job), join.c (coro_join,
- * coro_sched_run, single-threaded driving), stats.c, rt/group.c, rt/diag.c.
+ * neighbours in rt/: finish.c (the end of a job), join.c (coro_join),
+ * drive.c (coro_sched_run, single-threaded driving), stats.c, rt/group.c,
+ * rt/diag.c.
  *
  * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were
  * spawned and have not finished, with a CLOSED bit on top.  coro_spawn
@@ -726,7 +727,7 @@ static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
     if (mode == CORO_CANCEL)
         cancel_all(s);
     int64_t deadline = coro__deadline(timeout);
-    /* single-threaded: the waits take turns driving s (rt/join.c) */
+    /* single-threaded: the waits take turns driving s (rt/drive.c) */
     if (!wait_all(s, deadline)) {
         cancel_all(s);      /* this call's drain time is up */
         wait_all(s, -1);

@@ -3,7 +3,7 @@
  * .virtual_time, .seed; docs/testing.md).  Layer 5 (the runtime).
  *
  * THE CLOCK.  s->vnow, one word written only by the thread that drives s
- * (the drive word of join.c makes that one thread at a time).  While a
+ * (the drive word of drive.c makes that one thread at a time).  While a
  * thread drives or joins a virtual scheduler, coro__tls_vclock points at
  * that word and coro__now() reads it (base/clock.c): so every deadline a
  * job computes - sleeps, timeouts of sync and I/O awaits, select timers,
@@ -44,7 +44,7 @@
  * the pool puts them back in the worker's queues (READY, as they were): a
  * job is never left where only this file sees it once no thread drives.
  *
- * Off (vt NULL): drive() in join.c pays one branch per drive, nothing per
+ * Off (vt NULL): drive() in drive.c pays one branch per drive, nothing per
  * step; coro__now() one thread-local load.
  */
 #include <limits.h>
@@ -284,7 +284,7 @@ int coro__vt_drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block,
     if (s->vtime)
         coro__tls_vclock = &s->vnow;
     vt->stuck = false;
-    coro__trace_pause(w);       /* as drive() in join.c */
+    coro__trace_pause(w);       /* as drive() in drive.c */
     while (!done || !done(arg)) {
         coro_t *j = pick(s, vt, w);
         if (!j && s->vtime) {
@@ -304,7 +304,7 @@ int coro__vt_drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block,
             since_poll = 0;
         } else if (++since_poll >= CORO__GLOBAL_INTERVAL) {
             /* jobs keep being ready: timers due and fds ready get a look
-             * anyway (drive() in join.c says why) */
+             * anyway (drive() in drive.c says why) */
             since_poll = 0;
             if (s->vtime)
                 fire_due(s);

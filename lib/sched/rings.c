@@ -66,7 +66,7 @@
  * refills */
 static void map_top_tidy(uint64_t *top, const uint64_t *words, int k)
 {
-    uint64_t kb = 1ull << k;
+    uint64_t kb = coro__bit((size_t)k);
     /* seq_cst: the clear, then the read of the word (RINGS) */
     __atomic_fetch_and(top, ~kb, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&words[k], __ATOMIC_SEQ_CST) != 0)
@@ -77,7 +77,7 @@ static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
 {
     /* seq_cst: the bit, then the flag (a producer that lists it again
      * after seeing the flag clear sets the bit after ours is gone) */
-    __atomic_fetch_and(&s->xq_bits[q->idx / 64], ~(1ull << (q->idx % 64)), __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&s->xq_bits[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
     __atomic_store_n(&q->listed, 0, __ATOMIC_SEQ_CST);
 }
 
@@ -108,7 +108,7 @@ static void xq_quiet_off(struct coro__worker *w, struct coro__xq *q)
 static void xq_quiet_tidy(coro_sched_t *s, struct coro__xq *q)
 {
     /* seq_cst: the clear, then the read of the name (RINGS) */
-    __atomic_fetch_and(&s->xq_quiet[q->idx / 64], ~(1ull << (q->idx % 64)), __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&s->xq_quiet[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&q->quiet, __ATOMIC_SEQ_CST) != 0)
         map_set(&s->xq_qtop, s->xq_quiet, q->idx);
 }
@@ -152,7 +152,7 @@ bool coro__xq_unlist_empty(coro_sched_t *s, uint64_t *off)
             /* relaxed: our own name, stored by this thread */
             if (__atomic_load_n(&xq_at(s, (unsigned)k * 64 + b)->quiet, __ATOMIC_RELAXED) ==
                 name) {
-                off[k] |= 1ull << b;
+                off[k] |= coro__bit(b);
                 any = true;
             }
         }
@@ -213,8 +213,8 @@ coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, 
                 continue;
             }
             coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
-                                     false);
+                                           keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                           false);
             if (j || *got)
                 return j;
         }
@@ -256,8 +256,8 @@ __attribute__((noinline)) coro_t *coro__pop_xq_quiet(struct coro__worker *w, boo
             if (!__atomic_load_n(&q->listed, __ATOMIC_RELAXED))
                 xq_list(s, q);
             coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
-                                     keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
-                                     false);
+                                           keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
+                                           false);
             if (j || got)
                 return j;
         }

@@ -119,7 +119,7 @@ static void diag_end(struct coro__worker *w, int64_t t0)
  * made (looks_idle).  The exchange still takes the
  * slot from thieves, who may have stolen it meanwhile.  Worker threads
  * only: the single-threaded driver counts each finished job itself
- * (rt/join.c).  The step's end calls run_next only when it filled the
+ * (rt/drive.c).  The step's end calls run_next only when it filled the
  * slot: a step that yielded or handed nothing off pays one comparison. */
 /* the periodic look is due: anything NORMAL where it would look */
 static bool shared_waiting(struct coro__worker *w)

@@ -118,13 +118,13 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 {
     unsigned got = 0;
     coro_t *first = coro__take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
-                                 &w->local[pi], true, &got, &v->nprio, pi, true);
+                                       &w->local[pi], true, &got, &v->nprio, pi, true);
     if (!first)
         first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
                              &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
         first = coro__take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
-                             &w->yielded[pi], true, &got, &v->nprio, pi, false);
+                                   &w->yielded[pi], true, &got, &v->nprio, pi, false);
     if (got) {
         coro__trace_steal(w, v->idx, got);
         stat_inc(&w->n_steals);
@@ -229,8 +229,8 @@ static int victims(struct coro__worker *w, int *vic, int *nnear, const uint64_t 
              * nothing to steal; one that wakes gets its jobs from whoever
              * claimed it, who wakes it for them */
             uint64_t bits = s->all_wmask[k] & ~__atomic_load_n(&idle[k], __ATOMIC_RELAXED);
-            if (k == w->idx / 64)
-                bits &= ~(1ull << (w->idx % 64));
+            if ((size_t)k == coro__bit_word((size_t)w->idx))
+                bits &= ~coro__bit((size_t)w->idx);
             if (passes == 2)
                 bits &= pass == 0 ? w->near[k] : ~w->near[k];
             while (bits) {

@@ -168,7 +168,8 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * (store-then-load against its bit-set then look, as in notify) */
     notify_fence(s);
     /* relaxed: after the fence; the RMW picks one claimer */
-    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & (1ull << (idx % 64))) &&
+    if ((__atomic_load_n(&s->idle[coro__bit_word((size_t)idx)], __ATOMIC_RELAXED) &
+         coro__bit((size_t)idx)) &&
         coro__claim_one(s, idx)) {
         coro__unpark(s, idx);
         return;

@@ -60,14 +60,14 @@ static inline uint64_t sum_nonzero(coro_sched_t *s, int g)
 /* worker idx parks: counted, then its bit set (step 2 of PARKING) */
 void coro__idle_set(coro_sched_t *s, int idx)
 {
-    int k = idx / 64;
+    size_t k = coro__bit_word((size_t)idx);
     /* seq_cst: both stores before the parker's last look (PARKING) */
     __atomic_fetch_add(&s->idle_sum[k / SUM_FIELDS], SUM_ONE(k), __ATOMIC_SEQ_CST);
-    __atomic_fetch_or(&s->idle[k], 1ull << (idx % 64), __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&s->idle[k], coro__bit((size_t)idx), __ATOMIC_SEQ_CST);
 }
 
 /* a bit of word k was cleared: count it down */
-static void idle_uncount(coro_sched_t *s, int k)
+static void idle_uncount(coro_sched_t *s, size_t k)
 {
     /* relaxed: ordered after the count-up through the bit (above) */
     __atomic_fetch_sub(&s->idle_sum[k / SUM_FIELDS], SUM_ONE(k), __ATOMIC_RELAXED);
@@ -78,22 +78,22 @@ static void idle_uncount(coro_sched_t *s, int k)
  * the queue it used */
 bool coro__idle_clear(coro_sched_t *s, int idx)
 {
-    uint64_t bit = 1ull << (idx % 64);
-    bool had = __atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_RELAXED) & bit;
+    uint64_t bit = coro__bit((size_t)idx);
+    bool had = __atomic_fetch_and(&s->idle[coro__bit_word((size_t)idx)], ~bit, __ATOMIC_RELAXED) & bit;
     if (had)
-        idle_uncount(s, idx / 64);
+        idle_uncount(s, coro__bit_word((size_t)idx));
     return had;
 }
 
 /* claim worker idx if its bit is set: true when this call cleared it */
 bool coro__claim_one(coro_sched_t *s, int idx)
 {
-    uint64_t bit = 1ull << (idx % 64);
+    uint64_t bit = coro__bit((size_t)idx);
     /* acq_rel: one claimer wins the bit; it sees the parker's epoch read
      * and publishes the push it wakes the worker for */
-    if (!(__atomic_fetch_and(&s->idle[idx / 64], ~bit, __ATOMIC_ACQ_REL) & bit))
+    if (!(__atomic_fetch_and(&s->idle[coro__bit_word((size_t)idx)], ~bit, __ATOMIC_ACQ_REL) & bit))
         return false;
-    idle_uncount(s, idx / 64);
+    idle_uncount(s, coro__bit_word((size_t)idx));
     return true;
 }
 

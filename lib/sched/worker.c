@@ -111,7 +111,7 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * YIELDS).  What a look wakes goes to this worker's queues (or its
  * class's), ahead of the job that yielded, with the usual notify for idle
  * workers; masks and priorities are those of any wake-up (coro__wake).
- * The single-threaded driver (rt/join.c) looks at the same points, with
+ * The single-threaded driver (rt/drive.c) looks at the same points, with
  * coro__io_poll(0): it has no other thread to leave readiness to.
  * Steps that are long and never yield cannot be interrupted: then the I/O
  * thread, which takes the token when no worker took it or looked for

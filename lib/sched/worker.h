@@ -184,9 +184,9 @@ static inline void notify(coro_sched_t *s, const uint64_t *wmask, bool any)
  * reads clear */
 static inline void map_set(uint64_t *top, uint64_t *words, unsigned i)
 {
-    uint64_t kb = 1ull << (i / 64);
+    uint64_t kb = coro__bit(coro__bit_word(i));
     /* seq_cst: the word's bit, then the read of the top bit (RINGS) */
-    __atomic_fetch_or(&words[i / 64], 1ull << (i % 64), __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&words[coro__bit_word(i)], coro__bit(i), __ATOMIC_SEQ_CST);
     if (!(__atomic_load_n(top, __ATOMIC_SEQ_CST) & kb))
         __atomic_fetch_or(top, kb, __ATOMIC_SEQ_CST);
 }
