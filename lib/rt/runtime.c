@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The scheduler's life: create, spawn, cancel, shutdown, destroy.  Its
  * neighbours in rt/: finish.c (the end of a job), join.c (coro_join,
- * coro_sched_run, single-threaded driving), stats.c, rt/group.c, rt/diag.c.
+ * coro_sched_run, single-threaded driving), vtime.c (virtual time),
+ * fork.c, group.c, stats.c, diag.c.
  *
  * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were
  * spawned and have not finished, with a CLOSED bit on top.  coro_spawn
