@@ -2,7 +2,7 @@
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
  * (run at the arm, on the job's worker, each time readiness woke it:
- * the thread that took the readiness makes no call for it, lib/io/epoll.c
+ * the thread that took the readiness makes no call for it, lib/io/fd_wait.c
  * WHO CALLS).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
@@ -115,7 +115,7 @@ static struct coro__io *cur_io(void)
 }
 
 /* A constructor's system call: always made, whatever the fd's readiness
- * word says (READINESS in lib/io/epoll.c) - the word may be stale, of a
+ * word says (READINESS in lib/io/fd_wait.c) - the word may be stale, of a
  * number closed with close(2) and reused, or of a short read that left an
  * end of file behind it.  Only EAGAIN clears the word's bits, unless an
  * event came since the snapshot taken before the call: the job's park
