@@ -128,7 +128,7 @@ CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
  * park pays its full barrier on the rare side only: the frequent side keeps
  * a compiler barrier, the rare side calls membarrier(2)
  * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full barrier on every
- * CPU that runs one of our threads before it returns (sched/worker.c
+ * CPU that runs one of our threads before it returns (sched/park.c
  * PARKING has the protocol).  register: once per scheduler create (the
  * kernel's registration is per process; the first, with other threads
  * running, waits for an RCU grace period, a few ms); 0 when usable,

@@ -29,7 +29,7 @@ CORO__HIDDEN int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn,
 
 /* coro__finish - the end of a job (rt/finish.c): wakes its joiners and
  * awaiters, runs on_exit, gives a pool frame back, counts it off s->live.
- * The one upcall of the library: the worker (sched/worker.c) calls it
+ * The one upcall of the library: the worker (sched/run.c) calls it
  * through s->finish, set at create, when a body returns CORO__ST_DONE. */
 CORO__HIDDEN void coro__finish(coro_t *job);
 

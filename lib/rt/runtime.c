@@ -174,7 +174,7 @@ static int boot_workers(coro_sched_t *s, struct boot *boots, pthread_t *tid, int
 }
 
 /* w->near for every worker, and s->numa: whether their CPUs span nodes
- * (base/numa.c; sched/worker.c NUMA).  COROKIT_NUMA=0 in the environment
+ * (base/numa.c; sched/steal.c NUMA).  COROKIT_NUMA=0 in the environment
  * leaves the nodes out (one node), for a same-run comparison */
 static void numa_init(coro_sched_t *s)
 {
