@@ -22,7 +22,8 @@
 #                   against it through pkg-config (static and shared), run them
 #   make check-docs every exported function has a man page; docs/api.md is current;
 #                   a header comment and its man page name the same error codes;
-#                   lib/'s comments carry no benchmark figures or history
+#                   lib/'s comments carry no benchmark figures or history;
+#                   docs/architecture.md's which-file table names every lib/ file
 #   make check-layers lib/'s layers: no upward include or symbol use (nm)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
@@ -381,6 +382,8 @@ check-docs: lib
 	$(Q)tools/dev/add-spdx.sh --check
 	$(Q)tools/ci/check-comments.py --self-test
 	$(Q)tools/ci/check-comments.py
+	$(Q)tools/ci/check-arch-table.py --self-test
+	$(Q)tools/ci/check-arch-table.py
 
 check-build: lib
 	$(Q)CC=$(CC) tools/ci/check-build.sh $(B)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 0 (base): what every file of lib/ may use - visibility,
- * barriers, a spinlock, futexes and the clock.  Includes nothing of lib/
+ * barriers, the spinlock, bit i of a word array, futexes, membarrier,
+ * prefetch for writing, the clock and the deadline of a timeout, NUMA
+ * nodes.  Includes nothing of lib/
  * but base/.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_BASE_BASE_H
 #define COROKIT_LIB_BASE_BASE_H
@@ -126,7 +128,7 @@ CORO__HIDDEN void coro__futex_wake(uint32_t *addr, int n);
  * park pays its full barrier on the rare side only: the frequent side keeps
  * a compiler barrier, the rare side calls membarrier(2)
  * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a full barrier on every
- * CPU that runs one of our threads before it returns (sched/worker.c
+ * CPU that runs one of our threads before it returns (sched/park.c
  * PARKING has the protocol).  register: once per scheduler create (the
  * kernel's registration is per process; the first, with other threads
  * running, waits for an RCU grace period, a few ms); 0 when usable,

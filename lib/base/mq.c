@@ -187,7 +187,7 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
  * and the owner's ordinary pops take the oldest jobs; p_tail the bottom,
  * where the owner pushes and may take the job it pushed last back (a job
  * that awaits coro_done of the child it spawned last runs that child at
- * once: lib/sched/worker.c, JOINING INLINE).  Chase-Lev's thief takes one
+ * once: lib/sched/run.c, JOINING INLINE).  Chase-Lev's thief takes one
  * job; ours take half a ring with one CAS, and a batch computed from a
  * tail read before several take-backs can reach the newest job from a
  * head far below it, where Chase-Lev's owner check (is the head just

@@ -4,7 +4,7 @@
  * first scheduler create), kept for good: a CPU's node does not change
  * while it is online, and a CPU that comes online later than that read
  * counts as node 0, which costs only the order of a thief's victims
- * (sched/worker.c STEALING), never a job.  No hwloc: the library depends
+ * (sched/steal.c STEALING), never a job.  No hwloc: the library depends
  * on nothing that reads topology, and the kernel's list is all it needs.
  * A machine without the directory (a kernel without NUMA, a container
  * that hides /sys) is one node. */

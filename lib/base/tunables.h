@@ -8,7 +8,7 @@
 #ifndef COROKIT_LIB_BASE_TUNABLES_H
 #define COROKIT_LIB_BASE_TUNABLES_H
 
-/* ---- queues (sched/worker.c, sched/cls.c) ----------------------------------- */
+/* ---- queues (sched/submit.c, sched/find.c, sched/cls.c) ------------------- */
 /* Ring sizes, per worker and priority (local, inbox) and per affinity class
  * and priority; beyond them jobs go to a mutex-guarded overflow list.  256
  * holds a spawn burst of a fork-join level without overflow (tokio: 256). */
@@ -34,7 +34,7 @@
  * taken: one lock per 128 jobs instead of one per job */
 #define CORO__MQ_REFILL 128u
 
-/* ---- fairness (sched/worker.c) ------------------------------------------------ */
+/* ---- fairness (sched/find.c, sched/worker.h) ------------------------------- */
 /* a worker looks at the global (any-worker) queues first once every this
  * many looks, so jobs spawned from outside are not starved by local work
  * (tokio uses 61 too: prime, so it does not beat with other periods) */
@@ -42,7 +42,7 @@
 /* runs in a row from the LIFO slot before the queues are looked at again:
  * the slot speeds up ping-pong, the bound keeps it from starving the rest */
 #define CORO__LIFO_MAX 3
-/* JOINING INLINE (sched/worker.c): how many jobs deep a worker runs an
+/* JOINING INLINE (sched/run.c): how many jobs deep a worker runs an
  * awaited child inside its parent's step (each level is a few hundred
  * bytes of the worker's C stack, plus what the bodies use) */
 #define CORO__INLINE_DEPTH 32
@@ -73,7 +73,7 @@
  * while spawns and finishes alternate (chains, fork-join) */
 #define CORO__LIVE_BATCH 64
 
-/* ---- parking (sched/worker.c PARKING) ----------------------------------------- */
+/* ---- parking (sched/park.c PARKING) ----------------------------------------- */
 /* the asymmetric barrier (a parking worker calls membarrier(2), a spawn
  * fences with the compiler only) is used up to this many workers and on
  * machines with up to this many online CPUs.  The kernel serialises the
@@ -90,7 +90,7 @@
  * longer wait means the holder is off its CPU */
 #define CORO__SPIN_PAUSES 64u
 
-/* ---- idling (sched/worker.c, io/blocking.c) --------------------------------- */
+/* ---- idling (sched/worker.c, sched/park.c, io/blocking.c) ------------------- */
 /* an idle worker looks for work again this many times with a pause
  * instruction (never when oversubscribed: the holder may need our CPU)... */
 #define CORO__IDLE_PAUSES 4u
@@ -134,7 +134,7 @@
  * every coarse-clock tick: sched/trace.h, coro__tr_thread_stamp) */
 #define CORO__TRACE_THREAD_RUN 32u
 
-/* ---- the I/O context (io/epoll.c) ---------------------------------------- */
+/* ---- the I/O context (lib/io/) ------------------------------------------- */
 /* events taken per epoll_wait */
 #define CORO__IO_EVENTS 256
 /* ...and per look of a worker between its jobs (coro__io_poll_now): a

@@ -11,7 +11,7 @@
  *
  * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
- * its futex (coro__io_park; sched/worker.c's essay has the no-lost-wake-up
+ * its futex (coro__io_park; sched/park.c, PARKING, has the no-lost-wake-up
  * argument), releasing it as soon as epoll_wait returns, so that another
  * idle worker can wait while it handles the events and runs the jobs.  A
  * worker that finds the I/O thread holding it asks for it (io->want + an

@@ -18,7 +18,7 @@
  * it would block, waits on poll(2) on that pool thread (up to the call's
  * timeout), and the entry goes back to UNKNOWN.  A stale POLL entry (a
  * socket's number reused by open(2) without coro_close) makes the read
- * run on the worker, as before this file existed.  fds beyond the table
+ * run on the worker, as for any fd epoll can wait for.  fds beyond the table
  * are looked at with fstat at every call.
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer, arg[2] length, timeout:

@@ -152,12 +152,13 @@ static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
  * forget its registration and readiness; jobs still waiting on the old
  * file resume with -EBADF.  Any thread. */
 CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
+/* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF)
+ * (io/ops.c) */
+CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
 /* a select's readable (dir CORO__DIR_RD) / writable branch record p in
  * fd's slot: 0, -EBADF, -ENOMEM, -EBUSY (the slot is taken), -errno of
  * epoll_ctl (-EPERM: fd cannot be polled).  Unlink: p off the slot if it
  * is still there; after it returns no claim of p runs (io/fd_select.c). */
-/* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF) */
-CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
 CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
 CORO__HIDDEN void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir);
 
@@ -240,7 +241,7 @@ CORO__HIDDEN bool coro__io_fd_waiting(struct coro__io *io);
  * returns, then handle the events (jobs woken go to this worker's queues
  * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
  * the epoch move), -EAGAIN when another thread holds the poll token: then
- * park on the futex.  See lib/io/epoll.c (THE POLL TOKEN) and sched/worker.c. */
+ * park on the futex.  See lib/io/epoll.c (THE POLL TOKEN) and sched/park.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
                                uint32_t epoch, uint32_t activity, void (*awake)(void *),
                                void *arg);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
- * (run by the thread that takes the fd's readiness: lib/io/fd_wait.c).
+ * (run at the arm, on the job's worker, each time readiness woke it:
+ * the thread that took the readiness makes no call for it, lib/io/fd_wait.c
+ * WHO CALLS).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from

@@ -5,7 +5,7 @@
  * the dump walks what the scheduler already reaches, each part under the
  * lock that already guards it, so a spawn pays nothing for it:
  *   - running: each worker publishes the job it runs and its body (relaxed
- *     stores at a step's start and end, lib/sched/worker.c); the dump prints
+ *     stores at a step's start and end, lib/sched/run.c); the dump prints
  *     them and never dereferences the job (it may finish meanwhile); and
  *     the jobs whose steps wait on its stack for a child they run inline
  *     (w->nested, JOINING INLINE), by address;
@@ -217,7 +217,7 @@ static int dump(coro_sched_t *s, FILE *out)
             fputc('\n', d.f);
             d.jobs++;
             /* the jobs whose steps wait on this worker's stack for the
-             * job it runs inside them (lib/sched/worker.c, JOINING
+             * job it runs inside them (lib/sched/run.c, JOINING
              * INLINE): innermost first; addresses only */
             uint32_t nest = __atomic_load_n(&w->nest, __ATOMIC_RELAXED);
             if (nest > CORO__INLINE_DEPTH)

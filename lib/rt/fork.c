@@ -14,7 +14,7 @@
  *
  * The join awaits each child with coro_done, so that a child still queued
  * on the parent's worker runs at once inside the parent's step (JOINING
- * INLINE, sched/worker.c): the first child spawned in a step waits in the
+ * INLINE, sched/run.c): the first child spawned in a step waits in the
  * LIFO slot, the later ones in the local ring, the last the newest.  So
  * the join takes the first, then the others from the last back: each is
  * then where the parent's worker takes it back, unless a thief took it. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* private, layer 5 (the runtime): create, spawn, join, cancel, shutdown,
- * destroy, stats; groups; the dump.  Includes every layer below.  See
- * docs/architecture.md. */
+/* private, layer 5 (the runtime): what the files of rt/ call in each
+ * other - a group member's finish, the finisher's CAS and the finish
+ * itself, a pinned spawn for forks, single-threaded driving, virtual time.
+ * The public calls of rt/ are declared in include/corokit/.  Includes
+ * every layer below.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_RT_RT_H
 #define COROKIT_LIB_RT_RT_H
 
@@ -13,7 +15,7 @@ CORO__HIDDEN void coro__group_join(coro_group_t *g, struct coro__ext *x);
  * frees it; the finisher must not free it then */
 CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw,
                                          bool *kept);
-/* coro__finish_cas - the finisher's CAS to DONE (lib/rt/runtime.c): returns the
+/* coro__finish_cas - the finisher's CAS to DONE (lib/rt/finish.c): returns the
  * old state word, *nw the new one (DONE, POOL/JOINERS kept, EXITING when
  * the job had waiters) */
 CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
@@ -25,9 +27,9 @@ CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
 CORO__HIDDEN int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn,
                                     const coro_spawn_opts_t *opts);
 
-/* coro__finish - the end of a job (rt/runtime.c): wakes its joiners and
+/* coro__finish - the end of a job (rt/finish.c): wakes its joiners and
  * awaiters, runs on_exit, gives a pool frame back, counts it off s->live.
- * The one upcall of the library: the worker (sched/worker.c) calls it
+ * The one upcall of the library: the worker (sched/run.c) calls it
  * through s->finish, set at create, when a body returns CORO__ST_DONE. */
 CORO__HIDDEN void coro__finish(coro_t *job);
 

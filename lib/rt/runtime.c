@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The scheduler's life: create, spawn, cancel, shutdown, destroy.  Its
  * neighbours in rt/: finish.c (the end of a job), join.c (coro_join),
- * drive.c (coro_sched_run, single-threaded driving), stats.c, rt/group.c,
- * rt/diag.c.
+ * drive.c (coro_sched_run, single-threaded driving), vtime.c (virtual
+ * time), fork.c, group.c, stats.c, diag.c.
  *
  * SHUTDOWN follows tokio's protocol.  s->live counts the jobs that were
  * spawned and have not finished, with a CLOSED bit on top.  coro_spawn
@@ -174,7 +174,7 @@ static int boot_workers(coro_sched_t *s, struct boot *boots, pthread_t *tid, int
 }
 
 /* w->near for every worker, and s->numa: whether their CPUs span nodes
- * (base/numa.c; sched/worker.c NUMA).  COROKIT_NUMA=0 in the environment
+ * (base/numa.c; sched/steal.c NUMA).  COROKIT_NUMA=0 in the environment
  * leaves the nodes out (one node), for a same-run comparison */
 static void numa_init(coro_sched_t *s)
 {

@@ -46,10 +46,10 @@ coro_await_t coro_ready(intptr_t r)
     return a;
 }
 
-/* ---- coro_call: handled inline by the worker (sched/worker.c) ------------------ */
+/* ---- coro_call: handled inline by the worker (sched/run.c) --------------------- */
 
 /* no arm: the worker recognises coro__call_ops and starts the child itself
- * (sched/worker.c), before it would arm anything */
+ * (sched/run.c), before it would arm anything */
 const struct coro_await_ops coro__call_ops = { "call", NULL };
 
 coro_await_t coro_call(coro_t *child, coro_fn fn)

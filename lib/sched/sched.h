@@ -221,7 +221,7 @@ struct coro__cls {
     coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
     int nworkers;                       /* popcount of wmask */
     unsigned qsize;                     /* each queue's ring */
-    uint32_t nprio;                     /* atomic: HIGH and LOW jobs in q (sched/worker.c) */
+    uint32_t nprio;                     /* atomic: HIGH and LOW jobs in q (sched/submit.c) */
     struct coro__mq q[CORO__NPRIO];
 };
 
@@ -229,7 +229,7 @@ struct coro__cls {
  * thread a slot of its arena the same way): the NORMAL "any CPU" jobs it
  * spawns go here with one lock-free single-producer push (ck_ring SPMC),
  * instead of an inbox's mutex per job.  Workers pop from it like the
- * global queue (sched/worker.c).  Made with the thread's frame cache and
+ * global queue (sched/rings.c).  Made with the thread's frame cache and
  * handed with it to the next thread when the thread exits
  * (lib/sched/thread_xq.c); freed at destroy. */
 struct coro__xq {
@@ -241,7 +241,7 @@ struct coro__xq {
     uint32_t listed __attribute__((aligned(CORO__CACHELINE)));
     /* atomic: 0, or 1 + the index of the worker that took it off the map
      * in membarrier mode and has not yet confirmed it (its bit is then set
-     * in s->xq_quiet: sched/worker.c RINGS) */
+     * in s->xq_quiet: sched/rings.c RINGS) */
     uint32_t quiet;
     ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
 };
@@ -255,7 +255,7 @@ struct coro__worker {
     struct coro__mq inbox[CORO__NPRIO];
     struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
     /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
-     * before the push, taken off after the pop: sched/worker.c PRIORITIES) */
+     * before the push, taken off after the pop: sched/worker.h PRIORITIES) */
     uint32_t nprio;
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
@@ -267,15 +267,15 @@ struct coro__worker {
     unsigned lifo_streak;
     uint64_t lifo_run;                  /* n_run when a job last went to lifo */
     /* the victim whose LIFO slot this worker saw full at its last look,
-     * and that victim's n_run then (sched/worker.c, steal_lifo) */
+     * and that victim's n_run then (sched/steal.c, steal_lifo) */
     int lifo_watch;
     uint64_t lifo_watch_run;
     int64_t lifo_watch_t;               /* when (coro__now) */
     bool searching;                     /* counted in s->searching */
-    unsigned idle_looks;                /* failed looks in this idle phase (sched/worker.c) */
+    unsigned idle_looks;                /* failed looks in this idle phase (sched/park.c) */
     bool took_more;                     /* the last look took jobs besides the one it runs */
     /* while it polls epoll between jobs: the first NORMAL job the poll
-     * wakes is kept here, not queued, and run next (sched/worker.c) */
+     * wakes is kept here, not queued, and run next (sched/worker.c IDLE) */
     bool catching;
     coro_t *caught;
     /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
@@ -294,17 +294,17 @@ struct coro__worker {
      * spawns (rt/runtime.c SHUTDOWN).  Owner-only; atomic stores for
      * coro_sched_stats' racy read */
     uint32_t spare;
-    unsigned since_normal, since_low;   /* starvation bound, see sched/worker.c */
+    unsigned since_normal, since_low;   /* starvation bound, see sched/worker.h */
     uint32_t rng;
     /* the workers on this worker's NUMA node, itself included: a thief
-     * visits them first (sched/worker.c STEALING); set at create, read
+     * visits them first (sched/steal.c STEALING); set at create, read
      * only with s->numa */
     uint64_t near[CORO__WMASK_WORDS];
     struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
     uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
     uint32_t served_cap;                /* served's room (under s->cls_lock) */
-    /* JOINING INLINE (sched/worker.c): the jobs whose steps wait, on this
+    /* JOINING INLINE (sched/run.c): the jobs whose steps wait, on this
      * thread's stack, for the job they run inline, outermost first;
      * stored relaxed, read racily by coro_sched_dump (addresses only) */
     uint32_t nest;
@@ -333,7 +333,7 @@ struct coro_sched {
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
     /* fixed at create: notify's fence is a compiler barrier and a parking
-     * worker calls membarrier(2) instead (sched/worker.c PARKING) */
+     * worker calls membarrier(2) instead (sched/park.c PARKING) */
     bool asym;
     bool numa;                          /* the workers' CPUs span NUMA nodes (w->near) */
     /* FIRST TOUCH (rt/runtime.c): workers that made their structs, and
@@ -354,11 +354,11 @@ struct coro_sched {
      * summary, 16 bits per word of idle that count its bits (counted up
      * before a bit is set, down after it is cleared: never below them),
      * so that a notify reads one word per 256 workers while none is parked
-     * (sched/worker.c IDLE SUMMARY).  On the same line as idle's first
+     * (sched/wake.c IDLE SUMMARY).  On the same line as idle's first
      * words */
     uint64_t idle_sum[CORO__IDLE_SUM_WORDS] __attribute__((aligned(CORO__CACHELINE)));
     uint64_t idle[CORO__WMASK_WORDS];
-    /* atomic: workers searching for work (sched/worker.c).  A line of its
+    /* atomic: workers searching for work (sched/steal.c).  A line of its
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
@@ -381,7 +381,7 @@ struct coro_sched {
     void (*finish)(coro_t *job);
     /* coro_done's awaitable (wait/done.c), set at create: it waits for
      * the end of job aw->arg[0].p with that job's result, so the worker
-     * may run that job inside the awaiting step (sched/worker.c, JOINING
+     * may run that job inside the awaiting step (sched/run.c, JOINING
      * INLINE).  Named here so that scheduling names no symbol above it */
     const struct coro_await_ops *joins;
     struct coro__lotsched *lot;         /* lot timers + wait registry (lib/wait/lot.c) */
@@ -389,7 +389,7 @@ struct coro_sched {
     /* atomic: every plain thread's submission ring (push-only list, each
      * published with a release CAS; read with acquire) */
     struct coro__xq *xqs;
-    /* the submission rings that may hold jobs (sched/worker.c RINGS): bit
+    /* the submission rings that may hold jobs (sched/rings.c RINGS): bit
      * i of xq_bits for ring xq_tab[i], bit k of xq_top when word k of
      * xq_bits may be nonzero; nxq rings were made (atomic) */
     uint64_t xq_top __attribute__((aligned(CORO__CACHELINE)));
@@ -448,7 +448,7 @@ static inline void coro__live_sub(uint32_t *live, uint32_t n)
 #define CORO__DRIVE_SEQ    0x10000u
 
 /* a job's completed result travels in this yield when its budget ran out
- * (sched/await.c): cancel must never replace it (sched/worker.c) */
+ * (sched/await.c): cancel must never replace it (sched/run.c) */
 extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
 
 /* the calling thread's worker, if any */
@@ -544,15 +544,15 @@ CORO__HIDDEN extern bool coro__busy_look_off;
  * alone do; lib/io/epoll.c) */
 CORO__HIDDEN extern bool coro__io_thread_timers_off;
 /* test hook: the order in which worker widx's next steal would visit the
- * others (sched/worker.c NUMA), as if none were parked, in vic; returns
+ * others (sched/steal.c NUMA), as if none were parked, in vic; returns
  * how many.  Draws from that worker's random numbers: only while it is
  * parked or the scheduler is not running */
 CORO__HIDDEN int coro__test_steal_order(coro_sched_t *s, int widx, int *vic);
-/* coro__io_handoff (sched/worker.c) - the I/O thread gave the poll token up
+/* coro__io_handoff (sched/wake.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */
 CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
-/* give back worker w's spare units of s->live but `keep` (sched/worker.c) */
+/* give back worker w's spare units of s->live but `keep` (sched/park.c) */
 CORO__HIDDEN void coro__flush_live(struct coro__worker *w, uint32_t keep);
 
 /* ---- reports (sched/report.c) ------------------------------------------------

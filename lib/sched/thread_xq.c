@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A plain thread's submission ring: the ring a thread that is no worker
- * pushes the NORMAL jobs it spawns onto (sched/worker.c RINGS), made on
+ * pushes the NORMAL jobs it spawns onto (sched/rings.c RINGS), made on
  * its first such spawn and kept with its thread cache
  * (lib/sched/frame_tcache.c), which outlives the thread and is adopted,
  * ring and all, by the next one.
@@ -18,7 +18,7 @@ struct coro__xq *coro__thread_xq(coro_sched_t *s)
         return NULL;
     if (CORO__LIKELY(p->xq != NULL))
         return p->xq;
-    /* the table of rings by index (sched/worker.c RINGS), made once */
+    /* the table of rings by index (sched/rings.c RINGS), made once */
     struct coro__xq **tab = __atomic_load_n(&s->xq_tab, __ATOMIC_ACQUIRE);
     if (!tab) {
         struct coro__xq **t = coro__alloc(s, CORO__XQ_MAX * sizeof *t);

@@ -18,7 +18,7 @@
  * Mutexes, not ck spinlocks: a bucket holder may be pre-empted when
  * workers outnumber CPUs, and ThreadSanitizer understands pthread mutexes.
  *
- * The sync objects (lib/sync_*.c) keep their own state under the bucket
+ * The sync objects (the files of lib/sync/) keep their own state under the bucket
  * lock of their address (lib/wait/wait.h: coro__lot_lock/take/link), so a
  * check of the state and the wait it decides are one atomic step.
  *

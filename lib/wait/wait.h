@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* private, layer 2 (waiting): the parking lot and its timers, wake lists,
- * the sync-awaitable machinery every waitable object shares, coro_done,
- * the timer heap.  Includes only sched/ and base/.  See
- * docs/architecture.md. */
+/* private, layer 2 (waiting): the timer heap, a timerfd programmed outside
+ * its heap's lock, the parking lot (its wait lists, timers and registry,
+ * the cancel of one waiting job), wake lists, the sync-awaitable machinery
+ * every waitable object shares, coro_done.  Includes only sched/ and
+ * base/.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_WAIT_WAIT_H
 #define COROKIT_LIB_WAIT_WAIT_H
 
@@ -10,7 +11,7 @@
 
 /* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
  * awaiting coro_done / coro_done_timeout of job key) with its result res;
- * returns how many (lib/sched/await.c) */
+ * returns how many (lib/wait/done.c) */
 CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
 
 /* ---- the timer heap (lib/wait/heap.c) -----------------------------------------

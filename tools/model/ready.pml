@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The readiness word of an fd (lib/io/epoll.c, READINESS; lib/io/ops.c's
+/* The readiness word of an fd (lib/io/fd_wait.c, READINESS; lib/io/ops.c's
  * rw_now; docs/io.md, "When a system call is skipped"): a reader job on a
  * byte stream, the peer that sends CH chunks and then its end (FIN, a
  * pipe's last writer gone), and the thread that collects epoll's
