@@ -88,6 +88,12 @@ LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(patsubst lib/%.c,$(B)/obj/%.o,$(LIB_SRC))
 PIC_OBJ := $(patsubst lib/%.c,$(B)/pic/%.o,$(LIB_SRC))
 STATIC := $(B)/libcorokit.a
+# the test library: lib/ built again with CORO_TEST_HOOKS (lib/base/base.h
+# TEST HOOKS: the knobs and counters of the white-box tests and scenarios),
+# linked by the test binaries alone; check-hooks finds none of the hooks in
+# the shipped libraries
+TEST_LIB_OBJ := $(patsubst lib/%.c,$(B)/tobj/%.o,$(LIB_SRC))
+TEST_LIB := $(B)/libcorokit_test.a
 # libcorokit.so.MAJOR.MINOR.PATCH, soname libcorokit.so.MAJOR, and the
 # development link libcorokit.so (build/ holds the same three names)
 SONAME := libcorokit.so.$(MAJOR)
@@ -130,6 +136,15 @@ $(STATIC): $(LIB_OBJ)
 	@$(SAY) "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(B)/tobj/%.o: lib/%.c
+	@mkdir -p $(@D)
+	@$(SAY) "  CC      $@"
+	$(Q)$(CC) $(LIB_CFLAGS) $(CFLAGS) -DCORO_TEST_HOOKS -MMD -MP -c $< -o $@
+
+$(TEST_LIB): $(TEST_LIB_OBJ)
+	@$(SAY) "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(SHARED): $(PIC_OBJ) lib/corokit.map
 	@$(SAY) "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/corokit.map \
@@ -152,7 +167,7 @@ $(B)/samples/%: samples/%.c $(STATIC)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 # ---- tests --------------------------------------------------------------------
-TEST_CFLAGS := $(BASE_CFLAGS) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -MMD -MP
+TEST_CFLAGS := $(BASE_CFLAGS) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
 
 $(B)/tests/api/%.o: tests/api/%.c
 	@mkdir -p $(@D)
@@ -170,14 +185,15 @@ $(B)/tests/api/test_coro_switch.o: tests/api/test_coro.c
 	@$(SAY) "  CC      $@"
 	$(Q)$(CC) $(TEST_CFLAGS) -DCORO_USE_SWITCH -c $< -o $@
 
-$(TEST_BIN): $(TEST_OBJ) $(STATIC)
+$(TEST_BIN): $(TEST_OBJ) $(TEST_LIB)
 	@$(SAY) "  LD      $@"
-	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LIBS) $(LDFLAGS)
+	$(Q)$(CC) $(BASE_CFLAGS) -o $@ $(TEST_OBJ) $(TEST_LIB) -lcriterion $(LIBS) $(LDFLAGS)
 
-$(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(STATIC)
+$(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(TEST_LIB)
 	@mkdir -p $(@D)
 	@$(SAY) "  CC      $@"
-	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
+	$(Q)$(CC) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_TEST_HOOKS -MMD -MP $< -o $@ $(TEST_LIB) \
+		$(LIBS) $(LDFLAGS)
 
 deps:
 	@tools/dev/deps.sh
@@ -190,7 +206,7 @@ deps:
 # the CPU count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers \
+TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers check-hooks \
 	check-build check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
@@ -373,6 +389,11 @@ check-layers: lib
 	$(Q)CC=$(CC) tools/ci/check-layers.sh --self-test
 	$(Q)tools/ci/check-layers.sh $(B)
 
+# the test hooks (lib/base/base.h TEST HOOKS) are in the test library alone
+check-hooks: lib $(TEST_LIB)
+	$(Q)CC=$(CC) tools/ci/check-hooks.sh --self-test
+	$(Q)tools/ci/check-hooks.sh $(B)
+
 check-docs: lib
 	$(Q)tools/ci/check-man.sh $(B)/$(SONAME)
 	$(Q)tools/dev/gen-man.sh --check
@@ -430,7 +451,7 @@ check-locals:
 	$(Q)tools/check-locals.sh --self-test
 	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
 
-.PHONY: uninstall check-asan-full check-docs check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
+.PHONY: uninstall check-asan-full check-docs check-hooks check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
 clean:

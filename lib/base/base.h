@@ -19,6 +19,21 @@
 #define CORO__HIDDEN __attribute__((visibility("hidden")))
 #define CORO__LIKELY(x) __builtin_expect(!!(x), 1)
 #define CORO__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* TEST HOOKS.  The knobs the white-box tests and scenarios set (fake CPU
+ * counts, failures to inject, paths to turn off) and the counters only
+ * they read exist in the test library alone: lib/ built again with
+ * CORO_TEST_HOOKS into libcorokit_test.a, which only the test binaries
+ * link (the Makefile's test library; make check-hooks).  In libcorokit.a
+ * and .so a knob reads as its default, a constant, so the branch it
+ * guards is compiled out, and a reader of a test-only counter is not
+ * built.  CORO__HOOK(knob, dflt): the knob (a relaxed load: tests set it
+ * from their own thread, before the run that reads it), or dflt. */
+#ifdef CORO_TEST_HOOKS
+#define CORO__HOOK(knob, dflt) __atomic_load_n(&(knob), __ATOMIC_RELAXED)
+#else
+#define CORO__HOOK(knob, dflt) (dflt)
+#endif
 #define CORO__CACHELINE 64
 
 #if defined(__SANITIZE_THREAD__)
@@ -140,7 +155,9 @@ CORO__HIDDEN int coro__membarrier_register(void);
 CORO__HIDDEN int coro__membarrier_heavy(void);
 /* test hook: true makes coro__membarrier_heavy fail with -EPERM (read
  * relaxed, on the park path only) */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern bool coro__membarrier_fail;
+#endif
 
 /* the frequent side: orders nothing at run time, only the compiler */
 static inline void coro__fence_light(void)
@@ -203,7 +220,9 @@ CORO__HIDDEN void coro__timerfd_arm(int tfd, int64_t d);
  * it answer cpu % nodes, as if the machine interleaved its CPUs over that
  * many nodes (read relaxed; set before the scheduler create that asks) */
 CORO__HIDDEN int coro__numa_node(int cpu);
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern int coro__test_numa_nodes;
+#endif
 
 /* the log2 histogram bucket of a duration in ns (coro_sched_stats) */
 static inline unsigned coro__hist_bucket(int64_t ns)

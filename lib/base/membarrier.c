@@ -14,7 +14,9 @@
 
 #include "base/base.h"
 
+#ifdef CORO_TEST_HOOKS
 bool coro__membarrier_fail;
+#endif
 
 #if defined(CORO__HAVE_MEMBARRIER) && defined(SYS_membarrier)
 int coro__membarrier_register(void)
@@ -35,7 +37,7 @@ int coro__membarrier_register(void)
 
 int coro__membarrier_heavy(void)
 {
-    if (__atomic_load_n(&coro__membarrier_fail, __ATOMIC_RELAXED))
+    if (CORO__HOOK(coro__membarrier_fail, false))
         return -EPERM;
     int e = errno, rc = 0;     /* the caller's errno, as coro__futex_wait */
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)

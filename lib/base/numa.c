@@ -16,7 +16,9 @@
 
 #include "base/base.h"
 
+#ifdef CORO_TEST_HOOKS
 int coro__test_numa_nodes;
+#endif
 
 static int16_t node_of[CORO_MAX_CPUS];      /* fixed after the once */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -55,8 +57,8 @@ static void read_nodes(void)
 
 int coro__numa_node(int cpu)
 {
-    /* relaxed: set by a test before the create that asks */
-    int fake = __atomic_load_n(&coro__test_numa_nodes, __ATOMIC_RELAXED);
+    /* set by a test before the create that asks */
+    int fake = CORO__HOOK(coro__test_numa_nodes, 0);
     if (cpu < 0 || cpu >= CORO_MAX_CPUS)
         return 0;
     if (fake > 0)

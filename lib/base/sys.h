@@ -46,8 +46,10 @@
  * the library statically and define recv, read, epoll_wait ... to count
  * or inject).  Set once before any scheduler exists; read relaxed (one
  * load and a branch never taken in production).  Defined in lib/io/ops.c. */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern bool coro__sys_libc;
-#define CORO__VIA_LIBC() CORO__UNLIKELY(__atomic_load_n(&coro__sys_libc, __ATOMIC_RELAXED))
+#endif
+#define CORO__VIA_LIBC() CORO__UNLIKELY(CORO__HOOK(coro__sys_libc, false))
 
 /* Sanitizer builds go through libc's functions: ASan checks the buffers
  * in its recv/read interceptors, TSan models the happens-before of an fd

@@ -136,9 +136,11 @@ struct coro__bpool {
     bool count;                 /* s->vtime: count calls */
 };
 
+#ifdef CORO_TEST_HOOKS
 /* test hook: make thread creation fail */
 int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
                                  void *) = pthread_create;
+#endif
 
 static void *pool_main(void *arg);
 
@@ -224,7 +226,7 @@ static int start_thread(struct coro__bpool *p)
 
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = coro__blocking_spawn_hook(&t, &at, pool_main, p);
+    int rc = CORO__HOOK(coro__blocking_spawn_hook, pthread_create)(&t, &at, pool_main, p);
     pthread_attr_destroy(&at);
     if (rc == 0)
         return 0;
@@ -535,6 +537,7 @@ void coro__blocking_counts(coro_sched_t *s, uint32_t *threads, uint64_t *started
     pthread_mutex_unlock(&p->lock);
 }
 
+#ifdef CORO_TEST_HOOKS
 uint64_t coro__blocking_arm_starts(coro_sched_t *s)
 {
     struct coro__bpool *p = s->blocking;
@@ -544,6 +547,7 @@ uint64_t coro__blocking_arm_starts(coro_sched_t *s)
     pthread_mutex_unlock(&p->lock);
     return n;
 }
+#endif
 
 bool coro__blocking_queued(coro_sched_t *s)
 {

@@ -178,6 +178,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
     return true;
 }
 
+#ifdef CORO_TEST_HOOKS
 uint64_t coro__io_sleep_cancel_looks(struct coro__io *io)
 {
     pthread_mutex_lock(&io->hlock);
@@ -185,3 +186,4 @@ uint64_t coro__io_sleep_cancel_looks(struct coro__io *io)
     pthread_mutex_unlock(&io->hlock);
     return n;
 }
+#endif

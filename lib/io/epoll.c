@@ -47,14 +47,16 @@
  * the holder asleep; the eventfd is level-triggered, so the holder still
  * sees it. */
 
+#ifdef CORO_TEST_HOOKS
 bool coro__io_thread_timers_off;
+#endif
 
 static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
                   bool holder, int who)
 {
     int done = 0, woke = 0;
     /* the test hook: the I/O thread (who 1) leaves the timers to workers */
-    bool timers = !(who == 1 && coro__io_thread_timers_off);
+    bool timers = !(who == 1 && CORO__HOOK(coro__io_thread_timers_off, false));
 
     for (int i = 0; i < n; i++) {
         uint64_t tag = evs[i].data.u64;
@@ -462,10 +464,12 @@ uint32_t coro__io_fd_waiters(struct coro__io *io)
     return __atomic_load_n(&io->nfd, __ATOMIC_RELAXED);
 }
 
+#ifdef CORO_TEST_HOOKS
 uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
 {
     return __atomic_load_n(&io->n_woke[io_thread], __ATOMIC_RELAXED);
 }
+#endif
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
 {

@@ -276,10 +276,14 @@ CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(voi
  * I/O thread (io_thread) or by workers / the single-threaded driver (tests;
  * the workers' count is kept without a locked add and may miss a few when
  * two workers take events at once) */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
+#endif
 /* coro__io_sleep_cancel_looks - heap entries that cancels of one sleeping
  * job (coro__io_cancel_job) have read so far (tests: one per cancel) */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN uint64_t coro__io_sleep_cancel_looks(struct coro__io *io);
+#endif
 
 /* the heap's kinds (lib/wait/heap.c) are the I/O kinds of its entries */
 _Static_assert((int)CORO__TK_FD == (int)CORO__IOK_FD &&
@@ -308,11 +312,15 @@ CORO__HIDDEN bool coro__blocking_queued(coro_sched_t *s);
 /* true on a thread of s's blocking pool (shutdown and destroy refuse it:
  * the job of the call it runs cannot finish meanwhile) */
 CORO__HIDDEN bool coro__blocking_on_pool(const coro_sched_t *s);
+#ifdef CORO_TEST_HOOKS
 /* threads started by an arm, on a worker, so far (tests) */
 CORO__HIDDEN uint64_t coro__blocking_arm_starts(coro_sched_t *s);
+#endif
 /* test hook: the thread-creating call (pthread_create by default) */
+#ifdef CORO_TEST_HOOKS
 extern int (*coro__blocking_spawn_hook)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
                                         void *) CORO__HIDDEN;
+#endif
 
 /* coro_sched_dump: the suspended jobs the I/O context / the blocking pool
  * hold */

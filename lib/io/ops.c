@@ -33,7 +33,9 @@
 # define P_PIDFD 3
 #endif
 
+#ifdef CORO_TEST_HOOKS
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
+#endif
 
 static int set_nonblock(int fd)
 {

@@ -45,7 +45,9 @@ CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), vo
  * the process may use (a machine that size, as sched_getaffinity would
  * show it), still cut by the config's .cpus; whether workers outnumber the
  * CPUs (never spin) is judged on the real ones.  Set before create */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern int coro__test_ncpus;
+#endif
 
 /* drive.c: the drive word of a single-threaded scheduler (take it: false
  * when another thread drives; give it back), and what the driver does

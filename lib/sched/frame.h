@@ -16,7 +16,9 @@ CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
 
 /* coro__frames_held - bytes of the slabs s's pools hold (frames in use,
  * the empty and big slabs kept for reuse); racy, for tests and tools */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN size_t coro__frames_held(coro_sched_t *s);
+#endif
 
 /* a pool frame's state byte (lib/sched/frame_slab.c, FREE LISTS) */
 enum { CORO__FRAME_FREE = 0, CORO__FRAME_ALLOC = 1, CORO__FRAME_SPAWNED = 2 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* private: the layout of pool frames' slabs and pools, and the helpers
  * lib/sched/frame*.c and thread_xq.c share; never installed.  What the
- * allocation and give-back paths use is static inline here, so that
- * splitting the files made none of it a call. */
+ * allocation and give-back paths use is static inline here: none of it
+ * is a call on those paths. */
 #ifndef COROKIT_LIB_SCHED_FRAME_IMPL_H
 #define COROKIT_LIB_SCHED_FRAME_IMPL_H
 

@@ -138,7 +138,9 @@ void coro__frames_fini(coro_sched_t *s)
     pthread_mutex_unlock(&coro__frame_lock);
 }
 
+#ifdef CORO_TEST_HOOKS
 size_t coro__frames_held(coro_sched_t *s)
 {
     return s->frames ? __atomic_load_n(&s->frames->held, __ATOMIC_RELAXED) : 0;
 }
+#endif

@@ -539,15 +539,21 @@ CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);
 CORO__HIDDEN bool coro__look_due(struct coro__worker *w);
 /* test hook: workers never make the busy look (the I/O thread alone
  * takes readiness while they are busy) */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern bool coro__busy_look_off;
+#endif
 /* test hook: the I/O thread fires no timers (a busy worker's DUE TIMERS
  * alone do; lib/io/epoll.c) */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern bool coro__io_thread_timers_off;
+#endif
 /* test hook: the order in which worker widx's next steal would visit the
  * others (sched/steal.c NUMA), as if none were parked, in vic; returns
  * how many.  Draws from that worker's random numbers: only while it is
  * parked or the scheduler is not running */
+#ifdef CORO_TEST_HOOKS
 CORO__HIDDEN int coro__test_steal_order(coro_sched_t *s, int widx, int *vic);
+#endif
 /* coro__io_handoff (sched/wake.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */

@@ -282,12 +282,14 @@ static int steal_order(struct coro__worker *w, int *vic, const uint64_t *idle)
     return n;
 }
 
+#ifdef CORO_TEST_HOOKS
 int coro__test_steal_order(coro_sched_t *s, int widx, int *vic)
 {
     static const uint64_t none[CORO__WMASK_WORDS];
 
     return steal_order(s->w[widx], vic, none);
 }
+#endif
 
 coro_t *coro__steal(struct coro__worker *w)
 {

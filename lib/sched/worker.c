@@ -117,7 +117,9 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * thread, which takes the token when no worker took it or looked for
  * CORO__IO_STANDBY_NS, is the guarantee (lib/io/epoll.c, THE POLL TOKEN),
  * and DEFERRED YIELDS lets what it wakes run after the current steps. */
+#ifdef CORO_TEST_HOOKS
 bool coro__busy_look_off;
+#endif
 
 /* a yield's question, or the count ran out (count_out), out of the path
  * of every step */
@@ -163,7 +165,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
  * mask and priority, ahead of the yielder (DEFERRED YIELDS) */
 __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, int64_t d)
 {
-    if (!coro__busy_look_off && coro__now() >= d)
+    if (!CORO__HOOK(coro__busy_look_off, false) && coro__now() >= d)
         w->s->drv->fire_due(w->s->io);
 }
 
@@ -325,7 +327,7 @@ void *coro__worker_main(void *arg)
         }
         idle = 0;
         coro__run_job(w, j);
-        if (s->io && look_due_(w) && !coro__busy_look_off)
+        if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
             w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */

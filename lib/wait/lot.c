@@ -690,6 +690,7 @@ int coro__lot_cancel_jobs(coro_sched_t *s)
     return cancel_sweep(s, true);
 }
 
+#ifdef CORO_TEST_HOOKS
 uint64_t coro__lot_cancel_visits(coro_sched_t *s)
 {
     return s->lot->visits;
@@ -699,6 +700,7 @@ uint64_t coro__lot_cancel_sweeps(coro_sched_t *s)
 {
     return __atomic_load_n(&s->lot->sweeps, __ATOMIC_RELAXED);
 }
+#endif
 
 /* ---- per-scheduler life ------------------------------------------------------------ */
 

@@ -193,11 +193,13 @@ CORO__HIDDEN int coro__lot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *a
 /* the awaitables of coro_done and coro_done_timeout (wait/done.c) */
 extern const struct coro_await_ops coro__done_ops CORO__HIDDEN;
 extern const struct coro_await_ops coro__done_to_ops CORO__HIDDEN;
+#ifdef CORO_TEST_HOOKS
 /* buckets the last coro__lot_cancel_sched(s) visited (tests) */
 CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
 /* how many sweeps for flagged jobs ran (every coro__lot_cancel_jobs makes
  * one; tests: a cancel of one job that reached its wait directly made none) */
 CORO__HIDDEN uint64_t coro__lot_cancel_sweeps(coro_sched_t *s);
+#endif
 
 /* Lot timers, for the I/O context: the timerfd to watch (its own epoll
  * tag), what to call when it is readable (the I/O thread, or the thread
@@ -211,7 +213,9 @@ CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
  * fired */
 CORO__HIDDEN int coro__lot_timers_expire(coro_sched_t *s, bool worker);
 CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
-CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now */
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now (tests) */
+#endif
 /* the earliest lot timer's deadline, INT64_MAX = none (rt/vtime.c) */
 CORO__HIDDEN int64_t coro__lot_timers_next(coro_sched_t *s);
 
