@@ -257,6 +257,12 @@ struct coro__worker {
     /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
      * before the push, taken off after the pop: sched/worker.c PRIORITIES) */
     uint32_t nprio;
+    /* atomic (relaxed): the earliest deadline among this worker's timers
+     * (lib/wait/wtimer.c), INT64_MAX = none; written under their lock,
+     * read by the owner at its DUE TIMERS looks and by the I/O thread's
+     * standby.  A line of its own: each timed wait begun here may write
+     * it, and the other workers' pushes and steals must not meet it */
+    int64_t timer_next __attribute__((aligned(CORO__CACHELINE)));
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */

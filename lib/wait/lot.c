@@ -764,10 +764,8 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
                 const coro_await_t *aw = &w->top->aw;
                 const char *kind = aw->ops ? aw->ops->name : "?";
                 if (w->flags & CORO__FL_TIMED) {
-                    /* bucket lock, then hlock: the order of coro__lot_timer_add */
-                    pthread_mutex_lock(&ls->hlock);
-                    int64_t dl = w->wait_slot ? coro__heap_rec(&ls->heap, w->wait_slot - 1)->deadline : now;
-                    pthread_mutex_unlock(&ls->hlock);
+                    /* bucket lock, then the timer's: the order of coro__lot_timer_add */
+                    int64_t dl = w->wait_slot ? coro__lot_timer_deadline(w) : now;
                     coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
                                    w->wait_obj, (double)(dl - now) / 1e6);
                 } else {
