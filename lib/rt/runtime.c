@@ -591,7 +591,7 @@ int coro_cancel(coro_t *job)
         return 0;
     coro_sched_t *s = job->sched;
     /* seq_cst: the flag before the sweeps' loads of the registry bits and
-     * the I/O request (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL); a
+     * the I/O request (lib/wait/lot.c REGISTRY, lib/io/cancel.c); a
      * parker that misses it is found by them */
     uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
     if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
