@@ -487,6 +487,10 @@ struct coro__driver {
     /* fire the I/O layer's and the lot's timers that are due (a busy
      * worker's look: sched/worker.c DUE TIMERS); the number fired */
     int (*fire_due)(struct coro__io *io);
+    /* fire worker idx's own timers that are due (lib/wait/wtimer.c), by
+     * that worker; try: give up if their lock is held.  Returns their next
+     * deadline, INT64_MAX none */
+    int64_t (*fire_own)(struct coro__io *io, int idx, bool try);
 };
 
 /* s's clock: its virtual one (.virtual_time), else coro__now()'s; for

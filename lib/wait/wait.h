@@ -133,7 +133,9 @@ static inline uint32_t coro__wt_handle(uint32_t slot)
 CORO__HIDDEN uint32_t coro__wt_here(coro_sched_t *s);
 /* worker home's timers (home >= 1) */
 CORO__HIDDEN struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home);
-/* by home's owner: push t (t->h set); *slot = its slot.  0 or -ENOMEM.
+/* by home's owner: push t (t->h set); its slot into *slot under the
+ * lock (slot NULL: a sleep, into its awaitable's arg[CORO__SLEEP_SLOT]).
+ * 0, -ENOMEM, or -ECANCELED (an I/O kind's job or scheduler cancelling).
  * Publishes the new earliest deadline. */
 CORO__HIDDEN int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *t,
                                uint32_t *slot);
@@ -147,6 +149,9 @@ CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
  * under the lock and published (INT64_MAX none); *fired += the jobs woken */
 CORO__HIDDEN int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try,
                                      int *fired);
+/* worker idx's own fire (its DUE TIMERS and park: sched/worker.c), at
+ * the clock's now; INT64_MAX without workers' heaps */
+CORO__HIDDEN int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try);
 /* the I/O thread: fire the heaps of workers whose published deadline is
  * more than late ns past now (stuck in a step).  Returns the earliest
  * published deadline + late over all workers (INT64_MAX none): when to
@@ -155,6 +160,8 @@ CORO__HIDDEN int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t
                                            int *fired);
 /* the I/O layer's kinds: set once at create, before any worker runs */
 CORO__HIDDEN void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io);
+/* how many workers' heaps (homes 1 ..), 0 without */
+CORO__HIDDEN uint32_t coro__wt_homes(coro_sched_t *s);
 /* the live timers of every worker's heap (racy: a hint; exact when quiet) */
 CORO__HIDDEN uint32_t coro__wt_count(coro_sched_t *s);
 

@@ -83,16 +83,38 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32
     int rc;
 
     pthread_mutex_lock(&t->lock);
-    if ((rc = coro__heap_push(&t->heap, tn)) == 0) {
+    /* an I/O wait checks the cancel flags under the lock that the I/O
+     * context's cancel walks take (lib/io/epoll.c, CANCEL): it sees the
+     * flag or is found; a lot wait checked them under its bucket lock */
+    if (tn->kind != CORO__TK_LOT &&
+        (coro__cancelling(s) || (tn->kind == CORO__TK_SLEEP && coro__job_cancelled(tn->p))))
+        rc = -ECANCELED;
+    else if ((rc = coro__heap_push(&t->heap, tn)) == 0) {
         if (tn->h >= CORO__WT_HANDLES) {    /* beyond what a slot names */
             struct coro__tnode x;
             coro__heap_del(&t->heap, tn->h, &x);
             rc = -ENOMEM;
         } else {
-            *slot = coro__wt_slot(home, tn->h);
+            if (slot) {
+                *slot = coro__wt_slot(home, tn->h);
+            } else {
+                /* a sleep: its awaitable keeps the slot, which its cancel
+                 * reads without a lock (it cannot know the home first).
+                 * seq_cst, the store then the flag's load: Dekker with
+                 * coro_cancel's RMW of the flag then its load of the slot
+                 * (lib/io/epoll.c coro__io_cancel_job) - it finds the
+                 * timer, or we see the flag and withdraw it here */
+                __atomic_store_n(&((coro_t *)tn->p)->top->aw.arg[CORO__SLEEP_SLOT].i,
+                                 (intptr_t)coro__wt_slot(home, tn->h), __ATOMIC_SEQ_CST);
+                if (coro__job_cancelled(tn->p)) {
+                    struct coro__tnode x;
+                    coro__heap_del(&t->heap, tn->h, &x);
+                    rc = -ECANCELED;
+                }
+            }
             count(t);
             /* relaxed: written under this lock, which we hold */
-            if (tn->deadline < __atomic_load_n(t->next, __ATOMIC_RELAXED))
+            if (rc == 0 && tn->deadline < __atomic_load_n(t->next, __ATOMIC_RELAXED))
                 publish(t, tn->deadline);
         }
     }
@@ -183,6 +205,15 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
     }
 }
 
+int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try)
+{
+    int fired = 0;
+
+    if (!s->lot->wt)
+        return INT64_MAX;
+    return coro__wt_expire(s, (uint32_t)idx + 1, coro__now(), try, &fired);
+}
+
 int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
 {
     int64_t next = INT64_MAX;
@@ -205,6 +236,11 @@ void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io)
     s->lot->io = *io;
 }
 
+uint32_t coro__wt_homes(coro_sched_t *s)
+{
+    return s->lot->wt ? (uint32_t)s->nworkers : 0;
+}
+
 uint32_t coro__wt_count(coro_sched_t *s)
 {
     struct coro__lotsched *ls = s->lot;
@@ -222,6 +258,9 @@ int coro__wt_init(coro_sched_t *s)
     struct coro__lotsched *ls = s->lot;
     int n = s->nworkers;
 
+    /* the workers wait for create's go: they read it after this */
+    for (int i = 0; i < s->nslots; i++)
+        s->w[i]->timer_next = INT64_MAX;
     if (n == 0 || !coro__wt_on)
         return 0;
     ls->wt = coro__alloc_aligned(s, (size_t)n * sizeof *ls->wt);
@@ -233,8 +272,6 @@ int coro__wt_init(coro_sched_t *s)
         coro__heap_init(&t->heap, s, 0);    /* no room yet: cannot fail */
         t->npend = 0;
         t->next = &s->w[i]->timer_next;
-        /* the workers wait for create's go: they read it after this */
-        *t->next = INT64_MAX;
     }
     return 0;
 }
