@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The parking lot's timers: one min-heap per scheduler of {deadline,
- * waiter, key} behind its own timerfd, under its own mutex (hlock).  The
+/* The parking lot's timers: a wait begun on a worker goes to that
+ * worker's heap (lib/wait/wtimer.c), every other to one min-heap per
+ * scheduler of {deadline, waiter, key} behind its own timerfd, under its
+ * own mutex (hlock), described here.  The
  * rules - a live timer exists exactly while its waiter is linked on the
  * entry's key, both changed only under that key's bucket lock; lock order
  * bucket -> hlock; the fire path decides under the bucket lock - are in

@@ -266,12 +266,17 @@ int coro__wt_init(coro_sched_t *s)
     ls->wt = coro__alloc_aligned(s, (size_t)n * sizeof *ls->wt);
     if (!ls->wt)
         return -ENOMEM;
+    memset(ls->wt, 0, (size_t)n * sizeof *ls->wt);
     for (int i = 0; i < n; i++) {
         struct coro__wtimers *t = &ls->wt[i];
         pthread_mutex_init(&t->lock, NULL);
-        coro__heap_init(&t->heap, s, 0);    /* no room yet: cannot fail */
-        t->npend = 0;
         t->next = &s->w[i]->timer_next;
+        /* room for CORO__TIMER_PREALLOC, as the scheduler's heaps: steady
+         * timed waits allocate nothing, on whichever worker they begin */
+        if (coro__heap_init(&t->heap, s, CORO__TIMER_PREALLOC) < 0) {
+            coro__wt_fini(s);
+            return -ENOMEM;
+        }
     }
     return 0;
 }
@@ -284,7 +289,8 @@ void coro__wt_fini(coro_sched_t *s)
         return;
     /* after shutdown no job waits: every timer went with its wait */
     for (int i = 0; i < s->nworkers; i++) {
-        coro__heap_fini(&ls->wt[i].heap);
+        if (ls->wt[i].heap.s)   /* made (init may have stopped short) */
+            coro__heap_fini(&ls->wt[i].heap);
         pthread_mutex_destroy(&ls->wt[i].lock);
     }
     coro__free_aligned(s, ls->wt, (size_t)s->nworkers * sizeof *ls->wt);
