@@ -44,9 +44,6 @@ CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
 /* wait/wtimer.c: the workers' heaps, made at the lot's init (after the
  * workers' structs, before they run); 0 or -ENOMEM */
 CORO__HIDDEN int coro__wt_init(coro_sched_t *s);
-/* whether schedulers with workers make the workers' heaps (the workers
- * fire them: sched/worker.c) */
-CORO__HIDDEN extern const bool coro__wt_on;
 CORO__HIDDEN void coro__wt_fini(coro_sched_t *s);
 /* wait/lot.c: the bucket of key (not locked) */
 CORO__HIDDEN coro__lotb_t *coro__lot_bucket(const void *key);

@@ -50,8 +50,6 @@
 
 #define EXPIRE_BATCH 16     /* I/O timers taken per hold of the lock */
 
-const bool coro__wt_on = false;
-
 uint32_t coro__wt_here(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -261,7 +259,7 @@ int coro__wt_init(coro_sched_t *s)
     /* the workers wait for create's go: they read it after this */
     for (int i = 0; i < s->nslots; i++)
         s->w[i]->timer_next = INT64_MAX;
-    if (n == 0 || !coro__wt_on)
+    if (n == 0)
         return 0;
     ls->wt = coro__alloc_aligned(s, (size_t)n * sizeof *ls->wt);
     if (!ls->wt)
