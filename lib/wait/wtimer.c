@@ -94,7 +94,10 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32
             rc = -ENOMEM;
         } else {
             if (slot) {
-                *slot = coro__wt_slot(home, tn->h);
+                /* relaxed: an fd slot's hidx is read under the entry's
+                 * lock, which this store is under too, and written by a
+                 * fire under this lock (lib/io/timers.c) */
+                __atomic_store_n(slot, coro__wt_slot(home, tn->h), __ATOMIC_RELAXED);
             } else {
                 /* a sleep: its awaitable keeps the slot, which its cancel
                  * reads without a lock (it cannot know the home first).
