@@ -33,6 +33,7 @@ static int sweep(struct coro__io *io)
         coro__io_timer_fire(io, &t, -ECANCELED);
         n++;
     }
+    n += coro__io_cancel_own_sleeps(io, true);
     for (uint32_t c = 0; c < NCHUNKS; c++) {
         /* acquire: pairs with ent_get's CAS that published a new chunk */
         struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
@@ -90,6 +91,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
         if (again)
             coro__io_timer_fire(io, &t, -ECANCELED);
     }
+    coro__io_cancel_own_sleeps(io, false);
     for (uint32_t c = 0; c < NCHUNKS; c++) {
         /* acquire: pairs with ent_get's CAS that published a new chunk */
         struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
@@ -136,15 +138,37 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
     if (ops->kind == CORO__IOK_SLEEP) {
         struct coro__tnode t;
         bool took = false;
+        /* the slot its awaitable keeps (lib/wait/wait.h: home and handle),
+         * checked against the entry: a fire that came first took the entry
+         * and gave the handle back, and the job, woken, may be writing a
+         * new awaitable there - a slot that names another entry, or none,
+         * is then no timer of ours.  seq_cst: Dekker with a sleep armed in
+         * a worker's heap, which stores its slot, then reads the cancel
+         * flag (coro__wt_push) - our flag's RMW came before this load:
+         * either it sees our flag and withdraws, or we see its slot.  A
+         * sleep in the scheduler's heap is read again under hlock, which
+         * its arm holds */
+        uint32_t slot = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_SEQ_CST);
+        uint32_t home = slot ? coro__wt_home(slot) : 0;
+        /* relaxed: a count for tests (coro__io_sleep_cancel_looks) */
+        __atomic_add_fetch(&io->sleep_cancel_looks, 1, __ATOMIC_RELAXED);
+        if (home && home <= coro__wt_homes(io->s)) {
+            struct coro__wtimers *wt = coro__wt_get(io->s, home);
+            pthread_mutex_lock(&wt->lock);
+            const struct coro__tnode *e = coro__heap_get(&wt->heap, coro__wt_handle(slot), job);
+            if (e && e->kind == CORO__TK_SLEEP) {
+                coro__wt_del_locked(wt, slot, &t);
+                took = true;
+            }
+            pthread_mutex_unlock(&wt->lock);
+            if (took)
+                coro__io_timer_fire(io, &t, -ECANCELED);
+            return true;
+        }
         pthread_mutex_lock(&io->hlock);
-        /* the handle its awaitable keeps (lib/wait/heap.c), checked against
-         * the entry: a fire that came first took the entry and gave the
-         * handle back, and the job, woken, may be writing a new awaitable
-         * there - a handle that names another entry, or none, is then no
-         * timer of ours */
-        uint32_t hd = (uint32_t)(sleep_slot(job)->i - 1);
+        /* relaxed: its store was under hlock (coro__io_timer_add) */
+        uint32_t hd = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_RELAXED) - 1;
         const struct coro__tnode *e = coro__heap_get(&io->heap, hd, job);
-        io->sleep_cancel_looks++;
         if (e && e->kind == CORO__TK_SLEEP) {
             coro__io_heap_del(io, hd, &t);
             took = true;
@@ -181,9 +205,6 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 #ifdef CORO_TEST_HOOKS
 uint64_t coro__io_sleep_cancel_looks(struct coro__io *io)
 {
-    pthread_mutex_lock(&io->hlock);
-    uint64_t n = io->sleep_cancel_looks;
-    pthread_mutex_unlock(&io->hlock);
-    return n;
+    return __atomic_load_n(&io->sleep_cancel_looks, __ATOMIC_RELAXED);   /* relaxed: a count */
 }
 #endif

@@ -70,6 +70,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         goto fail_errno;
     /* the parking lot's timers (lib/wait/lot_timer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
+    coro__io_timers_hook(io);     /* the I/O kinds in the workers' heaps */
     if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), coro__io_lot_timers_cb, s)) < 0)
         goto fail;
     if (coro_sched_workers(s) > 0) {
@@ -139,4 +140,5 @@ const struct coro__driver coro__io_driver = {
     .poll_busy = coro__io_poll_busy,
     .wake_poller = coro__io_wake_poller,
     .fire_due = coro__io_fire_due,
+    .fire_own = coro__io_fire_own,
 };

@@ -28,10 +28,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                     continue;
                 const char *op = job->top->aw.ops ? job->top->aw.ops->name : "?";
                 if (e->timed[dir]) {
-                    pthread_mutex_lock(&io->hlock);
-                    int32_t h = e->hidx[dir];
-                    int64_t dl = h != NO_TIMER ? coro__heap_rec(&io->heap, (uint32_t)h)->deadline : now;
-                    pthread_mutex_unlock(&io->hlock);
+                    int64_t dl = coro__io_timer_deadline(io, &e->hidx[dir], now);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);
                 } else {
@@ -42,14 +39,20 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
             ent_unlock(e);
         }
     }
-    pthread_mutex_lock(&io->hlock);
-    for (uint32_t k = 0; k < io->heap.cap; k++) {
-        const struct coro__tnode *t = coro__heap_rec(&io->heap, k);
-        if (!t->p || t->kind != CORO__IOK_SLEEP)
-            continue;
-        coro__dump_job(d, t->p, "timer (sleep), %.3f ms left", (double)(t->deadline - now) / 1e6);
-        n++;
+    /* the sleeps: the scheduler's heap (home 0), then each worker's */
+    for (uint32_t home = 0; home <= coro__wt_homes(io->s); home++) {
+        pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
+        struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
+        pthread_mutex_lock(lock);
+        for (uint32_t k = 0; k < h->cap; k++) {
+            const struct coro__tnode *t = coro__heap_rec(h, k);
+            if (!t->p || t->kind != CORO__IOK_SLEEP)
+                continue;
+            coro__dump_job(d, t->p, "timer (sleep), %.3f ms left",
+                           (double)(t->deadline - now) / 1e6);
+            n++;
+        }
+        pthread_mutex_unlock(lock);
     }
-    pthread_mutex_unlock(&io->hlock);
     return n;
 }

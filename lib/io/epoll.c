@@ -217,6 +217,15 @@ void *coro__io_main(void *arg)
         /* acquire: pairs with the release increments of coro__io_timer_add,
          * destroy and wake_standby */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
+        /* the workers fire their own timers, at their looks and parks; one
+         * whose deadline passed CORO__IO_STANDBY_NS ago is in a long step:
+         * its timers fire here (lib/wait/wtimer.c), and the earliest
+         * deadline of them all bounds our sleep */
+        int fired = 0;
+        now = coro__now();
+        int64_t stuck = coro__wt_expire_stuck(io->s, now, CORO__IO_STANDBY_NS, &fired);
+        if (stuck <= now)
+            stuck = now + CORO__IO_STANDBY_NS;
         /* DEEP STANDBY.  A worker holds the token and has held it, the
          * same hold (poll_gen moves at every take), for CORO__IO_DEEP_LOOKS looks:
          * it is blocked in epoll_wait, timerfd included, and sees every
@@ -235,7 +244,10 @@ void *coro__io_main(void *arg)
                     /* bounded (CORO__IO_DEEP_STANDBY_NS): a safety net, not part
                      * of the argument above - 20 looks a second at most
                      * while idle, instead of 1,000 */
-                    coro__futex_wait(&io->standby, sb, coro__now() + CORO__IO_DEEP_STANDBY_NS);
+                    coro__futex_wait(&io->standby, sb,
+                                     stuck < now + CORO__IO_DEEP_STANDBY_NS
+                                         ? stuck
+                                         : now + CORO__IO_DEEP_STANDBY_NS);
                 __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
                 /* the safety net's timeout, the same hold going on: back
                  * to deep sleep at the next look, not after CORO__IO_DEEP_LOOKS
@@ -252,6 +264,8 @@ void *coro__io_main(void *arg)
         int64_t until = now + CORO__IO_STANDBY_NS;
         if (next > now && next < until)
             until = next;   /* due ones: the token holder has the timerfd */
+        if (stuck < until)
+            until = stuck;
         coro__futex_wait(&io->standby, sb, until);
     }
     return NULL;
@@ -274,6 +288,20 @@ static void take_kick(struct coro__io *io, const struct epoll_event *evs, int n)
 uint32_t coro__io_activity(struct coro__io *io)
 {
     return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+}
+
+/* epoll_wait until the absolute deadline (ns): epoll_pwait2's
+ * nanoseconds where the kernel has it, else milliseconds rounded up */
+static int epoll_wait_until(int epfd, struct epoll_event *evs, int max, int64_t deadline)
+{
+    int64_t left = deadline - coro__now();
+    if (left < 0)
+        left = 0;
+    struct timespec ts = { .tv_sec = left / 1000000000, .tv_nsec = left % 1000000000 };
+    int n = epoll_pwait2(epfd, evs, max, &ts, NULL);
+    if (n < 0 && errno == ENOSYS)
+        n = coro__epoll_wait(epfd, evs, max, (int)((left + 999999) / 1000000));
+    return n;
 }
 
 int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
@@ -305,8 +333,14 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
         return -EAGAIN;
     __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
     int n = 0;
+    /* our own timers' next deadline bounds the wait: the line our park
+     * published it on under their lock (relaxed: our own store, or a
+     * later one the I/O thread made under that lock; never later than
+     * the earliest of them: lib/wait/wtimer.c) */
+    int64_t deadline = __atomic_load_n(&io->s->w[idx]->timer_next, __ATOMIC_RELAXED);
     if (__atomic_load_n(epoch_word, __ATOMIC_SEQ_CST) == epoch)
-        n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1);
+        n = deadline == INT64_MAX ? coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, -1)
+                                  : epoll_wait_until(io->epfd, evs, CORO__IO_EVENTS, deadline);
     /* the kick was for us: take it off the eventfd while we still hold
      * the token.  Read after letting go (as handle() did), it could take
      * the kick of the next holder, written for it in between, which then

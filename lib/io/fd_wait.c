@@ -94,9 +94,7 @@ struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot)
     struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
     if (!n)
         return NULL;
-    memset(n, 0, CHUNK * sizeof *n);
-    for (uint32_t i = 0; i < CHUNK; i++)
-        n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
+    memset(n, 0, CHUNK * sizeof *n);     /* hidx: NO_TIMER */
     /* acq_rel: publishes n's contents; on failure acquires the winner's */
     if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return n;
@@ -238,7 +236,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
         if (deadline >= 0) {
             struct coro__tnode t = { .deadline = deadline, .p = job, .seq = seq,
                                      .kind = CORO__TK_FD, .aux = (uint32_t)fd * 2 + (uint32_t)dir };
-            rc = coro__io_timer_add(io, &t, &e->hidx[dir]);  /* entry, then heap: the lock order */
+            rc = coro__io_timer_add(io, &t, &e->hidx[dir]);  /* entry, then timers: the lock order */
             if (rc < 0) {
                 ent_unlock(e);
                 *res = rc;

@@ -241,7 +241,9 @@ CORO__HIDDEN bool coro__io_fd_waiting(struct coro__io *io);
  * returns, then handle the events (jobs woken go to this worker's queues
  * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
  * the epoch move), -EAGAIN when another thread holds the poll token: then
- * park on the futex.  See lib/io/epoll.c (THE POLL TOKEN) and sched/park.c. */
+ * park on the futex.  The wait ends at the worker's own next timer at the
+ * latest (coro__worker.timer_next: lib/wait/wtimer.c).  See lib/io/epoll.c
+ * (THE POLL TOKEN) and sched/park.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
                                uint32_t epoch, uint32_t activity, void (*awake)(void *),
                                void *arg);

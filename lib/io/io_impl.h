@@ -14,7 +14,7 @@
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
 #define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
-#define NO_TIMER (-1)
+#define NO_TIMER 0u      /* an fd slot's hidx: no timer */
 
 #define CHUNK_BITS 8
 #define CHUNK (1u << CHUNK_BITS)
@@ -43,7 +43,8 @@ struct fdent {
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wseq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
-    int32_t hidx[2];        /* their timers' heap handles (NO_TIMER: none): under hlock */
+    uint32_t hidx[2];       /* atomic: their timers' slots (lib/wait/wait.h: home and
+                               handle + 1; NO_TIMER none), written under the home's lock */
     uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS in
                                lib/io/fd_wait.c):
                                atomic; changed under the lock, except the
@@ -88,7 +89,7 @@ struct coro__io {
     pthread_mutex_t hlock;
     struct coro__heap heap;
     struct coro__tfd timer; /* the timerfd: decided under hlock, programmed after it */
-    uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
+    uint64_t sleep_cancel_looks;    /* atomic: a count for tests (coro__io_sleep_cancel_looks) */
 
     struct source src[MAX_SOURCES];
     uint32_t nsrc;          /* atomic: sources published with release */
@@ -329,7 +330,7 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
  * -ENOMEM); under hlock: the timerfd's wanted time (true: the caller calls
  * coro__tfd_sync after dropping hlock), a timer out of the heap; the fire
  * of a timer taken out; every due timer fired (handle's look) */
-CORO__HIDDEN int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx);
+CORO__HIDDEN int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hidx);
 CORO__HIDDEN bool coro__io_tfd_update(struct coro__io *io, int64_t now);
 CORO__HIDDEN void coro__io_heap_pop(struct coro__io *io, struct coro__tnode *out);
 CORO__HIDDEN void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out);
@@ -338,6 +339,17 @@ CORO__HIDDEN void coro__io_timer_fire(struct coro__io *io, const struct coro__tn
 CORO__HIDDEN int coro__io_expire(struct coro__io *io);
 /* the driver's fire_due (sched/worker.c DUE TIMERS) */
 CORO__HIDDEN int coro__io_fire_due(struct coro__io *io);
+/* worker idx's own timers (the driver's fire_own: lib/wait/wtimer.c) */
+CORO__HIDDEN int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try);
+/* the workers' heaps' sleeps ended with -ECANCELED: every one (all), or
+ * the cancelled jobs'; how many */
+CORO__HIDDEN int coro__io_cancel_own_sleeps(struct coro__io *io, bool all);
+/* under the entry's lock: the deadline of the timer whose slot is *hidx,
+ * now when it just left (coro_sched_dump) */
+CORO__HIDDEN int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *hidx, int64_t now);
+/* at create, before any worker runs: the I/O kinds' hooks in the
+ * workers' heaps (lib/wait/wtimer.c struct coro__wt_io) */
+CORO__HIDDEN void coro__io_timers_hook(struct coro__io *io);
 
 /* fd_wait.c: the first wait in a direction registers the fd */
 CORO__HIDDEN int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit);

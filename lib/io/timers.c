@@ -48,11 +48,16 @@ bool coro__io_tfd_update(struct coro__io *io, int64_t now)
  * the sleep's awaitable, under the lock that removals read it under.
  * -ECANCELED once cancelling (checked under the lock: see CANCEL at the
  * top), -ENOMEM */
-int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx)
+int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hidx)
 {
     bool sync = false;
     int rc;
 
+    /* begun on a worker: that worker's heap (lib/wait/wtimer.c), which
+     * checks the cancel flags under its lock and keeps the slot */
+    uint32_t home = coro__wt_here(io->s);
+    if (home)
+        return coro__wt_push(io->s, home, t, hidx);
     pthread_mutex_lock(&io->hlock);
     /* a sleep checks its job's cancel flag here, under the lock that
      * coro__io_cancel_jobs walks the heap under */
@@ -60,10 +65,13 @@ int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx
         (t->kind == CORO__IOK_SLEEP && coro__job_cancelled(t->p))) {
         rc = -ECANCELED;
     } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
+        /* relaxed: read by removals under this lock, and racily by a
+         * sleep's cancel, which reads it again under this lock (lib/io/cancel.c) */
         if (hidx)
-            *hidx = (int32_t)t->h;
+            __atomic_store_n(hidx, coro__wt_slot(0, t->h), __ATOMIC_RELAXED);
         else
-            sleep_slot(t->p)->i = (intptr_t)t->h + 1;
+            __atomic_store_n(&sleep_slot(t->p)->i, (intptr_t)coro__wt_slot(0, t->h),
+                             __ATOMIC_RELAXED);
         pending_add(io, 1);
         /* relaxed: written under hlock, which we hold */
         bool first = t->deadline < __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
@@ -88,8 +96,9 @@ static void taken_(struct coro__io *io, const struct coro__tnode *out)
 {
     /* a sleep's awaitable keeps its handle: coro__heap_get tells a stale
      * one from the timer's */
-    if (out->kind == CORO__TK_FD)
-        ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2] = NO_TIMER;
+    if (out->kind == CORO__TK_FD)   /* relaxed: as coro__io_timer_add's */
+        __atomic_store_n(&ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2], NO_TIMER,
+                         __ATOMIC_RELAXED);
 }
 
 /* under hlock: the earliest timer out */
@@ -115,10 +124,23 @@ void coro__io_slot_untime(struct coro__io *io, struct fdent *e, int dir)
     struct coro__tnode t;
 
     e->timed[dir] = 0;
-    pthread_mutex_lock(&io->hlock);
-    if (e->hidx[dir] != NO_TIMER)
-        coro__io_heap_del(io, (uint32_t)e->hidx[dir], &t);
-    pthread_mutex_unlock(&io->hlock);
+    /* relaxed: a fire clears it under the home's lock, read again there;
+     * only a new wait, under e's lock, which we hold, sets another home */
+    uint32_t slot = __atomic_load_n(&e->hidx[dir], __ATOMIC_RELAXED);
+    if (slot == NO_TIMER)
+        return;
+    uint32_t home = coro__wt_home(slot);
+    pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
+    pthread_mutex_lock(lock);
+    if (__atomic_load_n(&e->hidx[dir], __ATOMIC_RELAXED) != NO_TIMER) {
+        if (home) {
+            coro__wt_del_locked(coro__wt_get(io->s, home), slot, &t);
+            __atomic_store_n(&e->hidx[dir], NO_TIMER, __ATOMIC_RELAXED);
+        } else {
+            coro__io_heap_del(io, coro__wt_handle(slot), &t);
+        }
+    }
+    pthread_mutex_unlock(lock);
 }
 
 void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
@@ -218,6 +240,76 @@ static int expire_due(struct coro__io *io)
         coro__io_timer_fire(io, &t, 0);
         n++;
     }
+}
+
+/* ---- the workers' heaps (lib/wait/wtimer.c) ------------------------------------------ */
+
+int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try)
+{
+    return coro__wt_fire_own(io->s, idx, try);
+}
+
+int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
+{
+    uint32_t homes = coro__wt_homes(io->s);
+    int n = 0;
+
+    for (uint32_t home = 1; home <= homes; home++) {
+        struct coro__wtimers *wt = coro__wt_get(io->s, home);
+        for (bool again = true; again;) {
+            struct coro__tnode t;
+            again = false;
+            pthread_mutex_lock(&wt->lock);
+            for (uint32_t k = 0; k < wt->heap.cap; k++) {
+                const struct coro__tnode *e = coro__heap_rec(&wt->heap, k);
+                if (e->p && e->kind == CORO__TK_SLEEP && (all || coro__job_cancelled(e->p))) {
+                    coro__wt_del_locked(wt, coro__wt_slot(home, k), &t);
+                    again = true;   /* the heap may have moved: look again */
+                    break;
+                }
+            }
+            pthread_mutex_unlock(&wt->lock);
+            if (again) {
+                coro__io_timer_fire(io, &t, -ECANCELED);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* a worker's heap gave up an I/O timer: under its lock, the fd slot
+ * forgets it (a sleep's awaitable keeps its slot: coro__heap_get tells a
+ * stale one); after it, the wake-up */
+static void own_taken(void *ctx, const struct coro__tnode *t)
+{
+    taken_(ctx, t);
+}
+
+static void own_fire(void *ctx, const struct coro__tnode *t)
+{
+    coro__io_timer_fire(ctx, t, 0);
+}
+
+void coro__io_timers_hook(struct coro__io *io)
+{
+    coro__wt_set_io(io->s, &(struct coro__wt_io){ own_taken, own_fire, io });
+}
+
+int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *hidx, int64_t now)
+{
+    uint32_t slot = __atomic_load_n(hidx, __ATOMIC_RELAXED);     /* relaxed: slot_untime's */
+    if (slot == NO_TIMER)
+        return now;
+    uint32_t home = coro__wt_home(slot);
+    pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
+    struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
+    pthread_mutex_lock(lock);
+    int64_t d = __atomic_load_n(hidx, __ATOMIC_RELAXED) != NO_TIMER
+                    ? coro__heap_rec(h, coro__wt_handle(slot))->deadline
+                    : now;
+    pthread_mutex_unlock(lock);
+    return d;
 }
 
 int coro__io_fire_due(struct coro__io *io)

@@ -93,6 +93,16 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     coro_sched_t *s = w->s;
     coro_t *j;
 
+    /* our own timers (lib/wait/wtimer.c): what is due fires now, into our
+     * queues, where the last look below finds it; the next one bounds our
+     * sleep.  Read under their lock: a removal's rebuild or the I/O
+     * thread's fire moves the heap's top meanwhile (tools/model/wtimer.pml).
+     * The line we publish it on is never later than the earliest timer,
+     * so none there means none at all (relaxed: our own line).  Only we
+     * add to them: nothing earlier can come while we sleep */
+    int64_t due = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
+    if (due != INT64_MAX)
+        due = s->drv->fire_own(s->io, w->idx, false);
     stop_searching(w);          /* the last look below covers what we leave */
     coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
     coro__frames_flush(s);      /* their owners may be waiting for frames */
@@ -157,14 +167,20 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
          * (the watch then takes the job if the owner started no step).
          * Or the membarrier failed: a push may have reached no one, and
          * the look after the timeout sees it */
-        coro__futex_wait(&w->futex, epoch, coro__now() + CORO__LIFO_PARK_NS);
+        int64_t until = coro__now() + CORO__LIFO_PARK_NS;
+        coro__futex_wait(&w->futex, epoch, due < until ? due : until);
     } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
                                            w) < 0) {
-        coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
+        /* another thread waits in epoll; ours end at their deadline (epoll's
+         * wait too: coro__io_park reads it where we published it) */
+        coro__futex_wait(&w->futex, epoch, due == INT64_MAX ? -1 : due);
     }
     coro__idle_clear(s, w->idx);
     coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
+    /* woken at our own deadline (or later): fire before we look again */
+    if (due != INT64_MAX && coro__now() >= due)
+        s->drv->fire_own(s->io, w->idx, false);
     /* a woken worker searches (tokio's notified worker does): when it
      * finds work and is the last searcher it wakes another, so a burst
      * whose notifies found a searcher and woke only us still gets as

@@ -257,6 +257,12 @@ struct coro__worker {
     /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
      * before the push, taken off after the pop: sched/worker.h PRIORITIES) */
     uint32_t nprio;
+    /* atomic (relaxed): the earliest deadline among this worker's timers
+     * (lib/wait/wtimer.c), INT64_MAX = none; written under their lock,
+     * read by the owner at its DUE TIMERS looks and by the I/O thread's
+     * standby.  A line of its own: each timed wait begun here may write
+     * it, and the other workers' pushes and steals must not meet it */
+    int64_t timer_next __attribute__((aligned(CORO__CACHELINE)));
     /* owner only */
     coro_sched_t *s __attribute__((aligned(CORO__CACHELINE)));
     int idx, cpu;                       /* cpu: -1 when single-threaded */
@@ -481,6 +487,10 @@ struct coro__driver {
     /* fire the I/O layer's and the lot's timers that are due (a busy
      * worker's look: sched/worker.c DUE TIMERS); the number fired */
     int (*fire_due)(struct coro__io *io);
+    /* fire worker idx's own timers that are due (lib/wait/wtimer.c), by
+     * that worker; try: give up if their lock is held.  Returns their next
+     * deadline, INT64_MAX none */
+    int64_t (*fire_own)(struct coro__io *io, int idx, bool try);
 };
 
 /* s's clock: its virtual one (.virtual_time), else coro__now()'s; for

@@ -163,9 +163,16 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
  * with one due, the I/O layer fires both heaps here (their locks are per
  * scheduler, the fire path the I/O thread's). What it wakes runs by its
  * mask and priority, ahead of the yielder (DEFERRED YIELDS) */
-__attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, int64_t d)
+__attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, int64_t d,
+                                                     int64_t own)
 {
-    if (!CORO__HOOK(coro__busy_look_off, false) && coro__now() >= d)
+    int64_t now = coro__now();
+
+    if (now < d)
+        return;
+    if (own <= now)
+        w->s->drv->fire_own(w->s->io, w->idx, true);
+    if (d < own && !CORO__HOOK(coro__busy_look_off, false))
         w->s->drv->fire_due(w->s->io);
 }
 
@@ -176,10 +183,22 @@ static inline void timers_due(struct coro__worker *w)
      * finds nothing due (the fire path decides under the heaps' locks) */
     int64_t d0 = __atomic_load_n(&s->timers_next[0], __ATOMIC_RELAXED);
     int64_t d1 = __atomic_load_n(&s->timers_next[1], __ATOMIC_RELAXED);
+    /* our own timers' deadline, on our own line (lib/wait/wtimer.c) */
+    int64_t own = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     int64_t d = d0 < d1 ? d0 : d1;
 
-    if (CORO__UNLIKELY(d != INT64_MAX))
-        timers_due_slow(w, d);
+    if (CORO__UNLIKELY(d != INT64_MAX || own != INT64_MAX))
+        timers_due_slow(w, d < own ? d : own, own);
+}
+
+/* the step count ran out: our own timers, which only we fire while we
+ * run (the scheduler's heaps have their timerfd's holder) */
+static inline void own_timers_due(struct coro__worker *w)
+{
+    /* relaxed: our own line's hint (timers_due) */
+    int64_t own = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
+    if (CORO__UNLIKELY(own != INT64_MAX) && coro__now() >= own)
+        w->s->drv->fire_own(w->s->io, w->idx, true);
 }
 
 /* a yield: the timers (DUE TIMERS: at yields only, not at the count's
@@ -211,6 +230,7 @@ static inline bool look_due_(struct coro__worker *w)
         w->poll_steps--;
         return false;
     }
+    own_timers_due(w);
     return look_due_slow(w, true);
 }
 

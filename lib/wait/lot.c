@@ -31,16 +31,20 @@
  * one, so that nesting is never a bucket within itself.
  *
  * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
- * lib/wait/lot_timer.c, struct coro__lotsched in lib/wait/lot_impl.h).  Each
- * scheduler has one min-heap
+ * lib/wait/lot_timer.c, struct coro__lotsched in lib/wait/lot_impl.h).  A
+ * wait begun on a worker puts its timer in that worker's heap, under that
+ * worker's lock (lib/wait/wtimer.c: the same rules, that lock in place of
+ * hlock); otherwise each scheduler has one min-heap
  * (lib/wait/heap.c) of {deadline, waiter, key} behind its own timerfd, under its own mutex
  * (hlock), preallocated (CORO__TIMER_PREALLOC entries) so that steady-state
  * timed waits allocate nothing; growth goes through the config allocator
  * and its failure fails the wait with -ENOMEM.  The waiter (a job: only
  * jobs use the heap, a plain thread waits on its futex with a deadline)
  * carries flag CORO__FL_TIMED (under its bucket lock) and keeps its
- * timer's handle + 1 in wait_slot (under hlock only; the handle finds the
- * timer's record wherever heap moves put its entry: lib/wait/heap.c).
+ * timer's slot in wait_slot (its home and handle, + 1: lib/wait/wait.h;
+ * written under the bucket lock and the timer's lock, cleared by a fire
+ * or removal under both; the handle finds the timer's record wherever heap
+ * moves put its entry: lib/wait/heap.c).
  * Invariant: a live timer exists
  * exactly while its waiter is linked on the entry's key; both change only
  * under that key's bucket lock.  So:
@@ -766,10 +770,8 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
                 const coro_await_t *aw = &w->top->aw;
                 const char *kind = aw->ops ? aw->ops->name : "?";
                 if (w->flags & CORO__FL_TIMED) {
-                    /* bucket lock, then hlock: the order of coro__lot_timer_add */
-                    pthread_mutex_lock(&ls->hlock);
-                    int64_t dl = w->wait_slot ? coro__heap_rec(&ls->heap, w->wait_slot - 1)->deadline : now;
-                    pthread_mutex_unlock(&ls->hlock);
+                    /* bucket lock, then the timer's: the order of coro__lot_timer_add */
+                    int64_t dl = w->wait_slot ? coro__lot_timer_deadline(w) : now;
                     coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
                                    w->wait_obj, (double)(dl - now) / 1e6);
                 } else {

@@ -19,6 +19,9 @@ struct coro__lotsched {
     struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_LOT */
     uint32_t npend;         /* atomic copy of the heap's live count, for coro__lot_timers_pending */
     struct coro__tfd timer; /* its timerfd (lib/wait/tfd.c) */
+    /* the workers' timers (lib/wait/wtimer.c), NULL without workers */
+    struct coro__wtimers *wt;
+    struct coro__wt_io io;  /* the I/O layer's kinds there */
     /* registry */
     uint64_t *parked;       /* NBUCKETS bits */
     int nreg;
@@ -33,9 +36,15 @@ struct coro__lotsched {
 CORO__HIDDEN int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key,
                                      int64_t deadline);
 CORO__HIDDEN void coro__lot_timer_del(coro_t *w);
+/* under w's bucket lock, w timed: its timer's deadline (coro_sched_dump) */
+CORO__HIDDEN int64_t coro__lot_timer_deadline(coro_t *w);
 /* wait/lot_timer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
 CORO__HIDDEN int coro__lot_timers_init(struct coro__lotsched *ls);
 CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
+/* wait/wtimer.c: the workers' heaps, made at the lot's init (after the
+ * workers' structs, before they run); 0 or -ENOMEM */
+CORO__HIDDEN int coro__wt_init(coro_sched_t *s);
+CORO__HIDDEN void coro__wt_fini(coro_sched_t *s);
 /* wait/lot.c: the bucket of key (not locked) */
 CORO__HIDDEN coro__lotb_t *coro__lot_bucket(const void *key);
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The parking lot's timers: one min-heap per scheduler of {deadline,
- * waiter, key} behind its own timerfd, under its own mutex (hlock).  The
+/* The parking lot's timers: a wait begun on a worker goes to that
+ * worker's heap (lib/wait/wtimer.c), every other to one min-heap per
+ * scheduler of {deadline, waiter, key} behind its own timerfd, under its
+ * own mutex (hlock), described here.  The
  * rules - a live timer exists exactly while its waiter is linked on the
  * entry's key, both changed only under that key's bucket lock; lock order
  * bucket -> hlock; the fire path decides under the bucket lock - are in
@@ -44,6 +46,9 @@ int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, i
     bool sync = false;
     int rc;
 
+    uint32_t home = coro__wt_here(ls->s);
+    if (home)   /* begun on a worker: its own heap (lib/wait/wtimer.c) */
+        return coro__wt_push(ls->s, home, &t, &w->wait_slot);
     pthread_mutex_lock(&ls->hlock);
     if ((rc = coro__heap_push(&ls->heap, &t)) == 0) {
         w->wait_slot = t.h + 1;
@@ -68,10 +73,35 @@ void coro__lot_timer_del(coro_t *w)
 
     struct coro__tnode t;
 
+    /* the slot is stable under w's bucket lock: only a fire, which needs
+     * that lock too, or this removal clear it */
+    uint32_t home = coro__wt_home(w->wait_slot);
+    if (home) {
+        struct coro__wtimers *wt = coro__wt_get(w->sched, home);
+        pthread_mutex_lock(&wt->lock);
+        coro__wt_del_locked(wt, w->wait_slot, &t);
+        w->wait_slot = 0;
+        pthread_mutex_unlock(&wt->lock);
+        return;
+    }
     pthread_mutex_lock(&ls->hlock);
     coro__heap_del(&ls->heap, w->wait_slot - 1, &t);
     taken(ls, &t);
     pthread_mutex_unlock(&ls->hlock);
+}
+
+/* under w's bucket lock: the deadline of w's live timer */
+int64_t coro__lot_timer_deadline(coro_t *w)
+{
+    struct coro__lotsched *ls = w->sched->lot;
+    uint32_t home = coro__wt_home(w->wait_slot);
+    pthread_mutex_t *lock = home ? &coro__wt_get(w->sched, home)->lock : &ls->hlock;
+    struct coro__heap *h = home ? &coro__wt_get(w->sched, home)->heap : &ls->heap;
+
+    pthread_mutex_lock(lock);
+    int64_t d = coro__heap_rec(h, coro__wt_handle(w->wait_slot))->deadline;
+    pthread_mutex_unlock(lock);
+    return d;
 }
 
 /* ---- firing timers ------------------------------------------------------------- */
@@ -146,7 +176,7 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
 uint32_t coro__lot_timers_count(coro_sched_t *s)
 {
     /* relaxed: exact for tests once the scheduler is quiet */
-    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED);
+    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) + coro__wt_count(s);
 }
 #endif
 
@@ -162,9 +192,9 @@ int64_t coro__lot_timers_next(coro_sched_t *s)
 
 bool coro__lot_timers_pending(coro_sched_t *s)
 {
-    /* relaxed: a hint for the single-threaded driver, whose own jobs are
-     * the only ones that add timers there (and a timer's fire is what
-     * clears it) */
+    /* the scheduler's heap only: the workers fire their own.  Relaxed: a
+     * hint for the single-threaded driver, whose own jobs are the only ones
+     * that add timers there (and a timer's fire is what clears it) */
     return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) != 0;
 }
 
@@ -184,11 +214,14 @@ int coro__lot_timers_init(struct coro__lotsched *ls)
     if (rc < 0)
         return rc;
     ls->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    return ls->timer.fd < 0 ? -errno : 0;
+    if (ls->timer.fd < 0)
+        return -errno;
+    return coro__wt_init(ls->s);
 }
 
 void coro__lot_timers_fini(struct coro__lotsched *ls)
 {
+    coro__wt_fini(ls->s);
     if (ls->timer.fd >= 0)
         close(ls->timer.fd);
     ls->timer.fd = -1;

@@ -88,6 +88,84 @@ static inline const struct coro__tnode *coro__heap_rec(const struct coro__heap *
     return &h->rec[handle];
 }
 
+/* ---- a worker's timers (lib/wait/wtimer.c) ----------------------------------------
+ * The timed waits begun on a worker - lot waits and I/O waits alike -
+ * keep their timers in that worker's heap, under that worker's lock; the
+ * worker fires them itself (at its DUE TIMERS looks and before it parks)
+ * and the I/O thread only when the worker is stuck in a long step.  A
+ * timer's SLOT (what its wait keeps) names its home and its handle:
+ * home 0 is the scheduler's own heap (plain threads' and blocking
+ * contexts' waits, schedulers without workers), home i + 1 worker i's. */
+#define CORO__WT_HANDLE_BITS 20     /* handles per heap: a push beyond is -ENOMEM */
+#define CORO__WT_HANDLES (1u << CORO__WT_HANDLE_BITS)
+
+struct coro__wtimers {
+    pthread_mutex_t lock;
+    struct coro__heap heap;     /* kinds LOT, FD and SLEEP together */
+    int64_t *next;              /* the owner's published deadline (coro__worker.timer_next) */
+    uint32_t npend;             /* atomic: the heap's live count, written under lock */
+} __attribute__((aligned(CORO__CACHELINE)));
+
+/* what the I/O layer does with its kinds' timers (FD, SLEEP) that leave a
+ * worker's heap: taken, under the heap's lock (its slot forgets the
+ * timer); fire, after that lock (the wake-up, res 0: timed out) */
+struct coro__wt_io {
+    void (*taken)(void *ctx, const struct coro__tnode *t);
+    void (*fire)(void *ctx, const struct coro__tnode *t);
+    void *ctx;
+};
+
+/* slot: home and handle, + 1 (0: no timer); fits an int32_t */
+static inline uint32_t coro__wt_slot(uint32_t home, uint32_t handle)
+{
+    return (home << CORO__WT_HANDLE_BITS | handle) + 1;
+}
+static inline uint32_t coro__wt_home(uint32_t slot)
+{
+    return (slot - 1) >> CORO__WT_HANDLE_BITS;
+}
+static inline uint32_t coro__wt_handle(uint32_t slot)
+{
+    return (slot - 1) & (CORO__WT_HANDLES - 1);
+}
+
+/* the home a wait begun on this thread for a job of s gets: the calling
+ * worker's (1 + its index), or 0 (not a worker of s, or s has none) */
+CORO__HIDDEN uint32_t coro__wt_here(coro_sched_t *s);
+/* worker home's timers (home >= 1) */
+CORO__HIDDEN struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home);
+/* by home's owner: push t (t->h set); its slot into *slot under the
+ * lock (slot NULL: a sleep, into its awaitable's arg[CORO__SLEEP_SLOT]).
+ * 0, -ENOMEM, or -ECANCELED (an I/O kind's job or scheduler cancelling).
+ * Publishes the new earliest deadline. */
+CORO__HIDDEN int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *t,
+                               uint32_t *slot);
+/* under home's lock (any thread): the live timer of slot removed, its
+ * record into *out (an O(1) mark: lib/wait/heap.c) */
+CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
+                                      struct coro__tnode *out);
+/* fire what is due at now in worker home's heap: by its owner (try:
+ * give up if the lock is held - its holder is firing or marking) or by
+ * the I/O thread for a stuck worker.  Returns the next deadline, read
+ * under the lock and published (INT64_MAX none); *fired += the jobs woken */
+CORO__HIDDEN int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try,
+                                     int *fired);
+/* worker idx's own fire (its DUE TIMERS and park: sched/worker.c), at
+ * the clock's now; INT64_MAX without workers' heaps */
+CORO__HIDDEN int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try);
+/* the I/O thread: fire the heaps of workers whose published deadline is
+ * more than late ns past now (stuck in a step).  Returns the earliest
+ * published deadline + late over all workers (INT64_MAX none): when to
+ * look again; *fired += the jobs woken */
+CORO__HIDDEN int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late,
+                                           int *fired);
+/* the I/O layer's kinds: set once at create, before any worker runs */
+CORO__HIDDEN void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io);
+/* how many workers' heaps (homes 1 ..), 0 without */
+CORO__HIDDEN uint32_t coro__wt_homes(coro_sched_t *s);
+/* the live timers of every worker's heap (racy: a hint; exact when quiet) */
+CORO__HIDDEN uint32_t coro__wt_count(coro_sched_t *s);
+
 /* ---- a timerfd programmed outside its heap's lock (lib/wait/tfd.c) ---------------
  * want: the deadline the fd must hold (INT64_MAX: disarmed), stored under
  * the owner's heap lock (coro__tfd_want); coro__tfd_sync, called after

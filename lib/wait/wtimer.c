@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* A worker's timers: one heap (lib/wait/heap.c) per worker for the timed
+ * waits begun on it - the parking lot's (kind LOT) and the I/O context's
+ * fd waits and sleeps (FD, SLEEP) in the same heap - under a lock of that
+ * worker's, with its earliest deadline published on a line of its own
+ * (coro__worker.timer_next).  Go keeps its timers per P for the same
+ * reason: one scheduler-wide heap is a lock every timed wait of every
+ * worker meets, and one thread firing them wakes every job across CPUs.
+ *
+ * WHO TOUCHES WHAT.
+ *   - A push is made by the owner only: a wait is armed on the thread
+ *     that ran the job, after its step (coro__wt_here names that worker).
+ *     Plain threads, blocking contexts and schedulers without workers use
+ *     the scheduler's heap (home 0: lib/wait/lot_timer.c, lib/io/epoll.c).
+ *   - A removal (the wait ended another way: woken, withdrawn, cancelled)
+ *     is made by whichever thread ends the wait, under the home's lock, in
+ *     O(1): the timer is marked, and leaves when it reaches the top or in
+ *     a rebuild (heap.c, HANDLES, AND REMOVAL BY MARK).  The wait knows
+ *     the home from its slot, so a job that moved to another worker since
+ *     leaves its timer where it was: its deadline is never recomputed, and
+ *     stays exact.
+ *   - The fire: the owner, at its DUE TIMERS looks (a trylock: a held lock
+ *     means a removal or a fire is under way) and before it parks (its
+ *     park's timeout is the deadline this file returns, read under the
+ *     lock - a removal's rebuild or a fire moves entries of a[], and a
+ *     read of the top without the lock may see one in flight: the model
+ *     tools/model/wtimer.pml rejects that park); and the I/O thread, for
+ *     a worker whose published deadline is CORO__IO_STANDBY_NS late - one
+ *     stuck in a long step - under the same lock.
+ *   - timer_next is written under the lock only: at a push that makes an
+ *     earlier top, and at the end of each fire.  A removal leaves it
+ *     earlier than the true top; the reader that acts on it finds nothing
+ *     due and publishes the true one.  It is never later than the earliest
+ *     live timer: every push publishes at least its own deadline, and a
+ *     fire publishes the top it leaves.
+ *
+ * LOCK ORDER.  A lot timer keeps the lot's: bucket -> timer lock.  The
+ * fire looks at the top under the timer lock, drops it, takes the top's
+ * bucket lock, then the timer lock again, and fires the top only if it is
+ * still due and of that bucket: decided under the bucket lock, its waiter
+ * is linked and alive (lib/wait/lot.c, TIMERS).  An I/O timer keeps the
+ * I/O context's: entry lock -> timer lock; its fire pops under the timer
+ * lock alone, forgets it in its slot there (coro__wt_io.taken), and wakes
+ * after (coro__wt_io.fire, which checks the slot's sequence under the
+ * entry lock).  Worker timer locks never nest in each other.
+ */
+#include <string.h>
+
+#include "wait/lot_impl.h"
+
+#define EXPIRE_BATCH 16     /* I/O timers taken per hold of the lock */
+
+uint32_t coro__wt_here(coro_sched_t *s)
+{
+    struct coro__worker *w = coro__tls_worker;
+    return s->lot->wt && w && w->s == s ? (uint32_t)w->idx + 1 : 0;
+}
+
+struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home)
+{
+    return &s->lot->wt[home - 1];
+}
+
+/* under t's lock */
+static void publish(struct coro__wtimers *t, int64_t d)
+{
+    /* relaxed: a hint its readers act on after their own lock or a clock
+     * check (top of file) */
+    __atomic_store_n(t->next, d, __ATOMIC_RELAXED);
+}
+
+static void count(struct coro__wtimers *t)
+{
+    /* relaxed: read as a hint (coro__wt_count) */
+    __atomic_store_n(&t->npend, coro__heap_count(&t->heap), __ATOMIC_RELAXED);
+}
+
+int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32_t *slot)
+{
+    struct coro__wtimers *t = coro__wt_get(s, home);
+    int rc;
+
+    pthread_mutex_lock(&t->lock);
+    /* an I/O wait checks the cancel flags under the lock that the I/O
+     * context's cancel walks take (lib/io/epoll.c, CANCEL): it sees the
+     * flag or is found; a lot wait checked them under its bucket lock */
+    if (tn->kind != CORO__TK_LOT &&
+        (coro__cancelling(s) || (tn->kind == CORO__TK_SLEEP && coro__job_cancelled(tn->p))))
+        rc = -ECANCELED;
+    else if ((rc = coro__heap_push(&t->heap, tn)) == 0) {
+        if (tn->h >= CORO__WT_HANDLES) {    /* beyond what a slot names */
+            struct coro__tnode x;
+            coro__heap_del(&t->heap, tn->h, &x);
+            rc = -ENOMEM;
+        } else {
+            if (slot) {
+                /* relaxed: an fd slot's hidx is read under the entry's
+                 * lock, which this store is under too, and written by a
+                 * fire under this lock (lib/io/timers.c) */
+                __atomic_store_n(slot, coro__wt_slot(home, tn->h), __ATOMIC_RELAXED);
+            } else {
+                /* a sleep: its awaitable keeps the slot, which its cancel
+                 * reads without a lock (it cannot know the home first).
+                 * seq_cst, the store then the flag's load: Dekker with
+                 * coro_cancel's RMW of the flag then its load of the slot
+                 * (lib/io/epoll.c coro__io_cancel_job) - it finds the
+                 * timer, or we see the flag and withdraw it here */
+                __atomic_store_n(&((coro_t *)tn->p)->top->aw.arg[CORO__SLEEP_SLOT].i,
+                                 (intptr_t)coro__wt_slot(home, tn->h), __ATOMIC_SEQ_CST);
+                if (coro__job_cancelled(tn->p)) {
+                    struct coro__tnode x;
+                    coro__heap_del(&t->heap, tn->h, &x);
+                    rc = -ECANCELED;
+                }
+            }
+            count(t);
+            /* relaxed: written under this lock, which we hold */
+            if (rc == 0 && tn->deadline < __atomic_load_n(t->next, __ATOMIC_RELAXED))
+                publish(t, tn->deadline);
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot, struct coro__tnode *out)
+{
+    coro__heap_del(&t->heap, coro__wt_handle(slot), out);
+    count(t);
+}
+
+/* under t's lock: the record of a timer that left the heap */
+static void taken(struct coro__wtimers *t, const struct coro__lotsched *ls,
+                  const struct coro__tnode *out)
+{
+    if (out->kind == CORO__TK_LOT)
+        ((coro_t *)out->p)->wait_slot = 0;
+    else
+        ls->io.taken(ls->io.ctx, out);
+    count(t);
+}
+
+int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
+{
+    struct coro__lotsched *ls = s->lot;
+    struct coro__wtimers *t = coro__wt_get(s, home);
+
+    for (;;) {
+        if (!try)
+            pthread_mutex_lock(&t->lock);
+        else if (pthread_mutex_trylock(&t->lock) != 0)
+            return __atomic_load_n(t->next, __ATOMIC_RELAXED);  /* relaxed: a hint */
+        int64_t d = coro__heap_next(&t->heap);
+        if (d > now) {
+            publish(t, d);
+            pthread_mutex_unlock(&t->lock);
+            return d;
+        }
+        const struct coro__tnode *top = coro__heap_first(&t->heap);
+        if (top->kind != CORO__TK_LOT) {
+            /* I/O timers: popped under this lock alone, woken after it */
+            struct coro__tnode out[EXPIRE_BATCH];
+            int k = 0;
+            do {
+                coro__heap_pop(&t->heap, &out[k]);
+                taken(t, ls, &out[k]);
+                k++;
+            } while (k < EXPIRE_BATCH && coro__heap_next(&t->heap) <= now &&
+                     coro__heap_first(&t->heap)->kind != CORO__TK_LOT);
+            pthread_mutex_unlock(&t->lock);
+            for (int i = 0; i < k; i++)
+                ls->io.fire(ls->io.ctx, &out[i]);
+            *fired += k;
+            continue;
+        }
+        const void *key = top->key;
+        pthread_mutex_unlock(&t->lock);
+
+        coro__wl_t wl;
+        coro__wl_init(&wl);
+        coro__lotb_t *b = coro__lot_lock(key);
+        pthread_mutex_lock(&t->lock);
+        coro_t *w = NULL;
+        const void *k = NULL;
+        /* decided again under the bucket lock: the entry's waiter is then
+         * linked and alive (lib/wait/lot.c, TIMERS) */
+        if (coro__heap_next(&t->heap) <= now) {
+            top = coro__heap_first(&t->heap);
+            if (top->kind == CORO__TK_LOT && coro__lot_bucket(top->key) == b) {
+                struct coro__tnode out;
+                coro__heap_pop(&t->heap, &out);
+                taken(t, ls, &out);
+                w = out.p;
+                k = out.key;
+            }
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (w)
+            w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
+        if (w && coro__lot_unlink(b, k, w)) {
+            coro__wl_add(&wl, w, -ETIMEDOUT);
+            (*fired)++;
+        }
+        coro__lot_unlock(b);
+        coro__wl_wake(&wl);
+    }
+}
+
+int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try)
+{
+    int fired = 0;
+
+    if (!s->lot->wt)
+        return INT64_MAX;
+    return coro__wt_expire(s, (uint32_t)idx + 1, coro__now(), try, &fired);
+}
+
+int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
+{
+    int64_t next = INT64_MAX;
+
+    if (!s->lot->wt)
+        return next;
+    for (int i = 0; i < s->nworkers; i++) {
+        /* relaxed: a hint; the fire decides under the worker's lock */
+        int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
+        if (d != INT64_MAX && d <= now - late)
+            d = coro__wt_expire(s, (uint32_t)i + 1, now, false, fired);
+        if (d != INT64_MAX && d + late < next)
+            next = d + late;
+    }
+    return next;
+}
+
+void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io)
+{
+    s->lot->io = *io;
+}
+
+uint32_t coro__wt_homes(coro_sched_t *s)
+{
+    return s->lot->wt ? (uint32_t)s->nworkers : 0;
+}
+
+uint32_t coro__wt_count(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = s->lot;
+    uint32_t n = 0;
+
+    for (int i = 0; ls->wt && i < s->nworkers; i++)
+        n += __atomic_load_n(&ls->wt[i].npend, __ATOMIC_RELAXED);  /* relaxed: a hint */
+    return n;
+}
+
+/* ---- life (lib/wait/lot_timer.c calls these) ---------------------------------------- */
+
+int coro__wt_init(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = s->lot;
+    int n = s->nworkers;
+
+    /* the workers wait for create's go: they read it after this */
+    for (int i = 0; i < s->nslots; i++)
+        s->w[i]->timer_next = INT64_MAX;
+    if (n == 0)
+        return 0;
+    ls->wt = coro__alloc_aligned(s, (size_t)n * sizeof *ls->wt);
+    if (!ls->wt)
+        return -ENOMEM;
+    memset(ls->wt, 0, (size_t)n * sizeof *ls->wt);
+    for (int i = 0; i < n; i++) {
+        struct coro__wtimers *t = &ls->wt[i];
+        pthread_mutex_init(&t->lock, NULL);
+        t->next = &s->w[i]->timer_next;
+        /* room for CORO__TIMER_PREALLOC, as the scheduler's heaps: steady
+         * timed waits allocate nothing, on whichever worker they begin */
+        if (coro__heap_init(&t->heap, s, CORO__TIMER_PREALLOC) < 0) {
+            coro__wt_fini(s);
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+void coro__wt_fini(coro_sched_t *s)
+{
+    struct coro__lotsched *ls = s->lot;
+
+    if (!ls->wt)
+        return;
+    /* after shutdown no job waits: every timer went with its wait */
+    for (int i = 0; i < s->nworkers; i++) {
+        if (ls->wt[i].heap.s)   /* made (init may have stopped short) */
+            coro__heap_fini(&ls->wt[i].heap);
+        pthread_mutex_destroy(&ls->wt[i].lock);
+    }
+    coro__free_aligned(s, ls->wt, (size_t)s->nworkers * sizeof *ls->wt);
+    ls->wt = NULL;
+}
