@@ -2,7 +2,9 @@
 /* The worker thread: its loop (look for work, spin, yield, park, run a
  * step), a yielder kept aside while others run (DEFERRED YIELDS), and the
  * looks at epoll and at the timers that a busy worker makes between its
- * steps (BUSY LOOKS, DUE TIMERS).
+ * steps (BUSY LOOKS, DUE TIMERS).  The rest of the workers' code is in
+ * the files beside it; sched/worker.h says which essay (QUEUES, PARKING,
+ * RINGS, ...) is in which file.
  *
  * IDLE.  A worker that finds nothing in its own queues first looks at the
  * epoll set without blocking (coro__io_poll_now, once per idle phase,
