@@ -3,7 +3,8 @@
  * with its reason.  Changing one changes behaviour, not correctness: the
  * protocols do not depend on these values (the spin models in tools/model
  * do not use them).  Files of I/O keep their own limits where they are
- * sizes of a data structure (io/epoll.c: chunked fd table, event batch). */
+ * sizes of a data structure (io/io_impl.h: the chunked fd table;
+ * io/timers.c: the expiry batch). */
 #ifndef COROKIT_LIB_BASE_TUNABLES_H
 #define COROKIT_LIB_BASE_TUNABLES_H
 

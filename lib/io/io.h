@@ -39,7 +39,7 @@ struct coro__io_ops {
     uint8_t dir;
     /* CORO__IOF_*: what the fd layer must know about the operation */
     uint8_t flags;
-    /* fd ready in dir (or a kept edge, lib/io/epoll.c): perform the
+    /* fd ready in dir (or a kept edge, lib/io/fd_wait.c): perform the
      * operation, on whichever thread took the readiness (a worker, the I/O
      * thread, the single-threaded driver).  true = done with *res; false =
      * it would block, keep waiting. */
@@ -61,7 +61,7 @@ static inline const struct coro__io_ops *coro__io_ops_of(const coro_await_t *aw)
 }
 
 /* The arm shared by every I/O awaitable: park the job in its fd's slot or
- * the timer heap, or complete it at once (lib/io/epoll.c). */
+ * the timer heap, or complete it at once (lib/io/fd_wait.c). */
 CORO__HIDDEN int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 
 /* An awaitable of ops whose deadline is absolute (-1 = none). */
@@ -83,7 +83,7 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
  * forgotten before fini closes it */
 #define CORO__IOF_OWNFD 2u
 
-/* ---- readiness words (lib/io/epoll.c's essay, READINESS; docs/io.md) ----------
+/* ---- readiness words (lib/io/fd_wait.c's essay, READINESS; docs/io.md) ----------
  * Each fd entry keeps one 64-bit word: the low byte holds flags, the rest
  * counts the epoll events seen for the fd (the tick).  The word is a hint
  * that may cost a system call and never saves a needed one: every
@@ -155,7 +155,7 @@ CORO__HIDDEN void coro__io_forget(struct coro__io *io, int fd);
 /* a select's readable (dir CORO__DIR_RD) / writable branch record p in
  * fd's slot: 0, -EBADF, -ENOMEM, -EBUSY (the slot is taken), -errno of
  * epoll_ctl (-EPERM: fd cannot be polled).  Unlink: p off the slot if it
- * is still there; after it returns no claim of p runs (io/epoll.c). */
+ * is still there; after it returns no claim of p runs (io/fd_select.c). */
 /* readiness of fd now (poll, no wait): 1 ready, 0 not, -errno (-EBADF) */
 CORO__HIDDEN int coro__fd_ready(int fd, bool rd);
 CORO__HIDDEN int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir);
@@ -201,7 +201,7 @@ static inline bool coro__file_op(int fd, const void *buf, size_t len, int64_t ti
 }
 
 /* ---- the I/O hook --------------------------------------------------------------
- * The I/O context (lib/io/epoll.c), created with the scheduler.
+ * The I/O context (lib/io/context.c), created with the scheduler.
  * poll: single-threaded mode, wait for I/O up to timeout ns (-1 = forever,
  * 0 = just look) and wake what is ready; returns how many events it
  * handled, or -EAGAIN when nothing waits on I/O at all. */

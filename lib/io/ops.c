@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The I/O awaitables: their constructors (run in the job's body, on the
  * worker: they try the system call first) and their attempt functions
- * (run by the thread that takes the fd's readiness: lib/io/epoll.c).
+ * (run by the thread that takes the fd's readiness: lib/io/fd_wait.c).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from
@@ -113,7 +113,7 @@ static struct coro__io *cur_io(void)
 }
 
 /* A constructor's system call: always made, whatever the fd's readiness
- * word says (READINESS in lib/io/epoll.c) - the word may be stale, of a
+ * word says (READINESS in lib/io/fd_wait.c) - the word may be stale, of a
  * number closed with close(2) and reused, or of a short read that left an
  * end of file behind it.  Only EAGAIN clears the word's bits, unless an
  * event came since the snapshot taken before the call: the job's park

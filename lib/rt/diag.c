@@ -14,7 +14,7 @@
  *     are shown by address only, per queue, with the reason they wait;
  *   - suspended: the parking lot's buckets this scheduler parked in and
  *     its joiner registry (lib/wait/lot.c), the fd slots and timer heap of the
- *     I/O context (lib/io/epoll.c), the blocking pool's queue and calls in
+ *     I/O context (lib/io/dump.c), the blocking pool's queue and calls in
  *     progress (lib/io/blocking.c), each under its own lock: a job found
  *     there cannot be woken (nor finish) while the lock is held, so its
  *     frame is read safely.

@@ -609,8 +609,8 @@ int coro__cancel_seen(coro_t *job, uint32_t old)
             nw += CORO__JOINER_ONE;
         }
         /* seq_cst: the flag before the sweeps' loads of the registry bits
-         * and the I/O request (lib/wait/lot.c REGISTRY, lib/io/epoll.c
-         * CANCEL); a parker that misses it is found by them.  On failure,
+         * and the I/O request (lib/wait/lot.c REGISTRY, lib/io/cancel.c);
+         * a parker that misses it is found by them.  On failure,
          * acquire as the load above */
         if (__atomic_compare_exchange_n(&job->state, &old, nw, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_ACQUIRE))

@@ -63,7 +63,7 @@
  * lot, the joiner slots and the I/O context check it where they insert a
  * waiter, after the registry bit / under the registry lock, so that a
  * waiter either sees it or is found by the sweep coro_cancel runs after
- * setting it (lib/wait/lot.c REGISTRY, lib/io/epoll.c CANCEL). */
+ * setting it (lib/wait/lot.c REGISTRY, lib/io/cancel.c). */
 #define CORO__F_CANCEL      256u
 /* POOLQ: the job is queued on the blocking pool's FIFO (lib/io/blocking.c
  *        QUEUED): set and cleared under the pool's mutex. */
@@ -84,7 +84,7 @@ static inline bool coro__job_cancelled(const coro_t *job)
 #define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
 /* woken to arm its await again, not to resume its body (with
  * CORO__FL_IOWAKE: readiness came for the fd it waits on, and the job
- * makes its own system call on the worker that runs it, lib/io/epoll.c
+ * makes its own system call on the worker that runs it, lib/io/fd_wait.c
  * WHO CALLS); the await's arm sees it and clears it */
 #define CORO__FL_REARM 32u
 /* 64u: CORO__FL_SMALL, a small slab's pool frame (lib/sched/frame.h) */
@@ -462,7 +462,7 @@ extern __thread int64_t coro__tls_drive_deadline CORO__HIDDEN;
 /* ---- the event driver ---------------------------------------------------------
  * How an idle worker waits for events other than work (readiness, timers)
  * and how a worker that waits there is woken.  The scheduling layer
- * defines the interface; the I/O layer (io/epoll.c, coro__io_driver)
+ * defines the interface; the I/O layer (io/context.c, coro__io_driver)
  * implements it and the runtime plugs it in at create (s->drv, with s->io
  * its context): scheduling never names a symbol of a layer above it.
  * Contracts: io/io.h, where each function is declared under its own name. */

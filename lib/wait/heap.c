@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The timer heap: one implementation for every timed wait - the parking
  * lot's (lib/wait/lot_timer.c) and the I/O context's fd waits and sleeps
- * (lib/io/epoll.c).  Each owner keeps its own heap under its own lock;
+ * (lib/io/timers.c).  Each owner keeps its own heap under its own lock;
  * this file has no lock and no clock.
  *
  * A 4-ary min-heap by deadline.  4-ary rather than binary: a pop - the

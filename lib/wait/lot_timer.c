@@ -87,7 +87,7 @@ int coro__lot_timers_fire(coro_sched_t *s)
 
 /* worker: a busy worker's look (sched/worker.c DUE TIMERS), which leaves
  * the timerfd armed for its holder and does not wait for hlock (see
- * lib/io/epoll.c expire_due) */
+ * lib/io/timers.c expire_due) */
 int coro__lot_timers_expire(coro_sched_t *s, bool worker)
 {
     struct coro__lotsched *ls = s->lot;

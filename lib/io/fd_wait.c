@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/* Waiting on an fd: the fd table, each fd's registration in the epoll
+ * set, its readiness word, and the waiters parked in its slots until an
+ * event (handled by whoever holds the poll token: lib/io/epoll.c) takes
+ * them.  Timers of timed waits: lib/io/timers.c; select branches parked
+ * in the slots: lib/io/fd_select.c; the layout: lib/io/io_impl.h.
+ *
+ * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
+ * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
+ * one attempt).  A direction nobody waits in stays out: the peer's every
+ * read would call into epoll for a writable edge no one needs.  The fd
+ * stays registered until coro_close (EPOLL_CTL_DEL) or until
+ * corokit learns that its number names a new file (coro__io_forget: accept
+ * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
+ * The epoll tag is fd | gen << 32: an event of a forgotten registration
+ * (gen moved on) is ignored.
+ *
+ * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
+ * freed before the scheduler, so a pointer to an entry stays valid) holds,
+ * under its spinlock, the waiting reader and writer (w[dir]), and the
+ * READINESS word `rdy` (tokio's ScheduledIo): flags in the low byte -
+ * readable / writable (CORO__RDY_RD/WR), the sticky end states
+ * (CORO__RDY_RD_CLOSED from EPOLLRDHUP, EPOLLHUP or EPOLLERR;
+ * CORO__RDY_WR_CLOSED from EPOLLHUP or EPOLLERR), registered per direction
+ * (CORO__RDY_REG_*) - and above them the TICK, the count of epoll events
+ * seen for the fd (and of registrations).
+ * The word is a hint that may cost a system call, never one that skips a
+ * needed call.  Every constructor (lib/io/ops.c) makes its call whatever
+ * the word says: the word cannot know of a number closed with close(2)
+ * and reused, and a timeout of 0 must try.  The word is read only by a
+ * job about to park whose own call just got EAGAIN (fd_wait), to choose
+ * "park" or "try again".
+ * Invariant: a direction's bits are clear only if an operation, started
+ * after the word showed the current tick, got EAGAIN, and no event has
+ * come since.  So clear bits of a registered direction mean "would block".
+ *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
+ *     set, and its closed bit when the event says so (a CAS loop, one
+ *     RMW); a waiter in the slot is taken and woken to try (WHO CALLS)
+ *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
+ *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
+ *     by CAS, only while the tick is still snap's.  A transfer, short or
+ *     not, and an end of file (0) or an error clear nothing: a short read
+ *     does not say the fd is drained - the FIN (a pipe's last writer
+ *     gone, an RST) may have come with the data, and its edge may have
+ *     been handled before the read, so no edge would come again.
+ *   a waiter (fd_wait, under the lock, after its own EAGAIN): bits set:
+ *     unlock, try (the rule above), loop; clear: park in w[dir] - no
+ *     second system call.
+ * No lost wake-up: the kernel queues an edge-triggered event for every
+ * state change after the call that got EAGAIN (new data, FIN, RST, HUP,
+ * an error, buffer space); the poller counts it (tick + 1) either before
+ * the clear's CAS, which then fails and leaves the bits set (one extra
+ * attempt), or after it, setting the bits again or taking the parked
+ * waiter (the waiter parks under the lock the poller takes).  A change
+ * before that call is no concern: the call saw it and did not get EAGAIN.
+ * A set bit may be stale (an edge whose data was read): one extra
+ * attempt, never a lost wake-up.  The closed bits are sticky against
+ * everything but EAGAIN (a FIFO whose new writer opened it is no longer
+ * at its end: the kernel says so, and the bit goes, so a waiter cannot
+ * spin on it).  A fresh registration starts not ready: EPOLL_CTL_ADD (MOD)
+ * queues an event at once if the fd is ready then.  coro_close and
+ * coro__io_forget wipe the flags and move the tick, so older snapshots
+ * clear nothing.  The case analysis over each kind of event and fd is in
+ * docs/io.md ("When a system call is skipped"); tools/model/ready.pml
+ * checks the protocol, and rejects the rule that a short read clears.
+ *
+ * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
+ * a busy worker's look, the I/O thread) makes no read or write for the
+ * waiter it takes: it wakes it with CORO__FL_REARM, and the worker that
+ * runs the job arms its await again (coro__io_arm -> fd_wait: the bits
+ * this event set, the operation tried with a snapshot, EAGAIN clears and
+ * parks again).  So the calls are made on the workers the jobs' masks
+ * allow, spread as the jobs are, and the handler's work per event is a
+ * lock, a slot and a push, whatever the operation costs: no one thread
+ * does work that grows with the bytes moved.  The job's deadline is
+ * absolute (aw->timeout), so a wait parked again keeps it; a cancel
+ * between the wake and the try is seen by fd_wait under the entry lock.
+ * A select's stand-in is fired as before (proxy_fire): the select makes
+ * its calls itself when it runs.
+ */
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "io/io_impl.h"
+
+/* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
+__attribute__((noinline, cold))
+struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot)
+{
+    struct fdent *c = NULL;
+    struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
+    if (!n)
+        return NULL;
+    memset(n, 0, CHUNK * sizeof *n);
+    for (uint32_t i = 0; i < CHUNK; i++)
+        n[i].hidx[0] = n[i].hidx[1] = NO_TIMER;
+    /* acq_rel: publishes n's contents; on failure acquires the winner's */
+    if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return n;
+    coro__free(io->s, n, CHUNK * sizeof *n);
+    return c;
+}
+
+uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+    return e ? &e->rdy : NULL;
+}
+
+/* every completion of an fd awaitable, whoever completes it: the
+ * awaitable's own fd is forgotten then released, a new fd forgotten */
+__attribute__((noinline))
+void coro__io_fd_done_(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->flags & CORO__IOF_OWNFD)
+        coro__io_forget(io, (int)aw->arg[0].i);
+    if (ops->fini)
+        ops->fini(aw);
+    if ((ops->flags & CORO__IOF_NEWFD) && res >= 0)
+        coro__io_forget(io, (int)res);
+}
+
+static inline uint64_t tag_of(int fd, uint32_t gen)
+{
+    return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
+}
+
+/* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
+ * fd to the epoll set, or MOD it to add that direction (at most two
+ * epoll_ctl per fd).  A direction nobody waits in is left out: each read
+ * by the peer of a socket registered for EPOLLOUT too would queue an event
+ * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
+int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit)
+{
+    uint32_t gen = e->reg ? e->gen : e->gen + 1;
+    uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
+    struct epoll_event ev = {
+        .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
+                  ((dirs & WR_BIT) ? EPOLLOUT : 0),
+        .data.u64 = tag_of(fd, gen)
+    };
+    int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+    if (rc < 0 && e->reg && errno == ENOENT) {
+        /* closed with close(2) and the number reused: epoll forgot the old
+         * file, so we do too */
+        e->reg = 0;
+        gen = e->gen + 1;
+        dirs = bit;
+        ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+        ev.data.u64 = tag_of(fd, gen);
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    if (rc < 0 && !e->reg && errno == EEXIST)  /* the old file lives on (a dup): retag it */
+        rc = epoll_ctl(io->epfd, EPOLL_CTL_MOD, fd, &ev);
+    if (rc < 0)
+        return -errno;
+    /* ADD / MOD report what is ready now (an event is queued, handled after
+     * our unlock): the new direction starts not ready.  At ADD the fd is
+     * new to us: forget the old word. */
+    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
+    rdy_update(e, e->reg ? coro__rdy_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
+               set);
+    e->gen = gen;
+    e->reg = 1;
+    e->dirs = dirs;
+    return 0;
+}
+
+/* under e's lock: slot_take for the paths that end a wait with res (close,
+ * forget, cancel): a select branch's record claims its select for res
+ * (woken from wl after the unlock) and NULL is returned; a job is
+ * returned for finish() */
+static coro_t *slot_take_jobs(struct coro__io *io, struct fdent *e, int dir, intptr_t res,
+                              coro__wl_t *wl)
+{
+    coro_t *w = slot_take(io, e, dir);
+
+    if (w && is_proxy(w)) {
+        proxy_fire(e, dir, w, res, wl);
+        return NULL;
+    }
+    return w;
+}
+
+/* The job is SUSPENDED; its operation got EAGAIN.  Park it in its fd's
+ * slot, or complete it (READY with *res) - the waiter's protocol at the top. */
+static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int fd = (int)aw->arg[0].i, dir = ops->dir;
+    uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
+    struct fdent *e = ent_get(io, fd, true);
+    int rc;
+
+    if (!e) {
+        *res = fd < 0 || (uint32_t)fd >= MAX_FDS ? -EBADF : -ENOMEM;
+        return CORO__ARM_READY;
+    }
+    for (;;) {
+        ent_lock(e);
+        /* the per-job flag too (coro_cancel): checked under the entry lock
+         * that coro__io_cancel_jobs takes, so the park sees it or is found */
+        if (coro__cancelling(io->s) || coro__job_cancelled(job)) {
+            ent_unlock(e);
+            *res = -ECANCELED;
+            return CORO__ARM_READY;
+        }
+        if (!(e->dirs & bit) && (rc = coro__io_ent_register(io, e, fd, bit)) < 0) {
+            ent_unlock(e);
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        /* an event came since the fd was last seen not ready (or the end
+         * state stands): try the operation (the word read before it: a
+         * snapshot); would block: clear, unless another event came
+         * meanwhile */
+        uint64_t snap = rdy_load(e);
+        if (snap & coro__rdy_bits(dir)) {
+            ent_unlock(e);
+            bool done = ops->attempt(aw, res);
+            if (!done)
+                rdy_clear(e, dir, snap);
+            if (done)
+                return CORO__ARM_READY;
+            continue;
+        }
+        if (e->w[dir]) {
+            ent_unlock(e);
+            *res = -EBUSY;      /* one reader and one writer per fd */
+            return CORO__ARM_READY;
+        }
+        uint32_t seq = ++e->wseq[dir];
+        int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
+        if (deadline >= 0) {
+            struct coro__tnode t = { .deadline = deadline, .p = job, .seq = seq,
+                                     .kind = CORO__TK_FD, .aux = (uint32_t)fd * 2 + (uint32_t)dir };
+            rc = coro__io_timer_add(io, &t, &e->hidx[dir]);  /* entry, then heap: the lock order */
+            if (rc < 0) {
+                ent_unlock(e);
+                *res = rc;
+                return CORO__ARM_READY;
+            }
+            e->timed[dir] = 1;
+        }
+        e->w[dir] = job;
+        waiters_add(io, 1);
+        ent_unlock(e);      /* from here the job is the poller's */
+        return CORO__ARM_PENDING;
+    }
+}
+
+
+/* fd's number no longer names the file its slot knew: every waiter ends
+ * with EBADF and the registration and readiness are forgotten.  With
+ * close_it (coro_close) the file is also taken out of epoll and closed,
+ * under the lock: a waiter that comes next registers anew and gets EBADF
+ * (unless the number was reused meanwhile: then it is a new fd).  Returns
+ * close's result, else 0.  Inlined: close_it is a constant at each call. */
+static inline __attribute__((always_inline)) int ent_reset(struct coro__io *io, struct fdent *e,
+                                                           int fd, bool close_it)
+{
+    coro_t *job[2];
+    int rc = 0;
+
+    coro__wl_t wl;
+    coro__wl_init(&wl);
+    ent_lock(e);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
+    if (close_it && e->reg)
+        epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
+    e->reg = 0;
+    e->dirs = 0;
+    rdy_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
+    e->gen++;           /* events of the old registration are ignored */
+    if (close_it)
+        rc = close(fd) == 0 ? 0 : -errno;
+    ent_unlock(e);
+    coro__wl_wake(&wl);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            finish(io, job[dir], -EBADF);
+    return rc;
+}
+
+void coro__io_forget(struct coro__io *io, int fd)
+{
+    struct fdent *e = ent_get(io, fd, false);
+
+    if (e)
+        ent_reset(io, e, fd, false);
+}
+
+int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    CORO__IO_KEEP_ERRNO();
+    struct coro__io *io = coro__sched_io(s);
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    int rc;
+
+    if (ops->kind == CORO__IOK_SLEEP) {
+        /* bounded by the job's deadline: coro__io_timer_fire tells the two apart */
+        struct coro__tnode t = { .deadline = coro__bound_deadline(job, aw->timeout), .p = job,
+                                 .kind = CORO__TK_SLEEP };
+        if ((rc = coro__io_timer_add(io, &t, NULL)) < 0) {
+            *res = rc;
+            return CORO__ARM_READY;
+        }
+        return CORO__ARM_PENDING;
+    }
+    if (job->flags & CORO__FL_REARM)
+        /* woken by readiness to try again (fd_resume): prepared already */
+        job->flags &= (uint8_t)~CORO__FL_REARM;
+    else if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
+        *res = rc;      /* nothing acquired: no fini */
+        return CORO__ARM_READY;
+    }
+    if ((rc = fd_wait(io, job, aw, res)) == CORO__ARM_READY)
+        fd_done(io, aw, *res);
+    return rc;
+}
+
+int coro_close(coro_sched_t *s, int fd)
+{
+    CORO__IO_KEEP_ERRNO();
+    struct fdent *e;
+
+    if (fd < 0)
+        return -EBADF;
+    if (!s)
+        s = coro_sched_current();
+    struct coro__io *io = s ? coro__sched_io(s) : NULL;
+    if (!io || !(e = ent_get(io, fd, false)))
+        return close(fd) == 0 ? 0 : -errno;
+    return ent_reset(io, e, fd, true);
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* private: the I/O context's layout and the helpers its files share
+ * (lib/io/{context,epoll,fd_wait,fd_select,timers,cancel,dump}.c); never
+ * installed.  The helpers on every wait and wake-up are static inline
+ * here, so that the files they serve call none of them. */
+#ifndef COROKIT_LIB_IO_IO_IMPL_H
+#define COROKIT_LIB_IO_IO_IMPL_H
+
+#include <sys/epoll.h>
+
+#include "base/sys.h"
+#include "io/io.h"
+
+#define TAG_EVFD (1ull << 62)
+#define TAG_TFD (1ull << 61)
+#define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
+#define NO_TIMER (-1)
+
+#define CHUNK_BITS 8
+#define CHUNK (1u << CHUNK_BITS)
+#define MAX_FDS (1u << 22)
+#define NCHUNKS (MAX_FDS / CHUNK)
+
+#define DRV_FREE 0u
+#define DRV_IOT 0xffffffffu
+/* io->want: who asks the I/O thread for the token.  A worker about to
+ * park (coro__io_park, coro__io_poll_now): the I/O thread lets go and
+ * wakes an idle worker to take it.  A busy worker's look
+ * (coro__io_poll_busy): it lets go only; the asker takes it at its next
+ * look */
+#define WANT_PARK 1u
+#define WANT_BUSY 2u
+#define MAX_SOURCES 4
+
+#define RD_BIT 1u
+#define WR_BIT 2u
+
+struct fdent {
+    uint32_t lock;          /* spinlock: everything below but hidx */
+    uint32_t gen;           /* of the registration, in the epoll tag */
+    uint8_t reg;            /* in the epoll set under gen */
+    uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
+    uint8_t timed[2];       /* the waiter has a timer */
+    uint32_t wseq[2];       /* numbers the waits of each slot */
+    coro_t *w[2];           /* the waiting reader / writer */
+    int32_t hidx[2];        /* their timers' heap handles (NO_TIMER: none): under hlock */
+    uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS in
+                               lib/io/fd_wait.c):
+                               atomic; changed under the lock, except the
+                               lock-free clears of coro__rdy_clear */
+};
+
+struct source {
+    int fd;
+    void (*cb)(void *arg);
+    void *arg;
+};
+
+struct coro__io {
+    coro_sched_t *s;
+    int epfd, evfd, tfd;
+    bool threaded;
+    pthread_t thread;
+
+    /* shared, hot */
+    uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
+    uint32_t want;          /* a worker asks the I/O thread for the token (WANT_*) */
+    uint32_t poll_gen;      /* bumped by each worker that takes the token */
+    uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
+    uint32_t standby;       /* futex word of the I/O thread's standby */
+    uint32_t iot_asleep;    /* the I/O thread sleeps until the token holder lets go */
+    uint32_t stop;          /* the I/O thread exits */
+    uint32_t swept;
+    int64_t next_deadline;  /* atomic copy of the heap's top, INT64_MAX = none */
+    /* written at every wait and wake: lines of their own, apart from the
+     * token's, which idle workers and the I/O thread read */
+    uint32_t npending __attribute__((aligned(CORO__CACHELINE)));   /* waiters + timers
+                                                                      (coro__io_pending) */
+    uint32_t nfd;           /* fd waiters alone (coro__io_fd_waiting) */
+    uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));  /* fd waiters taken by an
+                               event: [0] a worker or the single-threaded driver,
+                               [1] the I/O thread */
+
+    /* the fd table: chunks created once (CAS), freed by destroy */
+    struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
+
+    /* the timers */
+    pthread_mutex_t hlock;
+    struct coro__heap heap;
+    struct coro__tfd timer; /* the timerfd: decided under hlock, programmed after it */
+    uint64_t sleep_cancel_looks;    /* under hlock (coro__io_sleep_cancel_looks) */
+
+    struct source src[MAX_SOURCES];
+    uint32_t nsrc;          /* atomic: sources published with release */
+};
+
+static inline void kick(struct coro__io *io)
+{
+    uint64_t one = 1;
+    ssize_t r = coro__write(io->evfd, &one, sizeof one);
+    (void)r;    /* EAGAIN: the counter is saturated, the poller is awake anyway */
+}
+
+/* two per wait and wake-up: the uncontended take inline (base/base.h) */
+static inline void ent_lock(struct fdent *e)
+{
+    coro__spin_lock(&e->lock);
+}
+
+static inline void ent_unlock(struct fdent *e)
+{
+    coro__spin_unlock(&e->lock);
+}
+
+/* fd's chunk, created (CAS) on first use; NULL: -ENOMEM (fd_wait.c) */
+__attribute__((noinline, cold))
+CORO__HIDDEN struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot);
+
+/* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
+ * is out of range.  Inline, the chunk's creation out of line: it is on
+ * every wait, wake and readiness look (about ten per I/O round trip),
+ * where an out-of-line call with the creation path costs several times
+ * the instructions of the inline look */
+static inline struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+{
+    if (CORO__UNLIKELY((uint32_t)fd >= MAX_FDS))     /* negative ones too */
+        return NULL;
+    struct fdent **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
+    /* acquire: the chunk's initialised entries, published by coro__io_chunk_new's CAS */
+    struct fdent *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (CORO__UNLIKELY(!c)) {
+        if (!create || !(c = coro__io_chunk_new(io, slot)))
+            return NULL;
+    }
+    return &c[(uint32_t)fd & (CHUNK - 1)];
+}
+
+/* ---- readiness words (READINESS in lib/io/fd_wait.c) ----------------------------------- */
+
+/* a new readiness word: off what `clear` names, on what `set` names, and one
+ * more tick (an event, or a registration: older snapshots no longer clear) */
+static inline void rdy_update(struct fdent *e, uint64_t clear, uint64_t set)
+{
+    /* seq_cst: snapshots and clears are ordered around system calls; the
+     * tick must move before anything that follows the event or the
+     * registration (see READINESS) */
+    uint64_t cur = __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(&e->rdy, &cur, ((cur & ~clear) | set) + CORO__RDY_TICK,
+                                        false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+static inline uint64_t rdy_load(struct fdent *e)
+{
+    return coro__rdy_load(&e->rdy);
+}
+
+static inline void rdy_clear(struct fdent *e, int dir, uint64_t snap)
+{
+    coro__rdy_clear(&e->rdy, dir, snap);
+}
+
+/* under hlock: where a sleep keeps its timer's handle (lib/wait/heap.c),
+ * written at the push: its awaitable stays put while the job sleeps, since
+ * the heap alone wakes it */
+static inline coro_arg_t *sleep_slot(coro_t *job)
+{
+    return &job->top->aw.arg[CORO__SLEEP_SLOT];
+}
+
+static inline void pending_add(struct coro__io *io, int d)
+{
+    /* relaxed: a hint for the single-threaded driver (coro__io_pending) */
+    __atomic_add_fetch(&io->npending, (uint32_t)d, __ATOMIC_RELAXED);
+    /* a wait begun on a worker: its next yield asks "anything waits?"
+     * again (sched/worker.c BUSY LOOKS; owner-only field, and this is
+     * the owner's thread) */
+    struct coro__worker *w = coro__tls_worker;
+    if (d > 0 && w && w->s == io->s)
+        w->poll_idle = 0;
+}
+
+/* an fd waiter set or taken: counted apart from the timers as well, for
+ * the busy workers' question (coro__io_fd_waiting) */
+static inline void waiters_add(struct coro__io *io, int d)
+{
+    /* relaxed: a hint, as npending */
+    __atomic_add_fetch(&io->nfd, (uint32_t)d, __ATOMIC_RELAXED);
+    pending_add(io, d);
+}
+
+/* ---- completing ---------------------------------------------------------------------- */
+
+/* every completion of an fd awaitable, whoever completes it: the
+ * awaitable's own fd is forgotten then released, a new fd forgotten
+ * (fd_wait.c) */
+__attribute__((noinline))
+CORO__HIDDEN void coro__io_fd_done_(struct coro__io *io, coro_await_t *aw, intptr_t res);
+
+/* inline: read and write have nothing to do here */
+static inline void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
+{
+    const struct coro__io_ops *ops = coro__io_ops_of(aw);
+    if (ops->fini || (ops->flags & (CORO__IOF_OWNFD | CORO__IOF_NEWFD)))
+        coro__io_fd_done_(io, aw, res);
+}
+
+static inline void finish(struct coro__io *io, coro_t *job, intptr_t res)
+{
+    fd_done(io, &job->top->aw, res);
+    job->flags |= CORO__FL_IOWAKE;  /* counted by the worker that runs it */
+    coro__wake(job, res);       /* from here the job is not ours */
+}
+
+/* under e's lock: the timer of slot dir's waiter off the heap (timers.c) */
+__attribute__((noinline))
+CORO__HIDDEN void coro__io_slot_untime(struct coro__io *io, struct fdent *e, int dir);
+
+/* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
+static inline coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+{
+    coro_t *job = e->w[dir];
+
+    if (!job)
+        return NULL;
+    e->w[dir] = NULL;
+    waiters_add(io, -1);
+    if (e->timed[dir])
+        coro__io_slot_untime(io, e, dir);
+    return job;
+}
+
+static inline bool is_proxy(const coro_t *w)
+{
+    return (w->flags & CORO__FL_PROXY) != 0;
+}
+
+/* ---- a readiness event (WHO CALLS in lib/io/fd_wait.c; select branches:
+ * lib/io/fd_select.c) ----------------------------------------------------------------------
+ * Inline: one call per event, from the poller's handle() (lib/io/epoll.c) */
+
+/* under e's lock: the record p, just taken off slot dir, claims its select
+ * for res (queued on wl: the owner is woken after the unlock) */
+static inline void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__wl_t *wl)
+{
+    if (p->fn(p) == 0)
+        coro__wl_add(wl, p, res);
+    else if (res == 0)
+        rdy_update(e, 0, coro__rdy_bit(dir));
+}
+
+/* a taken waiter, its fd ready: wake it to make its call itself, on the
+ * worker that runs it (WHO CALLS).  Its await is armed again there
+ * (coro__io_arm, CORO__FL_REARM): fd_wait finds the bits this event set
+ * and tries, or parks it again after an EAGAIN - the waiter's protocol,
+ * with no call made here */
+static inline void fd_resume(coro_t *job)
+{
+    job->flags |= CORO__FL_IOWAKE | CORO__FL_REARM;
+    coro__wake(job, 0);         /* from here the job is not ours */
+}
+
+/* returns how many waiters the event took */
+static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
+{
+    static const uint32_t want[2] = {
+        EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLOUT | EPOLLHUP | EPOLLERR,
+    };
+    /* what ends each direction: a read then returns 0 or the error, a
+     * write fails (EPOLLRDHUP: the peer's FIN or shutdown(SHUT_WR), our
+     * own SHUT_RD; EPOLLHUP: both ends, a pipe's last writer or reader
+     * gone; EPOLLERR: a pending error, an RST, a failed connect) */
+    static const uint32_t closes[2] = {
+        EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLHUP | EPOLLERR,
+    };
+    CORO__IO_KEEP_ERRNO();
+    struct fdent *e = ent_get(io, (int)(uint32_t)tag, false);
+    coro_t *job[2] = { NULL, NULL };
+
+    if (!e)
+        return 0;
+    ent_lock(e);
+    if (!e->reg || e->gen != (uint32_t)(tag >> 32)) {
+        ent_unlock(e);      /* a forgotten registration */
+        return 0;
+    }
+    coro__wl_t wl;
+    int n = 0;
+    coro__wl_init(&wl);
+    for (int dir = 0; dir < 2; dir++) {
+        if (!(events & want[dir]))
+            continue;
+        /* a select's record is chosen only by readiness that is still
+         * there: an edge may be stale (its data already read, by the same
+         * select's owner after an earlier round), and a job would try its
+         * operation again where a select cannot - look first (poll, no
+         * wait), and leave the record parked for the next edge */
+        if (e->w[dir] && is_proxy(e->w[dir]) &&
+            coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0) {
+            rdy_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
+            continue;
+        }
+        /* the bits are set whether or not a waiter is there: the taken
+         * waiter's attempt clears them if it gets EAGAIN.  The end
+         * states are kept apart from "ready": sticky until an EAGAIN */
+        rdy_update(e, 0, coro__rdy_bit(dir) | ((events & closes[dir]) ? coro__rdy_bits(dir) : 0));
+        if (e->w[dir])
+            job[dir] = slot_take(io, e, dir);
+        if (job[dir] && is_proxy(job[dir])) {
+            proxy_fire(e, dir, job[dir], 0, &wl);
+            job[dir] = NULL;
+            n++;
+        }
+    }
+    ent_unlock(e);
+    if (wl.head)        /* a select's record fired: rare */
+        coro__wl_wake(&wl);
+    for (int dir = 0; dir < 2; dir++)
+        if (job[dir])
+            fd_resume(job[dir]);
+    return n + (job[0] != NULL) + (job[1] != NULL);
+}
+
+/* ---- across the context's files ------------------------------------------------------ */
+
+/* timers.c (TIMERS there): add a timer (-ECANCELED once cancelling,
+ * -ENOMEM); under hlock: the timerfd's wanted time (true: the caller calls
+ * coro__tfd_sync after dropping hlock), a timer out of the heap; the fire
+ * of a timer taken out; every due timer fired (handle's look) */
+CORO__HIDDEN int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, int32_t *hidx);
+CORO__HIDDEN bool coro__io_tfd_update(struct coro__io *io, int64_t now);
+CORO__HIDDEN void coro__io_heap_pop(struct coro__io *io, struct coro__tnode *out);
+CORO__HIDDEN void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out);
+CORO__HIDDEN void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t,
+                                      intptr_t res);
+CORO__HIDDEN int coro__io_expire(struct coro__io *io);
+/* the driver's fire_due (sched/worker.c DUE TIMERS) */
+CORO__HIDDEN int coro__io_fire_due(struct coro__io *io);
+
+/* fd_wait.c: the first wait in a direction registers the fd */
+CORO__HIDDEN int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit);
+
+/* epoll.c: the I/O thread's body (coro__io_create starts it) */
+CORO__HIDDEN void *coro__io_main(void *arg);
+
+/* context.c: the source of the parking lot's timerfd (handle() leaves it
+ * to workers under the coro__io_thread_timers_off test hook) */
+CORO__HIDDEN void coro__io_lot_timers_cb(void *arg);
+
+#endif
