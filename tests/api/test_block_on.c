@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* coro_block_on's root job keeps every promise a spawned job has: with
- * workers it runs on one of them, never on the blocked caller, whatever
- * its mask; a cancel from another thread and its .deadline end its await;
- * a coro_block_on inside a job is refused (-EDEADLK).  0, 1 and 2 workers
- * (with none, the caller drives the scheduler: the job runs there). */
+/* coro_block_on's root job keeps every promise a spawned job has: it runs
+ * only on a CPU its mask allows; a cancel from another thread and its
+ * .deadline end its await; a coro_block_on inside a job is refused
+ * (-EDEADLK).  0, 1 and 2 workers (with none, the caller drives the
+ * scheduler: the job runs there). */
 #define _GNU_SOURCE   /* sched_getaffinity */
 #include <criterion/criterion.h>
 #include <corokit.h>
@@ -18,6 +18,7 @@ struct where {
     coro_t co;
     pthread_t thread;
     coro_sched_t *sched;
+    int cpu;
 };
 
 static int where_fn(coro_t *co)
@@ -26,38 +27,41 @@ static int where_fn(coro_t *co)
     CORO_BEGIN(co);
     w->thread = pthread_self();
     w->sched = coro_sched_current();
+    w->cpu = sched_getcpu();
     CORO_RETURN(co, 5);
     CORO_END(co);
 }
 
-Test(block_on, the_root_job_runs_on_a_worker_never_on_the_blocked_caller, .timeout = 20)
+Test(block_on, the_root_job_runs_only_where_its_mask_allows, .timeout = 20)
 {
     cpu_set_t os;
     cr_assert_eq(sched_getaffinity(0, sizeof os, &os), 0);
-    coro_cpuset_t all, first;
-    coro_cpuset_zero(&all);
-    coro_cpuset_zero(&first);
-    for (int i = 0; i < CPU_SETSIZE && i < CORO_MAX_CPUS; i++)
-        if (CPU_ISSET(i, &os)) {
-            if (coro_cpuset_count(&all) == 0)
-                coro_cpuset_add(&first, i);
-            coro_cpuset_add(&all, i);
-        }
-    const coro_cpuset_t *masks[] = { NULL, &all, &first };
+    int first = -1;
+    for (int i = 0; i < CPU_SETSIZE && first < 0; i++)
+        if (CPU_ISSET(i, &os))
+            first = i;
+    coro_cpuset_t one;
+    coro_cpuset_zero(&one);
+    coro_cpuset_add(&one, first);
     for (size_t k = 0; k < NCOUNTS; k++) {
-        coro_sched_t *s = mk(counts[k]);
-        for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
-            for (int r = 0; r < 50; r++) {
-                static struct where w __attribute__((aligned(64)));
-                coro_spawn_opts_t o = { .affinity = masks[m] };
-                intptr_t res = -1;
-                cr_assert_eq(coro_block_on(s, &w.co, where_fn, &o, &res), 0);
-                cr_assert_eq(res, 5);
-                cr_assert_eq(w.sched, s, "%d workers, mask %zu", counts[k], m);
+        /* pinned workers: a job of mask {first} can only run on its CPU */
+        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+        c.workers = counts[k];
+        coro_sched_t *s = mk_config(&c);
+        for (int r = 0; r < 50; r++) {
+            static struct where w __attribute__((aligned(64)));
+            intptr_t res = -1;
+            if (counts[k] == 0) {
                 /* without workers the caller drives: the job runs there */
-                cr_assert_eq(pthread_equal(w.thread, pthread_self()) != 0, counts[k] == 0,
-                             "%d workers, mask %zu", counts[k], m);
+                cr_assert_eq(coro_block_on(s, &w.co, where_fn, NULL, &res), 0);
+                cr_assert(pthread_equal(w.thread, pthread_self()));
+            } else {
+                coro_spawn_opts_t o = { .affinity = &one };
+                cr_assert_eq(coro_block_on(s, &w.co, where_fn, &o, &res), 0);
+                cr_assert_eq(w.cpu, first, "%d workers: ran on CPU %d", counts[k], w.cpu);
             }
+            cr_assert_eq(res, 5);
+            cr_assert_eq(w.sched, s, "%d workers", counts[k]);
         }
         fin(s);
     }
