@@ -580,16 +580,18 @@ int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
 
 /* A pool frame goes back to its pool when its job finishes and nobody
  * holds it (a thread blocked in coro_join, a fork that has not joined
- * it): so a holder's coro_cancel races the finish, and a flag set after
- * the give-back would land in a free block, or in the next job to get the
- * frame.  So the flag goes in with a CAS that fails on a finished (DONE)
- * or idle frame (a given-back block keeps its DONE state word until it is
- * handed out again, then IDLE), and with it, for a pool frame, one unit of
+ * it).  Only the job itself and its fork's parent may cancel it
+ * (docs/guide.md, "Frame lifetimes"); a cancel from anyone else races the
+ * finish and the holders' leaving, and a flag set after the give-back
+ * would land in a free block, or in the next job to get the frame.  So
+ * the flag goes in with a CAS that fails on a finished (DONE) or idle
+ * frame (a given-back block keeps its DONE state word until it is handed
+ * out again, then IDLE), and with it, for a pool frame, one unit of
  * JOINERS: the frame stays until the sweeps below are done with it, and
  * whichever of us and the finish comes last gives it back (as a thread
  * joiner does, rt/join.c).  Nothing can protect a call that starts after
- * the give-back: the caller must hold the frame (docs/guide.md, "Frame
- * lifetimes"); a generation would not help, since the call carries none. */
+ * the give-back: a generation would not help, since the call carries
+ * none. */
 int coro__cancel_seen(coro_t *job, uint32_t old)
 {
     uint32_t nw;
