@@ -231,7 +231,7 @@ struct coro__cls {
  * instead of an inbox's mutex per job.  Workers pop from it like the
  * global queue (sched/worker.c).  Made with the thread's frame cache and
  * handed with it to the next thread when the thread exits
- * (lib/sched/frame.c); freed at destroy. */
+ * (lib/sched/thread_xq.c); freed at destroy. */
 struct coro__xq {
     struct coro__lq q;
     struct coro__xq *next;              /* s->xqs; fixed once published */
