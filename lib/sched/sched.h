@@ -519,7 +519,8 @@ static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
     return coro__bit_test(c->wmask, (size_t)widx);
 }
 
-/* sched/worker.c */
+/* the workers: sched/worker.c, run.c, find.c, submit.c, park.c, wake.c,
+ * steal.c (their essays are indexed in sched/worker.h) */
 CORO__HIDDEN void *coro__worker_main(void *arg);
 /* run job until it suspends, yields or finishes; true when it finished
  * (the frame may then be gone: only its address is known) */
