@@ -389,7 +389,12 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_fork_next(coro_fork_t *f);
  * 0 (also for a finished job: nothing happens, and when cancelled twice),
  * -EINVAL (NULL, a never-spawned frame or a coro_call child frame).  Any
  * thread, jobs included; never blocks.  The frame must stay valid for the
- * call (as for coro_join). */
+ * call (as for coro_join): a pool frame (coro_frame_alloc) goes back when
+ * its job finishes unless held, so cancel one only from its own job or
+ * from the job whose fork holds it (before CORO_FORK_JOIN joins it); a
+ * thread blocked in coro_join holds it for itself only.  One that
+ * finishes during the call anyway is kept until the call returns, and
+ * nothing is written into it once it is given back. */
 CORO_EXTERN int coro_cancel(coro_t *job);
 
 /* coro_cancelled - inside a job: true once the job was cancelled

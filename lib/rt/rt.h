@@ -20,6 +20,12 @@ CORO__HIDDEN uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint3
  * the job had waiters) */
 CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
 
+/* coro__cancel_seen - coro_cancel of job, whose state word the caller
+ * read as `seen` (acquire); the CAS starts from it (rt/runtime.c, above
+ * coro_cancel).  White-box tests pass a stale word: a holder's look that
+ * the job's finish and give-back overtook. */
+CORO__HIDDEN int coro__cancel_seen(coro_t *job, uint32_t seen);
+
 /* coro__spawn_pinned - coro_spawn, the claim also taking one JOINERS unit
  * (sched/sched.h) for the spawner: the finish leaves the frame (a pool
  * frame is not given back, a caller-owned one cannot be spawned again)

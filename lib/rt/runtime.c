@@ -581,33 +581,72 @@ int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
 
 /* ---- cancelling one job -------------------------------------------------------- */
 
+/* A pool frame goes back to its pool when its job finishes and nobody
+ * holds it (a thread blocked in coro_join, a fork that has not joined
+ * it).  Only the job itself and its fork's parent may cancel it
+ * (docs/guide.md, "Frame lifetimes"); a cancel from anyone else races the
+ * finish and the holders' leaving, and a flag set after the give-back
+ * would land in a free block, or in the next job to get the frame.  So
+ * the flag goes in with a CAS that fails on a finished (DONE) or idle
+ * frame (a given-back block keeps its DONE state word until it is handed
+ * out again, then IDLE), and with it, for a pool frame, one unit of
+ * JOINERS: the frame stays until the sweeps below are done with it, and
+ * whichever of us and the finish comes last gives it back (as a thread
+ * joiner does, rt/join.c).  Nothing can protect a call that starts after
+ * the give-back: a generation would not help, since the call carries
+ * none. */
+int coro__cancel_seen(coro_t *job, uint32_t old)
+{
+    uint32_t nw;
+    for (;;) {
+        uint32_t ls = old & CORO__S_MASK;
+        if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
+            return -EINVAL;
+        if (ls == CORO__S_DONE || (old & CORO__F_CANCEL))
+            return 0;
+        nw = old | CORO__F_CANCEL;
+        if (old & CORO__F_POOL) {
+            if ((old & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
+                sched_yield();      /* 255 holders already: one leaves soon */
+                old = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
+                continue;
+            }
+            nw += CORO__JOINER_ONE;
+        }
+        /* seq_cst: the flag before the sweeps' loads of the registry bits
+         * and the I/O request (lib/wait/lot.c REGISTRY, lib/io/cancel.c);
+         * a parker that misses it is found by them.  On failure,
+         * acquire as the load above */
+        if (__atomic_compare_exchange_n(&job->state, &old, nw, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_ACQUIRE))
+            break;
+    }
+    coro_sched_t *s = job->sched;
+    /* what the job waits on, through its own awaitable (lib/wait/lot.c
+     * CANCEL ONE); else every structure it may wait in */
+    if (!coro__wait_cancel_job(s, job, old) && !(s->io && coro__io_cancel_job(s->io, job))) {
+        coro__lot_cancel_jobs(s);
+        if (s->io)
+            coro__io_cancel_jobs(s->io);
+        coro__blocking_cancel_jobs(s);
+    }
+    if (nw & CORO__F_POOL) {
+        /* acq_rel: our reads of the frame happen before whoever gives it
+         * back; acquire: the finisher's writes before we do */
+        uint32_t left = __atomic_sub_fetch(&job->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
+        if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
+            !(left & CORO__F_EXITING))
+            coro__frame_release(job);
+    }
+    return 0;
+}
+
 int coro_cancel(coro_t *job)
 {
     if (!job)
         return -EINVAL;
     /* acquire: a frame spawned by another thread has its sched set */
-    uint32_t st = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
-    uint32_t ls = st & CORO__S_MASK;
-    if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
-        return -EINVAL;
-    if (ls == CORO__S_DONE || (st & CORO__F_CANCEL))
-        return 0;
-    coro_sched_t *s = job->sched;
-    /* seq_cst: the flag before the sweeps' loads of the registry bits and
-     * the I/O request (lib/wait/lot.c REGISTRY, lib/io/cancel.c); a
-     * parker that misses it is found by them */
-    uint32_t old = __atomic_fetch_or(&job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
-    if ((old & CORO__S_MASK) == CORO__S_DONE || (old & CORO__F_CANCEL))
-        return 0;
-    /* what the job waits on, through its own awaitable (lib/wait/lot.c
-     * CANCEL ONE); else every structure it may wait in */
-    if (coro__wait_cancel_job(s, job, old) || (s->io && coro__io_cancel_job(s->io, job)))
-        return 0;
-    coro__lot_cancel_jobs(s);
-    if (s->io)
-        coro__io_cancel_jobs(s->io);
-    coro__blocking_cancel_jobs(s);
-    return 0;
+    return coro__cancel_seen(job, __atomic_load_n(&job->state, __ATOMIC_ACQUIRE));
 }
 
 /* ---- shutdown ------------------------------------------------------------------- */
