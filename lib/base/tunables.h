@@ -14,8 +14,9 @@
  * holds a spawn burst of a fork-join level without overflow (tokio: 256). */
 #define CORO__LOCAL_SIZE 256
 #define CORO__INBOX_SIZE 256
-/* a plain thread's submission ring (NORMAL jobs it spawns; lib/sched/frame.c
- * makes it with the thread's cache): full, its spawns take the inboxes */
+/* a plain thread's submission ring (NORMAL jobs it spawns;
+ * lib/sched/thread_xq.c makes it with the thread's cache): full, its
+ * spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
 /* at most this many submission rings per scheduler (a live plain thread
  * that spawns holds one; an exited thread's goes to the next): the threads
@@ -187,7 +188,7 @@
  * conversations still had hops ready (sched/worker.c, with_deferred) */
 #define CORO__IO_POLL_DRAIN 16u
 
-/* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame.c) ------------------ */
+/* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame_*.c) --------------- */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB
  * of 64-byte buckets, few collisions with thousands of objects waited on
  * at once) and 2^6 for a select's own key */
@@ -197,11 +198,11 @@
  * allocate */
 #define CORO__TIMER_PREALLOC 256
 /* empty 64 KiB frame slabs a pool keeps for any size class (2 MiB), and
- * a plain thread's cache on its returned stack besides (sched/frame.c
+ * a plain thread's cache on its returned stack besides (sched/frame_slab.c
  * DETACH): a burst of 10,000 small jobs fills about 30 slabs, and each
  * slab got again from the allocator costs an mmap and its page faults */
 #define CORO__FRAME_EMPTY_MAX 32
-/* of those, what a worker keeps when it parks (sched/frame.c IDLE): at
+/* of those, what a worker keeps when it parks (sched/frame_sched.c IDLE): at
  * most CORO__FRAME_EMPTY_PARK (512 KiB; 64 MiB at 128 workers), and only
  * CORO__FRAME_EMPTY_IDLE (256 KiB) beyond what its last active phase drew
  * on.  A phase that draws more than the cap gets each slab past it from
@@ -211,7 +212,7 @@
 /* big frame slabs (above the largest class) a pool keeps for reuse: as
  * many as a burst of fire-and-forget jobs has alive at once, or each spawn
  * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them
- * once it parks; none above CORO__FRAME_BIG_KEEP_SIZE (sched/frame.c BIG
+ * once it parks; none above CORO__FRAME_BIG_KEEP_SIZE (sched/frame_big.c BIG
  * FRAMES) */
 #define CORO__FRAME_BIG_KEEP 64
 #define CORO__FRAME_BIG_IDLE 4

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* private: pool frames (lib/sched/frame.c), used by lib/rt/runtime.c. */
+/* private: pool frames (lib/sched/frame*.c, thread_xq.c), used by lib/rt/runtime.c. */
 #ifndef COROKIT_FRAME_H
 #define COROKIT_FRAME_H
 
@@ -18,14 +18,14 @@ CORO__HIDDEN void coro__frames_fini(coro_sched_t *s);
  * the empty and big slabs kept for reuse); racy, for tests and tools */
 CORO__HIDDEN size_t coro__frames_held(coro_sched_t *s);
 
-/* a pool frame's state byte (lib/sched/frame.c, FREE LISTS) */
+/* a pool frame's state byte (lib/sched/frame_slab.c, FREE LISTS) */
 enum { CORO__FRAME_FREE = 0, CORO__FRAME_ALLOC = 1, CORO__FRAME_SPAWNED = 2 };
 
 /* coro_t.flags: a pool frame of a small slab, whose header is in the
  * slab's first 64 KiB (set by coro_spawn, read by coro__frame_release) */
 #define CORO__FL_SMALL 64u
 
-/* the frame a worker last took from its own pool (lib/sched/frame.c,
+/* the frame a worker last took from its own pool (lib/sched/frame_slab.c,
  * FRESH); the calling thread's own */
 struct coro__fresh {
     void *frame;
@@ -74,12 +74,13 @@ static inline void coro__frame_mark_spawned(uint8_t *state)
 CORO__HIDDEN void coro__frame_release(const coro_t *co);
 
 /* coro__frames_flush - a worker of s pushes the frames of other pools it
- * gave back and still holds (its outbox, lib/sched/frame.c) to their
+ * gave back and still holds (its outbox, lib/sched/frame_slab.c) to their
  * owners: before it parks and before it exits.  Other threads: nothing. */
 CORO__HIDDEN void coro__frames_flush(coro_sched_t *s);
 /* coro__thread_xq - the calling plain thread's submission ring for s,
- * made on first use with the thread's frame cache; NULL when there is
- * none (out of memory, or the thread uses more than 8 schedulers). */
+ * made on first use with the thread's frame cache (lib/sched/thread_xq.c);
+ * NULL when there is none (out of memory, or the thread uses more than 8
+ * schedulers). */
 CORO__HIDDEN struct coro__xq *coro__thread_xq(coro_sched_t *s);
 
 #endif

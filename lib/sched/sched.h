@@ -231,7 +231,7 @@ struct coro__cls {
  * instead of an inbox's mutex per job.  Workers pop from it like the
  * global queue (sched/worker.c).  Made with the thread's frame cache and
  * handed with it to the next thread when the thread exits
- * (lib/sched/frame.c); freed at destroy. */
+ * (lib/sched/thread_xq.c); freed at destroy. */
 struct coro__xq {
     struct coro__lq q;
     struct coro__xq *next;              /* s->xqs; fixed once published */
@@ -519,7 +519,8 @@ static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
     return coro__bit_test(c->wmask, (size_t)widx);
 }
 
-/* sched/worker.c */
+/* the workers: sched/worker.c, run.c, find.c, submit.c, park.c, wake.c,
+ * steal.c (their essays are indexed in sched/worker.h) */
 CORO__HIDDEN void *coro__worker_main(void *arg);
 /* run job until it suspends, yields or finishes; true when it finished
  * (the frame may then be gone: only its address is known) */

@@ -256,7 +256,7 @@ fi
 # burstinstr  instructions per burst at 64 workers at most 1.3x at 2
 # memory   an affinity class at most 4 KiB; the pools' idle bytes at most
 #          16 slabs of 64 KiB per worker at every worker count: the 8 empty
-#          ones a parked pool keeps (lib/sched/frame.c IDLE), and as many
+#          ones a parked pool keeps (lib/sched/frame_sched.c IDLE), and as many
 #          whose frames other workers gave back after it parked, which it
 #          collects when it next runs.  In practice only the pools that drew
 #          keep any, and the total moves with how the jobs spread; the

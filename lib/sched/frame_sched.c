@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* A scheduler's frame pools: one per worker slot, made at create and
+ * registered among the live schedulers' (lib/sched/frame_map.c); trimmed
+ * when a worker parks; every slab given back at destroy (the pools'
+ * lists, the big and detached lists and the thread caches reach all of
+ * them), and the region map's leaves with the last scheduler's.
+ *
+ * IDLE.  A worker about to park keeps the empty slabs its next active
+ * phase is likely to draw on, and no more: the slabs that stayed on its
+ * empty list through the whole phase that just ended (the fewest it held
+ * since it last parked: the list is a stack, so those were never taken)
+ * go back beyond CORO__FRAME_EMPTY_IDLE, and in any case no more than
+ * CORO__FRAME_EMPTY_PARK stay.  A load that draws the same slabs phase
+ * after phase (bursts, a spawning loop between parks) keeps them up to
+ * that cap and reaches the allocator for none; a worker that parks for
+ * good holds at most CORO__FRAME_EMPTY_PARK empty slabs, plus the current
+ * slab of each class it allocated from.
+ */
+#include "sched/frame_impl.h"
+
+static void idle_trim(struct fpool *p)
+{
+    uint32_t keep = p->nempty;
+
+    if (p->empty_low > CORO__FRAME_EMPTY_IDLE)
+        keep -= p->empty_low - CORO__FRAME_EMPTY_IDLE;
+    if (keep > CORO__FRAME_EMPTY_PARK)
+        keep = CORO__FRAME_EMPTY_PARK;
+    while (p->nempty > keep) {
+        struct slab *sl = p->empty;
+        p->empty = sl->next;
+        p->nempty--;
+        coro__frame_pool_slab_free(p, sl);
+    }
+    p->empty_low = p->nempty;
+}
+
+void coro__frames_flush(coro_sched_t *s)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (!s->frames || !w || w->s != s || s->nworkers == 0)
+        return;
+    struct fpool *p = s->frames->wp[w->idx];
+    for (int i = 0; i < OUT_SLOTS; i++)
+        coro__frame_out_flush(&p->out[i]);
+    /* what other threads gave back while we ran: the empty slabs go back
+     * now, not when we next allocate from a full slab, which may be never */
+    if (__atomic_load_n(&p->pending, __ATOMIC_RELAXED))
+        coro__frame_collect(p);
+    if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
+        coro__frame_bigc_trim(p, CORO__FRAME_BIG_IDLE);
+    idle_trim(p);
+}
+
+int coro__frames_init(coro_sched_t *s)
+{
+    struct coro__frames *fr =
+        coro__alloc(s, sizeof *fr + (size_t)s->nslots * sizeof(struct fpool *));
+    if (!fr)
+        return -ENOMEM;
+    fr->s = s;
+    fr->npools = s->nslots;
+    pthread_mutex_init(&fr->lock, NULL);
+    for (int i = 0; i < s->nslots; i++) {
+        fr->wp[i] = coro__alloc_aligned(s, sizeof(struct fpool));
+        if (!fr->wp[i]) {
+            s->frames = fr;
+            coro__frames_fini(s);
+            return -ENOMEM;
+        }
+        fr->wp[i]->fr = fr;
+    }
+    pthread_mutex_lock(&coro__frame_lock);
+    fr->gen = ++coro__frame_gen;
+    fr->gnext = coro__frame_live;
+    coro__frame_live = fr;
+    pthread_mutex_unlock(&coro__frame_lock);
+    s->frames = fr;
+    return 0;
+}
+
+static void pool_fini(struct fpool *p)
+{
+    while (p->all) {
+        struct slab *sl = p->all;
+        p->all = sl->anext;
+        coro__frame_slab_free(sl);
+    }
+}
+
+/* Give back every slab of s: the pools' lists and the big list reach
+ * them all (the workers have stopped; other threads must no longer use
+ * s's frames). */
+void coro__frames_fini(coro_sched_t *s)
+{
+    struct coro__frames *fr = s->frames;
+    if (!fr)
+        return;
+    pthread_mutex_lock(&coro__frame_lock);
+    for (struct coro__frames **pp = &coro__frame_live; *pp; pp = &(*pp)->gnext)
+        if (*pp == fr) {
+            *pp = fr->gnext;
+            break;
+        }
+    coro__frame_finishing++;
+    pthread_mutex_unlock(&coro__frame_lock);
+    while (fr->big) {
+        struct slab *sl = fr->big;
+        fr->big = sl->anext;
+        coro__frame_slab_free(sl);
+    }
+    while (fr->detached) {
+        struct slab *sl = fr->detached;
+        fr->detached = sl->anext;
+        coro__frame_slab_free(sl);
+    }
+    for (int i = 0; i < fr->npools; i++)
+        if (fr->wp[i]) {
+            pool_fini(fr->wp[i]);
+            coro__free_aligned(s, fr->wp[i], sizeof(struct fpool));
+        }
+    for (struct fpool *p = fr->threads, *n; p; p = n) {
+        n = p->tnext;
+        pool_fini(p);
+        if (p->xq)
+            coro__free_aligned(s, p->xq, XQ_BYTES);
+        coro__free_aligned(s, p, sizeof *p);
+    }
+    if (s->xq_tab)
+        coro__free(s, s->xq_tab, CORO__XQ_MAX * sizeof *s->xq_tab);
+    s->xq_tab = NULL;
+    pthread_mutex_destroy(&fr->lock);
+    coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
+    s->frames = NULL;
+    pthread_mutex_lock(&coro__frame_lock);
+    coro__frame_finishing--;
+    coro__frame_map_release();
+    pthread_mutex_unlock(&coro__frame_lock);
+}
+
+size_t coro__frames_held(coro_sched_t *s)
+{
+    return s->frames ? __atomic_load_n(&s->frames->held, __ATOMIC_RELAXED) : 0;
+}

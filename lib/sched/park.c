@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Parking: a worker that found nothing sleeps on its futex, or in
+ * epoll_wait, and no wake-up meant for it is lost.
+ *
+ *
+ * PARKING - the protocol, and why no wake-up is lost.
+ *   worker W, when it found nothing:
+ *     1. e = W.futex                         (the park epoch)
+ *     2. count W in s->idle_sum, set W's bit in s->idle  (seq_cst RMWs)
+ *     3. look for work everywhere once more  (all queues, steal)
+ *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
+ *     5. clear W's bit if still set
+ *   a submitter S, after any push of a READY job (local, inbox, class):
+ *     a. seq_cst fence (with s->asym: a compiler barrier, below)
+ *     b. read s->idle_sum (none counted: done), then s->idle & (workers
+ *        the job's class allows) (IDLE SUMMARY)
+ *     c. for such a bit: atomically clear it; the one that cleared it owns
+ *        the wake: it counts W down, W.futex++ then futex_wake(&W.futex)
+ *   Invariant: for every pushed job, either some allowed worker's step 3
+ *   runs after the push is visible, or S sees that worker's bit in (b).
+ *   Steps 2/3 and a/b are store-then-load on both sides, each separated by
+ *   a full barrier (Dekker), so at least one of the two sees the other's
+ *   store.  If W sees the job in step 3 it runs it.  If S sees a bit, it
+ *   claims exactly one worker (the clearing RMW picks one winner) and bumps
+ *   its epoch before the wake, so W's step 4 cannot sleep through it: it
+ *   either sees the new epoch or is woken by futex_wake.  A woken worker
+ *   looks everywhere, steals included, so it finds the job wherever S put
+ *   it.  Spurious wakes only cost a look.
+ *   Asymmetric (s->asym, set at create when membarrier(2) registers): S
+ *   runs at every spawn and W at every park, so W carries the barrier of
+ *   both: after step 2 it calls membarrier(PRIVATE_EXPEDITED), a full
+ *   barrier on every CPU running one of our threads, and S's step a is a
+ *   compiler barrier.  A push S made before that barrier point is visible
+ *   to W's step 3; S's reads after it see W's bit (the store-then-load of
+ *   each side is still split by a full barrier, now one per CPU run by
+ *   the kernel).  The searcher decrement of a parking worker (before step
+ *   2) is covered the same way; a searcher that stops because it found
+ *   work, and any other notify, is light too: whatever push it missed is
+ *   seen at the next park's membarrier or by the worker its wake reaches
+ *   (a claim is a locked RMW: the push is visible before the wake).
+ *   tools/model/park.pml and search.pml check both modes.  S's full
+ *   barrier had to wait for its store buffer, where a spawn's stores to
+ *   lines a worker last held (frame, ring slot, tail) were queued
+ *   (docs/architecture.md, "Parking", has the figures).
+ *   The asymmetric mode is chosen at create only for at most
+ *   CORO__ASYM_MAX_WORKERS workers on a machine of at most
+ *   CORO__ASYM_MAX_CPUS online CPUs.  The kernel's
+ *   membarrier(PRIVATE_EXPEDITED) (kernel/sched/membarrier.c) takes one
+ *   mutex for the whole machine (membarrier_ipi_mutex, since the fix of
+ *   CVE-2024-26602), walks every online CPU's run queue to find those
+ *   running a thread of our mm, interrupts each of them and waits for all:
+ *   its cost grows with the machine's CPUs and with the CPUs our threads
+ *   run on, and parks of many workers queue on that mutex.  Bounding the
+ *   workers bounds the parks that call it and the CPUs our workers hold;
+ *   bounding the CPUs bounds the walk.  Beyond either bound every notify
+ *   pays its full fence, a cost that is the same on any machine.  Both
+ *   modes are the ones the models verify: the choice only picks one.
+ *
+ * WAITING IN EPOLL INSTEAD.  In step 4 a worker of a threaded
+ * scheduler may wait in epoll_wait on the I/O context instead of its futex
+ * (coro__io_park, lib/io/epoll.c), when it can take the poll token.  The
+ * protocol above holds unchanged with one more way to deliver step c's
+ * wake: the submitter's epoch increment is a seq_cst RMW, after which it
+ * reads the token (coro__io_wake_poller); the worker takes the token with
+ * a seq_cst CAS, then reads its epoch, and waits in epoll only if the
+ * epoch is still e.  Store-then-load on both sides again (Dekker): either
+ * the worker sees the new epoch and does not wait, or the submitter sees
+ * the worker holding the token and writes the eventfd, which ends its
+ * epoll_wait (the eventfd is read only by the token holder, so a look at
+ * epoll without the token cannot swallow that wake).  A submitter that
+ * sees no token calls futex_wake as before; the worker then is, or will
+ * be, on its futex (it failed to take the token) or saw the epoch.  Once
+ * epoll_wait returns the worker clears its idle bit before it handles the
+ * events, so the jobs it wakes into its own queues wake no one: it runs
+ * them when it returns from park.
+ */
+#include <string.h>
+
+#include "sched/frame.h"
+#include "sched/worker.h"
+
+/* epoll_wait returned in coro__io_park: we are no longer idle, so that the
+ * jobs we wake do not send a wake-up back to us */
+static void clear_idle(void *arg)
+{
+    struct coro__worker *w = arg;
+    coro__idle_clear(w->s, w->idx);
+}
+
+/* activity: coro__io_activity at the start of the idle phase */
+coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
+{
+    coro_sched_t *s = w->s;
+    coro_t *j;
+
+    stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
+    coro__frames_flush(s);      /* their owners may be waiting for frames */
+    /* acquire: pairs with the waker's release increment */
+    uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
+    /* the bit is visible before our last look (protocol step 2) */
+    coro__idle_set(s, w->idx);
+    /* with s->asym a notifier fences with the compiler only: its push may
+     * still sit in its CPU's store buffer, its reads of our bit done
+     * before our store.  membarrier runs a full barrier on each CPU that
+     * runs one of our threads: after it, every push whose notify missed
+     * our bit is visible to the look below (PARKING above).  If it
+     * fails (it cannot once registered; a scheduler inherited across a
+     * fork would see -EPERM) we sleep with a timeout only */
+    uint64_t off[CORO__XQ_WORDS];
+    bool took = false;
+    if (s->asym) {
+        memset(off, 0, sizeof off);
+        took = coro__xq_unlist_empty(s, off);
+    }
+    bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
+    /* the rings taken off before the membarrier: after it, a push their
+     * producer made without listing them is visible (RINGS) */
+    if (took)
+        coro__xq_relook(s, off, timed);
+    w->idle_looks = 0;
+    /* the last look: our own queues, then the others' unless the
+     * searchers are at their cap - they cover the others' queues, and
+     * the last of them to stop looks there itself or wakes a worker in
+     * its place (sched/steal.c, SEARCHING; seq_cst: after our bit) */
+    j = find_own_(w, false);
+    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
+        j = coro__steal(w);
+    if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+        bool had = coro__idle_clear(s, w->idx);
+        /* a notifier claimed us meanwhile: its wake was for a job pushed
+         * after our look began, which we may not be taking (the job we
+         * found may be another, and may run for long).  Pass the wake on
+         * (tools/model/search.pml: without it a job stayed queued with a
+         * worker asleep).  The claimer's mask is not known here: a job
+         * of a narrower class may wake a worker that cannot run it, and
+         * then waits for us as before */
+        if (j && !had && s->nworkers > 1)
+            notify(s, s->all_wmask, false);
+        goto out;
+    }
+    stat_inc(&w->n_parks);
+    coro__trace_park(w, false);
+    if (s->nworkers == 0) {
+        int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
+        if (s->io && s->drv->pending(s->io)) {
+            int64_t left = dl ? dl - coro__now() : -1;
+            s->drv->poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
+        } else {
+            coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
+        }
+    } else if (w->lifo_watch >= 0 || timed) {
+        /* our last look saw a job in another worker's LIFO slot and left
+         * it there (steal_lifo: the slot's owner may be about to run it).
+         * If that worker is in fact in a long step, nobody would wake us
+         * for the job: sleep at most CORO__LIFO_PARK_NS, then look again
+         * (the watch then takes the job if the owner started no step).
+         * Or the membarrier failed: a push may have reached no one, and
+         * the look after the timeout sees it */
+        coro__futex_wait(&w->futex, epoch, coro__now() + CORO__LIFO_PARK_NS);
+    } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+                                           w) < 0) {
+        coro__futex_wait(&w->futex, epoch, -1);     /* another thread waits in epoll */
+    }
+    coro__idle_clear(s, w->idx);
+    coro__trace_park(w, true);
+    stat_inc(&w->n_wakeups);
+    /* a woken worker searches (tokio's notified worker does): when it
+     * finds work and is the last searcher it wakes another, so a burst
+     * whose notifies found a searcher and woke only us still gets as
+     * many workers as it has jobs (io_standby: four jobs from a plain
+     * thread while one worker searched - two of them waited for good) */
+    coro__start_searching(w);
+out:
+    return j;
+}
+
+coro_t *coro__park(struct coro__worker *w)
+{
+    return coro__park_since(w, w->s->io ? w->s->drv->activity(w->s->io) : 0);
+}

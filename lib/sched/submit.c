@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* Submitting a READY job: where a job goes when it is spawned, woken or
+ * yields - the LIFO slot, the local, yield and class rings, a plain
+ * thread's submission ring, an inbox, the global queue - and the notify
+ * that follows each push (sched/wake.c).  The queues themselves are listed
+ * in sched/find.c, QUEUES.
+ */
+#include "sched/frame.h"
+#include "sched/worker.h"
+
+/* round-robin position of a plain thread's submissions (its own: a shared
+ * counter is one more contended RMW per spawn) */
+static __thread uint32_t tls_rr;
+
+void coro__push_global(coro_sched_t *s, coro_t *job)
+{
+    struct coro__cls *any = coro__cls_get(s, 0);
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    prio_add(&any->nprio, pi, 1);
+    coro__mq_push(&any->q[pi], job);
+}
+
+/* local ring full: move half of it and job to the global queue, under one
+ * lock (tokio).  One pop per job: taking the half with one CAS
+ * (coro__lq_pop_batch, as spill_half does) measured worse on
+ * spawn_many_local (docs/benchmarks.md; not explained - the batch CAS
+ * races the thief's steals of the same ring) */
+static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
+{
+    coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
+    unsigned n = 0;
+
+    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
+        n++;
+    batch[n++] = job;
+    struct coro__cls *any = coro__cls_get(w->s, 0);
+    prio_add(&any->nprio, pi, (int)n);
+    coro__mq_push_batch(&any->q[pi], batch, n);
+    prio_add(&w->nprio, pi, -(int)(n - 1));
+}
+
+/* a plain thread's submission ring is full: move its older half to the
+ * global queue with one CAS (the thread takes from its own ring as a
+ * worker would) and one lock.  Workers look at the global queue before
+ * the rings, so the older half still runs first */
+static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
+{
+    coro_t *batch[CORO__XQ_SIZE / 2];
+    unsigned n = coro__lq_pop_batch(q, batch, CORO__XQ_SIZE / 2);
+
+    if (n)
+        coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
+}
+
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+{
+    struct coro__worker *w = coro__tls_worker;
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    if (CORO__UNLIKELY(s->hist))
+        /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
+         * the job is ours until the push below publishes it */
+        job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
+    if (job->cls != 0) {
+        struct coro__cls *c = coro__cls_get(s, job->cls);
+        prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
+        coro__mq_push(&c->q[pi], job);
+        notify(s, c->wmask, false);
+        return;
+    }
+    if (w && w->s == s) {
+        if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
+            pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
+            /* a HIGH or LOW job queued where we look sends this one the
+             * usual way, to be picked in priority order */
+            !prio_queued(w)) {
+            /* woken by this worker's own look at epoll (worker_main): it
+             * runs the job next, straight from here.  Private until then,
+             * as a job in a step's hands is: no queue, no atomic, nobody
+             * to wake (the LIFO slot would cost an exchange to put it
+             * there and one to take it back) */
+            w->caught = job;
+            return;
+        }
+        if (yield) {
+            /* the back of everything this worker has (tokio defers a
+             * yielding task the same way); full: the global queue */
+            if (!own_lq_push(w, &w->yielded[pi], pi, job))
+                coro__push_global(s, job);
+            goto out;
+        }
+        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_run != w->n_run) {
+            /* the first job a step hands off goes to the LIFO slot; the
+             * one it displaces to the back of the local ring.  The step's
+             * later ones go to the ring behind it: a burst keeps its order
+             * and pays one exchange, not one per job (tokio exchanges
+             * every time; its slot is not stealable, a plain store) */
+            w->lifo_run = w->n_run;
+            /* Only this worker fills the slot; thieves and this worker
+             * only empty it.  Seen empty, it stays empty until our store:
+             * a plain release store fills it (no locked instruction; the
+             * chain's and a woken parent's usual case).  Seen full, a
+             * thief may take the job meanwhile: the exchange says which
+             * of us has it.  relaxed load: a stale "full" only costs the
+             * exchange; a stale "empty" cannot be (only we fill it;
+             * tools/model/lifo.pml).
+             * release / acq_rel: publishes the job's fields to a thief
+             * that takes the slot, and acquires the displaced job's */
+            if (!__atomic_load_n(&w->lifo, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+                return;     /* this worker runs it next: no one to wake (tokio) */
+            }
+            job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
+            if (!job)
+                return;     /* a thief took the old one: as above */
+            pi = CORO__PRIO_IDX(job->prio);
+        }
+        if (!own_lq_push(w, &w->local[pi], pi, job))
+            local_overflow(w, pi, job);
+    out:
+        if (s->nworkers > 1)
+            notify(s, s->all_wmask, true);
+        return;
+    }
+    /* from outside the workers.  A NORMAL job goes to the thread's own
+     * submission ring: one lock-free push, no mutex (spawn_many_remote
+     * spent half its spawning thread's time in the inbox's); the workers
+     * take it as they take the global queue's, and an idle one is woken
+     * for it.  HIGH and LOW jobs, and a full ring: an inbox,
+     * looked at by its worker at that priority at every pick. */
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
+        struct coro__xq *xq = coro__thread_xq(s);
+        bool pushed = xq && coro__lq_push(&xq->q, job);
+        if (xq && !pushed) {
+            /* full: its older half to the global queue (one inbox lock
+             * per job past the ring is a large share of a spawning thread) */
+            spill_half(s, &xq->q, pi);
+            pushed = coro__lq_push(&xq->q, job);
+        }
+        if (pushed) {
+            notify_fence(s);
+            /* relaxed: after the fence (RINGS); 1 on every push of a
+             * burst, one read of a line that workers rarely write */
+            if (CORO__UNLIKELY(!__atomic_load_n(&xq->listed, __ATOMIC_RELAXED)))
+                xq_list(s, xq);
+            /* any = false: wake an idle worker even when one searches,
+             * as the inboxes' hand-off to an idle worker did */
+            coro__notify_fenced(s, s->all_wmask, false);
+            return;
+        }
+    }
+    /* hand it to an idle worker if there is one (Coop), else round-robin,
+     * then make sure someone is awake for it */
+    int idx = coro__claim_idle(s, s->all_wmask);
+    if (idx >= 0) {
+        prio_add(&s->w[idx]->nprio, pi, 1);
+        coro__mq_push(&s->w[idx]->inbox[pi], job);
+        coro__unpark(s, idx);
+        return;
+    }
+    idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
+    tls_rr = (uint32_t)idx + 1;
+    prio_add(&s->w[idx]->nprio, pi, 1);
+    coro__mq_push(&s->w[idx]->inbox[pi], job);
+    /* thieves skip parked workers (STEALING): if this one parked
+     * meanwhile and its last look missed the job, it is the one to wake
+     * (store-then-load against its bit-set then look, as in notify) */
+    notify_fence(s);
+    /* relaxed: after the fence; the RMW picks one claimer */
+    if ((__atomic_load_n(&s->idle[idx / 64], __ATOMIC_RELAXED) & (1ull << (idx % 64))) &&
+        coro__claim_one(s, idx)) {
+        coro__unpark(s, idx);
+        return;
+    }
+    coro__notify_fenced(s, s->all_wmask, true);
+}
+
+void coro__submit_spawned(coro_sched_t *s, coro_t *job)
+{
+    struct coro__worker *w = coro__tls_worker;
+
+    /* submit_'s usual case first, without its slow paths' register saves:
+     * a step's first hand-off of a plain NORMAL job on this worker, into
+     * an empty LIFO slot (a chain's next link, a fork's first child) */
+    if (CORO__LIKELY(w && w->s == s && job->cls == 0 && job->prio == CORO_PRIO_NORMAL &&
+                     w->lifo_run != w->n_run && !w->catching && !s->hist &&
+                     /* relaxed: as coro__submit's look at the slot */
+                     !__atomic_load_n(&w->lifo, __ATOMIC_RELAXED))) {
+        w->lifo_run = w->n_run;
+        /* release: as coro__submit's store to the slot */
+        __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+        return;
+    }
+    coro__submit(s, job, false);
+}
+
+/* give this worker's spare units of s->live back but `keep` (coro__finish
+ * and coro_spawn count them in w->spare; rt/runtime.c SHUTDOWN) */
+void coro__flush_live(struct coro__worker *w, uint32_t keep)
+{
+    coro_sched_t *s = w->s;
+    uint32_t n = w->spare;
+
+    if (n <= keep)
+        return;
+    n -= keep;
+    /* owner-only; atomic store for coro_sched_stats' racy read */
+    __atomic_store_n(&w->spare, keep, __ATOMIC_RELAXED);
+    coro__live_sub(&s->live, n);
+}
+
+/* the one way a suspended job becomes READY (sched/sched.h) */
+void coro__wake(coro_t *job, intptr_t res)
+{
+    job->top->result = res;
+    coro__trace_wake(job);
+    /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
+     * release: the result is visible to the worker that acquires RUNNING */
+    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
+    coro__submit(job->sched, job, false);
+}
