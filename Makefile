@@ -384,7 +384,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(DATADIR)/corokit
 
 # lib/ in layers (docs/architecture.md): no upward include or symbol, no
-# circle of more than 3 object files
+# circle of more than 2 object files
 check-layers: lib
 	$(Q)CC=$(CC) tools/ci/check-layers.sh --self-test
 	$(Q)tools/ci/check-layers.sh $(B)

@@ -188,7 +188,7 @@
  * conversations still had hops ready (sched/worker.c, with_deferred) */
 #define CORO__IO_POLL_DRAIN 16u
 
-/* ---- waiting (wait/lot.c, wait/lot_timer.c, sched/frame_*.c) --------------- */
+/* ---- waiting (wait/lot.c, wait/wtimer.c, sched/frame_*.c) --------------- */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB
  * of 64-byte buckets, few collisions with thousands of objects waited on
  * at once) and 2^6 for a select's own key */

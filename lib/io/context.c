@@ -68,7 +68,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     ev.data.u64 = TAG_TFD;
     if (epoll_ctl(io->epfd, EPOLL_CTL_ADD, io->timer.fd, &ev) < 0)
         goto fail_errno;
-    /* the parking lot's timers (lib/wait/lot_timer.c) have a timerfd of their
+    /* the parking lot's timers (lib/wait/wtimer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
     coro__io_timers_hook(io);     /* the I/O kinds in the workers' heaps */
     if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), coro__io_lot_timers_cb, s)) < 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The timer heap: one implementation for every timed wait - the parking
- * lot's (lib/wait/lot_timer.c) and the I/O context's fd waits and sleeps
+ * lot's (lib/wait/wtimer.c) and the I/O context's fd waits and sleeps
  * (lib/io/timers.c).  Each owner keeps its own heap under its own lock;
  * this file has no lock and no clock.
  *

@@ -31,7 +31,7 @@
  * one, so that nesting is never a bucket within itself.
  *
  * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
- * lib/wait/lot_timer.c, struct coro__lotsched in lib/wait/lot_impl.h).  A
+ * lib/wait/wtimer.c, struct coro__lotsched in lib/wait/lot_impl.h).  A
  * wait begun on a worker puts its timer in that worker's heap, under that
  * worker's lock (lib/wait/wtimer.c: the same rules, that lock in place of
  * hlock); otherwise each scheduler has one min-heap

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* private: what lib/wait/lot.c (wait lists, registry) and lib/wait/lot_timer.c
+/* private: what lib/wait/lot.c (wait lists, registry) and lib/wait/wtimer.c
  * (the lot's timers) share; never installed. */
 #ifndef COROKIT_LOT_IMPL_H
 #define COROKIT_LOT_IMPL_H
@@ -31,14 +31,14 @@ struct coro__lotsched {
 };
 
 
-/* wait/lot_timer.c, under the waiter's bucket lock: arm w's timer (0 or
+/* wait/wtimer.c, under the waiter's bucket lock: arm w's timer (0 or
  * -ENOMEM) / remove it (w carries CORO__FL_TIMED) */
 CORO__HIDDEN int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key,
                                      int64_t deadline);
 CORO__HIDDEN void coro__lot_timer_del(coro_t *w);
 /* under w's bucket lock, w timed: its timer's deadline (coro_sched_dump) */
 CORO__HIDDEN int64_t coro__lot_timer_deadline(coro_t *w);
-/* wait/lot_timer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
+/* wait/wtimer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
 CORO__HIDDEN int coro__lot_timers_init(struct coro__lotsched *ls);
 CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
 /* wait/wtimer.c: the workers' heaps, made at the lot's init (after the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A timerfd decided under its heap's lock and programmed outside it: the
- * parking lot's (lib/wait/lot_timer.c) and the I/O context's
+ * parking lot's (lib/wait/wtimer.c) and the I/O context's
  * (lib/io/timers.c).  timerfd_settime is a system call; under the heap
  * lock, every add, removal and fire of that heap would wait for it.
  *

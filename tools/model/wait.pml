@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The wait / timeout / cancel protocol of the parking lot (lib/wait/lot.c,
- * TIMERS and REGISTRY; the fire path of lib/wait/lot_timer.c): a job waits on
+ * TIMERS and REGISTRY; the fire path of lib/wait/wtimer.c): a job waits on
  * an event with a timeout, in a bucket, with an entry in the timer heap;
  * a waker sets the event, the timer thread fires due entries, a third
  * thread cancels the job.  Then the same frame waits again on the same key
