@@ -8,20 +8,20 @@
 #ifndef COROKIT_LIB_BASE_TUNABLES_H
 #define COROKIT_LIB_BASE_TUNABLES_H
 
-/* ---- queues (sched/submit.c, sched/find.c, sched/cls.c) ------------------- */
+/* ---- queues (sched/submit.c, sched/find.c, sched/affinity.c) ------------------- */
 /* Ring sizes, per worker and priority (local, inbox) and per affinity class
  * and priority; beyond them jobs go to a mutex-guarded overflow list.  256
  * holds a spawn burst of a fork-join level without overflow (tokio: 256). */
 #define CORO__LOCAL_SIZE 256
 #define CORO__INBOX_SIZE 256
 /* a plain thread's submission ring (NORMAL jobs it spawns;
- * lib/sched/thread_xq.c makes it with the thread's cache): full, its
+ * lib/sched/thread_subring.c makes it with the thread's cache): full, its
  * spawns take the inboxes */
 #define CORO__XQ_SIZE 1024
 /* at most this many submission rings per scheduler (a live plain thread
  * that spawns holds one; an exited thread's goes to the next): the threads
  * beyond use the inboxes.  A multiple of 64, at most 64 * 64 (the two
- * levels of s->xq_bits) */
+ * levels of s->subring_bits) */
 #define CORO__XQ_MAX 4096
 #define CORO__CLASS_SIZE 1024
 /* the ring of each queue of a narrower affinity class (the overflow list
@@ -30,7 +30,7 @@
 #define CORO__CLASS_NARROW_SIZE 64
 /* at most this many affinity classes (distinct masks) per scheduler */
 #define CORO__MAX_CLASSES 4096
-/* jobs coro__mq_pop moves from an overflow list to the ring per lock
+/* jobs coro__sharedq_pop moves from an overflow list to the ring per lock
  * taken: one lock per 128 jobs instead of one per job */
 #define CORO__MQ_REFILL 128u
 
@@ -81,8 +81,8 @@
  * each CPU that runs one of our threads, waiting for them all: a park
  * then costs more with every CPU.  Beyond either bound a spawn pays a
  * full fence instead, which costs the same on any machine */
-#define CORO__ASYM_MAX_WORKERS 8
-#define CORO__ASYM_MAX_CPUS 64
+#define CORO__MEMBARRIER_MAX_WORKERS 8
+#define CORO__MEMBARRIER_MAX_CPUS 64
 
 /* ---- spinning (base/spin.c) ------------------------------------------------ */
 /* a contended coro__spin_lock pauses this many rounds, then gives the CPU
@@ -131,7 +131,7 @@
  * own, written without a lock; the others share one under a spinlock */
 #define CORO__TRACE_THREAD_RINGS 16
 /* a plain thread reads the clock at least every this many events (and at
- * every coarse-clock tick: sched/trace.h, coro__tr_thread_stamp) */
+ * every coarse-clock tick: sched/trace.h, coro__trace_ring_thread_stamp) */
 #define CORO__TRACE_THREAD_RUN 32u
 
 /* ---- the I/O context (lib/io/) ------------------------------------------- */
@@ -188,12 +188,12 @@
  * conversations still had hops ready (sched/worker.c, with_deferred) */
 #define CORO__IO_POLL_DRAIN 16u
 
-/* ---- waiting (wait/lot.c, wait/wtimer.c, sched/frame_*.c) --------------- */
+/* ---- waiting (wait/parklot.c, wait/wtimer.c, sched/frame_*.c) --------------- */
 /* the parking lot's buckets: 2^16 for even keys (objects waited on; 4 MiB
  * of 64-byte buckets, few collisions with thousands of objects waited on
  * at once) and 2^6 for a select's own key */
-#define CORO__LOT_BITS 16
-#define CORO__LOT_SEL_BITS 6
+#define CORO__PARKLOT_BITS 16
+#define CORO__PARKLOT_SEL_BITS 6
 /* lot timers preallocated per scheduler: steady-state timed waits never
  * allocate */
 #define CORO__TIMER_PREALLOC 256

@@ -16,7 +16,7 @@
 /* resume every waiter and drop every timer: CORO_CANCEL */
 static int sweep(struct coro__io *io)
 {
-    struct coro__tnode t;
+    struct coro__timer_record t;
     int n = 0;
 
     for (;;) {
@@ -36,9 +36,9 @@ static int sweep(struct coro__io *io)
     n += coro__io_cancel_own_sleeps(io, true);
     for (uint32_t c = 0; c < NCHUNKS; c++) {
         /* acquire: pairs with ent_get's CAS that published a new chunk */
-        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        struct fd_entry *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
-            struct fdent *e = &ch[i];
+            struct fd_entry *e = &ch[i];
             coro_t *job[2];
             ent_lock(e);
             job[0] = slot_take(io, e, 0);
@@ -71,13 +71,13 @@ void coro__io_cancel_all(struct coro__io *io)
  * takes (the entry's, or hlock for sleeps): it sees the flag or is found. */
 void coro__io_cancel_jobs(struct coro__io *io)
 {
-    struct coro__tnode t;
+    struct coro__timer_record t;
 
     for (bool again = true; again;) {
         again = false;
         pthread_mutex_lock(&io->hlock);
         for (uint32_t k = 0; k < io->heap.cap; k++) {
-            const struct coro__tnode *e = coro__heap_rec(&io->heap, k);
+            const struct coro__timer_record *e = coro__heap_rec(&io->heap, k);
             if (e->p && e->kind == CORO__IOK_SLEEP && coro__job_cancelled(e->p)) {
                 coro__io_heap_del(io, k, &t);
                 again = true;       /* the heap may have moved: look again */
@@ -94,9 +94,9 @@ void coro__io_cancel_jobs(struct coro__io *io)
     coro__io_cancel_own_sleeps(io, false);
     for (uint32_t c = 0; c < NCHUNKS; c++) {
         /* acquire: pairs with ent_get's CAS that published a new chunk */
-        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        struct fd_entry *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
-            struct fdent *e = &ch[i];
+            struct fd_entry *e = &ch[i];
             coro_t *job[2] = { NULL, NULL };
             ent_lock(e);
             for (int dir = 0; dir < 2; dir++)
@@ -110,7 +110,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
     }
 }
 
-/* coro_cancel of one suspended job (lib/wait/lot.c CANCEL ONE has the
+/* coro_cancel of one suspended job (lib/wait/parklot.c CANCEL ONE has the
  * argument: its awaitable is ours to read and stays put): an fd wait
  * takes its entry's lock and the job off its slot, as the sweep above
  * does for every entry; a wait parking concurrently takes the same lock
@@ -136,7 +136,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         return false;
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     if (ops->kind == CORO__IOK_SLEEP) {
-        struct coro__tnode t;
+        struct coro__timer_record t;
         bool took = false;
         /* the slot its awaitable keeps (lib/wait/wait.h: home and handle),
          * checked against the entry: a fire that came first took the entry
@@ -155,7 +155,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         if (home && home <= coro__wt_homes(io->s)) {
             struct coro__wtimers *wt = coro__wt_get(io->s, home);
             pthread_mutex_lock(&wt->lock);
-            const struct coro__tnode *e = coro__heap_get(&wt->heap, coro__wt_handle(slot), job);
+            const struct coro__timer_record *e = coro__heap_get(&wt->heap, coro__wt_handle(slot), job);
             if (e && e->kind == CORO__TK_SLEEP) {
                 coro__wt_del_locked(wt, slot, &t);
                 took = true;
@@ -168,7 +168,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         pthread_mutex_lock(&io->hlock);
         /* relaxed: its store was under hlock (coro__io_timer_add) */
         uint32_t hd = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_RELAXED) - 1;
-        const struct coro__tnode *e = coro__heap_get(&io->heap, hd, job);
+        const struct coro__timer_record *e = coro__heap_get(&io->heap, hd, job);
         if (e && e->kind == CORO__TK_SLEEP) {
             coro__io_heap_del(io, hd, &t);
             took = true;
@@ -189,7 +189,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
                                : aw->arg[0].i;
     if (fd < 0)
         return true;    /* not made yet: the arm sees the flag */
-    struct fdent *e = ent_get(io, (int)fd, true);
+    struct fd_entry *e = ent_get(io, (int)fd, true);
     if (!e)
         return (uint64_t)fd >= MAX_FDS;     /* no entry can hold it */
     coro_t *w = NULL;

@@ -4,7 +4,7 @@
  * timerfd of its timers (lib/io/timers.c), the sources other layers add
  * (the parking lot's timerfd), and the fds jobs wait on
  * (lib/io/fd_wait.c); who waits in the set: lib/io/epoll.c.  The
- * scheduling layer reaches it through s->drv, the driver table at the
+ * scheduling layer reaches it through s->driver, the driver table at the
  * end of this file; the layout: lib/io/io_impl.h.
  */
 #include <signal.h>
@@ -31,9 +31,9 @@ int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void
     return 0;
 }
 
-void coro__io_lot_timers_cb(void *arg)
+void coro__io_parklot_timers_cb(void *arg)
 {
-    coro__lot_timers_fire(arg);     /* reads the lot's timerfd */
+    coro__parklot_timers_fire(arg);     /* reads the lot's timerfd */
 }
 
 int coro__io_create(coro_sched_t *s, struct coro__io **out)
@@ -71,7 +71,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
     /* the parking lot's timers (lib/wait/wtimer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
     coro__io_timers_hook(io);     /* the I/O kinds in the workers' heaps */
-    if ((rc = coro__io_add_source(io, coro__lot_timer_fd(s), coro__io_lot_timers_cb, s)) < 0)
+    if ((rc = coro__io_add_source(io, coro__parklot_timer_fd(s), coro__io_parklot_timers_cb, s)) < 0)
         goto fail;
     if (coro_sched_workers(s) > 0) {
         /* the I/O thread takes no signals: they go to the threads that
@@ -115,7 +115,7 @@ void coro__io_destroy(struct coro__io *io)
     coro__heap_fini(&io->heap);
     for (uint32_t c = 0; c < NCHUNKS; c++)
         if (io->chunks[c])
-            coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fdent));
+            coro__free(io->s, io->chunks[c], CHUNK * sizeof(struct fd_entry));
     pthread_mutex_destroy(&io->hlock);
     if (io->timer.fd >= 0)
         close(io->timer.fd);
@@ -128,7 +128,7 @@ void coro__io_destroy(struct coro__io *io)
 }
 
 /* the event driver of the scheduling layer (sched/sched.h struct
- * coro__driver): the workers reach these through s->drv */
+ * coro__driver): the workers reach these through s->driver */
 const struct coro__driver coro__io_driver = {
     .poll = coro__io_poll,
     .kick = coro__io_kick,

@@ -17,9 +17,9 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
 
     for (uint32_t c = 0; c < NCHUNKS; c++) {
         /* acquire: pairs with ent_get's CAS that published a new chunk */
-        struct fdent *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
+        struct fd_entry *ch = __atomic_load_n(&io->chunks[c], __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; ch && i < CHUNK; i++) {
-            struct fdent *e = &ch[i];
+            struct fd_entry *e = &ch[i];
             int fd = (int)(c * CHUNK + i);
             ent_lock(e);
             for (int dir = 0; dir < 2; dir++) {
@@ -28,7 +28,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                     continue;
                 const char *op = job->top->aw.ops ? job->top->aw.ops->name : "?";
                 if (e->timed[dir]) {
-                    int64_t dl = coro__io_timer_deadline(io, &e->hidx[dir], now);
+                    int64_t dl = coro__io_timer_deadline(io, &e->timer_handle[dir], now);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);
                 } else {
@@ -45,7 +45,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
         struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
         pthread_mutex_lock(lock);
         for (uint32_t k = 0; k < h->cap; k++) {
-            const struct coro__tnode *t = coro__heap_rec(h, k);
+            const struct coro__timer_record *t = coro__heap_rec(h, k);
             if (!t->p || t->kind != CORO__IOK_SLEEP)
                 continue;
             coro__dump_job(d, t->p, "timer (sleep), %.3f ms left",

@@ -9,7 +9,7 @@
  * does to the fd's waiters: lib/io/fd_wait.c; the timers fired after the
  * events: lib/io/timers.c.
  *
- * THE POLL TOKEN (io->driver: 0 free, worker index + 1, or DRV_IOT).  A
+ * THE POLL TOKEN (io->poll_token: 0 free, worker index + 1, or TOKEN_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
  * its futex (coro__io_park; sched/park.c, PARKING, has the no-lost-wake-up
  * argument), releasing it as soon as epoll_wait returns, so that another
@@ -72,7 +72,7 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
             (void)r;
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
-            if (timers || src->cb != coro__io_lot_timers_cb)
+            if (timers || src->cb != coro__io_parklot_timers_cb)
                 src->cb(src->arg);
             done++;
         } else {
@@ -132,7 +132,7 @@ static void iot_drive(struct coro__io *io)
         if (want) {
             want = __atomic_exchange_n(&io->want, 0, __ATOMIC_RELAXED);
             /* release: what we handled before a worker's CAS takes the token */
-            __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+            __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
             /* only a busy worker asked: it takes the token at its next
              * look, and no idle worker is woken for it (a futex wake and
              * two context switches per ask, on CPUs the busy workers use) */
@@ -146,7 +146,7 @@ static void iot_drive(struct coro__io *io)
              * with us asks again, and again is woken by our event before
              * we see its ask.  Should the workers stay busy instead,
              * coro__io_main takes it again within two looks. */
-            coro__io_handoff(io->s);
+            coro__io_wake_idle_worker(io->s);
             return;
         }
         /* after a round that did something, look again without sleeping
@@ -159,7 +159,7 @@ static void iot_drive(struct coro__io *io)
             sched_yield();
     }
     /* release: what we handled before the next taker's CAS of the token */
-    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_RELEASE);
+    __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
 }
 
 /* a worker let go of the token: if the I/O thread sleeps in deep standby
@@ -192,24 +192,24 @@ void *coro__io_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);     /* timers fire on time */
     while (!__atomic_load_n(&io->stop, __ATOMIC_ACQUIRE)) {
         uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
-        uint32_t drv = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
+        uint32_t holder = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
-        uint32_t free_ = DRV_FREE;
+        uint32_t free_ = TOKEN_FREE;
         /* relaxed: a hint, as poll_gen */
         uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
         /* the token is free and no worker took it or looked since our last
          * look (or a timer is due): every worker is busy, so we wait in
          * epoll */
-        if (drv == DRV_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
+        if (holder == TOKEN_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
-            __atomic_compare_exchange_n(&io->driver, &free_, DRV_IOT, false, __ATOMIC_SEQ_CST,
+            __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
             iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
-            drv = DRV_IOT;
+            holder = TOKEN_IOT;
         } else {
             seen_gen = gen;
             seen_look = look;
@@ -236,10 +236,10 @@ void *coro__io_main(void *arg)
          * token then reads iot_asleep (both seq_cst).  Either we see the
          * token gone and keep watch, or the worker sees us asleep and
          * wakes us (the standby bump makes our futex_wait return). */
-        if (drv != DRV_FREE && drv != DRV_IOT && gen == held_gen) {
+        if (holder != TOKEN_FREE && holder != TOKEN_IOT && gen == held_gen) {
             if (++held_looks >= CORO__IO_DEEP_LOOKS) {
                 __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
-                if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) == drv &&
+                if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) == holder &&
                     __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
                     /* bounded (CORO__IO_DEEP_STANDBY_NS): a safety net, not part
                      * of the argument above - 20 looks a second at most
@@ -308,7 +308,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
                   uint32_t activity, void (*awake)(void *), void *arg)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
-    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    uint32_t me = (uint32_t)idx + 1, free_ = TOKEN_FREE;
     bool kicked;
 
     /* relaxed: a hint.  Another worker handled I/O while we looked for
@@ -317,8 +317,8 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
      * between workers and wake us for nothing) */
     if (__atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) != activity)
         return -EAGAIN;
-    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
-    if (cur == DRV_IOT) {
+    uint32_t cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
+    if (cur == TOKEN_IOT) {
         /* relaxed: a hint iot_drive reads at its next round; the kick
          * (one per ask: the first to set the bit) ends an epoll_wait it
          * may block in meanwhile */
@@ -328,7 +328,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     }
     /* seq_cst: Dekker against coro__io_wake_poller - we store the token,
      * then read the epoch; the waker bumps the epoch, then reads the token */
-    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+    if (cur != TOKEN_FREE || !__atomic_compare_exchange_n(&io->poll_token, &free_, me, false,
                                                          __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return -EAGAIN;
     __atomic_add_fetch(&io->poll_gen, 1, __ATOMIC_RELAXED);
@@ -349,7 +349,7 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
     take_kick(io, evs, n);
     /* seq_cst: orders our handling so far before the next taker
      * (release), and is the store half of wake_standby's Dekker */
-    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
     awake(arg);
     handle(io, evs, n > 0 ? n : 0, &kicked, false, 0);   /* not the holder now */
@@ -370,7 +370,7 @@ int coro__io_poll_now(struct coro__io *io)
      * a worker that always finds the woken job during its own idle spins
      * never parks, so never asks: the I/O thread would relay a whole
      * conversation (relaxed: a hint, as in coro__io_park) */
-    if (__atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_IOT &&
+    if (__atomic_load_n(&io->poll_token, __ATOMIC_RELAXED) == TOKEN_IOT &&
         !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_PARK))
         __atomic_fetch_or(&io->want, WANT_PARK, __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_POLL_NOW_EVENTS, 0);
@@ -414,12 +414,12 @@ int coro__io_poll_now(struct coro__io *io)
 int coro__io_poll_busy(struct coro__io *io, int idx)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
-    uint32_t me = (uint32_t)idx + 1, free_ = DRV_FREE;
+    uint32_t me = (uint32_t)idx + 1, free_ = TOKEN_FREE;
     bool kicked;
 
     /* relaxed: a hint; the CAS below decides */
-    uint32_t cur = __atomic_load_n(&io->driver, __ATOMIC_RELAXED);
-    if (cur == DRV_IOT) {
+    uint32_t cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
+    if (cur == TOKEN_IOT) {
         /* relaxed: iot_drive reads the flag at its next round.  No kick:
          * while it blocks in epoll_wait the I/O thread sees every event,
          * so nothing waits for it to let go; it does after the round that
@@ -433,7 +433,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     /* seq_cst: the token word is RMWed by every taker, and its store by
      * each holder is half of a Dekker (coro__io_wake_poller, wake_standby):
      * kept the same here */
-    if (cur != DRV_FREE || !__atomic_compare_exchange_n(&io->driver, &free_, me, false,
+    if (cur != TOKEN_FREE || !__atomic_compare_exchange_n(&io->poll_token, &free_, me, false,
                                                          __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         return 0;
     /* relaxed: a hint for the I/O thread (coro__io_main: a worker looked since
@@ -446,7 +446,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
     take_kick(io, evs, n);
     /* seq_cst: as coro__io_park's release of the token */
-    __atomic_store_n(&io->driver, DRV_FREE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
     if (n <= 0)
         return 0;
@@ -462,7 +462,7 @@ bool coro__io_wake_poller(struct coro__io *io, int idx)
 {
     /* seq_cst: the other half of coro__io_park's Dekker (the caller bumped
      * the epoch with a seq_cst RMW first) */
-    if (__atomic_load_n(&io->driver, __ATOMIC_SEQ_CST) != (uint32_t)idx + 1)
+    if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) != (uint32_t)idx + 1)
         return false;
     kick(io);
     return true;
@@ -476,7 +476,7 @@ void coro__io_kick(struct coro__io *io)
 bool coro__io_pending(struct coro__io *io)
 {
     return __atomic_load_n(&io->npending, __ATOMIC_RELAXED) != 0 ||
-           coro__lot_timers_pending(io->s);
+           coro__parklot_timers_pending(io->s);
 }
 
 bool coro__io_fd_waiting(struct coro__io *io)

@@ -20,7 +20,7 @@
 int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
 {
     CORO__IO_KEEP_ERRNO();
-    struct fdent *e = ent_get(io, fd, true);
+    struct fd_entry *e = ent_get(io, fd, true);
     int rc = 0;
 
     if (!e)
@@ -41,7 +41,7 @@ int coro__io_sel_link(struct coro__io *io, coro_t *p, int fd, int dir)
 
 void coro__io_sel_unlink(struct coro__io *io, coro_t *p, int fd, int dir)
 {
-    struct fdent *e = ent_get(io, fd, false);
+    struct fd_entry *e = ent_get(io, fd, false);
 
     if (!e)
         return;

@@ -17,10 +17,10 @@
  * The epoll tag is fd | gen << 32: an event of a forgotten registration
  * (gen moved on) is ignored.
  *
- * THE FD ENTRY (struct fdent, a two-level table whose chunks are never
+ * THE FD ENTRY (struct fd_entry, a two-level table whose chunks are never
  * freed before the scheduler, so a pointer to an entry stays valid) holds,
  * under its spinlock, the waiting reader and writer (w[dir]), and the
- * READINESS word `rdy` (tokio's ScheduledIo): flags in the low byte -
+ * READINESS word `readiness` (tokio's ScheduledIo): flags in the low byte -
  * readable / writable (CORO__RDY_RD/WR), the sticky end states
  * (CORO__RDY_RD_CLOSED from EPOLLRDHUP, EPOLLHUP or EPOLLERR;
  * CORO__RDY_WR_CLOSED from EPOLLHUP or EPOLLERR), registered per direction
@@ -88,13 +88,13 @@
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
 __attribute__((noinline, cold))
-struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot)
+struct fd_entry *coro__io_chunk_new(struct coro__io *io, struct fd_entry **slot)
 {
-    struct fdent *c = NULL;
-    struct fdent *n = coro__alloc(io->s, CHUNK * sizeof *n);
+    struct fd_entry *c = NULL;
+    struct fd_entry *n = coro__alloc(io->s, CHUNK * sizeof *n);
     if (!n)
         return NULL;
-    memset(n, 0, CHUNK * sizeof *n);     /* hidx: NO_TIMER */
+    memset(n, 0, CHUNK * sizeof *n);     /* timer_handle: NO_TIMER */
     /* acq_rel: publishes n's contents; on failure acquires the winner's */
     if (__atomic_compare_exchange_n(slot, &c, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return n;
@@ -102,10 +102,10 @@ struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot)
     return c;
 }
 
-uint64_t *coro__io_rdy_word(struct coro__io *io, int fd)
+uint64_t *coro__io_readiness_word(struct coro__io *io, int fd)
 {
-    struct fdent *e = ent_get(io, fd, false);
-    return e ? &e->rdy : NULL;
+    struct fd_entry *e = ent_get(io, fd, false);
+    return e ? &e->readiness : NULL;
 }
 
 /* every completion of an fd awaitable, whoever completes it: the
@@ -132,7 +132,7 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
  * epoll_ctl per fd).  A direction nobody waits in is left out: each read
  * by the peer of a socket registered for EPOLLOUT too would queue an event
  * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
-int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit)
+int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8_t bit)
 {
     uint32_t gen = e->reg ? e->gen : e->gen + 1;
     uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
@@ -160,7 +160,7 @@ int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t 
      * our unlock): the new direction starts not ready.  At ADD the fd is
      * new to us: forget the old word. */
     uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
-    rdy_update(e, e->reg ? coro__rdy_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
+    readiness_update(e, e->reg ? coro__readiness_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
                set);
     e->gen = gen;
     e->reg = 1;
@@ -170,15 +170,15 @@ int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t 
 
 /* under e's lock: slot_take for the paths that end a wait with res (close,
  * forget, cancel): a select branch's record claims its select for res
- * (woken from wl after the unlock) and NULL is returned; a job is
+ * (woken from wakes after the unlock) and NULL is returned; a job is
  * returned for finish() */
-static coro_t *slot_take_jobs(struct coro__io *io, struct fdent *e, int dir, intptr_t res,
-                              coro__wl_t *wl)
+static coro_t *slot_take_jobs(struct coro__io *io, struct fd_entry *e, int dir, intptr_t res,
+                              coro__wakelist_t *wakes)
 {
     coro_t *w = slot_take(io, e, dir);
 
     if (w && is_proxy(w)) {
-        proxy_fire(e, dir, w, res, wl);
+        proxy_fire(e, dir, w, res, wakes);
         return NULL;
     }
     return w;
@@ -191,7 +191,7 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     int fd = (int)aw->arg[0].i, dir = ops->dir;
     uint8_t bit = dir == CORO__DIR_RD ? RD_BIT : WR_BIT;
-    struct fdent *e = ent_get(io, fd, true);
+    struct fd_entry *e = ent_get(io, fd, true);
     int rc;
 
     if (!e) {
@@ -216,12 +216,12 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
          * state stands): try the operation (the word read before it: a
          * snapshot); would block: clear, unless another event came
          * meanwhile */
-        uint64_t snap = rdy_load(e);
-        if (snap & coro__rdy_bits(dir)) {
+        uint64_t snap = readiness_load(e);
+        if (snap & coro__readiness_bits(dir)) {
             ent_unlock(e);
             bool done = ops->attempt(aw, res);
             if (!done)
-                rdy_clear(e, dir, snap);
+                readiness_clear(e, dir, snap);
             if (done)
                 return CORO__ARM_READY;
             continue;
@@ -231,12 +231,12 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             *res = -EBUSY;      /* one reader and one writer per fd */
             return CORO__ARM_READY;
         }
-        uint32_t seq = ++e->wseq[dir];
+        uint32_t seq = ++e->wait_seq[dir];
         int64_t deadline = coro__bound_deadline(job, aw->timeout);     /* .deadline */
         if (deadline >= 0) {
-            struct coro__tnode t = { .deadline = deadline, .p = job, .seq = seq,
+            struct coro__timer_record t = { .deadline = deadline, .p = job, .seq = seq,
                                      .kind = CORO__TK_FD, .aux = (uint32_t)fd * 2 + (uint32_t)dir };
-            rc = coro__io_timer_add(io, &t, &e->hidx[dir]);  /* entry, then timers: the lock order */
+            rc = coro__io_timer_add(io, &t, &e->timer_handle[dir]);  /* entry, then timers: the lock order */
             if (rc < 0) {
                 ent_unlock(e);
                 *res = rc;
@@ -258,27 +258,27 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
  * under the lock: a waiter that comes next registers anew and gets EBADF
  * (unless the number was reused meanwhile: then it is a new fd).  Returns
  * close's result, else 0.  Inlined: close_it is a constant at each call. */
-static inline __attribute__((always_inline)) int ent_reset(struct coro__io *io, struct fdent *e,
+static inline __attribute__((always_inline)) int ent_reset(struct coro__io *io, struct fd_entry *e,
                                                            int fd, bool close_it)
 {
     coro_t *job[2];
     int rc = 0;
 
-    coro__wl_t wl;
-    coro__wl_init(&wl);
+    coro__wakelist_t wakes;
+    coro__wakelist_init(&wakes);
     ent_lock(e);
-    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wl);
-    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wl);
+    job[0] = slot_take_jobs(io, e, 0, -EBADF, &wakes);
+    job[1] = slot_take_jobs(io, e, 1, -EBADF, &wakes);
     if (close_it && e->reg)
         epoll_ctl(io->epfd, EPOLL_CTL_DEL, fd, NULL);  /* a dup may keep the file open */
     e->reg = 0;
     e->dirs = 0;
-    rdy_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
+    readiness_update(e, 0xffu, 0);    /* nothing known; older snapshots clear nothing */
     e->gen++;           /* events of the old registration are ignored */
     if (close_it)
         rc = close(fd) == 0 ? 0 : -errno;
     ent_unlock(e);
-    coro__wl_wake(&wl);
+    coro__wakelist_wake(&wakes);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             finish(io, job[dir], -EBADF);
@@ -287,7 +287,7 @@ static inline __attribute__((always_inline)) int ent_reset(struct coro__io *io, 
 
 void coro__io_forget(struct coro__io *io, int fd)
 {
-    struct fdent *e = ent_get(io, fd, false);
+    struct fd_entry *e = ent_get(io, fd, false);
 
     if (e)
         ent_reset(io, e, fd, false);
@@ -302,7 +302,7 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 
     if (ops->kind == CORO__IOK_SLEEP) {
         /* bounded by the job's deadline: coro__io_timer_fire tells the two apart */
-        struct coro__tnode t = { .deadline = coro__bound_deadline(job, aw->timeout), .p = job,
+        struct coro__timer_record t = { .deadline = coro__bound_deadline(job, aw->timeout), .p = job,
                                  .kind = CORO__TK_SLEEP };
         if ((rc = coro__io_timer_add(io, &t, NULL)) < 0) {
             *res = rc;
@@ -325,7 +325,7 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 int coro_close(coro_sched_t *s, int fd)
 {
     CORO__IO_KEEP_ERRNO();
-    struct fdent *e;
+    struct fd_entry *e;
 
     if (fd < 0)
         return -EBADF;

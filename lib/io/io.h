@@ -90,9 +90,9 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
  * constructor (lib/io/ops.c) makes its system call whatever the word says;
  * only a job about to park (fd_wait), whose own call has just seen EAGAIN,
  * reads it, to choose between parking and trying again.  A thread reads
- * the word (coro__rdy_load of coro__io_rdy_word) BEFORE its system call;
+ * the word (coro__readiness_load of coro__io_readiness_word) BEFORE its system call;
  * if the call then gets EAGAIN - the kernel's only "not ready" - it clears
- * the direction's bits with coro__rdy_clear, which succeeds only if the
+ * the direction's bits with coro__readiness_clear, which succeeds only if the
  * tick has not moved since the read: an event that came in between keeps
  * the bits set, so it is never lost (tokio's ScheduledIo).  A transfer,
  * short or not, clears nothing. */
@@ -105,13 +105,13 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
 #define CORO__RDY_WR_CLOSED 32u /* EPOLLHUP or EPOLLERR: a write fails at once; likewise */
 #define CORO__RDY_TICK 256u     /* one event */
 
-static inline uint64_t coro__rdy_bit(int dir)
+static inline uint64_t coro__readiness_bit(int dir)
 {
     return dir == CORO__DIR_RD ? CORO__RDY_RD : CORO__RDY_WR;
 }
 
 /* what dir's bits in the word are: ready, and the sticky end state */
-static inline uint64_t coro__rdy_bits(int dir)
+static inline uint64_t coro__readiness_bits(int dir)
 {
     return dir == CORO__DIR_RD ? CORO__RDY_RD | CORO__RDY_RD_CLOSED
                                : CORO__RDY_WR | CORO__RDY_WR_CLOSED;
@@ -120,21 +120,21 @@ static inline uint64_t coro__rdy_bits(int dir)
 /* where fd's readiness word lives (NULL: fd has no entry yet, nothing is
  * known), for a snapshot and a clear with one look-up: the constructors'
  * path (lib/io/ops.c).  The entry lives as long as the scheduler. */
-CORO__HIDDEN uint64_t *coro__io_rdy_word(struct coro__io *io, int fd);
+CORO__HIDDEN uint64_t *coro__io_readiness_word(struct coro__io *io, int fd);
 
-static inline uint64_t coro__rdy_load(const uint64_t *w)
+static inline uint64_t coro__readiness_load(const uint64_t *w)
 {
     /* seq_cst: read before the system call it is a snapshot for */
     return w ? __atomic_load_n(w, __ATOMIC_SEQ_CST) : 0;
 }
 
-/* an operation in dir started after `snap` (coro__rdy_load) got EAGAIN
+/* an operation in dir started after `snap` (coro__readiness_load) got EAGAIN
  * from the kernel: clear dir's bits (ready and closed) unless an event
  * came since (the tick moved) or snap is of no registration in dir.  Any
  * thread, lock-free. */
-static inline void coro__rdy_clear(uint64_t *w, int dir, uint64_t snap)
+static inline void coro__readiness_clear(uint64_t *w, int dir, uint64_t snap)
 {
-    uint64_t bits = coro__rdy_bits(dir);
+    uint64_t bits = coro__readiness_bits(dir);
     uint64_t reg = dir == CORO__DIR_RD ? CORO__RDY_REG_RD : CORO__RDY_REG_WR;
     uint64_t cur = snap;
 
@@ -214,7 +214,7 @@ CORO__HIDDEN void coro__io_cancel_all(struct coro__io *io);
  * next round.  Any thread. */
 CORO__HIDDEN void coro__io_cancel_jobs(struct coro__io *io);
 /* coro__io_cancel_job - coro_cancel of one job whose flag is set and that
- * was SUSPENDED at that RMW (lib/wait/lot.c CANCEL ONE): end its fd wait
+ * was SUSPENDED at that RMW (lib/wait/parklot.c CANCEL ONE): end its fd wait
  * or sleep; false when it waits on something else (the caller sweeps) */
 CORO__HIDDEN bool coro__io_cancel_job(struct coro__io *io, coro_t *job);
 CORO__HIDDEN void coro__io_destroy(struct coro__io *io);
@@ -292,7 +292,7 @@ _Static_assert((int)CORO__TK_FD == (int)CORO__IOK_FD &&
                    (int)CORO__TK_SLEEP == (int)CORO__IOK_SLEEP,
                "a timer's kind is its wait's I/O kind");
 
-/* the event driver the runtime plugs into s->drv (sched/sched.h): these
+/* the event driver the runtime plugs into s->driver (sched/sched.h): these
  * functions, by pointer */
 extern const struct coro__driver coro__io_driver CORO__HIDDEN;
 

@@ -14,15 +14,15 @@
 #define TAG_EVFD (1ull << 62)
 #define TAG_TFD (1ull << 61)
 #define TAG_SRC (1ull << 60)    /* | index: an extra source (coro__io_add_source) */
-#define NO_TIMER 0u      /* an fd slot's hidx: no timer */
+#define NO_TIMER 0u      /* an fd slot's timer_handle: no timer */
 
 #define CHUNK_BITS 8
 #define CHUNK (1u << CHUNK_BITS)
 #define MAX_FDS (1u << 22)
 #define NCHUNKS (MAX_FDS / CHUNK)
 
-#define DRV_FREE 0u
-#define DRV_IOT 0xffffffffu
+#define TOKEN_FREE 0u
+#define TOKEN_IOT 0xffffffffu
 /* io->want: who asks the I/O thread for the token.  A worker about to
  * park (coro__io_park, coro__io_poll_now): the I/O thread lets go and
  * wakes an idle worker to take it.  A busy worker's look
@@ -35,20 +35,20 @@
 #define RD_BIT 1u
 #define WR_BIT 2u
 
-struct fdent {
-    uint32_t lock;          /* spinlock: everything below but hidx */
+struct fd_entry {
+    uint32_t lock;          /* spinlock: everything below but timer_handle */
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
     uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
     uint8_t timed[2];       /* the waiter has a timer */
-    uint32_t wseq[2];       /* numbers the waits of each slot */
+    uint32_t wait_seq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
-    uint32_t hidx[2];       /* atomic: their timers' slots (lib/wait/wait.h: home and
+    uint32_t timer_handle[2];       /* atomic: their timers' slots (lib/wait/wait.h: home and
                                handle + 1; NO_TIMER none), written under the home's lock */
-    uint64_t rdy;           /* the readiness word (CORO__RDY_*, READINESS in
+    uint64_t readiness;           /* the readiness word (CORO__RDY_*, READINESS in
                                lib/io/fd_wait.c):
                                atomic; changed under the lock, except the
-                               lock-free clears of coro__rdy_clear */
+                               lock-free clears of coro__readiness_clear */
 };
 
 struct source {
@@ -64,7 +64,7 @@ struct coro__io {
     pthread_t thread;
 
     /* shared, hot */
-    uint32_t driver __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
+    uint32_t poll_token __attribute__((aligned(CORO__CACHELINE)));  /* the poll token */
     uint32_t want;          /* a worker asks the I/O thread for the token (WANT_*) */
     uint32_t poll_gen;      /* bumped by each worker that takes the token */
     uint32_t look_gen;      /* bumped by each busy look (coro__io_poll_busy) */
@@ -83,7 +83,7 @@ struct coro__io {
                                [1] the I/O thread */
 
     /* the fd table: chunks created once (CAS), freed by destroy */
-    struct fdent *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
+    struct fd_entry *chunks[NCHUNKS] __attribute__((aligned(CORO__CACHELINE)));
 
     /* the timers */
     pthread_mutex_t hlock;
@@ -103,32 +103,32 @@ static inline void kick(struct coro__io *io)
 }
 
 /* two per wait and wake-up: the uncontended take inline (base/base.h) */
-static inline void ent_lock(struct fdent *e)
+static inline void ent_lock(struct fd_entry *e)
 {
     coro__spin_lock(&e->lock);
 }
 
-static inline void ent_unlock(struct fdent *e)
+static inline void ent_unlock(struct fd_entry *e)
 {
     coro__spin_unlock(&e->lock);
 }
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM (fd_wait.c) */
 __attribute__((noinline, cold))
-CORO__HIDDEN struct fdent *coro__io_chunk_new(struct coro__io *io, struct fdent **slot);
+CORO__HIDDEN struct fd_entry *coro__io_chunk_new(struct coro__io *io, struct fd_entry **slot);
 
 /* fd's entry; NULL when its chunk does not exist (create: -ENOMEM) or fd
  * is out of range.  Inline, the chunk's creation out of line: it is on
  * every wait, wake and readiness look (about ten per I/O round trip),
  * where an out-of-line call with the creation path costs several times
  * the instructions of the inline look */
-static inline struct fdent *ent_get(struct coro__io *io, int fd, bool create)
+static inline struct fd_entry *ent_get(struct coro__io *io, int fd, bool create)
 {
     if (CORO__UNLIKELY((uint32_t)fd >= MAX_FDS))     /* negative ones too */
         return NULL;
-    struct fdent **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
+    struct fd_entry **slot = &io->chunks[(uint32_t)fd >> CHUNK_BITS];
     /* acquire: the chunk's initialised entries, published by coro__io_chunk_new's CAS */
-    struct fdent *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    struct fd_entry *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (CORO__UNLIKELY(!c)) {
         if (!create || !(c = coro__io_chunk_new(io, slot)))
             return NULL;
@@ -140,25 +140,25 @@ static inline struct fdent *ent_get(struct coro__io *io, int fd, bool create)
 
 /* a new readiness word: off what `clear` names, on what `set` names, and one
  * more tick (an event, or a registration: older snapshots no longer clear) */
-static inline void rdy_update(struct fdent *e, uint64_t clear, uint64_t set)
+static inline void readiness_update(struct fd_entry *e, uint64_t clear, uint64_t set)
 {
     /* seq_cst: snapshots and clears are ordered around system calls; the
      * tick must move before anything that follows the event or the
      * registration (see READINESS) */
-    uint64_t cur = __atomic_load_n(&e->rdy, __ATOMIC_SEQ_CST);
-    while (!__atomic_compare_exchange_n(&e->rdy, &cur, ((cur & ~clear) | set) + CORO__RDY_TICK,
+    uint64_t cur = __atomic_load_n(&e->readiness, __ATOMIC_SEQ_CST);
+    while (!__atomic_compare_exchange_n(&e->readiness, &cur, ((cur & ~clear) | set) + CORO__RDY_TICK,
                                         false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         ;
 }
 
-static inline uint64_t rdy_load(struct fdent *e)
+static inline uint64_t readiness_load(struct fd_entry *e)
 {
-    return coro__rdy_load(&e->rdy);
+    return coro__readiness_load(&e->readiness);
 }
 
-static inline void rdy_clear(struct fdent *e, int dir, uint64_t snap)
+static inline void readiness_clear(struct fd_entry *e, int dir, uint64_t snap)
 {
-    coro__rdy_clear(&e->rdy, dir, snap);
+    coro__readiness_clear(&e->readiness, dir, snap);
 }
 
 /* under hlock: where a sleep keeps its timer's handle (lib/wait/heap.c),
@@ -215,10 +215,10 @@ static inline void finish(struct coro__io *io, coro_t *job, intptr_t res)
 
 /* under e's lock: the timer of slot dir's waiter off the heap (timers.c) */
 __attribute__((noinline))
-CORO__HIDDEN void coro__io_slot_untime(struct coro__io *io, struct fdent *e, int dir);
+CORO__HIDDEN void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir);
 
 /* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
-static inline coro_t *slot_take(struct coro__io *io, struct fdent *e, int dir)
+static inline coro_t *slot_take(struct coro__io *io, struct fd_entry *e, int dir)
 {
     coro_t *job = e->w[dir];
 
@@ -241,13 +241,13 @@ static inline bool is_proxy(const coro_t *w)
  * Inline: one call per event, from the poller's handle() (lib/io/epoll.c) */
 
 /* under e's lock: the record p, just taken off slot dir, claims its select
- * for res (queued on wl: the owner is woken after the unlock) */
-static inline void proxy_fire(struct fdent *e, int dir, coro_t *p, intptr_t res, coro__wl_t *wl)
+ * for res (queued on wakes: the owner is woken after the unlock) */
+static inline void proxy_fire(struct fd_entry *e, int dir, coro_t *p, intptr_t res, coro__wakelist_t *wakes)
 {
     if (p->fn(p) == 0)
-        coro__wl_add(wl, p, res);
+        coro__wakelist_add(wakes, p, res);
     else if (res == 0)
-        rdy_update(e, 0, coro__rdy_bit(dir));
+        readiness_update(e, 0, coro__readiness_bit(dir));
 }
 
 /* a taken waiter, its fd ready: wake it to make its call itself, on the
@@ -277,7 +277,7 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         EPOLLHUP | EPOLLERR,
     };
     CORO__IO_KEEP_ERRNO();
-    struct fdent *e = ent_get(io, (int)(uint32_t)tag, false);
+    struct fd_entry *e = ent_get(io, (int)(uint32_t)tag, false);
     coro_t *job[2] = { NULL, NULL };
 
     if (!e)
@@ -287,9 +287,9 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
         ent_unlock(e);      /* a forgotten registration */
         return 0;
     }
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     int n = 0;
-    coro__wl_init(&wl);
+    coro__wakelist_init(&wakes);
     for (int dir = 0; dir < 2; dir++) {
         if (!(events & want[dir]))
             continue;
@@ -300,24 +300,24 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
          * wait), and leave the record parked for the next edge */
         if (e->w[dir] && is_proxy(e->w[dir]) &&
             coro__fd_ready((int)(uint32_t)tag, dir == CORO__DIR_RD) == 0) {
-            rdy_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
+            readiness_update(e, 0, 0);        /* seen: the tick moves, the bit stays */
             continue;
         }
         /* the bits are set whether or not a waiter is there: the taken
          * waiter's attempt clears them if it gets EAGAIN.  The end
          * states are kept apart from "ready": sticky until an EAGAIN */
-        rdy_update(e, 0, coro__rdy_bit(dir) | ((events & closes[dir]) ? coro__rdy_bits(dir) : 0));
+        readiness_update(e, 0, coro__readiness_bit(dir) | ((events & closes[dir]) ? coro__readiness_bits(dir) : 0));
         if (e->w[dir])
             job[dir] = slot_take(io, e, dir);
         if (job[dir] && is_proxy(job[dir])) {
-            proxy_fire(e, dir, job[dir], 0, &wl);
+            proxy_fire(e, dir, job[dir], 0, &wakes);
             job[dir] = NULL;
             n++;
         }
     }
     ent_unlock(e);
-    if (wl.head)        /* a select's record fired: rare */
-        coro__wl_wake(&wl);
+    if (wakes.head)        /* a select's record fired: rare */
+        coro__wakelist_wake(&wakes);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
             fd_resume(job[dir]);
@@ -330,11 +330,11 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
  * -ENOMEM); under hlock: the timerfd's wanted time (true: the caller calls
  * coro__tfd_sync after dropping hlock), a timer out of the heap; the fire
  * of a timer taken out; every due timer fired (handle's look) */
-CORO__HIDDEN int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hidx);
+CORO__HIDDEN int coro__io_timer_add(struct coro__io *io, struct coro__timer_record *t, uint32_t *timer_handle);
 CORO__HIDDEN bool coro__io_tfd_update(struct coro__io *io, int64_t now);
-CORO__HIDDEN void coro__io_heap_pop(struct coro__io *io, struct coro__tnode *out);
-CORO__HIDDEN void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out);
-CORO__HIDDEN void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t,
+CORO__HIDDEN void coro__io_heap_pop(struct coro__io *io, struct coro__timer_record *out);
+CORO__HIDDEN void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__timer_record *out);
+CORO__HIDDEN void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t,
                                       intptr_t res);
 CORO__HIDDEN int coro__io_expire(struct coro__io *io);
 /* the driver's fire_due (sched/worker.c DUE TIMERS) */
@@ -344,21 +344,21 @@ CORO__HIDDEN int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try);
 /* the workers' heaps' sleeps ended with -ECANCELED: every one (all), or
  * the cancelled jobs'; how many */
 CORO__HIDDEN int coro__io_cancel_own_sleeps(struct coro__io *io, bool all);
-/* under the entry's lock: the deadline of the timer whose slot is *hidx,
+/* under the entry's lock: the deadline of the timer whose slot is *timer_handle,
  * now when it just left (coro_sched_dump) */
-CORO__HIDDEN int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *hidx, int64_t now);
+CORO__HIDDEN int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *timer_handle, int64_t now);
 /* at create, before any worker runs: the I/O kinds' hooks in the
  * workers' heaps (lib/wait/wtimer.c struct coro__wt_io) */
 CORO__HIDDEN void coro__io_timers_hook(struct coro__io *io);
 
 /* fd_wait.c: the first wait in a direction registers the fd */
-CORO__HIDDEN int coro__io_ent_register(struct coro__io *io, struct fdent *e, int fd, uint8_t bit);
+CORO__HIDDEN int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8_t bit);
 
 /* epoll.c: the I/O thread's body (coro__io_create starts it) */
 CORO__HIDDEN void *coro__io_main(void *arg);
 
 /* context.c: the source of the parking lot's timerfd (handle() leaves it
  * to workers under the coro__io_thread_timers_off test hook) */
-CORO__HIDDEN void coro__io_lot_timers_cb(void *arg);
+CORO__HIDDEN void coro__io_parklot_timers_cb(void *arg);
 
 #endif

@@ -127,12 +127,12 @@ static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir)
     if (CORO__UNLIKELY(coro__cancel_due()))
         return -ECANCELED;
     struct coro__io *io = cur_io();
-    uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
-    uint64_t snap = coro__rdy_load(word);
+    uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
+    uint64_t snap = coro__readiness_load(word);
     intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
 
     if (n == -EAGAIN && word)
-        coro__rdy_clear(word, dir, snap);
+        coro__readiness_clear(word, dir, snap);
     return n;
 }
 
@@ -330,11 +330,11 @@ coro_await_t coro_write_all(int fd, const void *buf, size_t len, int64_t timeout
     if (CORO__UNLIKELY(coro__cancel_due()))
         return coro__complete(-ECANCELED);
     struct coro__io *io = cur_io();
-    uint64_t *word = io ? coro__io_rdy_word(io, fd) : NULL;
-    uint64_t snap = coro__rdy_load(word);
+    uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
+    uint64_t snap = coro__readiness_load(word);
     intptr_t n = do_write_all(fd, &p, &len);
     if (n == -EAGAIN && word)
-        coro__rdy_clear(word, CORO__DIR_WR, snap);
+        coro__readiness_clear(word, CORO__DIR_WR, snap);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)

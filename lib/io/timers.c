@@ -7,7 +7,7 @@
  * pops under the heap lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.  A wait
  * that ends otherwise removes its timer (O(1) amortized), found through
- * the handle the wait keeps (an fd slot's hidx, a sleep's awaitable:
+ * the handle the wait keeps (an fd slot's timer_handle, a sleep's awaitable:
  * lib/wait/heap.c).
  *
  * FIRING.  Whoever handles the I/O events (handle() in lib/io/epoll.c)
@@ -44,11 +44,11 @@ bool coro__io_tfd_update(struct coro__io *io, int64_t now)
     return coro__tfd_want(&io->timer, d);
 }
 
-/* add a timer; its handle (lib/wait/heap.c) into *hidx (an fd wait) or
+/* add a timer; its handle (lib/wait/heap.c) into *timer_handle (an fd wait) or
  * the sleep's awaitable, under the lock that removals read it under.
  * -ECANCELED once cancelling (checked under the lock: see CANCEL at the
  * top), -ENOMEM */
-int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hidx)
+int coro__io_timer_add(struct coro__io *io, struct coro__timer_record *t, uint32_t *timer_handle)
 {
     bool sync = false;
     int rc;
@@ -57,7 +57,7 @@ int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hid
      * checks the cancel flags under its lock and keeps the slot */
     uint32_t home = coro__wt_here(io->s);
     if (home)
-        return coro__wt_push(io->s, home, t, hidx);
+        return coro__wt_push(io->s, home, t, timer_handle);
     pthread_mutex_lock(&io->hlock);
     /* a sleep checks its job's cancel flag here, under the lock that
      * coro__io_cancel_jobs walks the heap under */
@@ -67,8 +67,8 @@ int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hid
     } else if ((rc = coro__heap_push(&io->heap, t)) == 0) {
         /* relaxed: read by removals under this lock, and racily by a
          * sleep's cancel, which reads it again under this lock (lib/io/cancel.c) */
-        if (hidx)
-            __atomic_store_n(hidx, coro__wt_slot(0, t->h), __ATOMIC_RELAXED);
+        if (timer_handle)
+            __atomic_store_n(timer_handle, coro__wt_slot(0, t->h), __ATOMIC_RELAXED);
         else
             __atomic_store_n(&sleep_slot(t->p)->i, (intptr_t)coro__wt_slot(0, t->h),
                              __ATOMIC_RELAXED);
@@ -78,7 +78,7 @@ int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hid
         sync = coro__io_tfd_update(io, 0);   /* armed no later than t (lazily: see there) */
         if (first) {
             /* nobody may hold the token: let the I/O thread see it */
-            if (io->threaded && __atomic_load_n(&io->driver, __ATOMIC_RELAXED) == DRV_FREE) {
+            if (io->threaded && __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED) == TOKEN_FREE) {
                 __atomic_add_fetch(&io->standby, 1, __ATOMIC_RELEASE);
                 coro__futex_wake(&io->standby, 1);
             }
@@ -92,17 +92,17 @@ int coro__io_timer_add(struct coro__io *io, struct coro__tnode *t, uint32_t *hid
 
 /* under hlock: out is a timer that left the heap, uncounted (the
  * caller's pending_add) */
-static void taken_(struct coro__io *io, const struct coro__tnode *out)
+static void taken_(struct coro__io *io, const struct coro__timer_record *out)
 {
     /* a sleep's awaitable keeps its handle: coro__heap_get tells a stale
      * one from the timer's */
     if (out->kind == CORO__TK_FD)   /* relaxed: as coro__io_timer_add's */
-        __atomic_store_n(&ent_get(io, (int)(out->aux / 2), false)->hidx[out->aux % 2], NO_TIMER,
+        __atomic_store_n(&ent_get(io, (int)(out->aux / 2), false)->timer_handle[out->aux % 2], NO_TIMER,
                          __ATOMIC_RELAXED);
 }
 
 /* under hlock: the earliest timer out */
-void coro__io_heap_pop(struct coro__io *io, struct coro__tnode *out)
+void coro__io_heap_pop(struct coro__io *io, struct coro__timer_record *out)
 {
     coro__heap_pop(&io->heap, out);
     taken_(io, out);
@@ -110,7 +110,7 @@ void coro__io_heap_pop(struct coro__io *io, struct coro__tnode *out)
 }
 
 /* under hlock: the live timer of handle out */
-void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode *out)
+void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__timer_record *out)
 {
     coro__heap_del(&io->heap, handle, out);
     taken_(io, out);
@@ -119,23 +119,23 @@ void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__tnode 
 
 /* under e's lock: the timer of slot dir's waiter off the heap */
 __attribute__((noinline))
-void coro__io_slot_untime(struct coro__io *io, struct fdent *e, int dir)
+void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir)
 {
-    struct coro__tnode t;
+    struct coro__timer_record t;
 
     e->timed[dir] = 0;
     /* relaxed: a fire clears it under the home's lock, read again there;
      * only a new wait, under e's lock, which we hold, sets another home */
-    uint32_t slot = __atomic_load_n(&e->hidx[dir], __ATOMIC_RELAXED);
+    uint32_t slot = __atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED);
     if (slot == NO_TIMER)
         return;
     uint32_t home = coro__wt_home(slot);
     pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
     pthread_mutex_lock(lock);
-    if (__atomic_load_n(&e->hidx[dir], __ATOMIC_RELAXED) != NO_TIMER) {
+    if (__atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED) != NO_TIMER) {
         if (home) {
             coro__wt_del_locked(coro__wt_get(io->s, home), slot, &t);
-            __atomic_store_n(&e->hidx[dir], NO_TIMER, __ATOMIC_RELAXED);
+            __atomic_store_n(&e->timer_handle[dir], NO_TIMER, __ATOMIC_RELAXED);
         } else {
             coro__io_heap_del(io, coro__wt_handle(slot), &t);
         }
@@ -143,7 +143,7 @@ void coro__io_slot_untime(struct coro__io *io, struct fdent *e, int dir)
     pthread_mutex_unlock(lock);
 }
 
-void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t, intptr_t res)
+void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res)
 {
     switch (t->kind) {
     case CORO__IOK_SLEEP: {
@@ -156,10 +156,10 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t, intpt
     }
     case CORO__IOK_FD: {
         int dir = (int)(t->aux % 2);
-        struct fdent *e = ent_get(io, (int)(t->aux / 2), false);
+        struct fd_entry *e = ent_get(io, (int)(t->aux / 2), false);
         coro_t *job = NULL;
         ent_lock(e);
-        if (e->w[dir] == t->p && e->wseq[dir] == t->seq) {
+        if (e->w[dir] == t->p && e->wait_seq[dir] == t->seq) {
             e->timed[dir] = 0;      /* already off the heap */
             job = slot_take(io, e, dir);
         }
@@ -178,7 +178,7 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__tnode *t, intpt
 
 int coro__io_expire(struct coro__io *io)
 {
-    struct coro__tnode t[EXPIRE_BATCH];
+    struct coro__timer_record t[EXPIRE_BATCH];
     int n = 0;
 
     /* relaxed: a stale value only delays the look to the next event */
@@ -219,7 +219,7 @@ int coro__io_expire(struct coro__io *io)
  * the next look comes soon */
 static int expire_due(struct coro__io *io)
 {
-    struct coro__tnode t;
+    struct coro__timer_record t;
     int n = 0;
     int64_t now = coro__now();
 
@@ -257,11 +257,11 @@ int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
     for (uint32_t home = 1; home <= homes; home++) {
         struct coro__wtimers *wt = coro__wt_get(io->s, home);
         for (bool again = true; again;) {
-            struct coro__tnode t;
+            struct coro__timer_record t;
             again = false;
             pthread_mutex_lock(&wt->lock);
             for (uint32_t k = 0; k < wt->heap.cap; k++) {
-                const struct coro__tnode *e = coro__heap_rec(&wt->heap, k);
+                const struct coro__timer_record *e = coro__heap_rec(&wt->heap, k);
                 if (e->p && e->kind == CORO__TK_SLEEP && (all || coro__job_cancelled(e->p))) {
                     coro__wt_del_locked(wt, coro__wt_slot(home, k), &t);
                     again = true;   /* the heap may have moved: look again */
@@ -281,12 +281,12 @@ int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
 /* a worker's heap gave up an I/O timer: under its lock, the fd slot
  * forgets it (a sleep's awaitable keeps its slot: coro__heap_get tells a
  * stale one); after it, the wake-up */
-static void own_taken(void *ctx, const struct coro__tnode *t)
+static void own_taken(void *ctx, const struct coro__timer_record *t)
 {
     taken_(ctx, t);
 }
 
-static void own_fire(void *ctx, const struct coro__tnode *t)
+static void own_fire(void *ctx, const struct coro__timer_record *t)
 {
     coro__io_timer_fire(ctx, t, 0);
 }
@@ -296,16 +296,16 @@ void coro__io_timers_hook(struct coro__io *io)
     coro__wt_set_io(io->s, &(struct coro__wt_io){ own_taken, own_fire, io });
 }
 
-int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *hidx, int64_t now)
+int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *timer_handle, int64_t now)
 {
-    uint32_t slot = __atomic_load_n(hidx, __ATOMIC_RELAXED);     /* relaxed: slot_untime's */
+    uint32_t slot = __atomic_load_n(timer_handle, __ATOMIC_RELAXED);     /* relaxed: slot_untime's */
     if (slot == NO_TIMER)
         return now;
     uint32_t home = coro__wt_home(slot);
     pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
     struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
     pthread_mutex_lock(lock);
-    int64_t d = __atomic_load_n(hidx, __ATOMIC_RELAXED) != NO_TIMER
+    int64_t d = __atomic_load_n(timer_handle, __ATOMIC_RELAXED) != NO_TIMER
                     ? coro__heap_rec(h, coro__wt_handle(slot))->deadline
                     : now;
     pthread_mutex_unlock(lock);
@@ -314,7 +314,7 @@ int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *hidx, int64_t now
 
 int coro__io_fire_due(struct coro__io *io)
 {
-    return expire_due(io) + coro__lot_timers_expire(io->s, true);
+    return expire_due(io) + coro__parklot_timers_expire(io->s, true);
 }
 
 int64_t coro__io_next_timer(struct coro__io *io)

@@ -13,7 +13,7 @@
  *     queues, read without locks (ring slots by relaxed loads); those jobs
  *     are shown by address only, per queue, with the reason they wait;
  *   - suspended: the parking lot's buckets this scheduler parked in and
- *     its joiner registry (lib/wait/lot.c), the fd slots and timer heap of the
+ *     its joiner registry (lib/wait/parklot.c), the fd slots and timer heap of the
  *     I/O context (lib/io/dump.c), the blocking pool's queue and calls in
  *     progress (lib/io/blocking.c), each under its own lock: a job found
  *     there cannot be woken (nor finish) while the lock is held, so its
@@ -54,7 +54,7 @@ static void dump_ring_peek(struct qlist *q, const ck_ring_t *r, ck_ring_buffer_t
 }
 
 /* an MPMC queue: its ring, then its overflow list under its lock */
-static void mq_list(struct qlist *q, struct coro__mq *m)
+static void sharedq_list(struct qlist *q, struct coro__sharedq *m)
 {
     dump_ring_peek(q, &m->ring, m->buf);
     pthread_mutex_lock(&m->lock);
@@ -97,9 +97,9 @@ static void dump_queues(struct coro__dump *d)
 {
     coro_sched_t *s = d->s;
     char why[160], mask[96];
-    /* acquire: pairs with coro__cls_intern's release of the count (the classes
+    /* acquire: pairs with coro__affinity_intern's release of the count (the classes
      * below it are published) */
-    uint32_t ncls = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
+    uint32_t nclasses = __atomic_load_n(&s->nclasses, __ATOMIC_ACQUIRE);
 
     fprintf(d->f, "queued (READY, not running; addresses only):\n");
     for (int i = 0; i < s->nslots; i++) {
@@ -109,7 +109,7 @@ static void dump_queues(struct coro__dump *d)
         for (int p = CORO__NPRIO - 1; p >= 0; p--) {
             struct qlist q = { 0 };
             dump_ring_peek(&q, &w->local[p].ring, w->local[p].buf);
-            mq_list(&q, &w->inbox[p]);
+            sharedq_list(&q, &w->inbox[p]);
             dump_ring_peek(&q, &w->yielded[p].ring, w->yielded[p].buf);
             if (p == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && lifo)
                 ql_add(&q, lifo);
@@ -123,9 +123,9 @@ static void dump_queues(struct coro__dump *d)
             d->jobs += (int)n;
         }
     }
-    /* acquire: pairs with coro__thread_xq's release CAS */
+    /* acquire: pairs with coro__thread_subring's release CAS */
     int t = 0;
-    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next, t++) {
+    for (struct coro__subring *x = __atomic_load_n(&s->subrings, __ATOMIC_ACQUIRE); x; x = x->next, t++) {
         struct qlist q = { 0 };
         dump_ring_peek(&q, &x->q.ring, x->q.buf);
         if (!q.n)
@@ -135,13 +135,13 @@ static void dump_queues(struct coro__dump *d)
         fprintf(d->f, "\n    %u READY; any worker may take them\n", q.n);
         d->jobs += (int)q.n;
     }
-    for (uint32_t c = 0; c < ncls; c++) {
-        struct coro__cls *cl = coro__cls_get(s, c);
+    for (uint32_t c = 0; c < nclasses; c++) {
+        struct coro__affinity_class *cl = coro__affinity_get(s, c);
         if (!cl)
             continue;
         for (int p = CORO__NPRIO - 1; p >= 0; p--) {
             struct qlist q = { 0 };
-            mq_list(&q, &cl->q[p]);
+            sharedq_list(&q, &cl->q[p]);
             unsigned n = q.n;
             if (!n)
                 continue;
@@ -157,7 +157,7 @@ static void dump_queues(struct coro__dump *d)
             }
             fprintf(d->f, "its mask allows only %s", mask);
             for (int i = 0; i < s->nslots; i++) {
-                if (!coro__cls_allows(cl, i))
+                if (!coro__affinity_allows(cl, i))
                     continue;
                 worker_doing(d, i, why, sizeof why);
                 fprintf(d->f, "; worker %d (CPU %d) %s", i, s->w[i]->cpu, why);
@@ -233,7 +233,7 @@ static int dump(coro_sched_t *s, FILE *out)
     }
     dump_queues(&d);
     fprintf(d.f, "suspended:\n");
-    coro__lot_dump(s, &d);
+    coro__parklot_dump(s, &d);
     if (s->io)
         coro__io_dump(s->io, &d);
     coro__blocking_dump(s, &d);

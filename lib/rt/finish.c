@@ -70,7 +70,7 @@ static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(c
     if (old & CORO__F_JOINER) {
         coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
         if (w)
-            coro__lot_joiner_wake(w, res);  /* off the cancel registry, then wake */
+            coro__parklot_joiner_wake(w, res);  /* off the cancel registry, then wake */
     }
     if (old & CORO__F_JOB_JOIN)
         coro__done_wake_all(job, res);  /* coro_done, coro_done_timeout */

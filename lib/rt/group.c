@@ -18,7 +18,7 @@
  *     the cancel reaches the right incarnation;
  *   - coro_group_destroy checks the count under the lock: after it saw 0,
  *     no finisher touches the group any more;
- *   - a waiter checks the count under its bucket lock (coro__lot_park_job's
+ *   - a waiter checks the count under its bucket lock (coro__parklot_park_job's
  *     validate) and stays linked there; the last finisher decrements, then
  *     locks that bucket: either the waiter saw 0, or it is linked before
  *     the finisher's lock and is woken.
@@ -43,7 +43,7 @@
  * has done NULL and done_last pointing at g itself.
  *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
- * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/lot.c
+ * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/parklot.c
  * REGISTRY) after unlocking: the schedulers outlive their jobs. */
 #include <sched.h>
 #include <stddef.h>
@@ -133,16 +133,16 @@ static void give(coro_await_t *a, coro_t *job, intptr_t res)
 static void collect_finish(coro_group_t *g, struct coro__ext *x, coro_t *job, intptr_t res,
                            coro_sched_t *s, uint32_t left, bool *kept)
 {
-    coro__wl_t wl;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(NEXT_KEY(g));
+    coro__wakelist_t wakes;
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(NEXT_KEY(g));
     /* seq_cst: the decrement before our lock of the group waiters' bucket
      * (top of file); coro_group_next reads it under this bucket */
     __atomic_store_n(&g->count, left, __ATOMIC_SEQ_CST);
-    coro_t *w = coro__lot_take(b, NEXT_KEY(g));
+    coro_t *w = coro__parklot_take(b, NEXT_KEY(g));
     if (w) {
-        give(coro__lot_args(w), job, res);
-        coro__wl_add(&wl, w, 0);
+        give(coro__parklot_args(w), job, res);
+        coro__wakelist_add(&wakes, w, 0);
     } else {
         x->result = res;
         x->sched = s;
@@ -151,11 +151,11 @@ static void collect_finish(coro_group_t *g, struct coro__ext *x, coro_t *job, in
     }
     if (left == 0 && !g->done) {
         /* nothing left to give to those still waiting */
-        while ((w = coro__lot_take(b, NEXT_KEY(g))))
-            coro__wl_add(&wl, w, -ENOENT);
+        while ((w = coro__parklot_take(b, NEXT_KEY(g))))
+            coro__wakelist_add(&wakes, w, -ENOENT);
     }
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
 }
 
 uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw, bool *kept)
@@ -181,7 +181,7 @@ uint32_t coro__group_finish(coro_t *job, struct coro__ext *x, uint32_t *nw, bool
         /* seq_cst: the decrement before our lock of the waiters' bucket (top) */
         __atomic_store_n(&g->count, left, __ATOMIC_SEQ_CST);
     if (left == 0)
-        coro__lot_unpark_all(g, 0);
+        coro__parklot_unpark_all(g, 0);
     gunlock(g);
     return old;
 }
@@ -203,12 +203,12 @@ static bool group_validate(void *key, void *ctx, intptr_t *res)
 static int group_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     (void)s;
-    return coro__lot_park_job(aw->arg[0].p, job, group_validate, NULL, res, aw->timeout);
+    return coro__parklot_park_job(aw->arg[0].p, job, group_validate, NULL, res, aw->timeout);
 }
 
-/* its key, for coro_cancel of one waiter (lib/wait/lot.c CANCEL ONE):
+/* its key, for coro_cancel of one waiter (lib/wait/parklot.c CANCEL ONE):
  * the group's */
-static const struct coro__lot_ops group_wait_ops = { { "group_wait", coro__lot_ops_arm },
+static const struct coro__parklot_ops group_wait_ops = { { "group_wait", coro__parklot_ops_arm },
                                                      group_wait_arm, coro__arg0_key };
 
 coro_await_t coro_group_wait(coro_group_t *g, int64_t timeout)
@@ -238,7 +238,7 @@ int coro_group_wait_blocking(coro_group_t *g, int64_t timeout)
         return 0;
     if (timeout == 0)
         return -ETIMEDOUT;
-    return (int)coro__lot_park_thread(g, group_validate, NULL, coro__deadline(timeout));
+    return (int)coro__parklot_park_thread(g, group_validate, NULL, coro__deadline(timeout));
 }
 
 /* ---- collecting: the next finished member ------------------------------------------ */
@@ -253,10 +253,10 @@ int coro_group_init_collect(coro_group_t *g)
 
 /* under the bucket of NEXT_KEY (COLLECT): give the oldest finished member,
  * or -ENOENT when none is queued and none is live, or wait */
-static int next_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int next_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_group_t *g = (coro_group_t *)((char *)a->arg[0].p - offsetof(coro_group_t, done));
-    (void)wl;
+    (void)wakes;
     /* relaxed: count changes under this bucket for a collecting group */
     if (!g->done && __atomic_load_n(&g->count, __ATOMIC_RELAXED) != 0)
         return 0;
@@ -337,14 +337,14 @@ int coro_group_cancel(coro_group_t *g)
         /* rare: many schedulers in one group: sweep under the lock, where
          * every member's scheduler is known */
         for (struct coro__ext *x = g->head; x; x = x->gnext) {
-            coro__lot_cancel_jobs(x->job->sched);
+            coro__parklot_cancel_jobs(x->job->sched);
             if (x->job->sched->io)
                 coro__io_cancel_jobs(x->job->sched->io);
         }
     }
     gunlock(g);
     for (int i = 0; i < nsw && !all; i++) {
-        coro__lot_cancel_jobs(sw[i]);
+        coro__parklot_cancel_jobs(sw[i]);
         if (sw[i]->io)
             coro__io_cancel_jobs(sw[i]->io);
     }

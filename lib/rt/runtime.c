@@ -56,7 +56,7 @@ static size_t worker_size(void)
 /* FIRST TOUCH.  A worker's struct - its rings, inboxes, LIFO slot and
  * counters, what it touches at every step - is allocated and zeroed by
  * its own thread, which starts on its CPU (the affinity is given at
- * pthread_create when pinned), and so are its served list (sched/cls.c
+ * pthread_create when pinned), and so are its served list (sched/affinity.c
  * SERVED) and its trace ring (sched/trace.c), so that on a NUMA machine
  * their pages come
  * from that CPU's node: Linux places a page on the node of the CPU that
@@ -86,11 +86,11 @@ static void worker_init(coro_sched_t *s, struct coro__worker *w, int idx, int cp
     w->lifo_watch = -1;
     ck_ring_buffer_t *b = w->bufs;
     for (int p = 0; p < CORO__NPRIO; p++) {
-        coro__lq_init(&w->local[p], b, CORO__LOCAL_SIZE);
+        coro__localq_init(&w->local[p], b, CORO__LOCAL_SIZE);
         b += CORO__LOCAL_SIZE;
-        coro__lq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
+        coro__localq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
         b += CORO__LOCAL_SIZE;
-        coro__mq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
+        coro__sharedq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
         b += CORO__INBOX_SIZE;
     }
 }
@@ -204,7 +204,7 @@ static void free_workers(coro_sched_t *s)
         if (!w)
             continue;
         for (int p = 0; p < CORO__NPRIO; p++)
-            coro__mq_fini(&w->inbox[p]);
+            coro__sharedq_fini(&w->inbox[p]);
         coro__served_fini(s, w);
         coro__free_aligned(s, w, worker_size());
     }
@@ -237,8 +237,8 @@ static void sched_free(coro_sched_t *s)
     coro__frames_fini(s);
     if (s->trace && s->w)
         coro__trace_fini(s);    /* after every thread that records is gone */
-    coro__lot_sched_fini(s);
-    coro__cls_fini(s);
+    coro__parklot_sched_fini(s);
+    coro__affinity_fini(s);
     coro__vt_fini(s);
     free_workers(s);
     pthread_cond_destroy(&s->shut_gone);
@@ -304,8 +304,8 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     /* before any worker exists: every notify and park of s agrees.  A
      * single-threaded scheduler keeps the fence (its driver parks rarely
      * and plain threads' spawns into it are not its hot path) */
-    s->asym = s->nworkers > 0 && s->nworkers <= CORO__ASYM_MAX_WORKERS &&
-              sysconf(_SC_NPROCESSORS_ONLN) <= CORO__ASYM_MAX_CPUS &&
+    s->use_membarrier = s->nworkers > 0 && s->nworkers <= CORO__MEMBARRIER_MAX_WORKERS &&
+              sysconf(_SC_NPROCESSORS_ONLN) <= CORO__MEMBARRIER_MAX_CPUS &&
               coro__membarrier_register() == 0;
     coro__cpu_init();
     pthread_mutex_init(&s->shut_lock, NULL);
@@ -345,12 +345,12 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     }
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
     s->joins = &coro__done_ops;     /* JOINING INLINE (sched/sched.h) */
-    s->drv = &coro__io_driver;      /* how idle workers wait for I/O */
+    s->driver = &coro__io_driver;      /* how idle workers wait for I/O */
     if ((rc = coro__vt_init(s, &c)) < 0)
         goto fail;
-    if ((rc = coro__cls_init(s, cpus, ncpus)) < 0)
+    if ((rc = coro__affinity_init(s, cpus, ncpus)) < 0)
         goto fail;
-    if ((rc = coro__lot_sched_init(s)) < 0)
+    if ((rc = coro__parklot_sched_init(s)) < 0)
         goto fail;
     if ((rc = coro__frames_init(s)) < 0)
         goto fail;
@@ -472,7 +472,7 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
     int pool = coro__frame_check(s, co, &pool_st);
     if (pool < 0)
         return pool;
-    if (opts && opts->affinity && (cls = coro__cls_intern(s, opts->affinity)) < 0)
+    if (opts && opts->affinity && (cls = coro__affinity_intern(s, opts->affinity)) < 0)
         return cls;
     if (opts && opts->deadline < 0)
         return -EINVAL;
@@ -614,7 +614,7 @@ int coro__cancel_seen(coro_t *job, uint32_t old)
             nw += CORO__JOINER_ONE;
         }
         /* seq_cst: the flag before the sweeps' loads of the registry bits
-         * and the I/O request (lib/wait/lot.c REGISTRY, lib/io/cancel.c);
+         * and the I/O request (lib/wait/parklot.c REGISTRY, lib/io/cancel.c);
          * a parker that misses it is found by them.  On failure,
          * acquire as the load above */
         if (__atomic_compare_exchange_n(&job->state, &old, nw, false, __ATOMIC_SEQ_CST,
@@ -622,10 +622,10 @@ int coro__cancel_seen(coro_t *job, uint32_t old)
             break;
     }
     coro_sched_t *s = job->sched;
-    /* what the job waits on, through its own awaitable (lib/wait/lot.c
+    /* what the job waits on, through its own awaitable (lib/wait/parklot.c
      * CANCEL ONE); else every structure it may wait in */
     if (!coro__wait_cancel_job(s, job, old) && !(s->io && coro__io_cancel_job(s->io, job))) {
-        coro__lot_cancel_jobs(s);
+        coro__parklot_cancel_jobs(s);
         if (s->io)
             coro__io_cancel_jobs(s->io);
         coro__blocking_cancel_jobs(s);
@@ -694,7 +694,7 @@ static void cancel_all(coro_sched_t *s)
     /* order: the flag first, so that a job arming now either sees it or
      * is already in a structure the walks below find */
     __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
-    coro__lot_cancel_sched(s);
+    coro__parklot_cancel_sched(s);
     if (s->io)
         coro__io_cancel_all(s->io);
     coro__blocking_cancel(s);

@@ -34,13 +34,13 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
     out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
     for (int i = 0; i < s->nworkers; i++)       /* approximate while running */
         out->live_jobs -= __atomic_load_n(&s->w[i]->spare, __ATOMIC_RELAXED);
-    struct coro__cls *any = coro__cls_get(s, 0);
+    struct coro__affinity_class *any = coro__affinity_get(s, 0);
     for (int p = 0; p < CORO__NPRIO; p++)
-        out->global_depth += coro__mq_size(&any->q[p]);
+        out->global_depth += coro__sharedq_size(&any->q[p]);
     /* the plain threads' submission rings count as the injection queue
-     * (acquire: pairs with coro__thread_xq's release CAS) */
-    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next)
-        out->global_depth += coro__lq_size(&x->q);
+     * (acquire: pairs with coro__thread_subring's release CAS) */
+    for (struct coro__subring *x = __atomic_load_n(&s->subrings, __ATOMIC_ACQUIRE); x; x = x->next)
+        out->global_depth += coro__localq_size(&x->q);
     for (int i = 0; i < s->nslots; i++) {
         struct coro__worker *w = s->w[i];
         coro_worker_stats_t o;

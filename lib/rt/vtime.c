@@ -192,8 +192,8 @@ static int fire_due(coro_sched_t *s)
         if (r > 0)
             n += r;
     }
-    if (coro__lot_timers_next(s) <= now)
-        n += coro__lot_timers_fire(s);
+    if (coro__parklot_timers_next(s) <= now)
+        n += coro__parklot_timers_fire(s);
     return n;
 }
 
@@ -205,7 +205,7 @@ static bool outside_waits(coro_sched_t *s)
 static int64_t next_deadline(coro_sched_t *s)
 {
     int64_t a = s->io ? coro__io_next_timer(s->io) : INT64_MAX;
-    int64_t b = coro__lot_timers_next(s);
+    int64_t b = coro__parklot_timers_next(s);
     return a < b ? a : b;
 }
 

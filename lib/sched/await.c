@@ -84,7 +84,7 @@ coro_await_t coro_reschedule(const coro_cpuset_t *aff, int prio)
 
     if (!s || !coro__tls_in_job || prio < CORO_PRIO_LOW || prio > CORO_PRIO_HIGH)
         return coro_ready(-EINVAL);
-    if ((cls = coro__cls_intern(s, aff)) < 0)
+    if ((cls = coro__affinity_intern(s, aff)) < 0)
         return coro_ready(cls);
     a.arg[0].i = cls;
     a.arg[1].i = prio;

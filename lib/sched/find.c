@@ -6,11 +6,11 @@
  *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
  *     it spawned last), its local rings (one per priority, ck_ring SPMC:
  *     the owner pushes, owner and thieves pop), its inboxes (per priority,
- *     coro__mq, base/mq.c: a ck_ring whose producers take a mutex, plus an
+ *     coro__sharedq, base/queues.c: a ck_ring whose producers take a mutex, plus an
  *     overflow list: what other threads hand it: HIGH and LOW
  *     jobs, and NORMAL ones when a submission ring is full), a plain
  *     thread's submission ring (NORMAL jobs it spawned or woke: ck_ring
- *     SPMC, that thread pushes, workers pop; struct coro__xq), or the
+ *     SPMC, that thread pushes, workers pop; struct coro__subring), or the
  *     global injection queue (= class 0's MPMC queues);
  *   - jobs of a narrower class: that class's per-priority MPMC queues, which
  *     only the workers the class allows look at.  They are never in a
@@ -42,14 +42,14 @@
 static __attribute__((noinline)) coro_t *pop_served(struct coro__worker *w, int pi, uint32_t n)
 {
     coro_sched_t *s = w->s;
-    /* acquire: the array's copied entries (it grows, sched/cls.c SERVED) */
+    /* acquire: the array's copied entries (it grows, sched/affinity.c SERVED) */
     const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
 
     for (uint32_t i = 0; i < n; i++) {
-        struct coro__cls *c = coro__cls_get(s, served[i]);
-        if (coro__mq_size(&c->q[pi]) == 0)
+        struct coro__affinity_class *c = coro__affinity_get(s, served[i]);
+        if (coro__sharedq_size(&c->q[pi]) == 0)
             continue;
-        coro_t *j = cls_pop(c, pi);
+        coro_t *j = class_pop(c, pi);
         if (j)
             return j;
     }
@@ -67,17 +67,17 @@ static inline coro_t *pop_classes(struct coro__worker *w, int pi)
 
 /* jobs from the plain threads' submission rings (NORMAL only): half of
  * the first ring with any, the first to run, the rest to our local ring
- * behind what it holds; off: the periodic look (coro__pop_xq_map) */
-static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first, bool off)
+ * behind what it holds; off: the periodic look (coro__pop_subring_map) */
+static inline coro_t *pop_subring(struct coro__worker *w, bool keep_first, bool off)
 {
     coro_sched_t *s = w->s;
     unsigned got = 0;
     /* acquire: the words' bits, then the entries (RINGS) */
-    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+    uint64_t top = __atomic_load_n(&s->subring_top, __ATOMIC_ACQUIRE);
 
     if (CORO__LIKELY(top == 0))
         return NULL;
-    return coro__pop_xq_map(w, top, keep_first, off, &got);
+    return coro__pop_subring_map(w, top, keep_first, off, &got);
 }
 
 /* the periodic look at the submission rings (global_first): with jobs in
@@ -85,29 +85,29 @@ static inline coro_t *pop_xq(struct coro__worker *w, bool keep_first, bool off)
  * goes behind them and none runs now - a thread's jobs keep their order,
  * and they wait at most for the ring's jobs ahead of them.  The quiet
  * rings too (RINGS) */
-static coro_t *pop_xq_fair(struct coro__worker *w)
+static coro_t *pop_subring_fair(struct coro__worker *w)
 {
-    bool keep = coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0;
-    coro_t *j = pop_xq(w, keep, true);
+    bool keep = coro__localq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) == 0;
+    coro_t *j = pop_subring(w, keep, true);
 
     /* relaxed: a hint (the quiet map is looked at again at every park's
      * last look, after its membarrier) */
-    if (!j && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_RELAXED)))
-        j = coro__pop_xq_quiet(w, keep);
+    if (!j && CORO__UNLIKELY(__atomic_load_n(&w->s->subring_qtop, __ATOMIC_RELAXED)))
+        j = coro__pop_subring_quiet(w, keep);
     return j;
 }
 
 coro_t *coro__pop_level(struct coro__worker *w, int pi, bool global_first)
 {
     coro_sched_t *s = w->s;
-    struct coro__cls *any = coro__cls_get(s, 0);
+    struct coro__affinity_class *any = coro__affinity_get(s, 0);
     coro_t *j;
 
     bool normal = pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL);
     if (global_first) {
-        if ((j = cls_pop(any, pi)) || (normal && (j = pop_xq_fair(w))) ||
-            (j = pop_classes(w, pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
-            (j = own_lq_pop(w, &w->yielded[pi], pi)))
+        if ((j = class_pop(any, pi)) || (normal && (j = pop_subring_fair(w))) ||
+            (j = pop_classes(w, pi)) || (j = own_sharedq_pop(w, &w->inbox[pi], pi)) ||
+            (j = own_localq_pop(w, &w->yielded[pi], pi)))
             goto other;
     }
     if (normal && w->lifo_streak < CORO__LIFO_MAX &&
@@ -117,9 +117,9 @@ coro_t *coro__pop_level(struct coro__worker *w, int pi, bool global_first)
         w->lifo_streak++;
         return j;
     }
-    if ((j = own_lq_pop(w, &w->local[pi], pi)) || (j = own_mq_pop(w, &w->inbox[pi], pi)) ||
-        (j = pop_classes(w, pi)) || (j = cls_pop(any, pi)) ||
-        (normal && (j = pop_xq(w, true, false))) || (j = own_lq_pop(w, &w->yielded[pi], pi)))
+    if ((j = own_localq_pop(w, &w->local[pi], pi)) || (j = own_sharedq_pop(w, &w->inbox[pi], pi)) ||
+        (j = pop_classes(w, pi)) || (j = class_pop(any, pi)) ||
+        (normal && (j = pop_subring(w, true, false))) || (j = own_localq_pop(w, &w->yielded[pi], pi)))
         goto other;
     return NULL;
 other:
@@ -151,7 +151,7 @@ unsigned coro__worker_depth(struct coro__worker *w)
 {
     unsigned n = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED) ? 1 : 0;
     for (int pi = 0; pi < CORO__NPRIO; pi++)
-        n += coro__lq_size(&w->local[pi]) + coro__mq_size(&w->inbox[pi]) +
-             coro__lq_size(&w->yielded[pi]);
+        n += coro__localq_size(&w->local[pi]) + coro__sharedq_size(&w->inbox[pi]) +
+             coro__localq_size(&w->yielded[pi]);
     return n;
 }

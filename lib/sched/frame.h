@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* private: pool frames (lib/sched/frame*.c, thread_xq.c), used by lib/rt/runtime.c. */
+/* private: pool frames (lib/sched/frame*.c, thread_subring.c), used by lib/rt/runtime.c. */
 #ifndef COROKIT_FRAME_H
 #define COROKIT_FRAME_H
 
@@ -79,10 +79,10 @@ CORO__HIDDEN void coro__frame_release(const coro_t *co);
  * gave back and still holds (its outbox, lib/sched/frame_slab.c) to their
  * owners: before it parks and before it exits.  Other threads: nothing. */
 CORO__HIDDEN void coro__frames_flush(coro_sched_t *s);
-/* coro__thread_xq - the calling plain thread's submission ring for s,
- * made on first use with the thread's frame cache (lib/sched/thread_xq.c);
+/* coro__thread_subring - the calling plain thread's submission ring for s,
+ * made on first use with the thread's frame cache (lib/sched/thread_subring.c);
  * NULL when there is none (out of memory, or the thread uses more than 8
  * schedulers). */
-CORO__HIDDEN struct coro__xq *coro__thread_xq(coro_sched_t *s);
+CORO__HIDDEN struct coro__subring *coro__thread_subring(coro_sched_t *s);
 
 #endif

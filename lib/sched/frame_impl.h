@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* private: the layout of pool frames' slabs and pools, and the helpers
- * lib/sched/frame*.c and thread_xq.c share; never installed.  What the
+ * lib/sched/frame*.c and thread_subring.c share; never installed.  What the
  * allocation and give-back paths use is static inline here: none of it
  * is a call on those paths. */
 #ifndef COROKIT_LIB_SCHED_FRAME_IMPL_H
@@ -22,8 +22,8 @@
  * and never walks the list (each block was last written by its freer:
  * a walk is one cache miss after another, each waiting for the last) */
 #define RF_PENDING ((uintptr_t)1)
-/* a plain thread's submission ring (coro__thread_xq) */
-#define XQ_BYTES (sizeof(struct coro__xq) + CORO__XQ_SIZE * sizeof(ck_ring_buffer_t))
+/* a plain thread's submission ring (coro__thread_subring) */
+#define XQ_BYTES (sizeof(struct coro__subring) + CORO__XQ_SIZE * sizeof(ck_ring_buffer_t))
 #define RF_HEAD(w) ((uint32_t)((w) >> 1) & 0xffffu)
 #define RF_COUNT(w) ((uint32_t)((w) >> 17) & 0xffffu)
 #define RF_WORD(head, n) ((uintptr_t)(head) << 1 | (uintptr_t)(n) << 17 | RF_PENDING)
@@ -92,7 +92,7 @@ struct fpool {
     uint32_t empty_low;         /* a worker's: fewest empty since it last parked (IDLE) */
     bool thread;                /* a plain thread's cache: full slabs detach */
     struct slab *bigc;          /* big slabs kept for reuse (BIG FRAMES; link: next), owner */
-    struct coro__xq *xq;        /* a thread cache's submission ring, or NULL */
+    struct coro__subring *subring;        /* a thread cache's submission ring, or NULL */
     /* a worker's pool: blocks of other pools' slabs it gave back and has
      * not pushed yet, one list per slab (OUTBOX, lib/sched/frame_slab.c; owner only) */
     struct outbox {

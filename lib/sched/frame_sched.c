@@ -122,13 +122,13 @@ void coro__frames_fini(coro_sched_t *s)
     for (struct fpool *p = fr->threads, *n; p; p = n) {
         n = p->tnext;
         pool_fini(p);
-        if (p->xq)
-            coro__free_aligned(s, p->xq, XQ_BYTES);
+        if (p->subring)
+            coro__free_aligned(s, p->subring, XQ_BYTES);
         coro__free_aligned(s, p, sizeof *p);
     }
-    if (s->xq_tab)
-        coro__free(s, s->xq_tab, CORO__XQ_MAX * sizeof *s->xq_tab);
-    s->xq_tab = NULL;
+    if (s->subring_tab)
+        coro__free(s, s->subring_tab, CORO__XQ_MAX * sizeof *s->subring_tab);
+    s->subring_tab = NULL;
     pthread_mutex_destroy(&fr->lock);
     coro__free(s, fr, sizeof *fr + (size_t)fr->npools * sizeof(struct fpool *));
     s->frames = NULL;

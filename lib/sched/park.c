@@ -11,7 +11,7 @@
  *     4. futex_wait(&W.futex, e)             (returns at once if e changed)
  *     5. clear W's bit if still set
  *   a submitter S, after any push of a READY job (local, inbox, class):
- *     a. seq_cst fence (with s->asym: a compiler barrier, below)
+ *     a. seq_cst fence (with s->use_membarrier: a compiler barrier, below)
  *     b. read s->idle_sum (none counted: done), then s->idle & (workers
  *        the job's class allows) (IDLE SUMMARY)
  *     c. for such a bit: atomically clear it; the one that cleared it owns
@@ -26,7 +26,7 @@
  *   either sees the new epoch or is woken by futex_wake.  A woken worker
  *   looks everywhere, steals included, so it finds the job wherever S put
  *   it.  Spurious wakes only cost a look.
- *   Asymmetric (s->asym, set at create when membarrier(2) registers): S
+ *   Asymmetric (s->use_membarrier, set at create when membarrier(2) registers): S
  *   runs at every spawn and W at every park, so W carries the barrier of
  *   both: after step 2 it calls membarrier(PRIVATE_EXPEDITED), a full
  *   barrier on every CPU running one of our threads, and S's step a is a
@@ -43,8 +43,8 @@
  *   lines a worker last held (frame, ring slot, tail) were queued
  *   (docs/architecture.md, "Parking", has the figures).
  *   The asymmetric mode is chosen at create only for at most
- *   CORO__ASYM_MAX_WORKERS workers on a machine of at most
- *   CORO__ASYM_MAX_CPUS online CPUs.  The kernel's
+ *   CORO__MEMBARRIER_MAX_WORKERS workers on a machine of at most
+ *   CORO__MEMBARRIER_MAX_CPUS online CPUs.  The kernel's
  *   membarrier(PRIVATE_EXPEDITED) (kernel/sched/membarrier.c) takes one
  *   mutex for the whole machine (membarrier_ipi_mutex, since the fix of
  *   CVE-2024-26602), walks every online CPU's run queue to find those
@@ -102,7 +102,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
      * add to them: nothing earlier can come while we sleep */
     int64_t due = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     if (due != INT64_MAX)
-        due = s->drv->fire_own(s->io, w->idx, false);
+        due = s->driver->fire_own(s->io, w->idx, false);
     stop_searching(w);          /* the last look below covers what we leave */
     coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
     coro__frames_flush(s);      /* their owners may be waiting for frames */
@@ -110,7 +110,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* the bit is visible before our last look (protocol step 2) */
     coro__idle_set(s, w->idx);
-    /* with s->asym a notifier fences with the compiler only: its push may
+    /* with s->use_membarrier a notifier fences with the compiler only: its push may
      * still sit in its CPU's store buffer, its reads of our bit done
      * before our store.  membarrier runs a full barrier on each CPU that
      * runs one of our threads: after it, every push whose notify missed
@@ -119,15 +119,15 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
      * fork would see -EPERM) we sleep with a timeout only */
     uint64_t off[CORO__XQ_WORDS];
     bool took = false;
-    if (s->asym) {
+    if (s->use_membarrier) {
         memset(off, 0, sizeof off);
-        took = coro__xq_unlist_empty(s, off);
+        took = coro__subring_unlist_empty(s, off);
     }
-    bool timed = s->asym && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
+    bool timed = s->use_membarrier && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
     /* the rings taken off before the membarrier: after it, a push their
      * producer made without listing them is visible (RINGS) */
     if (took)
-        coro__xq_relook(s, off, timed);
+        coro__subring_relook(s, off, timed);
     w->idle_looks = 0;
     /* the last look: our own queues, then the others' unless the
      * searchers are at their cap - they cover the others' queues, and
@@ -153,9 +153,9 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     coro__trace_park(w, false);
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
-        if (s->io && s->drv->pending(s->io)) {
+        if (s->io && s->driver->pending(s->io)) {
             int64_t left = dl ? dl - coro__now() : -1;
-            s->drv->poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
+            s->driver->poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
         } else {
             coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
         }
@@ -169,7 +169,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
          * the look after the timeout sees it */
         int64_t until = coro__now() + CORO__LIFO_PARK_NS;
         coro__futex_wait(&w->futex, epoch, due < until ? due : until);
-    } else if (!s->io || s->drv->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+    } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
                                            w) < 0) {
         /* another thread waits in epoll; ours end at their deadline (epoll's
          * wait too: coro__io_park reads it where we published it) */
@@ -180,7 +180,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     stat_inc(&w->n_wakeups);
     /* woken at our own deadline (or later): fire before we look again */
     if (due != INT64_MAX && coro__now() >= due)
-        s->drv->fire_own(s->io, w->idx, false);
+        s->driver->fire_own(s->io, w->idx, false);
     /* a woken worker searches (tokio's notified worker does): when it
      * finds work and is the last searcher it wakes another, so a burst
      * whose notifies found a searcher and woke only us still gets as
@@ -193,5 +193,5 @@ out:
 
 coro_t *coro__park(struct coro__worker *w)
 {
-    return coro__park_since(w, w->s->io ? w->s->drv->activity(w->s->io) : 0);
+    return coro__park_since(w, w->s->io ? w->s->driver->activity(w->s->io) : 0);
 }

@@ -56,7 +56,7 @@ void coro__mask_text(coro_sched_t *s, unsigned cls, char *buf, int len)
         snprintf(buf, (size_t)len, "any CPU");
         return;
     }
-    struct coro__cls *c = coro__cls_get(s, cls);
+    struct coro__affinity_class *c = coro__affinity_get(s, cls);
     int n = coro_cpuset_count(&c->cpus);
     int k = snprintf(buf, (size_t)len, "%s ", n == 1 ? "CPU" : "CPUs");
     if (k >= 0 && k < len)

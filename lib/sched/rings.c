@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The plain threads' submission rings and their two-level map: which
- * rings may hold jobs (s->xq_bits), how a ring is listed, taken off and
+ * rings may hold jobs (s->subring_bits), how a ring is listed, taken off and
  * made quiet, and how a worker takes half of a listed one (RINGS below).
  */
 #include "sched/worker.h"
 
 /* RINGS.  A worker looks only at the plain threads' rings whose bit is set
- * in s->xq_bits (a second level, s->xq_top, says which words to read), so
+ * in s->subring_bits (a second level, s->subring_top, says which words to read), so
  * a look costs the same with no plain thread and with thousands that once
  * spawned: an empty ring is off the map.  Each ring's `listed` word says
  * whether its bit is set; it changes with the bit.
@@ -24,16 +24,16 @@
  * (the slot, then the tail: ck_ring) is followed by notify's fence, then
  * its read of listed: it lists the ring when it reads 0.  When it reads 1
  * the ring is listed, or a worker is taking it off at that moment:
- *   - without s->asym the fence is full.  The read saw 1, so the
+ *   - without s->use_membarrier the fence is full.  The read saw 1, so the
  *     worker's clear comes after it in the order of listed; the producer
  *     stored its push, fenced, read; the worker cleared, fenced, read the
  *     size: store-then-load on both sides (Dekker), so the worker sees the
  *     push and lists the ring again.
- *   - with s->asym the producer's fence is the compiler's only, and its
+ *   - with s->use_membarrier the producer's fence is the compiler's only, and its
  *     read may pass its push: a look at the size right after the clear
  *     proves nothing.  So the worker that takes a ring off marks it quiet
  *     with its own name (quiet = its index + 1) and sets its bit in a
- *     second map, s->xq_quiet (two levels again, the same tidy protocol:
+ *     second map, s->subring_quiet (two levels again, the same tidy protocol:
  *     a bit is cleared only by one who then reads the name as 0).  A
  *     quiet ring is looked at by every worker's periodic look (every
  *     CORO__GLOBAL_INTERVAL picks) and by the last look of every park,
@@ -73,84 +73,84 @@ static void map_top_tidy(uint64_t *top, const uint64_t *words, int k)
         __atomic_fetch_or(top, kb, __ATOMIC_SEQ_CST);
 }
 
-static inline void xq_unlist(coro_sched_t *s, struct coro__xq *q)
+static inline void subring_unlist(coro_sched_t *s, struct coro__subring *q)
 {
     /* seq_cst: the bit, then the flag (a producer that lists it again
      * after seeing the flag clear sets the bit after ours is gone) */
-    __atomic_fetch_and(&s->xq_bits[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&s->subring_bits[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
     __atomic_store_n(&q->listed, 0, __ATOMIC_SEQ_CST);
 }
 
-/* after xq_unlist without s->asym: list it again if it holds jobs */
-static inline void xq_recheck(coro_sched_t *s, struct coro__xq *q)
+/* after subring_unlist without s->use_membarrier: list it again if it holds jobs */
+static inline void subring_recheck(coro_sched_t *s, struct coro__subring *q)
 {
     /* full barrier: our clear of listed before the look at the ring's
      * tail, against the producer's push then read of listed (RINGS) */
     coro__fence_seq_cst();
-    if (coro__lq_size(&q->q) != 0)
-        xq_list(s, q);
+    if (coro__localq_size(&q->q) != 0)
+        subring_list(s, q);
 }
 
-/* with s->asym: take an empty ring off the map, quiet in our name */
-static void xq_quiet_off(struct coro__worker *w, struct coro__xq *q)
+/* with s->use_membarrier: take an empty ring off the map, quiet in our name */
+static void subring_quiet_off(struct coro__worker *w, struct coro__subring *q)
 {
     coro_sched_t *s = w->s;
 
-    xq_unlist(s, q);
+    subring_unlist(s, q);
     /* seq_cst: the name, then the quiet map's bit (a tidier clears the
      * bit, then reads the name) */
     __atomic_store_n(&q->quiet, (uint32_t)w->idx + 1, __ATOMIC_SEQ_CST);
-    map_set(&s->xq_qtop, s->xq_quiet, q->idx);
+    map_set(&s->subring_qtop, s->subring_quiet, q->idx);
 }
 
 /* ring q's quiet bit, its name read as 0: clear the bit unless a worker
  * named it again meanwhile */
-static void xq_quiet_tidy(coro_sched_t *s, struct coro__xq *q)
+static void subring_quiet_tidy(coro_sched_t *s, struct coro__subring *q)
 {
     /* seq_cst: the clear, then the read of the name (RINGS) */
-    __atomic_fetch_and(&s->xq_quiet[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&s->subring_quiet[coro__bit_word(q->idx)], ~coro__bit(q->idx), __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&q->quiet, __ATOMIC_SEQ_CST) != 0)
-        map_set(&s->xq_qtop, s->xq_quiet, q->idx);
+        map_set(&s->subring_qtop, s->subring_quiet, q->idx);
 }
 
-/* a parking worker with s->asym, before its membarrier: take the rings
+/* a parking worker with s->use_membarrier, before its membarrier: take the rings
  * that look empty off the map, quiet in our name, and note in off[] (a
- * bit per ring, as in s->xq_bits) those and the quiet rings that bear
+ * bit per ring, as in s->subring_bits) those and the quiet rings that bear
  * our name from earlier looks; returns whether it noted any */
-bool coro__xq_unlist_empty(coro_sched_t *s, uint64_t *off)
+bool coro__subring_unlist_empty(coro_sched_t *s, uint64_t *off)
 {
     struct coro__worker *w = coro__tls_worker;
     uint32_t name = (uint32_t)w->idx + 1;
     bool any = false;
-    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+    uint64_t top = __atomic_load_n(&s->subring_top, __ATOMIC_ACQUIRE);
 
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
         /* acquire: the entries of the bits read */
-        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        uint64_t bits = __atomic_load_n(&s->subring_bits[k], __ATOMIC_ACQUIRE);
         while (bits) {
             unsigned b = (unsigned)__builtin_ctzll(bits);
-            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + b);
+            struct coro__subring *q = subring_at(s, (unsigned)k * 64 + b);
             bits &= bits - 1;
-            if (coro__lq_size(&q->q) == 0)
-                xq_quiet_off(w, q);
+            if (coro__localq_size(&q->q) == 0)
+                subring_quiet_off(w, q);
         }
-        if (__atomic_load_n(&s->xq_bits[k], __ATOMIC_RELAXED) == 0)
-            map_top_tidy(&s->xq_top, s->xq_bits, k);
+        if (__atomic_load_n(&s->subring_bits[k], __ATOMIC_RELAXED) == 0)
+            map_top_tidy(&s->subring_top, s->subring_bits, k);
     }
     /* acquire: the entries of the bits read */
-    top = __atomic_load_n(&s->xq_qtop, __ATOMIC_ACQUIRE);
+    top = __atomic_load_n(&s->subring_qtop, __ATOMIC_ACQUIRE);
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
         /* acquire: pairs with the quieting worker's set of the bit; the
          * ring it names is then complete (RINGS) */
-        for (uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE); bits;
+        for (uint64_t bits = __atomic_load_n(&s->subring_quiet[k], __ATOMIC_ACQUIRE); bits;
              bits &= bits - 1) {
             unsigned b = (unsigned)__builtin_ctzll(bits);
             /* relaxed: our own name, stored by this thread */
-            if (__atomic_load_n(&xq_at(s, (unsigned)k * 64 + b)->quiet, __ATOMIC_RELAXED) ==
+            if (__atomic_load_n(&subring_at(s, (unsigned)k * 64 + b)->quiet, __ATOMIC_RELAXED) ==
                 name) {
                 off[k] |= coro__bit(b);
                 any = true;
@@ -160,33 +160,33 @@ bool coro__xq_unlist_empty(coro_sched_t *s, uint64_t *off)
     return any;
 }
 
-/* after the membarrier: the quiet rings coro__xq_unlist_empty noted end their
+/* after the membarrier: the quiet rings coro__subring_unlist_empty noted end their
  * quiet if they still bear our name, and are looked at again (relist:
  * listed again without looking, when the membarrier failed) */
-void coro__xq_relook(coro_sched_t *s, const uint64_t *off, bool relist)
+void coro__subring_relook(coro_sched_t *s, const uint64_t *off, bool relist)
 {
     uint32_t name = (uint32_t)coro__tls_worker->idx + 1;
 
     for (int k = 0; k < CORO__XQ_WORDS; k++)
         for (uint64_t bits = off[k]; bits; bits &= bits - 1) {
-            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            struct coro__subring *q = subring_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
             uint32_t mine = name;
             /* seq_cst: taken off again by another worker since, the ring
              * bears that one's name and stays quiet (RINGS) */
             if (!__atomic_compare_exchange_n(&q->quiet, &mine, 0, false, __ATOMIC_SEQ_CST,
                                              __ATOMIC_RELAXED))
                 continue;
-            xq_quiet_tidy(s, q);
+            subring_quiet_tidy(s, q);
             /* after the membarrier: a push that raced the take-off is
              * visible (RINGS) */
-            if (relist || coro__lq_size(&q->q) != 0)
-                xq_list(s, q);
+            if (relist || coro__localq_size(&q->q) != 0)
+                subring_list(s, q);
         }
 }
 
-/* the rings on the map (RINGS), from pop_xq.  off: an empty ring is taken
- * off (with s->asym, at the periodic look only: quiet in our name) */
-coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, bool off,
+/* the rings on the map (RINGS), from pop_subring.  off: an empty ring is taken
+ * off (with s->use_membarrier, at the periodic look only: quiet in our name) */
+coro_t *coro__pop_subring_map(struct coro__worker *w, uint64_t top, bool keep_first, bool off,
                          unsigned *got)
 {
     coro_sched_t *s = w->s;
@@ -194,25 +194,25 @@ coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, 
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
-        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        uint64_t bits = __atomic_load_n(&s->subring_bits[k], __ATOMIC_ACQUIRE);
         if (!bits) {
-            map_top_tidy(&s->xq_top, s->xq_bits, k);
+            map_top_tidy(&s->subring_top, s->subring_bits, k);
             continue;
         }
         while (bits) {
-            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            struct coro__subring *q = subring_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
             bits &= bits - 1;
-            unsigned n = coro__lq_size(&q->q);
+            unsigned n = coro__localq_size(&q->q);
             if (n == 0) {
-                if (!s->asym) {
-                    xq_unlist(s, q);
-                    xq_recheck(s, q);
+                if (!s->use_membarrier) {
+                    subring_unlist(s, q);
+                    subring_recheck(s, q);
                 } else if (off) {
-                    xq_quiet_off(w, q);
+                    subring_quiet_off(w, q);
                 }
                 continue;
             }
-            coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+            coro_t *j = coro__take_half_localq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
                                            keep_first, got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
                                            false);
             if (j || *got)
@@ -225,37 +225,37 @@ coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first, 
 /* the quiet rings (RINGS: membarrier mode), at the periodic look and at
  * the park's last look: one that holds jobs, which a push racing
  * its take-off left there, is listed again and half of it taken */
-__attribute__((noinline)) coro_t *coro__pop_xq_quiet(struct coro__worker *w, bool keep_first)
+__attribute__((noinline)) coro_t *coro__pop_subring_quiet(struct coro__worker *w, bool keep_first)
 {
     coro_sched_t *s = w->s;
     unsigned got = 0;
     /* acquire: the words' bits, then the entries (RINGS) */
-    uint64_t top = __atomic_load_n(&s->xq_qtop, __ATOMIC_ACQUIRE);
+    uint64_t top = __atomic_load_n(&s->subring_qtop, __ATOMIC_ACQUIRE);
 
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
         /* acquire: as in the periodic look's read of the quiet words */
-        uint64_t bits = __atomic_load_n(&s->xq_quiet[k], __ATOMIC_ACQUIRE);
+        uint64_t bits = __atomic_load_n(&s->subring_quiet[k], __ATOMIC_ACQUIRE);
         if (!bits) {
-            map_top_tidy(&s->xq_qtop, s->xq_quiet, k);
+            map_top_tidy(&s->subring_qtop, s->subring_quiet, k);
             continue;
         }
         while (bits) {
-            struct coro__xq *q = xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
+            struct coro__subring *q = subring_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
             bits &= bits - 1;
             /* seq_cst: a tidier reads the name after its clear (RINGS) */
             if (__atomic_load_n(&q->quiet, __ATOMIC_SEQ_CST) == 0) {
-                xq_quiet_tidy(s, q);
+                subring_quiet_tidy(s, q);
                 continue;
             }
-            unsigned n = coro__lq_size(&q->q);
+            unsigned n = coro__localq_size(&q->q);
             if (n == 0)
                 continue;
-            /* relaxed: a hint; xq_list's CAS decides */
+            /* relaxed: a hint; subring_list's CAS decides */
             if (!__atomic_load_n(&q->listed, __ATOMIC_RELAXED))
-                xq_list(s, q);
-            coro_t *j = coro__take_half_lq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
+                subring_list(s, q);
+            coro_t *j = coro__take_half_localq(w, &q->q, n, &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)],
                                            keep_first, &got, NULL, CORO__PRIO_IDX(CORO_PRIO_NORMAL),
                                            false);
             if (j || got)

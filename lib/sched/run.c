@@ -128,26 +128,26 @@ static bool shared_waiting(struct coro__worker *w)
     const int pi = CORO__PRIO_IDX(CORO_PRIO_NORMAL);
 
     /* relaxed: hints, as the look's own size reads */
-    if (coro__mq_size(&coro__cls_get(s, 0)->q[pi]) || coro__mq_size(&w->inbox[pi]) ||
-        coro__lq_size(&w->yielded[pi]))
+    if (coro__sharedq_size(&coro__affinity_get(s, 0)->q[pi]) || coro__sharedq_size(&w->inbox[pi]) ||
+        coro__localq_size(&w->yielded[pi]))
         return true;
     /* the submission rings on the map (RINGS): an empty one may stay
      * there until a park, so their sizes */
-    uint64_t top = __atomic_load_n(&s->xq_top, __ATOMIC_ACQUIRE);
+    uint64_t top = __atomic_load_n(&s->subring_top, __ATOMIC_ACQUIRE);
     while (top) {
         int k = __builtin_ctzll(top);
         top &= top - 1;
         /* acquire: the words' bits, then the entries (RINGS) */
-        uint64_t bits = __atomic_load_n(&s->xq_bits[k], __ATOMIC_ACQUIRE);
+        uint64_t bits = __atomic_load_n(&s->subring_bits[k], __ATOMIC_ACQUIRE);
         for (; bits; bits &= bits - 1)
-            if (coro__lq_size(&xq_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits))->q))
+            if (coro__localq_size(&subring_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits))->q))
                 return true;
     }
     /* acquire: as pop_classes */
     uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
     const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
-        if (coro__mq_size(&coro__cls_get(s, served[i])->q[pi]))
+        if (coro__sharedq_size(&coro__affinity_get(s, served[i])->q[pi]))
             return true;
     return false;
 }
@@ -167,7 +167,7 @@ static __attribute__((noinline)) bool looks_idle_slow(struct coro__worker *w)
         w->tick = CORO__GLOBAL_INTERVAL;
     }
     if (s->io && (w->poll_steps <= 1 || w->poll_yield)) {
-        if (w->poll_yield || s->drv->fd_waiting(s->io))
+        if (w->poll_yield || s->driver->fd_waiting(s->io))
             return false;
         w->poll_steps = CORO__IO_POLL_STEPS;
     }
@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) coro_t *take_next(struct coro__work
     if (w->lifo_streak >= CORO__LIFO_MAX) {
         /* the bound gives the worker's other queued jobs a pick: with
          * none, the slot runs again (as find_own_ takes it then) */
-        if (coro__lq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) || shared_waiting(w))
+        if (coro__localq_size(&w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)]) || shared_waiting(w))
             return NULL;
         w->lifo_streak = 0;
     }
@@ -239,7 +239,7 @@ static __thread int *tls_errp;
  *     the child as it is now, running elsewhere or even done.
  * Taking the child out of the queue is the owner's take of its own queue:
  * an exchange of the LIFO slot, or the deque's take-back of the ring's
- * newest job (base/mq.c, TAKING BACK); a thief that got there first wins
+ * newest job (base/queues.c, TAKING BACK); a thief that got there first wins
  * and the parent waits as usual.  Idle workers still steal queued
  * children from the ring's oldest end.
  * Promises kept: only a class-0 NORMAL job is taken (the LIFO slot and
@@ -274,7 +274,7 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
 {
     coro_sched_t *s = w->s;
     coro_t *child = aw->arg[0].p;
-    struct coro__lq *ring = &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)];
+    struct coro__localq *ring = &w->local[CORO__PRIO_IDX(CORO_PRIO_NORMAL)];
     uint32_t d = w->nest;
     /* relaxed: only this worker fills its slot, so seen holding child it
      * holds child or nothing (a thief's exchange took it) */
@@ -282,21 +282,21 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
 
     /* first the child's place (an await of a job queued elsewhere, or
      * running, pays two loads), then the rules */
-    if ((!slot && coro__lq_newest(ring) != child) || d >= CORO__INLINE_DEPTH ||
+    if ((!slot && coro__localq_newest(ring) != child) || d >= CORO__INLINE_DEPTH ||
         s->nworkers == 0 || w->deferred || prio_queued(w) || !looks_idle(w))
         return 0;
     if (slot) {
         /* acq_rel: as coro__pop_level's exchange (the job's frame is complete) */
         if (__atomic_exchange_n(&w->lifo, NULL, __ATOMIC_ACQ_REL) != child)
             return 0;
-    } else if (!coro__lq_unpush(ring, child)) {
+    } else if (!coro__localq_unpush(ring, child)) {
         return 0;
     }
     w->tick--;
     if (s->io)
         w->poll_steps--;
     found_(w, child);
-    coro__trace_step(w, job, tr0, CORO__TR_END_AWAIT, aw);
+    coro__trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
     int budget = coro__tls_budget;
     int64_t t0 = w->cur_t0;
     const char *name = w->cur_name;
@@ -380,7 +380,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
-                coro__trace_step(w, job, &tr0, CORO__TR_END_DONE, NULL);
+                coro__trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
                 w->s->finish(job);     /* the one upcall: rt/runtime.c */
                 coro__tls_in_job = 0;
                 /* a chain's next link, or the parent this end woke */
@@ -397,7 +397,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         if (st == CORO__ST_YIELD) {
             STEP_END();
-            coro__trace_step(w, job, &tr0, CORO__TR_END_YIELD, NULL);
+            coro__trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
             if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
@@ -406,7 +406,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                  * here: a class-0 job, on its own worker, never the
                  * job a look at epoll caught) */
                 int pi = CORO__PRIO_IDX(job->prio);
-                if (CORO__UNLIKELY(!own_lq_push(w, &w->yielded[pi], pi, job)))
+                if (CORO__UNLIKELY(!own_localq_push(w, &w->yielded[pi], pi, job)))
                     coro__push_global(s, job);
                 if (s->nworkers > 1)
                     notify(s, s->all_wmask, true);
@@ -417,7 +417,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 /* a job only this worker may run waits behind up to
                  * CORO__GLOBAL_INTERVAL picks; one that another may run,
                  * one pick: then it is queued where that one looks */
-                w->defer_picks = coro__cls_get(s, job->cls)->nworkers > 1
+                w->defer_picks = coro__affinity_get(s, job->cls)->nworkers > 1
                                      ? CORO__GLOBAL_INTERVAL - 1 : 0;
                 return false;
             }
@@ -489,7 +489,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 goto arm;
         }
     rearm:
-        coro__trace_step(w, job, &tr0, CORO__TR_END_AWAIT, aw);
+        coro__trace_step(w, job, &tr0, CORO__TRACE_END_AWAIT, aw);
     arm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);

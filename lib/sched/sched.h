@@ -6,7 +6,7 @@
 #define COROKIT_LIB_SCHED_SCHED_H
 
 #include "base/base.h"
-#include "base/mq.h"
+#include "base/queues.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -63,7 +63,7 @@
  * lot, the joiner slots and the I/O context check it where they insert a
  * waiter, after the registry bit / under the registry lock, so that a
  * waiter either sees it or is found by the sweep coro_cancel runs after
- * setting it (lib/wait/lot.c REGISTRY, lib/io/cancel.c). */
+ * setting it (lib/wait/parklot.c REGISTRY, lib/io/cancel.c). */
 #define CORO__F_CANCEL      256u
 /* POOLQ: the job is queued on the blocking pool's FIFO (lib/io/blocking.c
  *        QUEUED): set and cleared under the pool's mutex. */
@@ -72,7 +72,7 @@
 static inline bool coro__job_cancelled(const coro_t *job)
 {
     /* seq_cst: against coro_cancel's seq_cst RMW of the flag and its
-     * later loads of the registry bits (lib/wait/lot.c REGISTRY) */
+     * later loads of the registry bits (lib/wait/parklot.c REGISTRY) */
     return (__atomic_load_n(&job->state, __ATOMIC_SEQ_CST) & CORO__F_CANCEL) != 0;
 }
 
@@ -80,7 +80,7 @@ static inline bool coro__job_cancelled(const coro_t *job)
 #define CORO__FL_THREAD 1u      /* a plain thread's stand-in in the lot */
 /* 2u: CORO__FL_PROXY, a select stand-in (lib/wait/wait.h) */
 #define CORO__FL_IOWAKE 4u      /* made ready by the I/O layer (stats io_wakeups) */
-#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/wait/lot.c) */
+#define CORO__FL_TIMED 8u       /* waits in the lot with a timer (lib/wait/parklot.c) */
 #define CORO__FL_EXT 16u        /* coro_t.ext holds the spawn extras below */
 /* woken to arm its await again, not to resume its body (with
  * CORO__FL_IOWAKE: readiness came for the fd it waits on, and the job
@@ -214,15 +214,15 @@ _Static_assert(1,
 
 /* An affinity class: one distinct set of workers a job may run on.  Class 0
  * is "any worker"; its queues are the global injection queue.  A class is
- * created once (under cls_lock) and never freed before the scheduler, so
+ * created once (under class_lock) and never freed before the scheduler, so
  * readers need no lock: they load the table pointer with acquire. */
-struct coro__cls {
+struct coro__affinity_class {
     uint64_t wmask[CORO__WMASK_WORDS];  /* workers allowed */
     coro_cpuset_t cpus;                 /* the user's mask, cut to the workers' CPUs */
     int nworkers;                       /* popcount of wmask */
     unsigned qsize;                     /* each queue's ring */
     uint32_t nprio;                     /* atomic: HIGH and LOW jobs in q (sched/submit.c) */
-    struct coro__mq q[CORO__NPRIO];
+    struct coro__sharedq q[CORO__NPRIO];
 };
 
 /* A plain thread's submission ring for one scheduler (TBB gives an outside
@@ -231,17 +231,17 @@ struct coro__cls {
  * instead of an inbox's mutex per job.  Workers pop from it like the
  * global queue (sched/rings.c).  Made with the thread's frame cache and
  * handed with it to the next thread when the thread exits
- * (lib/sched/thread_xq.c); freed at destroy. */
-struct coro__xq {
-    struct coro__lq q;
-    struct coro__xq *next;              /* s->xqs; fixed once published */
-    uint32_t idx;                       /* its bit in s->xq_bits, fixed */
-    /* atomic: 1 while its bit is set in s->xq_bits (the producer's check,
+ * (lib/sched/thread_subring.c); freed at destroy. */
+struct coro__subring {
+    struct coro__localq q;
+    struct coro__subring *next;              /* s->subrings; fixed once published */
+    uint32_t idx;                       /* its bit in s->subring_bits, fixed */
+    /* atomic: 1 while its bit is set in s->subring_bits (the producer's check,
      * on a line the consumers write only when they take it off) */
     uint32_t listed __attribute__((aligned(CORO__CACHELINE)));
     /* atomic: 0, or 1 + the index of the worker that took it off the map
      * in membarrier mode and has not yet confirmed it (its bit is then set
-     * in s->xq_quiet: sched/rings.c RINGS) */
+     * in s->subring_quiet: sched/rings.c RINGS) */
     uint32_t quiet;
     ck_ring_buffer_t buf[] __attribute__((aligned(CORO__CACHELINE)));
 };
@@ -251,9 +251,9 @@ struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
-    struct coro__lq local[CORO__NPRIO];
-    struct coro__mq inbox[CORO__NPRIO];
-    struct coro__lq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
+    struct coro__localq local[CORO__NPRIO];
+    struct coro__sharedq inbox[CORO__NPRIO];
+    struct coro__localq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
     /* atomic: HIGH and LOW jobs in local, inbox and yielded (counted
      * before the push, taken off after the pop: sched/worker.h PRIORITIES) */
     uint32_t nprio;
@@ -306,10 +306,10 @@ struct coro__worker {
      * visits them first (sched/steal.c STEALING); set at create, read
      * only with s->numa */
     uint64_t near[CORO__WMASK_WORDS];
-    struct coro__tring *tring;          /* trace ring, NULL = off (lib/sched/trace.c) */
-    uint16_t *served;                   /* atomic: classes > 0 this worker serves (cls.c SERVED) */
+    struct coro__trace_ring *trace_ring;          /* trace ring, NULL = off (lib/sched/trace.c) */
+    uint16_t *served;                   /* atomic: classes > 0 this worker serves (affinity.c SERVED) */
     uint32_t nserved;                   /* atomic: grows when classes appear */
-    uint32_t served_cap;                /* served's room (under s->cls_lock) */
+    uint32_t served_cap;                /* served's room (under s->class_lock) */
     /* JOINING INLINE (sched/run.c): the jobs whose steps wait, on this
      * thread's stack, for the job they run inline, outermost first;
      * stored relaxed, read racily by coro_sched_dump (addresses only) */
@@ -340,7 +340,7 @@ struct coro_sched {
     bool oversubscribed;                /* more workers than CPUs: never spin */
     /* fixed at create: notify's fence is a compiler barrier and a parking
      * worker calls membarrier(2) instead (sched/park.c PARKING) */
-    bool asym;
+    bool use_membarrier;
     bool numa;                          /* the workers' CPUs span NUMA nodes (w->near) */
     /* FIRST TOUCH (rt/runtime.c): workers that made their structs, and
      * the word they wait on until create lets them run (futexes) */
@@ -351,9 +351,9 @@ struct coro_sched {
     uint64_t all_wmask[CORO__WMASK_WORDS];
 
     /* affinity classes */
-    pthread_mutex_t cls_lock;
-    struct coro__cls **cls;             /* fixed-size table, entries published with release */
-    uint32_t ncls;                      /* atomic */
+    pthread_mutex_t class_lock;
+    struct coro__affinity_class **cls;             /* fixed-size table, entries published with release */
+    uint32_t nclasses;                      /* atomic */
 
     /* parked workers: a bit per worker, set by the worker before its last
      * look for work and cleared by whoever claims it to wake it; and their
@@ -381,7 +381,7 @@ struct coro_sched {
     pthread_mutex_t cancel_lock;        /* one cancel_all at a time */
 
     struct coro__io *io;
-    const struct coro__driver *drv;     /* s->io's functions (io/io.h), set with io */
+    const struct coro__driver *driver;     /* s->io's functions (io/io.h), set with io */
     /* the end of a job (rt/runtime.c coro__finish), set at create: the one
      * upcall from the scheduling layer (docs/architecture.md) */
     void (*finish)(coro_t *job);
@@ -390,22 +390,22 @@ struct coro_sched {
      * may run that job inside the awaiting step (sched/run.c, JOINING
      * INLINE).  Named here so that scheduling names no symbol above it */
     const struct coro_await_ops *joins;
-    struct coro__lotsched *lot;         /* lot timers + wait registry (lib/wait/lot.c) */
+    struct coro__parklot_sched *parklot;         /* lot timers + wait registry (lib/wait/parklot.c) */
     struct coro__frames *frames;        /* pool frames (lib/sched/frame.c) */
     /* atomic: every plain thread's submission ring (push-only list, each
      * published with a release CAS; read with acquire) */
-    struct coro__xq *xqs;
+    struct coro__subring *subrings;
     /* the submission rings that may hold jobs (sched/rings.c RINGS): bit
-     * i of xq_bits for ring xq_tab[i], bit k of xq_top when word k of
-     * xq_bits may be nonzero; nxq rings were made (atomic) */
-    uint64_t xq_top __attribute__((aligned(CORO__CACHELINE)));
-    uint64_t xq_bits[CORO__XQ_WORDS];
+     * i of subring_bits for ring subring_tab[i], bit k of subring_top when word k of
+     * subring_bits may be nonzero; nsubrings rings were made (atomic) */
+    uint64_t subring_top __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t subring_bits[CORO__XQ_WORDS];
     /* the same two levels for the rings taken off but not yet confirmed
      * empty (RINGS: membarrier mode), looked at only now and then */
-    uint64_t xq_qtop __attribute__((aligned(CORO__CACHELINE)));
-    uint64_t xq_quiet[CORO__XQ_WORDS];
-    struct coro__xq **xq_tab;           /* CORO__XQ_MAX entries, made with the first ring */
-    uint32_t nxq;
+    uint64_t subring_qtop __attribute__((aligned(CORO__CACHELINE)));
+    uint64_t subring_quiet[CORO__XQ_WORDS];
+    struct coro__subring **subring_tab;           /* CORO__XQ_MAX entries, made with the first ring */
+    uint32_t nsubrings;
     struct coro__bpool *blocking;       /* the blocking pool (lib/io/blocking.c) */
 
     /* virtual time and seeded runs (lib/rt/vtime.c), fixed at create; vt
@@ -469,7 +469,7 @@ extern __thread int64_t coro__tls_drive_deadline CORO__HIDDEN;
  * How an idle worker waits for events other than work (readiness, timers)
  * and how a worker that waits there is woken.  The scheduling layer
  * defines the interface; the I/O layer (io/context.c, coro__io_driver)
- * implements it and the runtime plugs it in at create (s->drv, with s->io
+ * implements it and the runtime plugs it in at create (s->driver, with s->io
  * its context): scheduling never names a symbol of a layer above it.
  * Contracts: io/io.h, where each function is declared under its own name. */
 struct coro__io;
@@ -507,9 +507,9 @@ static inline struct coro__io *coro__sched_io(coro_sched_t *s)
     return s->io;
 }
 
-/* sched/cls.c */
-CORO__HIDDEN int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus);
-CORO__HIDDEN void coro__cls_fini(coro_sched_t *s);
+/* sched/affinity.c */
+CORO__HIDDEN int coro__affinity_init(coro_sched_t *s, const int *cpus, int ncpus);
+CORO__HIDDEN void coro__affinity_fini(coro_sched_t *s);
 /* worker w's first served array, by w's own thread before it runs (no
  * class interned yet: create waits for the workers): 0 or -ENOMEM */
 CORO__HIDDEN int coro__served_init(coro_sched_t *s, struct coro__worker *w);
@@ -517,14 +517,14 @@ CORO__HIDDEN int coro__served_init(coro_sched_t *s, struct coro__worker *w);
 CORO__HIDDEN void coro__served_fini(coro_sched_t *s, struct coro__worker *w);
 /* intern aff (NULL = any): returns the class index >= 0, or -EINVAL (empty,
  * no worker's CPU), -ENOMEM (table full or no memory) */
-CORO__HIDDEN int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff);
-static inline struct coro__cls *coro__cls_get(coro_sched_t *s, unsigned idx)
+CORO__HIDDEN int coro__affinity_intern(coro_sched_t *s, const coro_cpuset_t *aff);
+static inline struct coro__affinity_class *coro__affinity_get(coro_sched_t *s, unsigned idx)
 {
-    struct coro__cls **tab = s->cls;
+    struct coro__affinity_class **tab = s->cls;
     /* acquire: pairs with the release store that published the class */
     return __atomic_load_n(&tab[idx], __ATOMIC_ACQUIRE);
 }
-static inline bool coro__cls_allows(const struct coro__cls *c, int widx)
+static inline bool coro__affinity_allows(const struct coro__affinity_class *c, int widx)
 {
     return coro__bit_test(c->wmask, (size_t)widx);
 }
@@ -564,10 +564,10 @@ CORO__HIDDEN extern bool coro__io_thread_timers_off;
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN int coro__test_steal_order(coro_sched_t *s, int widx, int *vic);
 #endif
-/* coro__io_handoff (sched/wake.c) - the I/O thread gave the poll token up
+/* coro__io_wake_idle_worker (sched/wake.c) - the I/O thread gave the poll token up
  * for the workers: wake one idle worker to take it.  False when none is
  * idle (the I/O thread keeps polling). */
-CORO__HIDDEN bool coro__io_handoff(coro_sched_t *s);
+CORO__HIDDEN bool coro__io_wake_idle_worker(coro_sched_t *s);
 /* give back worker w's spare units of s->live but `keep` (sched/park.c) */
 CORO__HIDDEN void coro__flush_live(struct coro__worker *w, uint32_t keep);
 

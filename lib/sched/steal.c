@@ -6,9 +6,9 @@
  *
  * STEALING.  An idle worker visits the others from a random start (those
  * of its own NUMA node first: NUMA, at steal_order), HIGH to LOW, and
- * takes half of a victim's local ring (one CAS: coro__lq_steal, ck_ring's
+ * takes half of a victim's local ring (one CAS: coro__localq_steal, ck_ring's
  * dequeue moved by n; the victim may take its newest job back meanwhile,
- * base/mq.c TAKING BACK) or inbox (one dequeue each) at that level,
+ * base/queues.c TAKING BACK) or inbox (one dequeue each) at that level,
  * keeps the first and puts the rest in its own local ring; the victim's
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
@@ -56,8 +56,8 @@ static uint32_t rng_next(struct coro__worker *w)
 
 /* take half of the n jobs of ring q (at least one) with one CAS: keep the
  * first (keep_first), put the rest in ring dst (full: the global queue) */
-coro_t *coro__take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
-                           struct coro__lq *dst, bool keep_first, unsigned *got,
+coro_t *coro__take_half_localq(struct coro__worker *w, struct coro__localq *q, unsigned n,
+                           struct coro__localq *dst, bool keep_first, unsigned *got,
                            uint32_t *src_nprio, int pi, bool deque)
 {
     coro_t *batch[CORO__LOCAL_SIZE / 2];
@@ -70,16 +70,16 @@ coro_t *coro__take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned 
     /* no more than dst has room for (a ring holds size - 1): a job that
      * did not fit went to the global queue, which the periodic look
      * takes first, and ran ahead of the ones before it in dst */
-    unsigned room = CORO__LOCAL_SIZE - 1 - coro__lq_size(dst) + (keep_first ? 1 : 0);
+    unsigned room = CORO__LOCAL_SIZE - 1 - coro__localq_size(dst) + (keep_first ? 1 : 0);
     if (want > room)
         want = room;
     if (want == 0)
         return NULL;
     /* deque: a victim's local ring, whose owner may take its newest job
-     * back (base/mq.c, TAKING BACK) */
-    unsigned k = deque ? coro__lq_steal(q, batch, want) : coro__lq_pop_batch(q, batch, want);
+     * back (base/queues.c, TAKING BACK) */
+    unsigned k = deque ? coro__localq_steal(q, batch, want) : coro__localq_pop_batch(q, batch, want);
     for (unsigned i = keep_first ? 1 : 0; i < k; i++)
-        if (!own_lq_push(w, dst, pi, batch[i]))
+        if (!own_localq_push(w, dst, pi, batch[i]))
             coro__push_global(w->s, batch[i]);
     prio_add(src_nprio, pi, -(int)k);   /* after the moves: PRIORITIES */
     if (k > (keep_first ? 1u : 0u))
@@ -92,13 +92,13 @@ coro_t *coro__take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned 
  * dequeue each (its ring has a mutex among producers and an overflow
  * list): keep the first, put the rest in the thief's ring dst (full: the
  * global queue) */
-static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned n,
-                            struct coro__lq *dst, unsigned *got, uint32_t *src_nprio, int pi)
+static coro_t *take_half_sharedq(struct coro__worker *w, struct coro__sharedq *q, unsigned n,
+                            struct coro__localq *dst, unsigned *got, uint32_t *src_nprio, int pi)
 {
     coro_t *first = NULL;
 
     for (unsigned k = 0, want = (n + 1) / 2; k < want; k++) {
-        coro_t *j = coro__mq_pop(q);
+        coro_t *j = coro__sharedq_pop(q);
         if (!j)
             break;
         ++*got;
@@ -106,7 +106,7 @@ static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned
             first = j;
         } else {
             w->took_more = true;
-            if (!own_lq_push(w, dst, pi, j))
+            if (!own_localq_push(w, dst, pi, j))
                 coro__push_global(w->s, j);
         }
         prio_add(src_nprio, pi, -1);
@@ -117,13 +117,13 @@ static coro_t *take_half_mq(struct coro__worker *w, struct coro__mq *q, unsigned
 static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi)
 {
     unsigned got = 0;
-    coro_t *first = coro__take_half_lq(w, &v->local[pi], coro__lq_size(&v->local[pi]),
+    coro_t *first = coro__take_half_localq(w, &v->local[pi], coro__localq_size(&v->local[pi]),
                                        &w->local[pi], true, &got, &v->nprio, pi, true);
     if (!first)
-        first = take_half_mq(w, &v->inbox[pi], coro__mq_size(&v->inbox[pi]),
+        first = take_half_sharedq(w, &v->inbox[pi], coro__sharedq_size(&v->inbox[pi]),
                              &w->local[pi], &got, &v->nprio, pi);
     if (!first)     /* jobs that yielded stay behind the thief's other work */
-        first = coro__take_half_lq(w, &v->yielded[pi], coro__lq_size(&v->yielded[pi]),
+        first = coro__take_half_localq(w, &v->yielded[pi], coro__localq_size(&v->yielded[pi]),
                                    &w->yielded[pi], true, &got, &v->nprio, pi, false);
     if (got) {
         coro__trace_steal(w, v->idx, got);

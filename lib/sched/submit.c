@@ -14,16 +14,16 @@ static __thread uint32_t tls_rr;
 
 void coro__push_global(coro_sched_t *s, coro_t *job)
 {
-    struct coro__cls *any = coro__cls_get(s, 0);
+    struct coro__affinity_class *any = coro__affinity_get(s, 0);
     int pi = CORO__PRIO_IDX(job->prio);
 
     prio_add(&any->nprio, pi, 1);
-    coro__mq_push(&any->q[pi], job);
+    coro__sharedq_push(&any->q[pi], job);
 }
 
 /* local ring full: move half of it and job to the global queue, under one
  * lock (tokio).  One pop per job: taking the half with one CAS
- * (coro__lq_pop_batch, as spill_half does) measured worse on
+ * (coro__localq_pop_batch, as spill_half does) measured worse on
  * spawn_many_local (docs/benchmarks.md; not explained - the batch CAS
  * races the thief's steals of the same ring) */
 static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
@@ -31,12 +31,12 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
     coro_t *batch[CORO__LOCAL_SIZE / 2 + 1];
     unsigned n = 0;
 
-    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__lq_pop(&w->local[pi])))
+    while (n < CORO__LOCAL_SIZE / 2 && (batch[n] = coro__localq_pop(&w->local[pi])))
         n++;
     batch[n++] = job;
-    struct coro__cls *any = coro__cls_get(w->s, 0);
+    struct coro__affinity_class *any = coro__affinity_get(w->s, 0);
     prio_add(&any->nprio, pi, (int)n);
-    coro__mq_push_batch(&any->q[pi], batch, n);
+    coro__sharedq_push_batch(&any->q[pi], batch, n);
     prio_add(&w->nprio, pi, -(int)(n - 1));
 }
 
@@ -44,13 +44,13 @@ static void local_overflow(struct coro__worker *w, int pi, coro_t *job)
  * global queue with one CAS (the thread takes from its own ring as a
  * worker would) and one lock.  Workers look at the global queue before
  * the rings, so the older half still runs first */
-static void spill_half(coro_sched_t *s, struct coro__lq *q, int pi)
+static void spill_half(coro_sched_t *s, struct coro__localq *q, int pi)
 {
     coro_t *batch[CORO__XQ_SIZE / 2];
-    unsigned n = coro__lq_pop_batch(q, batch, CORO__XQ_SIZE / 2);
+    unsigned n = coro__localq_pop_batch(q, batch, CORO__XQ_SIZE / 2);
 
     if (n)
-        coro__mq_push_batch(&coro__cls_get(s, 0)->q[pi], batch, n);
+        coro__sharedq_push_batch(&coro__affinity_get(s, 0)->q[pi], batch, n);
 }
 
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
@@ -63,9 +63,9 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
          * the job is ours until the push below publishes it */
         job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
     if (job->cls != 0) {
-        struct coro__cls *c = coro__cls_get(s, job->cls);
+        struct coro__affinity_class *c = coro__affinity_get(s, job->cls);
         prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
-        coro__mq_push(&c->q[pi], job);
+        coro__sharedq_push(&c->q[pi], job);
         notify(s, c->wmask, false);
         return;
     }
@@ -86,7 +86,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         if (yield) {
             /* the back of everything this worker has (tokio defers a
              * yielding task the same way); full: the global queue */
-            if (!own_lq_push(w, &w->yielded[pi], pi, job))
+            if (!own_localq_push(w, &w->yielded[pi], pi, job))
                 coro__push_global(s, job);
             goto out;
         }
@@ -116,7 +116,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
                 return;     /* a thief took the old one: as above */
             pi = CORO__PRIO_IDX(job->prio);
         }
-        if (!own_lq_push(w, &w->local[pi], pi, job))
+        if (!own_localq_push(w, &w->local[pi], pi, job))
             local_overflow(w, pi, job);
     out:
         if (s->nworkers > 1)
@@ -130,20 +130,20 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * for it.  HIGH and LOW jobs, and a full ring: an inbox,
      * looked at by its worker at that priority at every pick. */
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
-        struct coro__xq *xq = coro__thread_xq(s);
-        bool pushed = xq && coro__lq_push(&xq->q, job);
-        if (xq && !pushed) {
+        struct coro__subring *subring = coro__thread_subring(s);
+        bool pushed = subring && coro__localq_push(&subring->q, job);
+        if (subring && !pushed) {
             /* full: its older half to the global queue (one inbox lock
              * per job past the ring is a large share of a spawning thread) */
-            spill_half(s, &xq->q, pi);
-            pushed = coro__lq_push(&xq->q, job);
+            spill_half(s, &subring->q, pi);
+            pushed = coro__localq_push(&subring->q, job);
         }
         if (pushed) {
             notify_fence(s);
             /* relaxed: after the fence (RINGS); 1 on every push of a
              * burst, one read of a line that workers rarely write */
-            if (CORO__UNLIKELY(!__atomic_load_n(&xq->listed, __ATOMIC_RELAXED)))
-                xq_list(s, xq);
+            if (CORO__UNLIKELY(!__atomic_load_n(&subring->listed, __ATOMIC_RELAXED)))
+                subring_list(s, subring);
             /* any = false: wake an idle worker even when one searches,
              * as the inboxes' hand-off to an idle worker did */
             coro__notify_fenced(s, s->all_wmask, false);
@@ -155,14 +155,14 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     int idx = coro__claim_idle(s, s->all_wmask);
     if (idx >= 0) {
         prio_add(&s->w[idx]->nprio, pi, 1);
-        coro__mq_push(&s->w[idx]->inbox[pi], job);
+        coro__sharedq_push(&s->w[idx]->inbox[pi], job);
         coro__unpark(s, idx);
         return;
     }
     idx = tls_rr < (uint32_t)s->nslots ? (int)tls_rr : 0;
     tls_rr = (uint32_t)idx + 1;
     prio_add(&s->w[idx]->nprio, pi, 1);
-    coro__mq_push(&s->w[idx]->inbox[pi], job);
+    coro__sharedq_push(&s->w[idx]->inbox[pi], job);
     /* thieves skip parked workers (STEALING): if this one parked
      * meanwhile and its last look missed the job, it is the one to wake
      * (store-then-load against its bit-set then look, as in notify) */

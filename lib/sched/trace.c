@@ -3,7 +3,7 @@
  * recorder.  sched/trace_write.c writes them out as a Chrome trace (JSON)
  * that Perfetto and chrome://tracing open, and that tools/timeline draws.
  *
- * OFF.  s->trace and every worker's tring are NULL; each hook (lib/sched/trace.h)
+ * OFF.  s->trace and every worker's trace_ring are NULL; each hook (lib/sched/trace.h)
  * is one load and one branch the compiler lays out as not taken.
  *
  * ON (config .trace_events > 0, or COROKIT_TRACE=FILE in the environment).
@@ -20,13 +20,13 @@
  * Writer protocol (one writer per ring at a time): the event's four words
  * are stored relaxed into slot head % cap, then head+1 with release (a
  * step and the await that ended it: both slots, then head+2 with one
- * release; CORO__TR_BATCH is that most).  A
+ * release; CORO__TRACE_BATCH is that most).  A
  * reader (coro_sched_trace_write, any thread, while the scheduler runs)
  * loads head with acquire, copies the last min(head, cap) slots with
  * relaxed loads, then - after a full fence, so that its copies are ordered
  * before the second load (a seqlock's read side) - loads head again: the
  * slots the writer may have overwritten meanwhile (index < head2 - cap,
- * plus the CORO__TR_BATCH slots the writer may be filling without having
+ * plus the CORO__TRACE_BATCH slots the writer may be filling without having
  * published them yet) are dropped.  Every access to an event word is atomic, so a
  * reader racing a writer reads stale or new words, never torn ones, and
  * the dropped range covers every slot that could be a mix.  When the
@@ -40,12 +40,12 @@
  * the clock about once per run of up to CORO__TRACE_RUN_MAX short steps
  * (lib/sched/trace.h, "Runs", which says what the times then promise), and
  * a plain thread once per CORO__TRACE_THREAD_RUN events or coarse-clock
- * tick (coro__tr_thread_stamp, trace.h).  Events not read carry ts 0 and
+ * tick (coro__trace_ring_thread_stamp, trace.h).  Events not read carry ts 0 and
  * get their time when the trace is written (resolve, resolve_thread in
  * sched/trace_write.c).
  * A virtual scheduler (.virtual_time) stamps every event with its virtual
  * clock instead - its one worker's ring through coro__trace_clock on the
- * driving thread, the other rings through coro__tr_other_stamp - and is
+ * driving thread, the other rings through coro__trace_ring_other_stamp - and is
  * written in those nanoseconds, from the clock's start: a seeded run's
  * trace is the same file every time.
  */
@@ -66,7 +66,7 @@
 
 static __thread coro_sched_t *tls_io_sched;
 
-int coro__tr_rdtsc;
+int coro__trace_ring_rdtsc;
 
 /* the TSC runs at one rate on every CPU, in every C- and P-state: its
  * readings on two CPUs compare, and one rate converts them */
@@ -81,8 +81,8 @@ static int tsc_invariant(void)
 }
 
 /* the ring of this plain thread for the trace numbered gen (thread_ring);
- * NULL ring: the thread uses the shared one (trace.h, coro__tr_any) */
-__thread struct coro__tr_thr coro__tls_trthr;
+ * NULL ring: the thread uses the shared one (trace.h, coro__trace_ring_any) */
+__thread struct coro__trace_ring_thr coro__tls_trthr;
 #define tls_thr coro__tls_trthr
 static uint64_t trace_gens;     /* atomic: the last trace number given */
 
@@ -90,13 +90,13 @@ static uint64_t trace_gens;     /* atomic: the last trace number given */
 
 static size_t ring_size(uint32_t cap)
 {
-    return sizeof(struct coro__tring) + (size_t)cap * sizeof(struct coro__tev);
+    return sizeof(struct coro__trace_ring) + (size_t)cap * sizeof(struct coro__tev);
 }
 
 /* A ring, cache-line aligned; its slots are not zeroed (nothing reads a
  * slot before it is written), so their pages are touched only as the ring
  * fills: no memset of cap * 32 bytes per thread at create. */
-static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
+static struct coro__trace_ring *ring_new(coro_sched_t *s, uint32_t cap)
 {
     size_t n = ring_size(cap) + CORO__CACHELINE + sizeof(void *);
     char *raw = s->alloc ? s->alloc->alloc(s->alloc->ctx, n) : malloc(n);
@@ -104,7 +104,7 @@ static struct coro__tring *ring_new(coro_sched_t *s, uint32_t cap)
         return NULL;
     uintptr_t p = ((uintptr_t)raw + sizeof(void *) + CORO__CACHELINE - 1) &
                   ~(uintptr_t)(CORO__CACHELINE - 1);
-    struct coro__tring *r = (struct coro__tring *)p;
+    struct coro__trace_ring *r = (struct coro__trace_ring *)p;
     memcpy((char *)r - sizeof(void *), &raw, sizeof raw);
     memset(r, 0, sizeof *r);
     r->mask = cap - 1;
@@ -126,7 +126,7 @@ static uint64_t run_lim(void)
     return (uint64_t)((double)(c1 - c0) / (double)(n1 - n0) * CORO__TRACE_RUN_NS);
 }
 
-static void ring_free(coro_sched_t *s, struct coro__tring *r, uint32_t cap)
+static void ring_free(coro_sched_t *s, struct coro__trace_ring *r, uint32_t cap)
 {
     void *raw;
 
@@ -170,7 +170,7 @@ int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c)
         goto fail;
     /* relaxed: the same answer whoever writes it (the CPU's), read by the
      * clock reads of any trace; no other data hangs on it */
-    __atomic_store_n(&coro__tr_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
+    __atomic_store_n(&coro__trace_ring_rdtsc, tsc_invariant(), __ATOMIC_RELAXED);
     t->run_lim = run_lim();
     /* relaxed: a unique number is all it needs */
     t->gen = __atomic_add_fetch(&trace_gens, 1, __ATOMIC_RELAXED);
@@ -192,9 +192,9 @@ int coro__trace_worker_init(coro_sched_t *s, struct coro__worker *w)
 
     if (!t)
         return 0;
-    if (!(w->tring = ring_new(s, t->cap)))
+    if (!(w->trace_ring = ring_new(s, t->cap)))
         return -ENOMEM;
-    w->tring->run_lim = t->run_lim;
+    w->trace_ring->run_lim = t->run_lim;
     return 0;
 }
 
@@ -206,9 +206,9 @@ void coro__trace_fini(coro_sched_t *s)
         return;
     for (int i = 0; i < s->nslots; i++) {
         if (s->w[i])
-            ring_free(s, s->w[i]->tring, t->cap);
+            ring_free(s, s->w[i]->trace_ring, t->cap);
         if (s->w[i])
-            s->w[i]->tring = NULL;
+            s->w[i]->trace_ring = NULL;
     }
     ring_free(s, t->io, t->cap);
     ring_free(s, t->ext, t->cap);
@@ -222,16 +222,16 @@ void coro__trace_fini(coro_sched_t *s)
 
 /* ---- recording ---------------------------------------------------------------- */
 
-void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta)
+void coro__trace_syscall_(struct coro__trace_ring *r, const void *a, uint64_t meta)
 {
     uint64_t t = coro__trace_clock();
-    coro__tr_put_at(r, t, a, NULL, meta);
+    coro__trace_ring_put_at(r, t, a, NULL, meta);
     r->t_next = 0;
     r->nrun = 0;
     r->t_run = t;
 }
 
-void coro__trace_idle_(struct coro__tring *r, bool end)
+void coro__trace_idle_(struct coro__trace_ring *r, bool end)
 {
     r->t_next = 0;
     if (r->nrun && !end && !r->idle++)
@@ -239,43 +239,43 @@ void coro__trace_idle_(struct coro__tring *r, bool end)
     r->idle = 0;
     if (r->nrun) {
         r->nrun = 0;
-        coro__tr_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TR_MARK);
+        coro__trace_ring_put_at(r, coro__trace_clock(), NULL, NULL, CORO__TRACE_MARK);
     }
 }
 
 /* a step of at least 2^32 ticks: the step, then LONG (its end), then the
  * await's name if any */
-static void step_long(struct coro__tring *r, const void *job, const void *fn, uint64_t meta,
+static void step_long(struct coro__trace_ring *r, const void *job, const void *fn, uint64_t meta,
                       uint64_t t0, uint64_t now, const char *await)
 {
-    coro__tr_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
-    coro__tr_put_at(r, now, job, NULL, CORO__TR_LONG);
+    coro__trace_ring_put_at(r, t0, job, fn, meta | (uint64_t)UINT32_MAX << 32);
+    coro__trace_ring_put_at(r, now, job, NULL, CORO__TRACE_LONG);
     if (await)
-        coro__tr_put_at(r, now, job, await, CORO__TR_AWAIT);
+        coro__trace_ring_put_at(r, now, job, await, CORO__TRACE_AWAIT);
 }
 
-void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0, unsigned why,
+void coro__trace_step_end(struct coro__trace_ring *r, coro_t *job, uint64_t *t0, unsigned why,
                           const char *await)
 {
-    uint64_t h = coro__tr_head(r), start = *t0, now = coro__trace_clock();
-    uint64_t meta = CORO__TR_META(CORO__TR_STEP | why << 4, job->prio, job->cls, 0);
+    uint64_t h = coro__trace_ring_head(r), start = *t0, now = coro__trace_clock();
+    uint64_t meta = CORO__TRACE_META(CORO__TRACE_STEP | why << 4, job->prio, job->cls, 0);
     uint32_t n = r->nrun + 1;
 
     if (!start) {
         /* the last step of a run: its end is the run's */
-        coro__tr_set(r, h, now, job, (const void *)job->fn,
-                     meta | (uint64_t)CORO__TR_NOSTART << 4);
+        coro__trace_ring_set(r, h, now, job, (const void *)job->fn,
+                     meta | (uint64_t)CORO__TRACE_NOSTART << 4);
         if (await)
-            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
-        coro__tr_publish(r, h + 1);
+            coro__trace_ring_set(r, ++h, now, job, await, CORO__TRACE_AWAIT);
+        coro__trace_ring_publish(r, h + 1);
         start = r->t_run;
     } else if (CORO__UNLIKELY(now - start >= UINT32_MAX)) {
         step_long(r, job, (const void *)job->fn, meta, start, now, await);
     } else {
-        coro__tr_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
+        coro__trace_ring_set(r, h, start, job, (const void *)job->fn, meta | (now - start) << 32);
         if (await)
-            coro__tr_set(r, ++h, now, job, await, CORO__TR_AWAIT);
-        coro__tr_publish(r, h + 1);
+            coro__trace_ring_set(r, ++h, now, job, await, CORO__TRACE_AWAIT);
+        coro__trace_ring_publish(r, h + 1);
     }
     /* the next run's length: one step after a run of long steps, twice
      * this one's after short ones (a run's first step that was not read -
@@ -292,7 +292,7 @@ void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0, unsi
      * then the worker takes its next job, which starts here - unless an
      * on_exit hook (user code) runs first, or the finish wakes a thread or
      * a parked worker (a system call: those hooks clear t_next) */
-    if (why == CORO__TR_END_DONE)
+    if (why == CORO__TRACE_END_DONE)
         r->t_next = job->on_exit ? 0 : now;
 }
 
@@ -306,10 +306,10 @@ void coro__trace_io_thread_(coro_sched_t *s)
  * traced schedulers by turns takes the slow path at each switch, and
  * gets one ring per scheduler all the same: it finds its ring by its
  * owner).  NULL when CORO__TRACE_THREAD_RINGS threads have one already. */
-static struct coro__tring *thread_ring(coro_sched_t *s, struct coro__trace *t)
+static struct coro__trace_ring *thread_ring(coro_sched_t *s, struct coro__trace *t)
 {
     pthread_t self = pthread_self();
-    struct coro__tring *r = NULL;
+    struct coro__trace_ring *r = NULL;
 
     coro__spin_lock(&t->thr_lock);
     for (uint32_t i = 0; i < t->nthr && !r; i++)
@@ -332,21 +332,21 @@ void coro__trace_any(coro_sched_t *s, const void *a, const void *b, uint64_t met
 {
     struct coro__worker *w = coro__tls_worker;
     struct coro__trace *t = s->trace;
-    struct coro__tring *r;
+    struct coro__trace_ring *r;
 
-    /* a plain thread with a ring in this trace took coro__tr_any's inline
+    /* a plain thread with a ring in this trace took coro__trace_ring_any's inline
      * path; the others (a worker of s, the I/O thread) never take one */
     if (w && w->s == s) {
-        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
+        coro__trace_ring_put_at(w->trace_ring, coro__trace_ring_stamp(w->trace_ring), a, b, meta);
     } else if (tls_io_sched == s) {
-        coro__tr_put(t->io, a, b, meta);
+        coro__trace_ring_put(t->io, a, b, meta);
     } else {
         r = tls_thr.gen == t->gen ? tls_thr.ring : thread_ring(s, t);
         if (CORO__LIKELY(r)) {
-            coro__tr_put_at(r, coro__tr_other_stamp(s, coro__tr_thread_stamp(r)), a, b, meta);
+            coro__trace_ring_put_at(r, coro__trace_ring_other_stamp(s, coro__trace_ring_thread_stamp(r)), a, b, meta);
         } else {
             coro__spin_lock(&t->ext->lock);
-            coro__tr_put_at(t->ext, coro__tr_other_stamp(s, coro__trace_clock_real()), a, b,
+            coro__trace_ring_put_at(t->ext, coro__trace_ring_other_stamp(s, coro__trace_clock_real()), a, b,
                             meta);
             coro__spin_unlock(&t->ext->lock);
         }

@@ -3,7 +3,7 @@
  *
  * Every hook is an inline function whose whole cost while tracing is off
  * is one load and one predictable branch (`if (CORO__UNLIKELY(...))`):
- * the scheduler's `trace` pointer, or a worker's `tring`, is NULL.  When
+ * the scheduler's `trace` pointer, or a worker's `trace_ring`, is NULL.  When
  * on, a worker appends its 32-byte events to its own ring inline (a few
  * plain stores, no call); other threads call coro__trace_any in
  * sched/trace.c, which picks their ring (see its opening essay). */
@@ -17,31 +17,31 @@
 
 /* event types */
 enum {
-    CORO__TR_SPAWN = 1,     /* a = job, b = body, prio, cls */
-    CORO__TR_STEP,          /* a job step: a = job, b = body, prio, cls, why = its
-                               end (CORO__TR_END_*) and whether its start and end
-                               were read (CORO__TR_NOSTART, CORO__TR_NOEND): ts =
+    CORO__TRACE_SPAWN = 1,     /* a = job, b = body, prio, cls */
+    CORO__TRACE_STEP,          /* a job step: a = job, b = body, prio, cls, why = its
+                               end (CORO__TRACE_END_*) and whether its start and end
+                               were read (CORO__TRACE_NOSTART, CORO__TRACE_NOEND): ts =
                                its start, x = its length in clock ticks, when both
                                were; ts = its start (NOEND) or its end (NOSTART)
                                when one was; ts = 0 when neither */
-    CORO__TR_AWAIT,         /* follows a step that ended at an await: a = job,
+    CORO__TRACE_AWAIT,         /* follows a step that ended at an await: a = job,
                                b = the await's name */
-    CORO__TR_LONG,          /* follows a step too long for x: ts = its end */
-    CORO__TR_WAKE,          /* a = job made READY, prio, cls */
-    CORO__TR_STEAL,         /* a = victim worker, x = jobs taken */
-    CORO__TR_PARK,          /* a worker goes to sleep */
-    CORO__TR_UNPARK,        /* ... and is awake again */
-    CORO__TR_NUDGE,         /* this thread woke parked worker x */
-    CORO__TR_POLL0,         /* epoll_wait begins */
-    CORO__TR_POLL1,         /* epoll_wait returned x events */
-    CORO__TR_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
-    CORO__TR_MARK,          /* a worker found no work twice, or stops driving:
+    CORO__TRACE_LONG,          /* follows a step too long for x: ts = its end */
+    CORO__TRACE_WAKE,          /* a = job made READY, prio, cls */
+    CORO__TRACE_STEAL,         /* a = victim worker, x = jobs taken */
+    CORO__TRACE_PARK,          /* a worker goes to sleep */
+    CORO__TRACE_UNPARK,        /* ... and is awake again */
+    CORO__TRACE_NUDGE,         /* this thread woke parked worker x */
+    CORO__TRACE_POLL0,         /* epoll_wait begins */
+    CORO__TRACE_POLL1,         /* epoll_wait returned x events */
+    CORO__TRACE_THREAD_WAKE,   /* a plain thread waiting in the lot is woken: a = its record */
+    CORO__TRACE_MARK,          /* a worker found no work twice, or stops driving:
                                ts ends its open run */
 };
-enum { CORO__TR_END_DONE = 0, CORO__TR_END_YIELD, CORO__TR_END_AWAIT };
+enum { CORO__TRACE_END_DONE = 0, CORO__TRACE_END_YIELD, CORO__TRACE_END_AWAIT };
 /* STEP's why bits (4-7): the end (bits 4-5) and what was not read */
-#define CORO__TR_NOSTART 4u     /* the step's start is not its own reading */
-#define CORO__TR_NOEND 8u       /* nor its end: a later event's reading ends its run */
+#define CORO__TRACE_NOSTART 4u     /* the step's start is not its own reading */
+#define CORO__TRACE_NOEND 8u       /* nor its end: a later event's reading ends its run */
 
 /* One event: 32 bytes, four words.  meta = type (bits 0-3) | why (4-7,
  * STEP only) | prio as a byte (8-15, read back as int8_t) | cls (16-31) | x
@@ -52,12 +52,12 @@ struct coro__tev {
     uint64_t ts, a, b, meta;
 };
 
-struct coro__tring {
+struct coro__trace_ring {
     uint64_t head;          /* events ever written; atomic (the writer's release) */
     uint32_t mask;          /* cap - 1 */
     uint32_t lock;          /* the shared ring only: its writers' spinlock */
     /* a worker's ring only, owner-only plain words (the clock readings a
-     * worker saves, coro__tr_stamp): */
+     * worker saves, coro__trace_ring_stamp): */
     uint64_t t_now;         /* the start of the step it runs (stamps its events);
                                0 = not read (the step is in a run) */
     uint64_t t_next;        /* the end of its last step when that step finished the
@@ -71,7 +71,7 @@ struct coro__tring {
                                many steps: 1..CORO__TRACE_RUN_MAX, adaptive */
     uint32_t idle;          /* looks for work that found none since its last step */
     int64_t tick;           /* a plain thread's ring only: CLOCK_MONOTONIC_COARSE
-                               at its last reading (coro__tr_thread_stamp); nrun
+                               at its last reading (coro__trace_ring_thread_stamp); nrun
                                counts its events since that reading */
     pthread_t owner;        /* ... and the thread */
     struct coro__tev ev[] __attribute__((aligned(CORO__CACHELINE)));
@@ -79,36 +79,36 @@ struct coro__tring {
 
 /* the most events a writer fills before one release of head (a step and
  * the await that ended it): the reader drops as many slots (trace.c) */
-#define CORO__TR_BATCH 2u
+#define CORO__TRACE_BATCH 2u
 
-#define CORO__TR_META(type, prio, cls, x)                                          \
+#define CORO__TRACE_META(type, prio, cls, x)                                          \
     ((uint64_t)(type) | (uint64_t)(uint8_t)(prio) << 8 | (uint64_t)(uint16_t)(cls) << 16 | \
      (uint64_t)(x) << 32)
 
 /* the tracer of a scheduler (s->trace); trace.c's, but the inline hooks
- * read gen (coro__tr_any) */
+ * read gen (coro__trace_ring_any) */
 struct coro__trace {
     uint64_t gen;           /* this trace's number: a thread's cached ring is its own */
     uint32_t cap;
-    struct coro__tring *io, *ext;
+    struct coro__trace_ring *io, *ext;
     char *path;             /* COROKIT_TRACE, or NULL */
     uint64_t tsc0;
     int64_t ns0;
     uint64_t run_lim;       /* CORO__TRACE_RUN_NS in clock ticks */
     uint32_t nthr;          /* plain threads' rings in thr; atomic (release after the slot) */
     uint32_t thr_lock;      /* taken to add one */
-    struct coro__tring *thr[CORO__TRACE_THREAD_RINGS];
+    struct coro__trace_ring *thr[CORO__TRACE_THREAD_RINGS];
 };
 
 /* a plain thread's ring in the trace numbered gen (trace.c, thread_ring,
  * sets it at the thread's first event; ring NULL: it records into the
  * shared ring).  gen, not the trace's address: a trace freed and another
  * made at its address must not find the old ring */
-struct coro__tr_thr {
+struct coro__trace_ring_thr {
     uint64_t gen;
-    struct coro__tring *ring;
+    struct coro__trace_ring *ring;
 };
-extern __thread struct coro__tr_thr coro__tls_trthr CORO__HIDDEN;
+extern __thread struct coro__trace_ring_thr coro__tls_trthr CORO__HIDDEN;
 
 /* sched/trace.c */
 CORO__HIDDEN int coro__trace_init(coro_sched_t *s, const coro_sched_config_t *c);
@@ -128,11 +128,11 @@ CORO__HIDDEN void coro__trace_io_thread_(coro_sched_t *s);
  * stamped with a reading, as it costs little beside the call.  It ends the
  * open run (the steps before it end here, the step that makes the call
  * holds it), and the next step reads the clock */
-CORO__HIDDEN void coro__trace_syscall_(struct coro__tring *r, const void *a, uint64_t meta);
+CORO__HIDDEN void coro__trace_syscall_(struct coro__trace_ring *r, const void *a, uint64_t meta);
 /* a look for work found none (end: or the worker stops): coro__trace_idle */
-CORO__HIDDEN void coro__trace_idle_(struct coro__tring *r, bool end);
+CORO__HIDDEN void coro__trace_idle_(struct coro__trace_ring *r, bool end);
 /* a step that ends its run (coro__trace_step's reading, out of line) */
-CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint64_t *t0,
+CORO__HIDDEN void coro__trace_step_end(struct coro__trace_ring *r, coro_t *job, uint64_t *t0,
                                        unsigned why, const char *await);
 
 /* ---- recording (inline: the worker's hot path) --------------------------------- */
@@ -141,13 +141,13 @@ CORO__HIDDEN void coro__trace_step_end(struct coro__tring *r, coro_t *job, uint6
  * "constant_tsc nonstop_tsc" in /proc/cpuinfo); 0: coro__now()
  * (clock_gettime).  Set by coro__trace_init before its first reading;
  * atomic (relaxed: every scheduler stores the same value) */
-extern int coro__tr_rdtsc CORO__HIDDEN;
+extern int coro__trace_ring_rdtsc CORO__HIDDEN;
 
 /* the real clock, on any thread */
 static inline uint64_t coro__trace_clock_real(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    if (CORO__LIKELY(__atomic_load_n(&coro__tr_rdtsc, __ATOMIC_RELAXED)))
+    if (CORO__LIKELY(__atomic_load_n(&coro__trace_ring_rdtsc, __ATOMIC_RELAXED)))
         return __builtin_ia32_rdtsc();
 #endif
     struct timespec ts;
@@ -168,24 +168,24 @@ static inline uint64_t coro__trace_clock(void)
 
 /* a plain thread's or the I/O thread's event in s's trace: s's virtual
  * clock when it has one, else `real` (a reading of the real clock, or 0) */
-static inline uint64_t coro__tr_other_stamp(const coro_sched_t *s, uint64_t real)
+static inline uint64_t coro__trace_ring_other_stamp(const coro_sched_t *s, uint64_t real)
 {
     return CORO__UNLIKELY(s->vtime) ? (uint64_t)coro__sched_clock(s) : real;
 }
 
 /* the next event's number in r: the caller is r's only writer */
-static inline uint64_t coro__tr_head(const struct coro__tring *r)
+static inline uint64_t coro__trace_ring_head(const struct coro__trace_ring *r)
 {
     /* relaxed: only this thread stores head */
     return __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 }
 
-/* fill slot h of r; not visible to a reader before coro__tr_publish */
-static inline void coro__tr_set(struct coro__tring *r, uint64_t h, uint64_t ts, const void *a,
+/* fill slot h of r; not visible to a reader before coro__trace_ring_publish */
+static inline void coro__trace_ring_set(struct coro__trace_ring *r, uint64_t h, uint64_t ts, const void *a,
                                 const void *b, uint64_t meta)
 {
     struct coro__tev *e = &r->ev[h & r->mask];
-    /* relaxed: the release store of head in coro__tr_publish publishes
+    /* relaxed: the release store of head in coro__trace_ring_publish publishes
      * them; a reader racing us drops this slot (trace.c's opening essay) */
     __atomic_store_n(&e->ts, ts, __ATOMIC_RELAXED);
     __atomic_store_n(&e->a, (uint64_t)(uintptr_t)a, __ATOMIC_RELAXED);
@@ -193,34 +193,34 @@ static inline void coro__tr_set(struct coro__tring *r, uint64_t h, uint64_t ts, 
     __atomic_store_n(&e->meta, meta, __ATOMIC_RELAXED);
 }
 
-/* events before number h are written.  Then the line CORO__TR_AHEAD
+/* events before number h are written.  Then the line CORO__TRACE_AHEAD
  * events on is fetched: a ring (8,192 events: 256 KiB) does not stay in
  * L1, and a store to a line not there waits for it - and so does the next
  * locked instruction of the scheduler (the LIFO slot's exchange, spawn's
  * CAS), which must drain the store buffer first (perf: the samples on the
  * exchange after a spawn's event).  Further ahead did no better
  * (docs/benchmarks.md, tracing).  A prefetch never faults: the index needs no check */
-#define CORO__TR_AHEAD 4u
-static inline void coro__tr_publish(struct coro__tring *r, uint64_t h)
+#define CORO__TRACE_AHEAD 4u
+static inline void coro__trace_ring_publish(struct coro__trace_ring *r, uint64_t h)
 {
     /* release: the events' words before the count a reader acquires */
     __atomic_store_n(&r->head, h, __ATOMIC_RELEASE);
-    __builtin_prefetch(&r->ev[(h + CORO__TR_AHEAD) & r->mask], 1, 3);
+    __builtin_prefetch(&r->ev[(h + CORO__TRACE_AHEAD) & r->mask], 1, 3);
 }
 
 /* one event into r, the caller's own ring, stamped ts */
-static inline void coro__tr_put_at(struct coro__tring *r, uint64_t ts, const void *a,
+static inline void coro__trace_ring_put_at(struct coro__trace_ring *r, uint64_t ts, const void *a,
                                    const void *b, uint64_t meta)
 {
-    uint64_t h = coro__tr_head(r);
-    coro__tr_set(r, h, ts, a, b, meta);
-    coro__tr_publish(r, h + 1);
+    uint64_t h = coro__trace_ring_head(r);
+    coro__trace_ring_set(r, h, ts, a, b, meta);
+    coro__trace_ring_publish(r, h + 1);
 }
 
 /* one event into r, the caller's own ring (not a worker's), stamped now */
-static inline void coro__tr_put(struct coro__tring *r, const void *a, const void *b, uint64_t meta)
+static inline void coro__trace_ring_put(struct coro__trace_ring *r, const void *a, const void *b, uint64_t meta)
 {
-    coro__tr_put_at(r, coro__trace_clock_real(), a, b, meta);
+    coro__trace_ring_put_at(r, coro__trace_clock_real(), a, b, meta);
 }
 
 /* ---- Runs: what a worker's clock readings promise ------------------------------
@@ -259,7 +259,7 @@ static inline void coro__tr_put(struct coro__tring *r, const void *a, const void
 
 /* the stamp of an event of worker ring r (0: the start of the step that
  * makes it, once its run is over) */
-static inline uint64_t coro__tr_stamp(struct coro__tring *r)
+static inline uint64_t coro__trace_ring_stamp(struct coro__trace_ring *r)
 {
     if (coro__tls_in_job)
         return r->t_now;
@@ -277,7 +277,7 @@ static inline uint64_t coro__tr_stamp(struct coro__tring *r)
  * when the trace is written (trace_write.c, resolve_thread): evenly between them
  * when they are close (a burst), else at the first (it happened after it,
  * within the same tick).  r is the caller's own ring */
-static inline uint64_t coro__tr_thread_stamp(struct coro__tring *r)
+static inline uint64_t coro__trace_ring_thread_stamp(struct coro__trace_ring *r)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -293,15 +293,15 @@ static inline uint64_t coro__tr_thread_stamp(struct coro__tring *r)
 /* from any thread of s: a worker of s writes its own ring inline, and so
  * does a plain thread that has a ring in s's trace; the others (the I/O
  * thread, a plain thread's first event, the shared ring) call trace.c */
-static inline void coro__tr_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
+static inline void coro__trace_ring_any(coro_sched_t *s, const void *a, const void *b, uint64_t meta)
 {
     struct coro__worker *w = coro__tls_worker;
-    struct coro__tring *r;
+    struct coro__trace_ring *r;
 
     if (CORO__LIKELY(w && w->s == s))
-        coro__tr_put_at(w->tring, coro__tr_stamp(w->tring), a, b, meta);
+        coro__trace_ring_put_at(w->trace_ring, coro__trace_ring_stamp(w->trace_ring), a, b, meta);
     else if ((r = coro__tls_trthr.ring) && coro__tls_trthr.gen == s->trace->gen)
-        coro__tr_put_at(r, coro__tr_other_stamp(s, coro__tr_thread_stamp(r)), a, b, meta);
+        coro__trace_ring_put_at(r, coro__trace_ring_other_stamp(s, coro__trace_ring_thread_stamp(r)), a, b, meta);
     else
         coro__trace_any(s, a, b, meta);
 }
@@ -318,24 +318,24 @@ static inline void coro__trace_io_thread(coro_sched_t *s)
 static inline void coro__trace_spawn(coro_sched_t *s, coro_t *job)
 {
     if (CORO__UNLIKELY(s->trace))
-        coro__tr_any(s, job, (const void *)job->fn,
-                     CORO__TR_META(CORO__TR_SPAWN, job->prio, job->cls, 0));
+        coro__trace_ring_any(s, job, (const void *)job->fn,
+                     CORO__TRACE_META(CORO__TRACE_SPAWN, job->prio, job->cls, 0));
 }
 
 static inline void coro__trace_wake(coro_t *job)
 {
     if (CORO__UNLIKELY(job->sched->trace))
-        coro__tr_any(job->sched, job, NULL, CORO__TR_META(CORO__TR_WAKE, job->prio, job->cls, 0));
+        coro__trace_ring_any(job->sched, job, NULL, CORO__TRACE_META(CORO__TRACE_WAKE, job->prio, job->cls, 0));
 }
 
-/* a plain thread's record in the lot is woken (lib/wait/lot.c): w->sched is not set
+/* a plain thread's record in the lot is woken (lib/wait/parklot.c): w->sched is not set
  * for those, so the scheduler is the waker's, if it is a worker.  Out of
  * line (a futex wake follows) */
 static inline void coro__trace_thread_wake(const coro_t *rec)
 {
     struct coro__worker *w = coro__tls_worker;
-    if (w && CORO__UNLIKELY(w->tring))
-        coro__trace_syscall_(w->tring, rec, CORO__TR_THREAD_WAKE);
+    if (w && CORO__UNLIKELY(w->trace_ring))
+        coro__trace_syscall_(w->trace_ring, rec, CORO__TRACE_THREAD_WAKE);
 }
 
 /* a step of a job begins: its start time (0 when tracing is off, or when
@@ -345,7 +345,7 @@ static inline void coro__trace_thread_wake(const coro_t *rec)
  * t_next), the end of that step: one clock reading per job, not two. */
 static inline uint64_t coro__trace_begin(struct coro__worker *w)
 {
-    struct coro__tring *r = w->tring;
+    struct coro__trace_ring *r = w->trace_ring;
 
     if (CORO__LIKELY(!r))
         return 0;
@@ -363,8 +363,8 @@ static inline uint64_t coro__trace_begin(struct coro__worker *w)
  * event, the reading that closes it), and its next step reads the clock */
 static inline void coro__trace_pause(struct coro__worker *w)
 {
-    if (CORO__UNLIKELY(w->tring))
-        coro__trace_idle_(w->tring, true);
+    if (CORO__UNLIKELY(w->trace_ring))
+        coro__trace_idle_(w->trace_ring, true);
 }
 
 /* the worker looked for work and found none (coro__find_work).  The first
@@ -374,12 +374,12 @@ static inline void coro__trace_pause(struct coro__worker *w)
  * line when on: coro__find_work stays small enough to inline when off */
 static inline void coro__trace_idle(struct coro__worker *w)
 {
-    if (CORO__UNLIKELY(w->tring))
-        coro__trace_idle_(w->tring, false);
+    if (CORO__UNLIKELY(w->trace_ring))
+        coro__trace_idle_(w->trace_ring, false);
 }
 
 /* the step that began at *t0 (0: not read, in a run) ends (why:
- * CORO__TR_END_*; aw: the await, for AWAIT, recorded before arm: the job
+ * CORO__TRACE_END_*; aw: the await, for AWAIT, recorded before arm: the job
  * may be gone once arm returned PENDING).  One event per step, two when it
  * ends at an await, published together; aw is a constant at every call
  * site, so its test folds away.  The clock is read only when the step ends
@@ -390,25 +390,25 @@ static inline void coro__trace_idle(struct coro__worker *w)
 static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_t *t0,
                                     unsigned why, const coro_await_t *aw)
 {
-    struct coro__tring *r = w->tring;
+    struct coro__trace_ring *r = w->trace_ring;
 
     if (CORO__UNLIKELY(r)) {
         uint32_t n = r->nrun + 1;
-        if (CORO__LIKELY(n < r->krun) && (why != CORO__TR_END_DONE || !job->on_exit)) {
-            uint64_t h = coro__tr_head(r), start = *t0;
-            uint64_t meta = CORO__TR_META(CORO__TR_STEP | (why | CORO__TR_NOEND) << 4, job->prio,
+        if (CORO__LIKELY(n < r->krun) && (why != CORO__TRACE_END_DONE || !job->on_exit)) {
+            uint64_t h = coro__trace_ring_head(r), start = *t0;
+            uint64_t meta = CORO__TRACE_META(CORO__TRACE_STEP | (why | CORO__TRACE_NOEND) << 4, job->prio,
                                           job->cls, 0);
             if (start) {
                 r->t_run = start;       /* a run's first step starts at a reading */
                 r->t_now = 0;           /* the next step's events: not read */
                 *t0 = 0;
             } else {
-                meta |= (uint64_t)CORO__TR_NOSTART << 4;
+                meta |= (uint64_t)CORO__TRACE_NOSTART << 4;
             }
-            coro__tr_set(r, h, start, job, (const void *)job->fn, meta);
+            coro__trace_ring_set(r, h, start, job, (const void *)job->fn, meta);
             if (aw)
-                coro__tr_set(r, ++h, 0, job, aw->ops->name, CORO__TR_AWAIT);
-            coro__tr_publish(r, h + 1);
+                coro__trace_ring_set(r, ++h, 0, job, aw->ops->name, CORO__TRACE_AWAIT);
+            coro__trace_ring_publish(r, h + 1);
             r->nrun = n;
         } else {
             coro__trace_step_end(r, job, t0, why, aw ? aw->ops->name : NULL);
@@ -420,12 +420,12 @@ static inline void coro__trace_step(struct coro__worker *w, coro_t *job, uint64_
  * it runs next, so that step starts at this event's stamp (t_next) */
 static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigned n)
 {
-    struct coro__tring *r = w->tring;
+    struct coro__trace_ring *r = w->trace_ring;
 
     if (CORO__UNLIKELY(r)) {
         uint64_t t = coro__trace_clock();
-        coro__tr_put_at(r, t, (const void *)(uintptr_t)victim, NULL,
-                        CORO__TR_META(CORO__TR_STEAL, 0, 0, n));
+        coro__trace_ring_put_at(r, t, (const void *)(uintptr_t)victim, NULL,
+                        CORO__TRACE_META(CORO__TRACE_STEAL, 0, 0, n));
         r->nrun = 0;
         r->t_next = t;
     }
@@ -435,11 +435,11 @@ static inline void coro__trace_steal(struct coro__worker *w, int victim, unsigne
  * step); park returns the job it found, if any, right after either */
 static inline void coro__trace_park(struct coro__worker *w, bool awake)
 {
-    struct coro__tring *r = w->tring;
+    struct coro__trace_ring *r = w->trace_ring;
 
     if (CORO__UNLIKELY(r)) {
         uint64_t t = coro__trace_clock();
-        coro__tr_put_at(r, t, NULL, NULL, awake ? CORO__TR_UNPARK : CORO__TR_PARK);
+        coro__trace_ring_put_at(r, t, NULL, NULL, awake ? CORO__TRACE_UNPARK : CORO__TRACE_PARK);
         r->nrun = 0;
         r->t_next = awake ? t : 0;
     }
@@ -452,9 +452,9 @@ static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 {
     if (CORO__UNLIKELY(s->trace)) {
         struct coro__worker *w = coro__tls_worker;
-        uint64_t meta = CORO__TR_META(CORO__TR_NUDGE, 0, 0, (unsigned)idx);
+        uint64_t meta = CORO__TRACE_META(CORO__TRACE_NUDGE, 0, 0, (unsigned)idx);
         if (w && w->s == s)
-            coro__trace_syscall_(w->tring, NULL, meta);
+            coro__trace_syscall_(w->trace_ring, NULL, meta);
         else
             coro__trace_any(s, NULL, NULL, meta);
     }
@@ -464,8 +464,8 @@ static inline void coro__trace_nudge(coro_sched_t *s, int idx)
 static inline void coro__trace_poll(coro_sched_t *s, int n)
 {
     if (CORO__UNLIKELY(s->trace))
-        coro__tr_any(s, NULL, NULL,
-                     n < 0 ? CORO__TR_POLL0 : CORO__TR_META(CORO__TR_POLL1, 0, 0, (unsigned)n));
+        coro__trace_ring_any(s, NULL, NULL,
+                     n < 0 ? CORO__TRACE_POLL0 : CORO__TRACE_META(CORO__TRACE_POLL1, 0, 0, (unsigned)n));
 }
 
 #endif

@@ -22,7 +22,7 @@ struct snap {
 };
 
 /* copy ring r's recorded events (sched/trace.c's essay: the read side) */
-static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct snap *out)
+static int snapshot(coro_sched_t *s, struct coro__trace_ring *r, uint32_t cap, struct snap *out)
 {
     /* acquire: pairs with the writer's release of head */
     uint64_t h1 = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
@@ -44,9 +44,9 @@ static int snapshot(coro_sched_t *s, struct coro__tring *r, uint32_t cap, struct
     /* full fence: the copies above happen before the second look at head */
     coro__fence_seq_cst();
     uint64_t h2 = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-    /* valid: index >= h2 - cap + CORO__TR_BATCH (the writer may be filling
-     * the CORO__TR_BATCH slots after h2 before it publishes them) */
-    uint64_t lo = h2 + CORO__TR_BATCH > cap ? h2 + CORO__TR_BATCH - cap : 0;
+    /* valid: index >= h2 - cap + CORO__TRACE_BATCH (the writer may be filling
+     * the CORO__TRACE_BATCH slots after h2 before it publishes them) */
+    uint64_t lo = h2 + CORO__TRACE_BATCH > cap ? h2 + CORO__TRACE_BATCH - cap : 0;
     if (lo < first)
         lo = first;
     if (lo >= h1) {
@@ -78,12 +78,12 @@ static void close_run(struct snap *sn, struct pend *p, size_t last, uint64_t b)
     if (p->first == SIZE_MAX)
         return;
     for (size_t i = p->first; i <= last; i++)
-        if ((sn->ev[i].meta & 0xf) == CORO__TR_STEP)
+        if ((sn->ev[i].meta & 0xf) == CORO__TRACE_STEP)
             m++;
     if (p->a && b < p->a)
         b = p->a;           /* a clock that went back (another CPU's TSC): no negative length */
     for (size_t i = p->first; i <= last; i++) {
-        if ((sn->ev[i].meta & 0xf) != CORO__TR_STEP)
+        if ((sn->ev[i].meta & 0xf) != CORO__TRACE_STEP)
             continue;
         if (p->a) {
             sn->ev[i].ts = p->a + (b - p->a) * k / m;
@@ -107,16 +107,16 @@ static void resolve(struct snap *sn, uint64_t t_end)
         unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
         uint32_t x = (uint32_t)(e->meta >> 32);
 
-        if (type == CORO__TR_STEP) {
-            if (!(why & CORO__TR_NOSTART)) {
+        if (type == CORO__TRACE_STEP) {
+            if (!(why & CORO__TRACE_NOSTART)) {
                 close_run(sn, &p, i ? i - 1 : 0, e->ts);   /* its start: a reading */
                 p.a = e->ts;
-                if (why & CORO__TR_NOEND) {
+                if (why & CORO__TRACE_NOEND) {
                     p.first = i;
                 } else {
                     sn->end[i] = e->ts + x;
                     if (x == UINT32_MAX && i + 1 < n &&
-                        (sn->ev[i + 1].meta & 0xf) == CORO__TR_LONG && sn->ev[i + 1].a == e->a)
+                        (sn->ev[i + 1].meta & 0xf) == CORO__TRACE_LONG && sn->ev[i + 1].a == e->a)
                         sn->end[i] = sn->ev[i + 1].ts;
                     sn->run[i] = 1;
                     p.a = sn->end[i];
@@ -124,13 +124,13 @@ static void resolve(struct snap *sn, uint64_t t_end)
             } else {
                 if (p.first == SIZE_MAX)
                     p.first = i;
-                if (!(why & CORO__TR_NOEND)) {
+                if (!(why & CORO__TRACE_NOEND)) {
                     uint64_t b = e->ts;                 /* its end: the run's */
                     close_run(sn, &p, i, b);
                     p.a = b;
                 }
             }
-        } else if (type != CORO__TR_AWAIT && type != CORO__TR_LONG && e->ts) {
+        } else if (type != CORO__TRACE_AWAIT && type != CORO__TRACE_LONG && e->ts) {
             close_run(sn, &p, i, e->ts);                /* a reading between steps */
             p.a = e->ts;
         }
@@ -141,14 +141,14 @@ static void resolve(struct snap *sn, uint64_t t_end)
     for (size_t i = n; i-- > 0;) {
         struct coro__tev *e = &sn->ev[i];
         unsigned type = (unsigned)(e->meta & 0xf);
-        if (type == CORO__TR_STEP)
+        if (type == CORO__TRACE_STEP)
             next = e->ts;
-        else if (!e->ts && type != CORO__TR_AWAIT)
+        else if (!e->ts && type != CORO__TRACE_AWAIT)
             e->ts = next;
     }
 }
 
-/* A plain thread's ring (coro__tr_thread_stamp): an event with ts 0 lies between
+/* A plain thread's ring (coro__trace_ring_thread_stamp): an event with ts 0 lies between
  * the readings before and after it.  When those are at most
  * CORO__TRACE_RUN_NS apart per event (a burst), the events between are
  * spread evenly over them; else (the thread paused, or the next reading
@@ -297,9 +297,9 @@ static void job_args(struct wctx *c, uint64_t job, int prio, unsigned cls)
 {
     char cpus[256] = "any";
 
-    /* acquire: pairs with coro__cls_intern's release of the count */
-    if (cls > 0 && cls < __atomic_load_n(&c->s->ncls, __ATOMIC_ACQUIRE)) {
-        struct coro__cls *k = coro__cls_get(c->s, cls);
+    /* acquire: pairs with coro__affinity_intern's release of the count */
+    if (cls > 0 && cls < __atomic_load_n(&c->s->nclasses, __ATOMIC_ACQUIRE)) {
+        struct coro__affinity_class *k = coro__affinity_get(c->s, cls);
         if (k && coro_cpuset_format(&k->cpus, cpus, sizeof cpus) >= (int)sizeof cpus)
             snprintf(cpus, sizeof cpus, "(long)");
     }
@@ -321,8 +321,8 @@ static const char *from_name(int tid, int nslots, char *buf, size_t len)
 static const char *end_name(unsigned why)
 {
     switch (why) {
-    case CORO__TR_END_DONE: return "done";
-    case CORO__TR_END_YIELD: return "yield";
+    case CORO__TRACE_END_DONE: return "done";
+    case CORO__TRACE_END_YIELD: return "yield";
     default: return "await";
     }
 }
@@ -345,15 +345,15 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
         if (!e->ts)
             continue;           /* made in a step that is not in the window */
         switch (type) {
-        case CORO__TR_STEP: {
+        case CORO__TRACE_STEP: {
             const char *await = NULL;
             double dur = to_us(c, sn->end[i]) - to_us(c, e->ts);
             size_t k = i + 1;
             if (!e->ts)
                 break;          /* its run began before the window (resolve) */
-            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_LONG && sn->ev[k].a == e->a)
+            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_LONG && sn->ev[k].a == e->a)
                 k++;
-            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TR_AWAIT && sn->ev[k].a == e->a)
+            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_AWAIT && sn->ev[k].a == e->a)
                 await = (const char *)(uintptr_t)sn->ev[k].b;
             ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
             fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
@@ -365,47 +365,47 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
             fputs("}}", c->f);
             break;
         }
-        case CORO__TR_SPAWN:
-        case CORO__TR_WAKE:
-            ev_head(c, type == CORO__TR_SPAWN ? "spawn" : "wake", type == CORO__TR_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);
+        case CORO__TRACE_SPAWN:
+        case CORO__TRACE_WAKE:
+            ev_head(c, type == CORO__TRACE_SPAWN ? "spawn" : "wake", type == CORO__TRACE_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);
             fputs(",\"args\":{", c->f);
             job_args(c, e->a, eprio, ecls);
-            if (type == CORO__TR_SPAWN)
+            if (type == CORO__TRACE_SPAWN)
                 fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"body\":", e->b);
             else
                 fputs(",\"from\":", c->f);
-            json_str(c->f, type == CORO__TR_SPAWN ? fn_name(c, (const void *)(uintptr_t)e->b)
+            json_str(c->f, type == CORO__TRACE_SPAWN ? fn_name(c, (const void *)(uintptr_t)e->b)
                                                   : from);
             fputs("}}", c->f);
             break;
-        case CORO__TR_STEAL:
+        case CORO__TRACE_STEAL:
             ev_head(c, "steal", "sched", 'i', tid, e->ts);
             fprintf(c->f, ",\"args\":{\"victim\":%" PRIu64 ",\"jobs\":%u}}", e->a, x);
             break;
-        case CORO__TR_NUDGE:
+        case CORO__TRACE_NUDGE:
             ev_head(c, "unpark", "sched", 'i', tid, e->ts);
             fprintf(c->f, ",\"args\":{\"worker\":%u,\"from\":\"%s\"}}", x, from);
             break;
-        case CORO__TR_THREAD_WAKE:
+        case CORO__TRACE_THREAD_WAKE:
             ev_head(c, "wake thread", "wake", 'i', tid, e->ts);
             fprintf(c->f, ",\"args\":{\"record\":\"0x%" PRIx64 "\"}}", e->a);
             break;
-        case CORO__TR_PARK:
+        case CORO__TRACE_PARK:
             parked = true;
             park0 = e->ts;
             break;
-        case CORO__TR_UNPARK:
+        case CORO__TRACE_UNPARK:
             if (!parked)
                 break;
             parked = false;
             ev_head(c, "parked", "idle", 'X', tid, park0);
             fprintf(c->f, ",\"dur\":%.3f}", to_us(c, e->ts) - to_us(c, park0));
             break;
-        case CORO__TR_POLL0:
+        case CORO__TRACE_POLL0:
             polling = true;
             poll0 = e->ts;
             break;
-        case CORO__TR_POLL1:
+        case CORO__TRACE_POLL1:
             if (!polling)
                 break;
             polling = false;
@@ -443,7 +443,7 @@ static int write_file(coro_sched_t *s, const char *path)
         return -ENOMEM;
     memset(sn, 0, (size_t)nr * sizeof *sn);
     for (int i = 0; i < nr && rc == 0; i++) {
-        struct coro__tring *r = i < n ? s->w[i]->tring : i == n ? t->io : i == n + 1 ? t->ext
+        struct coro__trace_ring *r = i < n ? s->w[i]->trace_ring : i == n ? t->io : i == n + 1 ? t->ext
                                                                                  : t->thr[i - n - 2];
         if (r == t->ext) {
             coro__spin_lock(&r->lock);      /* its writers do not hold head */
@@ -457,7 +457,7 @@ static int write_file(coro_sched_t *s, const char *path)
     int64_t ns1 = coro__now();
     if (s->vtime) {
         /* every event is stamped in virtual ns (coro__trace_clock,
-         * coro__tr_other_stamp): shown from the clock's start, unscaled */
+         * coro__trace_ring_other_stamp): shown from the clock's start, unscaled */
         c.tsc0 = CORO_VIRTUAL_TIME_START;
         tsc1 = (uint64_t)coro__sched_clock(s);
     }

@@ -68,7 +68,7 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
      * where others wait; look again before the yielder (BUSY LOOKS) */
     while (w->drain > 0) {
         w->drain--;
-        if (w->s->drv->poll_busy(w->s->io, w->idx) <= 0)
+        if (w->s->driver->poll_busy(w->s->io, w->idx) <= 0)
             break;
         if ((j = found_(w, find_own_(w, true))))
             return j;
@@ -137,7 +137,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
          * ends that at once: lib/io/epoll.c pending_add): a job that
          * yields in a tight loop with nothing to look for pays neither the
          * question nor a clock read at each yield */
-        if (!s->drv->fd_waiting(s->io)) {
+        if (!s->driver->fd_waiting(s->io)) {
             w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
         }
@@ -145,7 +145,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
             return false;
         w->poll_t = now;
-    } else if (!s->drv->fd_waiting(s->io)) {
+    } else if (!s->driver->fd_waiting(s->io)) {
         w->poll_steps = CORO__IO_POLL_STEPS;
         return false;
     }
@@ -173,9 +173,9 @@ __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, in
     if (now < d)
         return;
     if (own <= now)
-        w->s->drv->fire_own(w->s->io, w->idx, true);
+        w->s->driver->fire_own(w->s->io, w->idx, true);
     if (d < own && !CORO__HOOK(coro__busy_look_off, false))
-        w->s->drv->fire_due(w->s->io);
+        w->s->driver->fire_due(w->s->io);
 }
 
 static inline void timers_due(struct coro__worker *w)
@@ -200,7 +200,7 @@ static inline void own_timers_due(struct coro__worker *w)
     /* relaxed: our own line's hint (timers_due) */
     int64_t own = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     if (CORO__UNLIKELY(own != INT64_MAX) && coro__now() >= own)
-        w->s->drv->fire_own(w->s->io, w->idx, true);
+        w->s->driver->fire_own(w->s->io, w->idx, true);
 }
 
 /* a yield: the timers (DUE TIMERS: at yields only, not at the count's
@@ -278,7 +278,7 @@ void *coro__worker_main(void *arg)
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
                 w->catching = true;
-                int n = s->drv->poll_now(s->io);
+                int n = s->driver->poll_now(s->io);
                 w->catching = false;
                 if (n > 0 || w->caught) {
                     /* what we woke is ours to run next (w->caught, else in
@@ -300,7 +300,7 @@ void *coro__worker_main(void *arg)
                     j = found_(w, j);
                 } else {
                     /* our own queues were just looked at: the others' */
-                    activity = s->drv->activity(s->io);
+                    activity = s->driver->activity(s->io);
                     if (!(j = found_(w, find_others_(w, true))))
                         coro__trace_idle(w);
                 }
@@ -350,7 +350,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
-            w->drain = s->drv->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
+            w->drain = s->driver->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

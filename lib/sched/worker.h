@@ -33,16 +33,16 @@ CORO__HIDDEN int coro__claim_idle(coro_sched_t *s, const uint64_t *wmask);
 /* steps b-c of the park protocol, after notify_fence */
 CORO__HIDDEN void coro__notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any);
 /* rings.c: the submission rings' map (workers only) */
-/* a parking worker with s->asym, before its membarrier: empty rings off
+/* a parking worker with s->use_membarrier, before its membarrier: empty rings off
  * the map, quiet in its name, noted in off[]; whether it noted any */
-CORO__HIDDEN bool coro__xq_unlist_empty(coro_sched_t *s, uint64_t *off);
+CORO__HIDDEN bool coro__subring_unlist_empty(coro_sched_t *s, uint64_t *off);
 /* after the membarrier: the rings noted in off[] end their quiet */
-CORO__HIDDEN void coro__xq_relook(coro_sched_t *s, const uint64_t *off, bool relist);
+CORO__HIDDEN void coro__subring_relook(coro_sched_t *s, const uint64_t *off, bool relist);
 /* half of the first listed ring with jobs, from map top `top` */
-CORO__HIDDEN coro_t *coro__pop_xq_map(struct coro__worker *w, uint64_t top, bool keep_first,
+CORO__HIDDEN coro_t *coro__pop_subring_map(struct coro__worker *w, uint64_t top, bool keep_first,
                                       bool off, unsigned *got);
 /* half of the first quiet ring that holds jobs, listed again */
-CORO__HIDDEN coro_t *coro__pop_xq_quiet(struct coro__worker *w, bool keep_first);
+CORO__HIDDEN coro_t *coro__pop_subring_quiet(struct coro__worker *w, bool keep_first);
 /* submit.c: job to the global queue, counted (any thread) */
 CORO__HIDDEN void coro__push_global(coro_sched_t *s, coro_t *job);
 /* find.c: w's pick at priority index pi, from w's own and the shared
@@ -50,8 +50,8 @@ CORO__HIDDEN void coro__push_global(coro_sched_t *s, coro_t *job);
 CORO__HIDDEN coro_t *coro__pop_level(struct coro__worker *w, int pi, bool global_first);
 /* steal.c (w's owner) */
 /* take half of ring q's n jobs with one CAS, the rest into dst */
-CORO__HIDDEN coro_t *coro__take_half_lq(struct coro__worker *w, struct coro__lq *q, unsigned n,
-                                        struct coro__lq *dst, bool keep_first, unsigned *got,
+CORO__HIDDEN coro_t *coro__take_half_localq(struct coro__worker *w, struct coro__localq *q, unsigned n,
+                                        struct coro__localq *dst, bool keep_first, unsigned *got,
                                         uint32_t *src_nprio, int pi, bool deque);
 /* count w as a searcher: false when the searchers are at their cap */
 CORO__HIDDEN bool coro__start_searching(struct coro__worker *w);
@@ -109,48 +109,48 @@ static inline bool prio_queued(struct coro__worker *w)
     coro_sched_t *s = w->s;
 
     if (__atomic_load_n(&w->nprio, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_RELAXED))
+        __atomic_load_n(&coro__affinity_get(s, 0)->nprio, __ATOMIC_RELAXED))
         return true;
     /* acquire: the served[] entries before nserved were written first */
     uint32_t n = __atomic_load_n(&w->nserved, __ATOMIC_ACQUIRE);
     /* acquire: as pop_classes reads the array */
     const uint16_t *served = __atomic_load_n(&w->served, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
-        if (__atomic_load_n(&coro__cls_get(s, served[i])->nprio, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&coro__affinity_get(s, served[i])->nprio, __ATOMIC_RELAXED))
             return true;
     return false;
 }
 
 /* the pops of w's own queues and of class queues, with their counts */
-static inline coro_t *own_lq_pop(struct coro__worker *w, struct coro__lq *q, int pi)
+static inline coro_t *own_localq_pop(struct coro__worker *w, struct coro__localq *q, int pi)
 {
-    coro_t *j = coro__lq_pop(q);
+    coro_t *j = coro__localq_pop(q);
     if (j)
         prio_add(&w->nprio, pi, -1);
     return j;
 }
 
-static inline coro_t *own_mq_pop(struct coro__worker *w, struct coro__mq *q, int pi)
+static inline coro_t *own_sharedq_pop(struct coro__worker *w, struct coro__sharedq *q, int pi)
 {
-    coro_t *j = coro__mq_pop(q);
+    coro_t *j = coro__sharedq_pop(q);
     if (j)
         prio_add(&w->nprio, pi, -1);
     return j;
 }
 
-static inline coro_t *cls_pop(struct coro__cls *c, int pi)
+static inline coro_t *class_pop(struct coro__affinity_class *c, int pi)
 {
-    coro_t *j = coro__mq_pop(&c->q[pi]);
+    coro_t *j = coro__sharedq_pop(&c->q[pi]);
     if (j)
         prio_add(&c->nprio, pi, -1);
     return j;
 }
 
 /* push job to w's own ring q, counted (full: false, nothing counted) */
-static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int pi, coro_t *job)
+static inline bool own_localq_push(struct coro__worker *w, struct coro__localq *q, int pi, coro_t *job)
 {
     prio_add(&w->nprio, pi, 1);
-    if (coro__lq_push(q, job))
+    if (coro__localq_push(q, job))
         return true;
     prio_add(&w->nprio, pi, -1);
     return false;
@@ -159,14 +159,14 @@ static inline bool own_lq_push(struct coro__worker *w, struct coro__lq *q, int p
 /* step a of the park protocol: orders our push before the reads of
  * s->searching and s->idle (and a ring's listed flag), against the
  * parker's bit-set and searcher decrement before its last look
- * (sched/park.c, PARKING).  With s->asym the parker's membarrier is the
+ * (sched/park.c, PARKING).  With s->use_membarrier the parker's membarrier is the
  * barrier of both sides: here only the compiler's (a full barrier here
  * drained the store buffer at every spawn: the spawner's stores to lines
  * a worker reads - the ring slot, the frame - waited for their transfer;
  * sched/park.c, PARKING) */
 static inline void notify_fence(coro_sched_t *s)
 {
-    if (CORO__LIKELY(s->asym))
+    if (CORO__LIKELY(s->use_membarrier))
         coro__fence_light();
     else
         coro__fence_seq_cst();
@@ -191,23 +191,23 @@ static inline void map_set(uint64_t *top, uint64_t *words, unsigned i)
         __atomic_fetch_or(top, kb, __ATOMIC_SEQ_CST);
 }
 
-static inline void xq_list(coro_sched_t *s, struct coro__xq *q)
+static inline void subring_list(coro_sched_t *s, struct coro__subring *q)
 {
     uint32_t zero = 0;
     /* seq_cst: the flag before the bit; one winner sets the bit */
     if (!__atomic_compare_exchange_n(&q->listed, &zero, 1, false, __ATOMIC_SEQ_CST,
                                      __ATOMIC_RELAXED))
         return;
-    map_set(&s->xq_top, s->xq_bits, q->idx);
+    map_set(&s->subring_top, s->subring_bits, q->idx);
 }
 
 /* the ring with bit i (set: the table entry was stored before it) */
-static inline struct coro__xq *xq_at(coro_sched_t *s, unsigned i)
+static inline struct coro__subring *subring_at(coro_sched_t *s, unsigned i)
 {
-    /* acquire, both: the table pointer pairs with coro__thread_xq's CAS
+    /* acquire, both: the table pointer pairs with coro__thread_subring's CAS
      * that installs it, the entry with its release store (a plain read of
      * the pointer would race with that CAS in the C11 model: TSan saw it) */
-    struct coro__xq **tab = __atomic_load_n(&s->xq_tab, __ATOMIC_ACQUIRE);
+    struct coro__subring **tab = __atomic_load_n(&s->subring_tab, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&tab[i], __ATOMIC_ACQUIRE);
 }
 
@@ -289,8 +289,8 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
      * within CORO__IDLE_LOOKS looks, and each look would read every quiet
      * ring.  acquire: a bit set after this read belongs to a take-off
      * that a later park or periodic look covers */
-    if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->xq_qtop, __ATOMIC_ACQUIRE)))
-        j = coro__pop_xq_quiet(w, true);
+    if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->subring_qtop, __ATOMIC_ACQUIRE)))
+        j = coro__pop_subring_quiet(w, true);
     return j;
 }
 

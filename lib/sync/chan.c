@@ -11,7 +11,7 @@
  * So items keep FIFO order and "ready" needs no look at the wait lists:
  * send is ready when closed or count < cap, receive when closed or
  * count > 0.  Stale select stand-ins may linger on the lists (their select
- * won elsewhere); coro__lot_take drops them.
+ * won elsewhere); coro__parklot_take drops them.
  */
 #include <stdlib.h>
 
@@ -54,7 +54,7 @@ static const void *snd_key(const coro_await_t *a)
     return send_key(a->arg[0].p);
 }
 
-static int recv_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int recv_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_chan_t *ch = a->arg[0].p;
     void **out = a->arg[1].p;
@@ -68,16 +68,16 @@ static int recv_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *prox
         return 1;
     }
     *out = pop(ch);
-    coro_t *s = coro__lot_take(NULL, send_key(ch));
+    coro_t *s = coro__parklot_take(NULL, send_key(ch));
     if (s) {
-        push(ch, coro__lot_args(s)->arg[1].p);
-        coro__wl_add(wl, s, 0);
+        push(ch, coro__parklot_args(s)->arg[1].p);
+        coro__wakelist_add(wakes, s, 0);
     }
     *res = 0;
     return 1;
 }
 
-static int send_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int send_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_chan_t *ch = a->arg[0].p;
 
@@ -89,10 +89,10 @@ static int send_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *prox
         *res = -EPIPE;
         return 1;
     }
-    coro_t *r = coro__lot_take(NULL, ch);
+    coro_t *r = coro__parklot_take(NULL, ch);
     if (r) {
-        *(void **)coro__lot_args(r)->arg[1].p = a->arg[1].p;
-        coro__wl_add(wl, r, 0);
+        *(void **)coro__parklot_args(r)->arg[1].p = a->arg[1].p;
+        coro__wakelist_add(wakes, r, 0);
     } else {
         push(ch, a->arg[1].p);
     }
@@ -143,11 +143,11 @@ int coro_chan_destroy(coro_chan_t *ch)
 {
     if (!chan_ok(ch))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(ch);
-    bool busy = coro__lot_waiting(b, ch) || coro__lot_waiting(b, send_key(ch));
+    coro__parklot_bucket_t *b = coro__parklot_lock(ch);
+    bool busy = coro__parklot_waiting(b, ch) || coro__parklot_waiting(b, send_key(ch));
     if (!busy)
         ch->magic = 0;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     if (busy)
         return -EBUSY;
     if (ch->owned) {
@@ -162,24 +162,24 @@ int coro_chan_destroy(coro_chan_t *ch)
 
 int coro_chan_close(coro_chan_t *ch)
 {
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     coro_t *w;
 
     if (!chan_ok(ch))
         return -EINVAL;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(ch);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(ch);
     if (ch->closed) {               /* a second close does nothing */
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
         return 0;
     }
     ch->closed = 1;
-    while ((w = coro__lot_take(b, ch)))
-        coro__wl_add(&wl, w, -EPIPE);
-    while ((w = coro__lot_take(b, send_key(ch))))
-        coro__wl_add(&wl, w, -EPIPE);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    while ((w = coro__parklot_take(b, ch)))
+        coro__wakelist_add(&wakes, w, -EPIPE);
+    while ((w = coro__parklot_take(b, send_key(ch))))
+        coro__wakelist_add(&wakes, w, -EPIPE);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return 0;
 }
 
@@ -187,9 +187,9 @@ intptr_t coro_chan_len(coro_chan_t *ch)
 {
     if (!chan_ok(ch))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(ch);
+    coro__parklot_bucket_t *b = coro__parklot_lock(ch);
     intptr_t n = (intptr_t)ch->count;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return n;
 }
 
@@ -249,14 +249,14 @@ int coro_chan_recv_blocking(coro_chan_t *ch, void **out, int64_t timeout)
 static int try_op(coro_await_t *a)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(a);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     intptr_t res;
 
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(op->key(a));
-    int r = op->try(a, &res, &wl, NULL);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(op->key(a));
+    int r = op->try(a, &res, &wakes, NULL);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return r == 1 ? (int)res : -EAGAIN;
 }
 

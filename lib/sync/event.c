@@ -5,11 +5,11 @@
 
 #define EVENT_MAGIC 0x45564e54u     /* "EVNT" */
 
-static int ev_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int ev_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_event_t *ev = a->arg[0].p;
 
-    (void)wl;
+    (void)wakes;
     if (!ev->set)
         return 0;
     if (proxy && coro__proxy_claim(proxy) < 0)
@@ -45,21 +45,21 @@ int coro_event_destroy(coro_event_t *ev)
 
 int coro_event_set(coro_event_t *ev)
 {
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     coro_t *w;
     int n = 0;
 
     if (!ev_ok(ev))
         return -EINVAL;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(ev);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(ev);
     ev->set = 1;
-    while ((w = coro__lot_take(b, ev))) {
-        coro__wl_add(&wl, w, 0);
+    while ((w = coro__parklot_take(b, ev))) {
+        coro__wakelist_add(&wakes, w, 0);
         n++;
     }
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return n;
 }
 
@@ -67,9 +67,9 @@ int coro_event_reset(coro_event_t *ev)
 {
     if (!ev_ok(ev))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(ev);
+    coro__parklot_bucket_t *b = coro__parklot_lock(ev);
     ev->set = 0;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return 0;
 }
 
@@ -77,9 +77,9 @@ int coro_event_is_set(coro_event_t *ev)
 {
     if (!ev_ok(ev))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(ev);
+    coro__parklot_bucket_t *b = coro__parklot_lock(ev);
     int v = (int)ev->set;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return v;
 }
 

@@ -37,12 +37,12 @@ static uintptr_t caller_identity(void)
     return job ? (uintptr_t)job : coro__thread_token();
 }
 
-static int mutex_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int mutex_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_mutex_t *m = a->arg[0].p;
     uintptr_t me = (uintptr_t)a->arg[1].i;
 
-    (void)wl;
+    (void)wakes;
     (void)proxy;
     if (m->owner == me) {
         *res = -EDEADLK;
@@ -79,11 +79,11 @@ int coro_mutex_destroy(coro_mutex_t *m)
 {
     if (!mutex_ok(m))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(m);
-    bool busy = m->owner != 0 || coro__lot_waiting(b, m);
+    coro__parklot_bucket_t *b = coro__parklot_lock(m);
+    bool busy = m->owner != 0 || coro__parklot_waiting(b, m);
     if (!busy)
         m->magic = 0;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return busy ? -EBUSY : 0;
 }
 
@@ -112,11 +112,11 @@ static int try_lock_as(coro_mutex_t *m, uintptr_t me)
 {
     if (!mutex_ok(m))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(m);
+    coro__parklot_bucket_t *b = coro__parklot_lock(m);
     int rc = m->owner == me ? -EDEADLK : m->owner ? -EAGAIN : 0;
     if (rc == 0)
         m->owner = me;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return rc;
 }
 
@@ -134,26 +134,26 @@ int coro_mutex_trylock(coro_mutex_t *m, coro_t *co)
 
 int coro_mutex_unlock(coro_mutex_t *m)
 {
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
 
     if (!mutex_ok(m))
         return -EINVAL;
     uintptr_t me = caller_identity();
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(m);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(m);
     if (m->owner != me) {
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
         return -EPERM;
     }
-    coro_t *w = coro__lot_take(b, m);
+    coro_t *w = coro__parklot_take(b, m);
     if (w) {
         /* hand-off: the oldest waiter owns it before anyone else can look */
-        m->owner = (uintptr_t)coro__lot_args(w)->arg[1].i;
-        coro__wl_add(&wl, w, 0);
+        m->owner = (uintptr_t)coro__parklot_args(w)->arg[1].i;
+        coro__wakelist_add(&wakes, w, 0);
     } else {
         m->owner = 0;
     }
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return 0;
 }

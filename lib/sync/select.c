@@ -65,13 +65,13 @@ static const struct coro_await_ops fd_ops[2] = { { "select_readable", NULL },
                                                  { "select_writable", NULL } };
 static const struct coro_await_ops timer_ops = { "select_timer", NULL };
 
-enum kind { B_LOT, B_FD, B_TIMER };
+enum kind { B_PARKLOT, B_FD, B_TIMER };
 
 static enum kind kind_of(const coro_t *nd)
 {
     if (nd->aw.ops == &fd_ops[0] || nd->aw.ops == &fd_ops[1])
         return B_FD;
-    return nd->aw.ops == &timer_ops ? B_TIMER : B_LOT;
+    return nd->aw.ops == &timer_ops ? B_TIMER : B_PARKLOT;
 }
 
 static int fd_dir(const coro_t *nd)
@@ -85,13 +85,13 @@ static int claim(coro_t *proxy, bool parked)
     coro_select_t *sel = proxy->aw.arg[2].p;
     int rc = -1;
 
-    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    coro__parklot_bucket_t *b = coro__parklot_lock(sel_key(sel));
     if (sel->state == ST_ARMING) {
         sel->state = ST_WON + (uint32_t)index_of(proxy);
         proxy->parent = NULL;
         rc = 0;
     } else if (parked && sel->state == ST_PARKED) {
-        coro_t *owner = coro__lot_pop_raw(b, sel_key(sel));
+        coro_t *owner = coro__parklot_pop_raw(b, sel_key(sel));
         if (owner) {
             sel->state = ST_WON + (uint32_t)index_of(proxy);
             proxy->parent = owner;
@@ -100,12 +100,12 @@ static int claim(coro_t *proxy, bool parked)
             sel->state = ST_OVER;   /* its timeout or a cancel got there first */
         }
     }
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return rc;
 }
 
 /* the claim hook of a branch's record (its fn): called by the lot's
- * coro__lot_take under the record's bucket lock */
+ * coro__parklot_take under the record's bucket lock */
 static int claim_hook(coro_t *proxy)
 {
     return claim(proxy, true);
@@ -267,22 +267,22 @@ static int self_complete(coro_t *nd, int64_t now)
 
 /* a lot operation: try it under its bucket, linking the record when it
  * must wait (link).  1 done (ours or another branch won), 0 waits. */
-static int lot_try(coro_t *nd, bool link)
+static int parklot_try(coro_t *nd, bool link)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(&nd->aw);
     const void *key = op->key(&nd->aw);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     intptr_t res;
 
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(key);
-    int r = op->try(&nd->aw, &res, &wl, nd);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    int r = op->try(&nd->aw, &res, &wakes, nd);
     if (r == 1)
         nd->result = res;
     else if (r == 0 && link)
-        coro__lot_link(b, key, nd);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+        coro__parklot_link(b, key, nd);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return r != 0;
 }
 
@@ -294,8 +294,8 @@ static int try_all(coro_select_t *sel)
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
         switch (kind_of(nd)) {
-        case B_LOT:
-            if (lot_try(nd, false))
+        case B_PARKLOT:
+            if (parklot_try(nd, false))
                 return (int)i;
             break;
         case B_TIMER:
@@ -322,8 +322,8 @@ static bool link_all(coro_select_t *sel, coro_sched_t *s)
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
         switch (kind_of(nd)) {
-        case B_LOT:
-            if (lot_try(nd, true))
+        case B_PARKLOT:
+            if (parklot_try(nd, true))
                 return true;
             break;
         case B_TIMER:
@@ -370,9 +370,9 @@ static int64_t earliest(int64_t a, int64_t b)
 
 static uint32_t read_state(coro_select_t *sel)
 {
-    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    coro__parklot_bucket_t *b = coro__parklot_lock(sel_key(sel));
     uint32_t st = sel->state;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return st;
 }
 
@@ -383,11 +383,11 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
     for (uint32_t i = 0; i < sel->n; i++) {
         coro_t *nd = &sel->node[i];
         switch (kind_of(nd)) {
-        case B_LOT: {
+        case B_PARKLOT: {
             const void *key = coro__sync_ops_of(&nd->aw)->key(&nd->aw);
-            coro__lotb_t *b = coro__lot_lock(key);
-            coro__lot_unlink(b, key, nd);
-            coro__lot_unlock(b);
+            coro__parklot_bucket_t *b = coro__parklot_lock(key);
+            coro__parklot_unlink(b, key, nd);
+            coro__parklot_unlock(b);
             break;
         }
         case B_FD:
@@ -398,10 +398,10 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
             break;
         }
     }
-    coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+    coro__parklot_bucket_t *b = coro__parklot_lock(sel_key(sel));
     uint32_t st = sel->state;
     sel->state = ST_ARMING;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     if (st >= ST_WON)
         return (intptr_t)(st - ST_WON);
     if (rc == -ETIMEDOUT) {
@@ -434,22 +434,22 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
         uint32_t st = read_state(sel);
         *res = st >= ST_WON ? (intptr_t)(st - ST_WON) : -EINVAL;
     } else {
-        coro__lotb_t *b = coro__lot_lock(key);
+        coro__parklot_bucket_t *b = coro__parklot_lock(key);
         if (sel->state >= ST_WON) {
             *res = (intptr_t)(sel->state - ST_WON);
-        } else if ((rc = coro__lot_park(b, key, job, deadline)) < 0) {
+        } else if ((rc = coro__parklot_park(b, key, job, deadline)) < 0) {
             sel->state = ST_OVER;   /* -ECANCELED, -ENOMEM: nobody may claim */
             *res = rc;
         } else {
             sel->state = ST_PARKED;     /* parked with its timer under b */
             r = CORO__ARM_PENDING;
         }
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
     }
     return r;
 }
 
-/* coro_cancel of one selecting job (lib/wait/lot.c CANCEL ONE) unlinks
+/* coro_cancel of one selecting job (lib/wait/parklot.c CANCEL ONE) unlinks
  * the owner from the select's own key; it then ends as by its timer: a
  * claimer finds no owner and makes the select OVER (claim), and
  * coro_select_end takes the branches' records off their lists */
@@ -458,7 +458,7 @@ static const void *sel_owner_key(const coro_await_t *aw)
     return sel_key(aw->arg[0].p);
 }
 
-static const struct coro__lot_ops sel_ops = { { "select", coro__lot_ops_arm }, sel_arm,
+static const struct coro__parklot_ops sel_ops = { { "select", coro__parklot_ops_arm }, sel_arm,
                                               sel_owner_key };
 
 coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
@@ -498,15 +498,15 @@ int coro_select_blocking(coro_select_t *sel, int64_t timeout)
     if (link_all(sel, NULL)) {
         rc = -EINVAL;   /* replaced by the winner below */
     } else {
-        coro__lotb_t *b = coro__lot_lock(sel_key(sel));
+        coro__parklot_bucket_t *b = coro__parklot_lock(sel_key(sel));
         if (sel->state >= ST_WON) {
-            coro__lot_unlock(b);
+            coro__parklot_unlock(b);
             rc = -EINVAL;
         } else {
             coro_t me;
             memset(&me, 0, sizeof me);
             sel->state = ST_PARKED;
-            rc = coro__lot_wait_thread(b, sel_key(sel), &me, deadline);
+            rc = coro__parklot_wait_thread(b, sel_key(sel), &me, deadline);
         }
     }
     return (int)coro_select_end(sel, rc);

@@ -12,11 +12,11 @@ static bool sem_ok(const coro_sem_t *sem)
 
 /* invariant: waiters exist only while count == 0 (release hands units to
  * waiters first), so taking a unit when count > 0 never overtakes one */
-static int sem_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int sem_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_sem_t *sem = a->arg[0].p;
 
-    (void)wl;
+    (void)wakes;
     (void)proxy;
     if (sem->count == 0)
         return 0;
@@ -72,34 +72,34 @@ int coro_sem_try_acquire(coro_sem_t *sem)
 {
     if (!sem_ok(sem))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(sem);
+    coro__parklot_bucket_t *b = coro__parklot_lock(sem);
     int rc = sem->count > 0 ? (sem->count--, 0) : -EAGAIN;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return rc;
 }
 
 int coro_sem_release(coro_sem_t *sem, int64_t n)
 {
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     coro_t *w;
     int woken = 0;
 
     if (!sem_ok(sem) || n < 0)
         return -EINVAL;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(sem);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(sem);
     if (sem->count > INT64_MAX - n) {
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
         return -EINVAL;
     }
-    while (n > 0 && (w = coro__lot_take(b, sem))) {
-        coro__wl_add(&wl, w, 0);
+    while (n > 0 && (w = coro__parklot_take(b, sem))) {
+        coro__wakelist_add(&wakes, w, 0);
         woken++;
         n--;
     }
     sem->count += n;
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return woken;
 }
 
@@ -107,8 +107,8 @@ int64_t coro_sem_value(coro_sem_t *sem)
 {
     if (!sem_ok(sem))
         return -EINVAL;
-    coro__lotb_t *b = coro__lot_lock(sem);
+    coro__parklot_bucket_t *b = coro__parklot_lock(sem);
     int64_t v = sem->count;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return v;
 }

@@ -18,11 +18,11 @@ extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
  * the check sees every job parked before it. */
 static inline int coro__sync_retire(const void *key, uint32_t *magic)
 {
-    coro__lotb_t *b = coro__lot_lock(key);
-    bool busy = coro__lot_waiting(b, key);
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    bool busy = coro__parklot_waiting(b, key);
     if (!busy)
         *magic = 0;
-    coro__lot_unlock(b);
+    coro__parklot_unlock(b);
     return busy ? -EBUSY : 0;
 }
 

@@ -5,11 +5,11 @@
 
 #define WG_MAGIC 0x57475250u        /* "WGRP" */
 
-static int wg_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int wg_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
     coro_waitgroup_t *wg = a->arg[0].p;
 
-    (void)wl;
+    (void)wakes;
     (void)proxy;
     if (wg->count != 0)
         return 0;
@@ -45,26 +45,26 @@ int coro_waitgroup_destroy(coro_waitgroup_t *wg)
 
 int64_t coro_waitgroup_add(coro_waitgroup_t *wg, int64_t n)
 {
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     coro_t *w;
     int64_t c;
 
     if (!wg_ok(wg))
         return -EINVAL;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(wg);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(wg);
     /* count >= 0 always: count + n cannot overflow for n < 0, and -n
      * (INT64_MIN) is never computed */
     if ((n < 0 && wg->count + n < 0) || (n > 0 && wg->count > INT64_MAX - n)) {
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
         return -EINVAL;
     }
     c = wg->count += n;
     if (c == 0)
-        while ((w = coro__lot_take(b, wg)))
-            coro__wl_add(&wl, w, 0);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+        while ((w = coro__parklot_take(b, wg)))
+            coro__wakelist_add(&wakes, w, 0);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return c;
 }
 

@@ -49,9 +49,9 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
      * its joiner slot, registered with the scheduler for CORO_CANCEL; a
      * job with a deadline waits in the lot, whose timer bounds the wait */
     if (target->sched == s && !coro__job_deadline(job) &&
-        (r = coro__lot_joiner_arm(s, target, job, res)) >= 0)
+        (r = coro__parklot_joiner_arm(s, target, job, res)) >= 0)
         return r;
-    return coro__lot_park_job(target, job, done_validate, NULL, res, -1);
+    return coro__parklot_park_job(target, job, done_validate, NULL, res, -1);
 }
 
 const struct coro_await_ops coro__done_ops = { "done", done_arm };
@@ -59,9 +59,9 @@ const struct coro_await_ops coro__done_ops = { "done", done_arm };
 /* a select's branch on a job's end (lib/sync/select.c): the same wait in
  * the lot, on the job's key; coro__done_wake_all gives the record the
  * job's result */
-static int done_try(coro_await_t *a, intptr_t *res, coro__wl_t *wl, coro_t *proxy)
+static int done_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
-    (void)wl;
+    (void)wakes;
     if (done_validate(a->arg[0].p, NULL, res))
         return 0;
     if (proxy && coro__proxy_claim(proxy) < 0)
@@ -123,7 +123,7 @@ static int done_to_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t 
         *res = -EDEADLK;
         return CORO__ARM_READY;
     }
-    return coro__lot_park_job(target, job, done_to_validate, aw, res, aw->timeout);
+    return coro__parklot_park_job(target, job, done_to_validate, aw, res, aw->timeout);
 }
 
 const struct coro_await_ops coro__done_to_ops = { "done_timeout", done_to_arm };
@@ -152,62 +152,62 @@ coro_await_t coro_done_timeout(coro_t *job, intptr_t *result, int64_t timeout)
 
 int coro__done_wake_all(coro_t *key, intptr_t res)
 {
-    coro__lotb_t *b = coro__lot_lock(key);
-    coro__wl_t wl;
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    coro__wakelist_t wakes;
     coro_t *w;
     int n = 0;
 
-    coro__wl_init(&wl);
-    while ((w = coro__lot_take(b, key))) {
-        coro_await_t *aw = coro__lot_args(w);
+    coro__wakelist_init(&wakes);
+    while ((w = coro__parklot_take(b, key))) {
+        coro_await_t *aw = coro__parklot_args(w);
         if (aw->ops == &coro__done_to_ops) {
             /* ours since the take: its frame waits for this wake */
             *(intptr_t *)aw->arg[1].p = res;
-            coro__wl_add(&wl, w, 0);
+            coro__wakelist_add(&wakes, w, 0);
         } else {
-            coro__wl_add(&wl, w, res);
+            coro__wakelist_add(&wakes, w, res);
         }
         n++;
     }
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     return n;
 }
 
 /* ---- coro_cancel of one job: what it waits on, through its awaitable ------------------
- * lib/wait/lot.c CANCEL ONE has the argument; here only the dispatch on
+ * lib/wait/parklot.c CANCEL ONE has the argument; here only the dispatch on
  * the awaitable, kept above the lot so that the lot names none of them */
 bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
 {
     if ((old & CORO__S_MASK) != CORO__S_SUSPENDED)
         return true;
-    /* ordered by the state word's RMWs (lot.c CANCEL ONE); the awaitable
+    /* ordered by the state word's RMWs (parklot.c CANCEL ONE); the awaitable
      * is the innermost frame's (a coro_call child's own await) */
     coro_await_t *aw = &job->top->aw;
     const struct coro_await_ops *ops = aw->ops;
     if (ops && ops->arm == coro__sync_arm) {
-        coro__lot_cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));
+        coro__parklot_cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));
         return true;
     }
     if (ops == &coro__done_to_ops) {
-        coro__lot_cancel_in_bucket(job, aw->arg[0].p);
+        coro__parklot_cancel_in_bucket(job, aw->arg[0].p);
         return true;
     }
     if (ops == &coro__done_ops) {
         /* in the target's bucket, or in its joiner slot */
-        coro__lot_cancel_in_bucket(job, aw->arg[0].p);
-        coro__lot_cancel_joiner(s, job, aw->arg[0].p);
+        coro__parklot_cancel_in_bucket(job, aw->arg[0].p);
+        coro__parklot_cancel_joiner(s, job, aw->arg[0].p);
         return true;
     }
-    if (ops && ops->arm == coro__lot_ops_arm) {
-        const struct coro__lot_ops *lo = (const struct coro__lot_ops *)(const void *)ops;
-        coro__lot_cancel_in_bucket(job, lo->key(aw));
+    if (ops && ops->arm == coro__parklot_ops_arm) {
+        const struct coro__parklot_ops *lo = (const struct coro__parklot_ops *)(const void *)ops;
+        coro__parklot_cancel_in_bucket(job, lo->key(aw));
         return true;
     }
     return false;
 }
 
-int coro__lot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+int coro__parklot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
-    return ((const struct coro__lot_ops *)(const void *)aw->ops)->arm(s, job, aw, res);
+    return ((const struct coro__parklot_ops *)(const void *)aw->ops)->arm(s, job, aw, res);
 }

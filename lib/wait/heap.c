@@ -113,7 +113,7 @@ static void release(struct coro__heap *h)
 static int grow(struct coro__heap *h, uint32_t cap)
 {
     struct coro__hent *a = coro__alloc_aligned(h->s, a_size(cap));
-    struct coro__tnode *rec = coro__alloc(h->s, cap * sizeof *rec);   /* zeroed: p NULL */
+    struct coro__timer_record *rec = coro__alloc(h->s, cap * sizeof *rec);   /* zeroed: p NULL */
     uint32_t *fs = coro__alloc(h->s, cap * sizeof *fs);
     if (!a || !rec || !fs) {
         if (a)
@@ -145,7 +145,7 @@ int coro__heap_init(struct coro__heap *h, coro_sched_t *s, uint32_t cap)
     return cap ? grow(h, cap) : 0;
 }
 
-int coro__heap_push(struct coro__heap *h, struct coro__tnode *t)
+int coro__heap_push(struct coro__heap *h, struct coro__timer_record *t)
 {
     int rc;
 
@@ -179,20 +179,20 @@ int64_t coro__heap_next(struct coro__heap *h)
     return h->n ? h->a[0].deadline : INT64_MAX;
 }
 
-const struct coro__tnode *coro__heap_first(struct coro__heap *h)
+const struct coro__timer_record *coro__heap_first(struct coro__heap *h)
 {
     coro__heap_next(h);
     return h->n ? &h->rec[h->a[0].h] : NULL;
 }
 
-void coro__heap_pop(struct coro__heap *h, struct coro__tnode *out)
+void coro__heap_pop(struct coro__heap *h, struct coro__timer_record *out)
 {
     coro__heap_next(h);     /* the root is live */
     *out = h->rec[h->a[0].h];
     take_root(h);
 }
 
-const struct coro__tnode *coro__heap_get(const struct coro__heap *h, uint32_t handle,
+const struct coro__timer_record *coro__heap_get(const struct coro__heap *h, uint32_t handle,
                                          const void *p)
 {
     return handle < h->cap && p && h->rec[handle].p == p ? &h->rec[handle] : NULL;
@@ -216,7 +216,7 @@ static void rebuild(struct coro__heap *h)
         sift_down(h->a, m, i, h->a[i]);
 }
 
-void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__tnode *out)
+void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__timer_record *out)
 {
     *out = h->rec[handle];
     h->rec[handle].p = NULL;

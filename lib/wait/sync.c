@@ -35,24 +35,24 @@ int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
     const struct coro__sync_ops *op = coro__sync_ops_of(aw);
     const void *key = op->key(aw);
     int64_t deadline = aw->timeout > 0 ? coro__deadline(aw->timeout) : -1;
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     int r = CORO__ARM_READY, rc;
 
     (void)s;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(key);
-    if (op->try(aw, res, &wl, NULL) == 1) {
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    if (op->try(aw, res, &wakes, NULL) == 1) {
         /* completed: keeps its result */
     } else if (aw->timeout == 0) {
         *res = -ETIMEDOUT;
-    } else if ((rc = coro__lot_park(b, key, job, deadline)) < 0) {
+    } else if ((rc = coro__parklot_park(b, key, job, deadline)) < 0) {
         *res = rc;      /* -ECANCELED, -ENOMEM: nothing linked */
     } else {
         r = CORO__ARM_PENDING;  /* linked and timed under b: no window */
     }
-    coro__lot_unlock(b);
-    /* after PENDING the job may already run elsewhere: only wl is ours */
-    coro__wl_wake(&wl);
+    coro__parklot_unlock(b);
+    /* after PENDING the job may already run elsewhere: only wakes is ours */
+    coro__wakelist_wake(&wakes);
     return r;
 }
 
@@ -60,16 +60,16 @@ coro_await_t coro__sync_await(coro_await_t aw)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(&aw);
     const void *key = op->key(&aw);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     intptr_t res;
 
     if (!coro__timeout_ok(aw.timeout))
         return coro_ready(-EINVAL);
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(key);
-    int r = op->try(&aw, &res, &wl, NULL);
-    coro__lot_unlock(b);
-    coro__wl_wake(&wl);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    int r = op->try(&aw, &res, &wakes, NULL);
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
     if (r == 1)
         return coro__complete(res);
     if (aw.timeout == 0)
@@ -82,7 +82,7 @@ intptr_t coro__sync_block(coro_await_t *args, int64_t timeout)
     const struct coro__sync_ops *op = coro__sync_ops_of(args);
     const void *key = op->key(args);
     int64_t deadline = coro__deadline(timeout);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     intptr_t res;
     coro_t me;
 
@@ -90,15 +90,15 @@ intptr_t coro__sync_block(coro_await_t *args, int64_t timeout)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
-    coro__wl_init(&wl);
-    coro__lotb_t *b = coro__lot_lock(key);
-    int r = op->try(args, &res, &wl, NULL);
+    coro__wakelist_init(&wakes);
+    coro__parklot_bucket_t *b = coro__parklot_lock(key);
+    int r = op->try(args, &res, &wakes, NULL);
     if (r == 1 || timeout == 0) {
-        coro__lot_unlock(b);
-        coro__wl_wake(&wl);
+        coro__parklot_unlock(b);
+        coro__wakelist_wake(&wakes);
         return r == 1 ? res : -ETIMEDOUT;
     }
     memset(&me, 0, sizeof me);
     me.aw = *args;
-    return coro__lot_wait_thread(b, key, &me, deadline);
+    return coro__parklot_wait_thread(b, key, &me, deadline);
 }

@@ -22,14 +22,14 @@ CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
  * that ends another way removes its timer in O(1) amortized, without a
  * search (coro__heap_del marks it; heap.c: HANDLES, AND REMOVAL BY MARK). */
 enum {
-    CORO__TK_FD = 0,    /* an fd wait: the slot keeps the handle (hidx) */
+    CORO__TK_FD = 0,    /* an fd wait: the slot keeps the handle (timer_handle) */
     CORO__TK_SLEEP,     /* a sleep: its awaitable's arg[CORO__SLEEP_SLOT] (+ 1) */
-    CORO__TK_LOT,       /* a lot waiter: its wait_slot (+ 1) */
+    CORO__TK_PARKLOT,       /* a lot waiter: its wait_slot (+ 1) */
 };
 #define CORO__SLEEP_SLOT 2
 
 /* a timer's record, rec[handle] while it is in the heap */
-struct coro__tnode {
+struct coro__timer_record {
     int64_t deadline;
     void *p;            /* the waiting job; NULL: removed, or a free handle */
     union {
@@ -51,7 +51,7 @@ struct coro__hent {
 
 struct coro__heap {
     struct coro__hent *a;   /* a[0 .. n - 1], a[0] the earliest (heap.c: LAYOUT) */
-    struct coro__tnode *rec;    /* rec[handle] */
+    struct coro__timer_record *rec;    /* rec[handle] */
     uint32_t *fs;       /* fs[0 .. nfree - 1]: the free handles */
     uint32_t n, dead, cap, nfree;   /* dead: marked entries still in a[] */
     coro_sched_t *s;    /* its allocator */
@@ -67,13 +67,13 @@ struct coro__heap {
  * removed, its record into *out; fini: the arrays freed, the entries
  * dropped unread */
 CORO__HIDDEN int coro__heap_init(struct coro__heap *h, coro_sched_t *s, uint32_t cap);
-CORO__HIDDEN int coro__heap_push(struct coro__heap *h, struct coro__tnode *t);
+CORO__HIDDEN int coro__heap_push(struct coro__heap *h, struct coro__timer_record *t);
 CORO__HIDDEN int64_t coro__heap_next(struct coro__heap *h);
-CORO__HIDDEN const struct coro__tnode *coro__heap_first(struct coro__heap *h);
-CORO__HIDDEN void coro__heap_pop(struct coro__heap *h, struct coro__tnode *out);
-CORO__HIDDEN const struct coro__tnode *coro__heap_get(const struct coro__heap *h,
+CORO__HIDDEN const struct coro__timer_record *coro__heap_first(struct coro__heap *h);
+CORO__HIDDEN void coro__heap_pop(struct coro__heap *h, struct coro__timer_record *out);
+CORO__HIDDEN const struct coro__timer_record *coro__heap_get(const struct coro__heap *h,
                                                       uint32_t handle, const void *p);
-CORO__HIDDEN void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__tnode *out);
+CORO__HIDDEN void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__timer_record *out);
 CORO__HIDDEN void coro__heap_fini(struct coro__heap *h);
 
 /* the live timers */
@@ -83,7 +83,7 @@ static inline uint32_t coro__heap_count(const struct coro__heap *h)
 }
 
 /* a handle's record, live (p set) or not: for walks over rec[0 .. cap - 1] */
-static inline const struct coro__tnode *coro__heap_rec(const struct coro__heap *h, uint32_t handle)
+static inline const struct coro__timer_record *coro__heap_rec(const struct coro__heap *h, uint32_t handle)
 {
     return &h->rec[handle];
 }
@@ -110,8 +110,8 @@ struct coro__wtimers {
  * worker's heap: taken, under the heap's lock (its slot forgets the
  * timer); fire, after that lock (the wake-up, res 0: timed out) */
 struct coro__wt_io {
-    void (*taken)(void *ctx, const struct coro__tnode *t);
-    void (*fire)(void *ctx, const struct coro__tnode *t);
+    void (*taken)(void *ctx, const struct coro__timer_record *t);
+    void (*fire)(void *ctx, const struct coro__timer_record *t);
     void *ctx;
 };
 
@@ -138,12 +138,12 @@ CORO__HIDDEN struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home);
  * lock (slot NULL: a sleep, into its awaitable's arg[CORO__SLEEP_SLOT]).
  * 0, -ENOMEM, or -ECANCELED (an I/O kind's job or scheduler cancelling).
  * Publishes the new earliest deadline. */
-CORO__HIDDEN int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *t,
+CORO__HIDDEN int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__timer_record *t,
                                uint32_t *slot);
 /* under home's lock (any thread): the live timer of slot removed, its
  * record into *out (an O(1) mark: lib/wait/heap.c) */
 CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
-                                      struct coro__tnode *out);
+                                      struct coro__timer_record *out);
 /* fire what is due at now in worker home's heap: by its owner (try:
  * give up if the lock is held - its holder is firing or marking) or by
  * the I/O thread for a stuck worker.  Returns the next deadline, read
@@ -199,7 +199,7 @@ static inline int64_t coro__tfd_wanted(const struct coro__tfd *t)
     return __atomic_load_n(&t->want, __ATOMIC_RELAXED);  /* relaxed: as coro__tfd_want */
 }
 
-/* ---- the parking lot (lib/wait/lot.c) -----------------------------------------
+/* ---- the parking lot (lib/wait/parklot.c) -----------------------------------------
  *
  * A hashed table of wait lists keyed by address (WebKit's ParkingLot, the
  * kernel's futex hash): jobs and plain threads wait on a key, wakers wake
@@ -209,14 +209,14 @@ static inline int64_t coro__tfd_wanted(const struct coro__tfd *t)
  * a registry of the buckets and joiner slots its jobs wait in, so that
  * CORO_CANCEL visits exactly its own waits.
  */
-typedef bool (*coro__lot_validate_fn)(void *key, void *ctx, intptr_t *res);
+typedef bool (*coro__parklot_validate_fn)(void *key, void *ctx, intptr_t *res);
 
 /* per scheduler: timers + registry.  init: 0 or -ENOMEM / -errno (timerfd). */
-struct coro__lotsched;
-CORO__HIDDEN int coro__lot_sched_init(coro_sched_t *s);
-CORO__HIDDEN void coro__lot_sched_fini(coro_sched_t *s);
+struct coro__parklot_sched;
+CORO__HIDDEN int coro__parklot_sched_init(coro_sched_t *s);
+CORO__HIDDEN void coro__parklot_sched_fini(coro_sched_t *s);
 
-/* coro__lot_park_job - under the key's bucket lock: call validate(key,
+/* coro__parklot_park_job - under the key's bucket lock: call validate(key,
  * ctx, &res) (NULL = always wait): if it returns false, do not wait:
  * return CORO__ARM_READY with *res.  If the job's scheduler is cancelling,
  * CORO__ARM_READY with -ECANCELED.  Otherwise queue job on key (FIFO) with
@@ -224,91 +224,91 @@ CORO__HIDDEN void coro__lot_sched_fini(coro_sched_t *s);
  * return CORO__ARM_PENDING: the job stays until an unpark, its timer
  * (-ETIMEDOUT) or cancel takes it.  A timer that cannot be had: READY with
  * -ENOMEM. */
-CORO__HIDDEN int coro__lot_park_job(void *key, coro_t *job,
-                                    coro__lot_validate_fn validate, void *ctx,
+CORO__HIDDEN int coro__parklot_park_job(void *key, coro_t *job,
+                                    coro__parklot_validate_fn validate, void *ctx,
                                     intptr_t *res, int64_t deadline);
 
-/* coro__lot_park_thread - the same for a plain thread: block until woken
+/* coro__parklot_park_thread - the same for a plain thread: block until woken
  * or until the absolute CLOCK_MONOTONIC deadline (ns, -1 = none) passes.
  * Returns the wake result, -ETIMEDOUT, or validate's result. */
-CORO__HIDDEN intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate,
+CORO__HIDDEN intptr_t coro__parklot_park_thread(void *key, coro__parklot_validate_fn validate,
                                             void *ctx, int64_t deadline);
 
 /* Wake all waiters of key (returns how many) with result res, outside
  * the bucket lock. */
-CORO__HIDDEN int coro__lot_unpark_all(void *key, intptr_t res);
+CORO__HIDDEN int coro__parklot_unpark_all(void *key, intptr_t res);
 
-/* coro__lot_cancel_sched - wake every job of s that waits in the lot or in
+/* coro__parklot_cancel_sched - wake every job of s that waits in the lot or in
  * a joiner slot with -ECANCELED (s->cancelling already set, seq_cst).
  * Visits only the buckets s's jobs have parked in.  Returns how many. */
-CORO__HIDDEN int coro__lot_cancel_sched(coro_sched_t *s);
-/* coro__lot_cancel_jobs - the same for the jobs of s that carry
+CORO__HIDDEN int coro__parklot_cancel_sched(coro_sched_t *s);
+/* coro__parklot_cancel_jobs - the same for the jobs of s that carry
  * CORO__F_CANCEL (coro_cancel set it, seq_cst, before the call). */
-CORO__HIDDEN int coro__lot_cancel_jobs(coro_sched_t *s);
+CORO__HIDDEN int coro__parklot_cancel_jobs(coro_sched_t *s);
 /* coro__wait_cancel_job (wait/done.c) - coro_cancel(job) of a job of s,
  * after its seq_cst RMW set CORO__F_CANCEL in the state word, which was
  * old: ends what the job waits on, reached through its own awaitable (O(1)
- * of the history: lib/wait/lot.c CANCEL ONE): the lot's waits here (sync
- * objects, coro_done, struct coro__lot_ops).  False for any other (I/O and
+ * of the history: lib/wait/parklot.c CANCEL ONE): the lot's waits here (sync
+ * objects, coro_done, struct coro__parklot_ops).  False for any other (I/O and
  * the blocking pool: the caller asks coro__io_cancel_job, then sweeps). */
 CORO__HIDDEN bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old);
 /* the lot's halves of it: unlink job from key's bucket if it is there,
  * or from target's joiner slot and the one registry list it may be on
  * (woken with -ECANCELED) */
-CORO__HIDDEN void coro__lot_cancel_in_bucket(coro_t *job, const void *key);
-CORO__HIDDEN void coro__lot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target);
+CORO__HIDDEN void coro__parklot_cancel_in_bucket(coro_t *job, const void *key);
+CORO__HIDDEN void coro__parklot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target);
 /* An awaitable whose arm parks its job in the lot on a key of its own (a
  * group, a select's own key), so that coro_cancel of one job finds it
- * there: base.arm is coro__lot_ops_arm, which calls arm; key gives the
+ * there: base.arm is coro__parklot_ops_arm, which calls arm; key gives the
  * key from the job's awaitable. */
-struct coro__lot_ops {
+struct coro__parklot_ops {
     struct coro_await_ops base;     /* first: aw->ops points here */
     int (*arm)(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
     const void *(*key)(const coro_await_t *aw);
 };
-CORO__HIDDEN int coro__lot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
+CORO__HIDDEN int coro__parklot_ops_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw,
                                    intptr_t *res);
 /* the awaitables of coro_done and coro_done_timeout (wait/done.c) */
 extern const struct coro_await_ops coro__done_ops CORO__HIDDEN;
 extern const struct coro_await_ops coro__done_to_ops CORO__HIDDEN;
 #ifdef CORO_TEST_HOOKS
-/* buckets the last coro__lot_cancel_sched(s) visited (tests) */
-CORO__HIDDEN uint64_t coro__lot_cancel_visits(coro_sched_t *s);
-/* how many sweeps for flagged jobs ran (every coro__lot_cancel_jobs makes
+/* buckets the last coro__parklot_cancel_sched(s) visited (tests) */
+CORO__HIDDEN uint64_t coro__parklot_cancel_visits(coro_sched_t *s);
+/* how many sweeps for flagged jobs ran (every coro__parklot_cancel_jobs makes
  * one; tests: a cancel of one job that reached its wait directly made none) */
-CORO__HIDDEN uint64_t coro__lot_cancel_sweeps(coro_sched_t *s);
+CORO__HIDDEN uint64_t coro__parklot_cancel_sweeps(coro_sched_t *s);
 #endif
 
 /* Lot timers, for the I/O context: the timerfd to watch (its own epoll
  * tag), what to call when it is readable (the I/O thread, or the thread
  * in coro__io_poll; returns jobs woken), and whether any is pending (for
  * coro__io_pending). */
-CORO__HIDDEN int coro__lot_timer_fd(coro_sched_t *s);
-CORO__HIDDEN int coro__lot_timers_fire(coro_sched_t *s);
+CORO__HIDDEN int coro__parklot_timer_fd(coro_sched_t *s);
+CORO__HIDDEN int coro__parklot_timers_fire(coro_sched_t *s);
 /* the same without reading the timerfd: fire what is due now; worker: a
  * busy worker's look (sched/worker.c DUE TIMERS), which leaves the
  * timerfd to its holder and gives up when hlock is held.  The number
  * fired */
-CORO__HIDDEN int coro__lot_timers_expire(coro_sched_t *s, bool worker);
-CORO__HIDDEN bool coro__lot_timers_pending(coro_sched_t *s);
+CORO__HIDDEN int coro__parklot_timers_expire(coro_sched_t *s, bool worker);
+CORO__HIDDEN bool coro__parklot_timers_pending(coro_sched_t *s);
 #ifdef CORO_TEST_HOOKS
-CORO__HIDDEN uint32_t coro__lot_timers_count(coro_sched_t *s);     /* armed now (tests) */
+CORO__HIDDEN uint32_t coro__parklot_timers_count(coro_sched_t *s);     /* armed now (tests) */
 #endif
 /* the earliest lot timer's deadline, INT64_MAX = none (rt/vtime.c) */
-CORO__HIDDEN int64_t coro__lot_timers_next(coro_sched_t *s);
+CORO__HIDDEN int64_t coro__parklot_timers_next(coro_sched_t *s);
 
 /* coro_done within one scheduler: job awaits target through target's
  * joiner slot (registered for CORO_CANCEL).  Returns an arm result, or -1
  * when the slot is taken (use the lot). */
-CORO__HIDDEN int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job,
+CORO__HIDDEN int coro__parklot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job,
                                       intptr_t *res);
 /* the finisher, after its exchange of target->joiner returned w: wake w */
-CORO__HIDDEN void coro__lot_joiner_wake(coro_t *w, intptr_t res);
+CORO__HIDDEN void coro__parklot_joiner_wake(coro_t *w, intptr_t res);
 
 /* coro_t.flags: a select branch's record (a node of a coro_select_t).
  * Its args are in node->aw (arg[2].p = the coro_select_t), its own
  * result in node->result, its branch index in node->cls, and its claim
- * hook in node->fn: called by coro__lot_take under the record's bucket
+ * hook in node->fn: called by coro__parklot_take under the record's bucket
  * lock, 0 = claimed (node->parent then is the select's owner to wake, or
  * NULL when the select was still arming), -1 = the select is over. */
 #define CORO__FL_PROXY 2u
@@ -323,65 +323,65 @@ CORO__HIDDEN void coro__lot_joiner_wake(coro_t *w, intptr_t res);
  * separate set of buckets taken only after an even one (lock order: even
  * bucket -> odd bucket; never two of one kind).
  */
-typedef struct coro__lotb coro__lotb_t;
+typedef struct coro__parklot_bucket coro__parklot_bucket_t;
 
-CORO__HIDDEN coro__lotb_t *coro__lot_lock(const void *key);
-CORO__HIDDEN void coro__lot_unlock(coro__lotb_t *b);
+CORO__HIDDEN coro__parklot_bucket_t *coro__parklot_lock(const void *key);
+CORO__HIDDEN void coro__parklot_unlock(coro__parklot_bucket_t *b);
 
 /* A wake list: waiters taken under a lock, woken after it. */
-typedef struct coro__wl {
+typedef struct coro__wakelist {
     coro_t *head, **tail;
-} coro__wl_t;
+} coro__wakelist_t;
 
-static inline void coro__wl_init(coro__wl_t *wl)
+static inline void coro__wakelist_init(coro__wakelist_t *wakes)
 {
-    wl->head = NULL;
-    wl->tail = &wl->head;
+    wakes->head = NULL;
+    wakes->tail = &wakes->head;
 }
 
 /* under b (NULL: key's bucket, which the caller holds): unlink the oldest
  * waiter of key that may still be woken and return it (NULL: none); its
  * timer goes with it.  A select branch's record is claimed through its
  * hook on the way; one whose select has already completed is dropped. */
-CORO__HIDDEN coro_t *coro__lot_take(coro__lotb_t *b, const void *key);
+CORO__HIDDEN coro_t *coro__parklot_take(coro__parklot_bucket_t *b, const void *key);
 /* under b: is anything (even a stale stand-in) waiting on key? */
-CORO__HIDDEN bool coro__lot_waiting(coro__lotb_t *b, const void *key);
+CORO__HIDDEN bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key);
 /* under b: append w (a thread's or a branch's record) to key's list */
-CORO__HIDDEN void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w);
+CORO__HIDDEN void coro__parklot_link(coro__parklot_bucket_t *b, const void *key, coro_t *w);
 /* under b: park job on key with a timer at the absolute deadline (-1
  * none); registered for CORO_CANCEL.  0 (linked), or -ECANCELED (the
  * scheduler is cancelling), -ENOMEM (no memory for the timer); nothing
  * linked then. */
-CORO__HIDDEN int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline);
+CORO__HIDDEN int coro__parklot_park(coro__parklot_bucket_t *b, const void *key, coro_t *job, int64_t deadline);
 /* under b: unlink w from key's list if it is there; true if it was */
-CORO__HIDDEN bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w);
+CORO__HIDDEN bool coro__parklot_unlink(coro__parklot_bucket_t *b, const void *key, coro_t *w);
 /* under b: unlink and return the first waiter of key, no claims (a
  * select's own key has one waiter: its owner) */
-CORO__HIDDEN coro_t *coro__lot_pop_raw(coro__lotb_t *b, const void *key);
+CORO__HIDDEN coro_t *coro__parklot_pop_raw(coro__parklot_bucket_t *b, const void *key);
 /* the waiter's operation arguments (job: its innermost frame's awaitable) */
-CORO__HIDDEN coro_await_t *coro__lot_args(coro_t *w);
+CORO__HIDDEN coro_await_t *coro__parklot_args(coro_t *w);
 /* under the lock that took w: record w's result res and queue its wake-up */
-CORO__HIDDEN void coro__wl_add(coro__wl_t *wl, coro_t *w, intptr_t res);
-/* after unlocking: wake everyone on wl */
-CORO__HIDDEN void coro__wl_wake(coro__wl_t *wl);
+CORO__HIDDEN void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res);
+/* after unlocking: wake everyone on wakes */
+CORO__HIDDEN void coro__wakelist_wake(coro__wakelist_t *wakes);
 /* link stand-in me (zeroed, flags THREAD, aw = the args) on key under b
  * (locked by the caller), unlock b, and block until woken (its result) or
  * the absolute deadline (-1 none) passes: -ETIMEDOUT. */
-CORO__HIDDEN intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me,
+CORO__HIDDEN intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, coro_t *me,
                                             int64_t deadline);
 
 /* ---- sync operations --------------------------------------------------------
  *
  * One table per waitable operation.  try runs under the bucket lock of
  * key(args): it completes the operation (1, *res set, waiters it satisfied
- * added to wl) or says it must wait (0).  proxy, when not NULL, is the
+ * added to wakes) or says it must wait (0).  proxy, when not NULL, is the
  * select stand-in doing it: try then claims the select (coro__sel_claim_self)
  * before any side effect, and returns -1 when another branch already won.
  */
 struct coro__sync_ops {
     struct coro_await_ops base;     /* first: aw->ops points here */
     const void *(*key)(const coro_await_t *args);
-    int (*try)(coro_await_t *args, intptr_t *res, coro__wl_t *wl, coro_t *proxy);
+    int (*try)(coro_await_t *args, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy);
 };
 
 static inline const struct coro__sync_ops *coro__sync_ops_of(const coro_await_t *aw)
@@ -409,7 +409,7 @@ CORO__HIDDEN const void *coro__arg0_key(const coro_await_t *args);
  * own operation while its select arms claims the select first, under the
  * branch's bucket lock: 0 (ours: go on with the side effect) or -1 (the
  * select is over).  It is the record's own claim hook (sync/select.c),
- * the one coro__lot_take calls: while the select arms, its owner is not
+ * the one coro__parklot_take calls: while the select arms, its owner is not
  * parked, so the hook's "pop the parked owner" case cannot arise. */
 static inline int coro__proxy_claim(coro_t *proxy)
 {
@@ -426,6 +426,6 @@ CORO__HIDDEN uintptr_t coro__thread_token(void);
 
 
 /* coro_sched_dump: the suspended jobs of s the lot holds */
-CORO__HIDDEN int coro__lot_dump(coro_sched_t *s, struct coro__dump *d);
+CORO__HIDDEN int coro__parklot_dump(coro_sched_t *s, struct coro__dump *d);
 
 #endif

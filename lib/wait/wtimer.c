@@ -38,7 +38,7 @@
  * fire looks at the top under the timer lock, drops it, takes the top's
  * bucket lock, then the timer lock again, and fires the top only if it is
  * still due and of that bucket: decided under the bucket lock, its waiter
- * is linked and alive (lib/wait/lot.c, TIMERS).  An I/O timer keeps the
+ * is linked and alive (lib/wait/parklot.c, TIMERS).  An I/O timer keeps the
  * I/O context's: entry lock -> timer lock; its fire pops under the timer
  * lock alone, forgets it in its slot there (coro__wt_io.taken), and wakes
  * after (coro__wt_io.fire, which checks the slot's sequence under the
@@ -52,8 +52,8 @@
  * rules - a live timer exists exactly while its waiter is linked on the
  * entry's key, both changed only under that key's bucket lock; lock order
  * bucket -> hlock; the fire path decides under the bucket lock - are in
- * lib/wait/lot.c's opening comment (TIMERS).  Here: the use of the heap
- * (lib/wait/heap.c, kind CORO__TK_LOT: O(log n) push and pop, removal of
+ * lib/wait/parklot.c's opening comment (TIMERS).  Here: the use of the heap
+ * (lib/wait/heap.c, kind CORO__TK_PARKLOT: O(log n) push and pop, removal of
  * any timer O(1) amortized; the waiter keeps its timer's handle + 1 in
  * wait_slot, under hlock only), the timerfd
  * (reprogrammed only for an earlier deadline, and by the fire path to the
@@ -64,19 +64,19 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "wait/lot_impl.h"
+#include "wait/parklot_impl.h"
 
 #define EXPIRE_BATCH 16     /* I/O timers taken per hold of the lock */
 
 uint32_t coro__wt_here(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
-    return s->lot->wt && w && w->s == s ? (uint32_t)w->idx + 1 : 0;
+    return s->parklot->wt && w && w->s == s ? (uint32_t)w->idx + 1 : 0;
 }
 
 struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home)
 {
-    return &s->lot->wt[home - 1];
+    return &s->parklot->wt[home - 1];
 }
 
 /* under t's lock */
@@ -93,7 +93,7 @@ static void count(struct coro__wtimers *t)
     __atomic_store_n(&t->npend, coro__heap_count(&t->heap), __ATOMIC_RELAXED);
 }
 
-int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32_t *slot)
+int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__timer_record *tn, uint32_t *slot)
 {
     struct coro__wtimers *t = coro__wt_get(s, home);
     int rc;
@@ -102,17 +102,17 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32
     /* an I/O wait checks the cancel flags under the lock that the I/O
      * context's cancel walks take (lib/io/epoll.c, CANCEL): it sees the
      * flag or is found; a lot wait checked them under its bucket lock */
-    if (tn->kind != CORO__TK_LOT &&
+    if (tn->kind != CORO__TK_PARKLOT &&
         (coro__cancelling(s) || (tn->kind == CORO__TK_SLEEP && coro__job_cancelled(tn->p))))
         rc = -ECANCELED;
     else if ((rc = coro__heap_push(&t->heap, tn)) == 0) {
         if (tn->h >= CORO__WT_HANDLES) {    /* beyond what a slot names */
-            struct coro__tnode x;
+            struct coro__timer_record x;
             coro__heap_del(&t->heap, tn->h, &x);
             rc = -ENOMEM;
         } else {
             if (slot) {
-                /* relaxed: an fd slot's hidx is read under the entry's
+                /* relaxed: an fd slot's timer_handle is read under the entry's
                  * lock, which this store is under too, and written by a
                  * fire under this lock (lib/io/timers.c) */
                 __atomic_store_n(slot, coro__wt_slot(home, tn->h), __ATOMIC_RELAXED);
@@ -126,7 +126,7 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32
                 __atomic_store_n(&((coro_t *)tn->p)->top->aw.arg[CORO__SLEEP_SLOT].i,
                                  (intptr_t)coro__wt_slot(home, tn->h), __ATOMIC_SEQ_CST);
                 if (coro__job_cancelled(tn->p)) {
-                    struct coro__tnode x;
+                    struct coro__timer_record x;
                     coro__heap_del(&t->heap, tn->h, &x);
                     rc = -ECANCELED;
                 }
@@ -141,17 +141,17 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__tnode *tn, uint32
     return rc;
 }
 
-void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot, struct coro__tnode *out)
+void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot, struct coro__timer_record *out)
 {
     coro__heap_del(&t->heap, coro__wt_handle(slot), out);
     count(t);
 }
 
 /* under t's lock: the record of a timer that left the heap */
-static void taken(struct coro__wtimers *t, const struct coro__lotsched *ls,
-                  const struct coro__tnode *out)
+static void taken(struct coro__wtimers *t, const struct coro__parklot_sched *ls,
+                  const struct coro__timer_record *out)
 {
-    if (out->kind == CORO__TK_LOT)
+    if (out->kind == CORO__TK_PARKLOT)
         ((coro_t *)out->p)->wait_slot = 0;
     else
         ls->io.taken(ls->io.ctx, out);
@@ -160,7 +160,7 @@ static void taken(struct coro__wtimers *t, const struct coro__lotsched *ls,
 
 int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     struct coro__wtimers *t = coro__wt_get(s, home);
 
     for (;;) {
@@ -174,17 +174,17 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
             pthread_mutex_unlock(&t->lock);
             return d;
         }
-        const struct coro__tnode *top = coro__heap_first(&t->heap);
-        if (top->kind != CORO__TK_LOT) {
+        const struct coro__timer_record *top = coro__heap_first(&t->heap);
+        if (top->kind != CORO__TK_PARKLOT) {
             /* I/O timers: popped under this lock alone, woken after it */
-            struct coro__tnode out[EXPIRE_BATCH];
+            struct coro__timer_record out[EXPIRE_BATCH];
             int k = 0;
             do {
                 coro__heap_pop(&t->heap, &out[k]);
                 taken(t, ls, &out[k]);
                 k++;
             } while (k < EXPIRE_BATCH && coro__heap_next(&t->heap) <= now &&
-                     coro__heap_first(&t->heap)->kind != CORO__TK_LOT);
+                     coro__heap_first(&t->heap)->kind != CORO__TK_PARKLOT);
             pthread_mutex_unlock(&t->lock);
             for (int i = 0; i < k; i++)
                 ls->io.fire(ls->io.ctx, &out[i]);
@@ -194,18 +194,18 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
         const void *key = top->key;
         pthread_mutex_unlock(&t->lock);
 
-        coro__wl_t wl;
-        coro__wl_init(&wl);
-        coro__lotb_t *b = coro__lot_lock(key);
+        coro__wakelist_t wakes;
+        coro__wakelist_init(&wakes);
+        coro__parklot_bucket_t *b = coro__parklot_lock(key);
         pthread_mutex_lock(&t->lock);
         coro_t *w = NULL;
         const void *k = NULL;
         /* decided again under the bucket lock: the entry's waiter is then
-         * linked and alive (lib/wait/lot.c, TIMERS) */
+         * linked and alive (lib/wait/parklot.c, TIMERS) */
         if (coro__heap_next(&t->heap) <= now) {
             top = coro__heap_first(&t->heap);
-            if (top->kind == CORO__TK_LOT && coro__lot_bucket(top->key) == b) {
-                struct coro__tnode out;
+            if (top->kind == CORO__TK_PARKLOT && coro__parklot_bucket(top->key) == b) {
+                struct coro__timer_record out;
                 coro__heap_pop(&t->heap, &out);
                 taken(t, ls, &out);
                 w = out.p;
@@ -215,12 +215,12 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
         pthread_mutex_unlock(&t->lock);
         if (w)
             w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
-        if (w && coro__lot_unlink(b, k, w)) {
-            coro__wl_add(&wl, w, -ETIMEDOUT);
+        if (w && coro__parklot_unlink(b, k, w)) {
+            coro__wakelist_add(&wakes, w, -ETIMEDOUT);
             (*fired)++;
         }
-        coro__lot_unlock(b);
-        coro__wl_wake(&wl);
+        coro__parklot_unlock(b);
+        coro__wakelist_wake(&wakes);
     }
 }
 
@@ -228,7 +228,7 @@ int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try)
 {
     int fired = 0;
 
-    if (!s->lot->wt)
+    if (!s->parklot->wt)
         return INT64_MAX;
     return coro__wt_expire(s, (uint32_t)idx + 1, coro__now(), try, &fired);
 }
@@ -237,7 +237,7 @@ int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *f
 {
     int64_t next = INT64_MAX;
 
-    if (!s->lot->wt)
+    if (!s->parklot->wt)
         return next;
     for (int i = 0; i < s->nworkers; i++) {
         /* relaxed: a hint; the fire decides under the worker's lock */
@@ -252,17 +252,17 @@ int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *f
 
 void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io)
 {
-    s->lot->io = *io;
+    s->parklot->io = *io;
 }
 
 uint32_t coro__wt_homes(coro_sched_t *s)
 {
-    return s->lot->wt ? (uint32_t)s->nworkers : 0;
+    return s->parklot->wt ? (uint32_t)s->nworkers : 0;
 }
 
 uint32_t coro__wt_count(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     uint32_t n = 0;
 
     for (int i = 0; ls->wt && i < s->nworkers; i++)
@@ -274,7 +274,7 @@ uint32_t coro__wt_count(coro_sched_t *s)
 
 int coro__wt_init(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     int n = s->nworkers;
 
     /* the workers wait for create's go: they read it after this */
@@ -302,7 +302,7 @@ int coro__wt_init(coro_sched_t *s)
 
 void coro__wt_fini(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
 
     if (!ls->wt)
         return;
@@ -322,7 +322,7 @@ void coro__wt_fini(coro_sched_t *s)
 
 /* the timerfd to d: decided here, programmed by coro__tfd_sync once hlock
  * is dropped (lib/wait/tfd.c); true if that is needed */
-static bool tfd_set(struct coro__lotsched *ls, int64_t d)
+static bool tfd_set(struct coro__parklot_sched *ls, int64_t d)
 {
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS); it may
      * read a deadline whose wait has since ended, and its fire then finds
@@ -332,16 +332,16 @@ static bool tfd_set(struct coro__lotsched *ls, int64_t d)
 }
 
 /* out is the timer that left the heap: its waiter's wait_slot becomes 0 */
-static void sched_taken(struct coro__lotsched *ls, const struct coro__tnode *out)
+static void sched_taken(struct coro__parklot_sched *ls, const struct coro__timer_record *out)
 {
     ((coro_t *)out->p)->wait_slot = 0;
     __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
 }
 
 /* under w's bucket lock: arm w's timeout.  0 or -ENOMEM */
-int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, int64_t deadline)
+int coro__parklot_timer_add(struct coro__parklot_sched *ls, coro_t *w, const void *key, int64_t deadline)
 {
-    struct coro__tnode t = { .deadline = deadline, .p = w, .key = key, .kind = CORO__TK_LOT };
+    struct coro__timer_record t = { .deadline = deadline, .p = w, .key = key, .kind = CORO__TK_PARKLOT };
     bool sync = false;
     int rc;
 
@@ -356,7 +356,7 @@ int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, i
             sync = tfd_set(ls, deadline);
         else if (deadline < __atomic_load_n(&ls->s->timers_next[1], __ATOMIC_RELAXED))
             /* relaxed: the hint (tfd_set), later than the armed deadline
-             * after a worker fired (coro__lot_timers_expire) */
+             * after a worker fired (coro__parklot_timers_expire) */
             __atomic_store_n(&ls->s->timers_next[1], deadline, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&ls->hlock);
@@ -366,11 +366,11 @@ int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key, i
 }
 
 /* under w's bucket lock: w's wait ended another way, drop its timer */
-void coro__lot_timer_del(coro_t *w)
+void coro__parklot_timer_del(coro_t *w)
 {
-    struct coro__lotsched *ls = w->sched->lot;
+    struct coro__parklot_sched *ls = w->sched->parklot;
 
-    struct coro__tnode t;
+    struct coro__timer_record t;
 
     /* the slot is stable under w's bucket lock: only a fire, which needs
      * that lock too, or this removal clear it */
@@ -390,9 +390,9 @@ void coro__lot_timer_del(coro_t *w)
 }
 
 /* under w's bucket lock: the deadline of w's live timer */
-int64_t coro__lot_timer_deadline(coro_t *w)
+int64_t coro__parklot_timer_deadline(coro_t *w)
 {
-    struct coro__lotsched *ls = w->sched->lot;
+    struct coro__parklot_sched *ls = w->sched->parklot;
     uint32_t home = coro__wt_home(w->wait_slot);
     pthread_mutex_t *lock = home ? &coro__wt_get(w->sched, home)->lock : &ls->hlock;
     struct coro__heap *h = home ? &coro__wt_get(w->sched, home)->heap : &ls->heap;
@@ -405,21 +405,21 @@ int64_t coro__lot_timer_deadline(coro_t *w)
 
 /* ---- firing timers ------------------------------------------------------------- */
 
-int coro__lot_timers_fire(coro_sched_t *s)
+int coro__parklot_timers_fire(coro_sched_t *s)
 {
     uint64_t v;
 
-    ssize_t r = read(s->lot->timer.fd, &v, sizeof v);    /* non-blocking: clear readiness */
+    ssize_t r = read(s->parklot->timer.fd, &v, sizeof v);    /* non-blocking: clear readiness */
     (void)r;
-    return coro__lot_timers_expire(s, false);
+    return coro__parklot_timers_expire(s, false);
 }
 
 /* worker: a busy worker's look (sched/worker.c DUE TIMERS), which leaves
  * the timerfd armed for its holder and does not wait for hlock (see
  * lib/io/timers.c expire_due) */
-int coro__lot_timers_expire(coro_sched_t *s, bool worker)
+int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     int n = 0;
 
     int64_t now = coro__now();
@@ -443,17 +443,17 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
         const void *key = coro__heap_first(&ls->heap)->key;
         pthread_mutex_unlock(&ls->hlock);
 
-        coro__wl_t wl;
-        coro__wl_init(&wl);
-        coro__lotb_t *b = coro__lot_lock(key);
+        coro__wakelist_t wakes;
+        coro__wakelist_init(&wakes);
+        coro__parklot_bucket_t *b = coro__parklot_lock(key);
         pthread_mutex_lock(&ls->hlock);
         coro_t *w = NULL;
         const void *k = NULL;
         /* decided again under the bucket lock: the entry's waiter is then
-         * linked and alive (lib/wait/lot.c, TIMERS) */
+         * linked and alive (lib/wait/parklot.c, TIMERS) */
         if (coro__heap_next(&ls->heap) <= now &&
-            coro__lot_bucket(coro__heap_first(&ls->heap)->key) == b) {
-            struct coro__tnode t;
+            coro__parklot_bucket(coro__heap_first(&ls->heap)->key) == b) {
+            struct coro__timer_record t;
             coro__heap_pop(&ls->heap, &t);
             sched_taken(ls, &t);
             w = t.p;
@@ -462,26 +462,26 @@ int coro__lot_timers_expire(coro_sched_t *s, bool worker)
         pthread_mutex_unlock(&ls->hlock);
         if (w)
             w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
-        if (w && coro__lot_unlink(b, k, w)) {
-            coro__wl_add(&wl, w, -ETIMEDOUT);
+        if (w && coro__parklot_unlink(b, k, w)) {
+            coro__wakelist_add(&wakes, w, -ETIMEDOUT);
             n++;
         }
-        coro__lot_unlock(b);
-        coro__wl_wake(&wl);
+        coro__parklot_unlock(b);
+        coro__wakelist_wake(&wakes);
     }
 }
 
 #ifdef CORO_TEST_HOOKS
-uint32_t coro__lot_timers_count(coro_sched_t *s)
+uint32_t coro__parklot_timers_count(coro_sched_t *s)
 {
     /* relaxed: exact for tests once the scheduler is quiet */
-    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) + coro__wt_count(s);
+    return __atomic_load_n(&s->parklot->npend, __ATOMIC_RELAXED) + coro__wt_count(s);
 }
 #endif
 
-int64_t coro__lot_timers_next(coro_sched_t *s)
+int64_t coro__parklot_timers_next(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
 
     pthread_mutex_lock(&ls->hlock);
     int64_t d = coro__heap_next(&ls->heap);
@@ -489,22 +489,22 @@ int64_t coro__lot_timers_next(coro_sched_t *s)
     return d;
 }
 
-bool coro__lot_timers_pending(coro_sched_t *s)
+bool coro__parklot_timers_pending(coro_sched_t *s)
 {
     /* the scheduler's heap only: the workers fire their own.  Relaxed: a
      * hint for the single-threaded driver, whose own jobs are the only ones
      * that add timers there (and a timer's fire is what clears it) */
-    return __atomic_load_n(&s->lot->npend, __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&s->parklot->npend, __ATOMIC_RELAXED) != 0;
 }
 
-int coro__lot_timer_fd(coro_sched_t *s)
+int coro__parklot_timer_fd(coro_sched_t *s)
 {
-    return s->lot->timer.fd;
+    return s->parklot->timer.fd;
 }
 
 /* ---- life ------------------------------------------------------------------------- */
 
-int coro__lot_timers_init(struct coro__lotsched *ls)
+int coro__parklot_timers_init(struct coro__parklot_sched *ls)
 {
     coro__tfd_init(&ls->timer, -1);
     ls->s->timers_next[1] = INT64_MAX;     /* before any worker runs */
@@ -518,7 +518,7 @@ int coro__lot_timers_init(struct coro__lotsched *ls)
     return coro__wt_init(ls->s);
 }
 
-void coro__lot_timers_fini(struct coro__lotsched *ls)
+void coro__parklot_timers_fini(struct coro__parklot_sched *ls)
 {
     coro__wt_fini(ls->s);
     if (ls->timer.fd >= 0)

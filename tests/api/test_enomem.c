@@ -620,7 +620,7 @@ static void scen_shutdown(int workers)
 
 SWEEP(sched_create, scen_create)
 SWEEP(pool_frames_classes_deadlines_groups, scen_pool)
-SWEEP(lot_timers_sleeps_done_timeout, scen_timers)
+SWEEP(parklot_timers_sleeps_done_timeout, scen_timers)
 SWEEP(channels_and_selects, scen_chan)
 SWEEP(io_fd_slots, scen_io)
 SWEEP(blocking, scen_blocking)

@@ -268,7 +268,7 @@ Test(cancel_job, every_kind_of_wait_ends_with_ecanceled_and_later_awaits_too, .t
                 cr_assert_eq(join_end(&jf), 31);
                 cr_assert_eq(first.first, 3);
             }
-            cr_assert_eq(coro__lot_timers_count(s), 0, "the cancelled wait's timer went");
+            cr_assert_eq(coro__parklot_timers_count(s), 0, "the cancelled wait's timer went");
             cr_assert_eq(coro_sched_destroy(s), 0);
             coro_event_destroy(&ev);
             coro_event_destroy(&stop);
@@ -441,7 +441,7 @@ Test(deadline, a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .time
             cr_assert_geq(w.t1, t0 + 50000000, "not before the deadline");
             cr_assert_lt(w.t1, t0 + 5000000000LL, "generous bound");
             cr_assert_eq(w.later, -ETIMEDOUT, "every await after it");
-            cr_assert_eq(coro__lot_timers_count(s), 0);
+            cr_assert_eq(coro__parklot_timers_count(s), 0);
             coro_event_set(&stop);
             cr_assert_eq(join_end(&jb), 3);
             cr_assert_eq(coro_sched_destroy(s), 0);
@@ -664,7 +664,7 @@ Test(done_timeout, times_out_then_returns_the_jobs_own_result_apart, .timeout = 
         cr_assert_eq(block_on_r(s, &d.co, dto_body, NULL), 0);
         cr_assert_eq(d.r1, 0);
         cr_assert_eq(d.res1, -ETIMEDOUT);
-        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro__parklot_timers_count(s), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
     }
@@ -692,7 +692,7 @@ Test(done_timeout, a_cancelled_awaiter_gets_ecanceled, .timeout = 60)
         intptr_t r;
         cr_assert_eq(coro_join_timeout(&n.co, &r, CORO_FOREVER), 0);
         cr_assert_eq(r, -ETIMEDOUT);
-        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro__parklot_timers_count(s), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
     }
@@ -857,7 +857,7 @@ Test(group, members_sleeping_10s_all_see_ecanceled_soon_after_coro_group_cancel,
         }
         cr_assert_eq(coro_group_cancel(&g), 0, "no member left");
         cr_assert_eq(coro_group_destroy(&g), 0);
-        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro__parklot_timers_count(s), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         free(m);
     }

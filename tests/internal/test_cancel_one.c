@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /* coro_cancel of one job reaches its wait through the job's own awaitable
- * (lib/wait/lot.c CANCEL ONE) for every kind of wait: a select, a group
+ * (lib/wait/parklot.c CANCEL ONE) for every kind of wait: a select, a group
  * wait, a call queued for the blocking pool, a signal, a child's exit, a
  * job's end (its joiner slot and the lot).  Many jobs wait, each on an
  * object of its own, after many other objects were waited on; they are
  * cancelled one at a time: each ends with -ECANCELED, every other one is
  * still suspended, and no cancel fell back to the sweep over every
- * structure the scheduler ever waited in (coro__lot_cancel_sweeps). */
+ * structure the scheduler ever waited in (coro__parklot_cancel_sweeps). */
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rt/rt.h"      /* the state word, coro__lot_cancel_sweeps */
+#include "rt/rt.h"      /* the state word, coro__parklot_cancel_sweeps */
 #include "white_box.h"
 
 enum kind { K_SELECT, K_GROUP, K_BLOCKING, K_SIGNAL, K_CHILD, K_DONE, NKINDS };
@@ -201,13 +201,13 @@ static void run_kind(enum kind k, int workers)
     bool gone[2 * NW] = { false };
     for (int step = 0; step < n; step++) {
         int i = (n / 2 + (step % 2 ? -(step + 1) / 2 : step / 2) + n) % n;
-        uint64_t sweeps = coro__lot_cancel_sweeps(s);
+        uint64_t sweeps = coro__parklot_cancel_sweeps(s);
         cr_assert_eq(coro_cancel(&w[i].co), 0);
         cr_assert_eq(join_r(&w[i].co), 0);
         gone[i] = true;
         cr_assert_eq(w[i].res, -ECANCELED, "%s: waiter %d got %ld", kind_name[k], i,
                      (long)w[i].res);
-        cr_assert_eq(coro__lot_cancel_sweeps(s), sweeps,
+        cr_assert_eq(coro__parklot_cancel_sweeps(s), sweeps,
                      "%s: the cancel of one job swept every wait structure", kind_name[k]);
         for (int j = 0; j < n; j++)
             if (!gone[j])

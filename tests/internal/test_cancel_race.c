@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* coro_cancel of one job (lib/wait/lot.c CANCEL ONE): after much history
+/* coro_cancel of one job (lib/wait/parklot.c CANCEL ONE): after much history
  * it still ends the wait, and racing the wake it ends each wait exactly
  * once, with the wake's result or -ECANCELED, for every kind of wait:
  * a sync object (event, with and without a timeout), a job's end (its
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum kind { K_EVENT, K_EVENT_TIMED, K_DONE, K_DONE_LOT, K_FD, K_SLEEP, K_SELECT, K_BLOCKING,
+enum kind { K_EVENT, K_EVENT_TIMED, K_DONE, K_DONE_PARKLOT, K_FD, K_SLEEP, K_SELECT, K_BLOCKING,
             NKIND };
 
 static const char *const kind_name[NKIND] = { "event", "timed event", "done (slot)",
@@ -60,7 +60,7 @@ static int waiter_body(coro_t *co)
     case K_EVENT: CORO_AWAIT(co, coro_event_wait(w->ev, CORO_FOREVER)); break;
     case K_EVENT_TIMED: CORO_AWAIT(co, coro_event_wait(w->ev, 10000000000LL)); break;
     case K_DONE:
-    case K_DONE_LOT: CORO_AWAIT(co, coro_done(w->target)); break;
+    case K_DONE_PARKLOT: CORO_AWAIT(co, coro_done(w->target)); break;
     case K_FD: CORO_AWAIT(co, coro_readable(w->fd, CORO_FOREVER)); break;
     case K_SLEEP: CORO_AWAIT(co, coro_sleep(50000)); break;
     case K_SELECT:
@@ -88,7 +88,7 @@ static bool woken_result(enum kind k, intptr_t r)
 {
     switch (k) {
     case K_DONE:
-    case K_DONE_LOT: return r == 5;
+    case K_DONE_PARKLOT: return r == 5;
     case K_SELECT: return r >= 0;
     case K_BLOCKING: return r == 11;
     default: return r == 0;
@@ -130,11 +130,11 @@ static void race_kind(int workers, enum kind kind, int rounds)
         coro_event_t ev, tev;
         int p[2];
         struct target tg = { .ev = &tev };
-        struct waiter *fw = NULL;      /* K_DONE_LOT: the slot's holder */
+        struct waiter *fw = NULL;      /* K_DONE_PARKLOT: the slot's holder */
         struct waiter w = { .kind = kind, .ev = &ev, .target = &tg.co };
         struct joiner jw, jt, jf;
         atomic_int go = 0;
-        struct waker k = { .kind = kind, .ev = kind == K_DONE || kind == K_DONE_LOT ? &tev : &ev,
+        struct waker k = { .kind = kind, .ev = kind == K_DONE || kind == K_DONE_PARKLOT ? &tev : &ev,
                            .go = &go };
 
         cr_assert_eq(coro_event_init(&ev), 0);
@@ -144,7 +144,7 @@ static void race_kind(int workers, enum kind kind, int rounds)
         k.fd = p[1];
         cr_assert_eq(coro_spawn(s, &tg.co, target_body, NULL), 0);
         join_start(&jt, &tg.co);
-        if (kind == K_DONE_LOT) {
+        if (kind == K_DONE_PARKLOT) {
             /* the joiner slot is taken: our waiter uses the lot */
             fw = calloc(1, sizeof *fw);
             cr_assert_not_null(fw);
@@ -187,7 +187,7 @@ static void race_kind(int workers, enum kind kind, int rounds)
         coro_event_destroy(&ev);
         coro_event_destroy(&tev);
     }
-    cr_assert_eq(coro__lot_timers_count(s), 0, "%s: a cancelled wait's timer stayed",
+    cr_assert_eq(coro__parklot_timers_count(s), 0, "%s: a cancelled wait's timer stayed",
                  kind_name[kind]);
     cr_assert_eq(coro_sched_destroy(s), 0);
     cr_log_info("%s, %d workers: %d woken, %d cancelled", kind_name[kind], workers, woken,

@@ -185,9 +185,9 @@ static void wait_linked(coro_group_t *g)
 {
     int64_t end = coro_now() + 20000000000LL;
     for (;;) {
-        coro__lotb_t *b = coro__lot_lock(&g->done);
-        bool linked = coro__lot_waiting(b, &g->done);
-        coro__lot_unlock(b);
+        coro__parklot_bucket_t *b = coro__parklot_lock(&g->done);
+        bool linked = coro__parklot_waiting(b, &g->done);
+        coro__parklot_unlock(b);
         if (linked)
             return;
         cr_assert_lt(coro_now(), end, "the thread never waited");

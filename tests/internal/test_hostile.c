@@ -174,7 +174,7 @@ Test(hostile, every_timed_await_with_a_huge_timeout_waits_and_then_succeeds, .ti
                     cr_assert_eq(w.own, 77);
                 cr_assert_geq(coro_event_set(&o.stop), 0);
                 cr_assert_eq(join_end(&jt), 77);
-                cr_assert_eq(coro__lot_timers_count(s), 0, "%s: the ended wait's timer went",
+                cr_assert_eq(coro__parklot_timers_count(s), 0, "%s: the ended wait's timer went",
                              kname[k]);
                 cr_assert_eq(coro_close(s, o.sv[0]), 0);
                 cr_assert_eq(coro_close(s, o.sv[1]), 0);

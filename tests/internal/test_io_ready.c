@@ -197,7 +197,7 @@ static void inject_after(int fd, ssize_t n, size_t len)
         return;
     struct coro__io *io = __atomic_load_n(&inj_io, __ATOMIC_ACQUIRE);
     int saved = errno;
-    uint64_t w0 = io ? coro__rdy_load(coro__io_rdy_word(io, fd)) : 0;
+    uint64_t w0 = io ? coro__readiness_load(coro__io_readiness_word(io, fd)) : 0;
     if (!(w0 & CORO__RDY_REG_RD) || __atomic_sub_fetch(&inj_left, 1, __ATOMIC_RELAXED) < 0)
         return;
     char b = 'x';
@@ -206,7 +206,7 @@ static void inject_after(int fd, ssize_t n, size_t len)
     /* bounded: when this thread is the one that handles events, nobody
      * counts the edge meanwhile (the test needs only some that are) */
     for (int64_t until = coro_now() + 200 * MS; coro_now() < until;) {
-        if (coro__rdy_load(coro__io_rdy_word(io, fd)) / CORO__RDY_TICK != w0 / CORO__RDY_TICK) {
+        if (coro__readiness_load(coro__io_readiness_word(io, fd)) / CORO__RDY_TICK != w0 / CORO__RDY_TICK) {
             __atomic_add_fetch(&inj_seen, 1, __ATOMIC_RELAXED);
             break;
         }
@@ -277,7 +277,7 @@ static void edge_before_clear(int workers, bool pipe_)
      * passed before the reader first ran, it then read the byte in its
      * constructor (not registered: nothing injected) and waited for good */
     for (int64_t until = coro_now() + 30000 * MS;
-         !(coro__rdy_load(coro__io_rdy_word(coro__sched_io(s), fds[0])) & CORO__RDY_REG_RD);) {
+         !(coro__readiness_load(coro__io_readiness_word(coro__sched_io(s), fds[0])) & CORO__RDY_REG_RD);) {
         cr_assert_lt(coro_now(), until, "the reader never registered its fd");
         sched_yield();
     }
@@ -339,7 +339,7 @@ static int probe_body(coro_t *co)
         p->res[p->i] = CORO_RESULT(co);
         if (p->i == 0)
             p->word_after_first =
-                coro__rdy_load(coro__io_rdy_word(coro__sched_io(coro_sched_current()), p->fd));
+                coro__readiness_load(coro__io_readiness_word(coro__sched_io(coro_sched_current()), p->fd));
     }
     CORO_END(co);
 }

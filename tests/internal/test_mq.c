@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* White-box tests of coro__mq (lib/base/mq.c): the overflow list's batch take
- * (coro__mq_pop moves a batch from the list into the ring under one lock)
+/* White-box tests of coro__sharedq (lib/base/queues.c): the overflow list's batch take
+ * (coro__sharedq_pop moves a batch from the list into the ring under one lock)
  * keeps FIFO order and neither loses nor duplicates a job under a flood. */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "rt/rt.h"
-#include "base/mq.h"
+#include "base/queues.h"
 
 #define RING 8u                     /* tiny: almost everything overflows */
 
@@ -21,30 +21,30 @@ static coro_t *jobs_new(unsigned n)
     return j;
 }
 
-Test(mq, overflow_batch_take_keeps_fifo)
+Test(sharedq, overflow_batch_take_keeps_fifo)
 {
     static ck_ring_buffer_t buf[RING];
-    struct coro__mq q;
+    struct coro__sharedq q;
     enum { N = 1000 };
     coro_t *j = jobs_new(N);
 
-    cr_assert_eq(coro__mq_init(&q, buf, RING), 0);
+    cr_assert_eq(coro__sharedq_init(&q, buf, RING), 0);
     for (unsigned i = 0; i < N; i++)
-        coro__mq_push(&q, &j[i]);
-    cr_assert_eq(coro__mq_size(&q), N);
+        coro__sharedq_push(&q, &j[i]);
+    cr_assert_eq(coro__sharedq_size(&q), N);
     for (unsigned i = 0; i < N; i++) {
-        coro_t *p = coro__mq_pop(&q);
+        coro_t *p = coro__sharedq_pop(&q);
         cr_assert_not_null(p, "job %u lost", i);
         cr_assert_eq(p, &j[i], "job %u out of order", i);
         cr_assert_null(p->next);
-        cr_assert_eq(coro__mq_size(&q), N - 1 - i);
+        cr_assert_eq(coro__sharedq_size(&q), N - 1 - i);
     }
-    cr_assert_null(coro__mq_pop(&q));
-    cr_assert_eq(coro__mq_size(&q), 0);
+    cr_assert_null(coro__sharedq_pop(&q));
+    cr_assert_eq(coro__sharedq_size(&q), 0);
     /* the ring and the list are usable again after draining */
-    coro__mq_push(&q, &j[0]);
-    cr_assert_eq(coro__mq_pop(&q), &j[0]);
-    coro__mq_fini(&q);
+    coro__sharedq_push(&q, &j[0]);
+    cr_assert_eq(coro__sharedq_pop(&q), &j[0]);
+    coro__sharedq_fini(&q);
     free(j);
 }
 
@@ -53,7 +53,7 @@ Test(mq, overflow_batch_take_keeps_fifo)
 enum { PRODUCERS = 3, CONSUMERS = 3, PER = 20000 };
 
 struct flood {
-    struct coro__mq q;
+    struct coro__sharedq q;
     coro_t *jobs;                   /* PRODUCERS * PER */
     unsigned char *seen;
     unsigned pushed_done;           /* atomic */
@@ -71,10 +71,10 @@ static void *producer(void *a)
     for (unsigned i = 0; i < PER; ) {
         if (i % 3 == 0 && i + 4 <= PER) {
             coro_t *b[4] = { &base[i], &base[i + 1], &base[i + 2], &base[i + 3] };
-            coro__mq_push_batch(&c->f->q, b, 4);
+            coro__sharedq_push_batch(&c->f->q, b, 4);
             i += 4;
         } else {
-            coro__mq_push(&c->f->q, &base[i++]);
+            coro__sharedq_push(&c->f->q, &base[i++]);
         }
     }
     __atomic_add_fetch(&c->f->pushed_done, 1, __ATOMIC_RELEASE);
@@ -89,10 +89,10 @@ static void *consumer(void *a)
     for (int i = 0; i < PRODUCERS; i++)
         last[i] = -1;
     for (;;) {
-        coro_t *p = coro__mq_pop(&f->q);
+        coro_t *p = coro__sharedq_pop(&f->q);
         if (!p) {
             if (__atomic_load_n(&f->pushed_done, __ATOMIC_ACQUIRE) == PRODUCERS &&
-                coro__mq_size(&f->q) == 0)
+                coro__sharedq_size(&f->q) == 0)
                 break;
             continue;
         }
@@ -112,7 +112,7 @@ static void *consumer(void *a)
     return NULL;
 }
 
-Test(mq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
+Test(sharedq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
 {
     static ck_ring_buffer_t buf[RING];
     static struct flood f;
@@ -122,7 +122,7 @@ Test(mq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
     memset(&f, 0, sizeof f);
     f.jobs = jobs_new(PRODUCERS * PER);
     f.seen = calloc(PRODUCERS * PER, 1);
-    cr_assert_eq(coro__mq_init(&f.q, buf, RING), 0);
+    cr_assert_eq(coro__sharedq_init(&f.q, buf, RING), 0);
     for (int i = 0; i < CONSUMERS; i++)
         cr_assert_eq(pthread_create(&ct[i], NULL, consumer, &f), 0);
     for (int i = 0; i < PRODUCERS; i++) {
@@ -137,8 +137,8 @@ Test(mq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
     cr_assert_eq(f.popped, (unsigned)(PRODUCERS * PER));
     for (size_t k = 0; k < (size_t)PRODUCERS * PER; k++)
         cr_assert(f.seen[k], "job %zu lost", k);
-    cr_assert_null(coro__mq_pop(&f.q));
-    coro__mq_fini(&f.q);
+    cr_assert_null(coro__sharedq_pop(&f.q));
+    coro__sharedq_fini(&f.q);
     free(f.seen);
     free(f.jobs);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 /* FIRST TOUCH beyond the worker struct (rt/runtime.c): each worker's
- * served list (sched/cls.c SERVED) and trace ring (sched/trace.c) are
+ * served list (sched/affinity.c SERVED) and trace ring (sched/trace.c) are
  * allocated by the worker's own thread, the one that made its struct, so
  * that on a NUMA machine they sit on its node.  A recording allocator
  * says which thread made each block; the blocks are found by the
@@ -90,12 +90,12 @@ Test(numa2, each_workers_served_list_and_trace_ring_are_made_on_its_own_thread, 
     for (int i = 0; i < NW; i++) {
         struct coro__worker *w = s->w[i];
         cr_assert_not_null(w->served, "worker %d has no served list", i);
-        cr_assert_not_null(w->tring, "worker %d has no trace ring", i);
+        cr_assert_not_null(w->trace_ring, "worker %d has no trace ring", i);
         made[i] = maker_of(w);
         cr_assert(!pthread_equal(made[i], pthread_self()), "struct %d made by the creator", i);
         cr_assert(pthread_equal(maker_of(w->served), made[i]),
                   "worker %d's served list made by another thread", i);
-        cr_assert(pthread_equal(maker_of(w->tring), made[i]),
+        cr_assert(pthread_equal(maker_of(w->trace_ring), made[i]),
                   "worker %d's trace ring made by another thread", i);
         for (int j = 0; j < i; j++)
             cr_assert(!pthread_equal(made[i], made[j]), "workers %d and %d made by one thread",
@@ -121,7 +121,7 @@ Test(numa2, a_single_threaded_scheduler_has_its_served_list_and_trace_ring, .tim
     c.trace_events = 64;
     cr_assert_eq(coro_sched_create(&s, &c), 0);
     cr_assert_not_null(s->w[0]->served);
-    cr_assert_not_null(s->w[0]->tring);
+    cr_assert_not_null(s->w[0]->trace_ring);
     coro_t job = { 0 };
     cr_assert_eq(coro_spawn(s, &job, nop, NULL), 0);
     cr_assert_eq(join_r(&job), 0);

@@ -80,7 +80,7 @@ static int count_rings(coro_sched_t *s)
 {
     int n = 0;
     /* acquire: as the workers read the list */
-    for (struct coro__xq *x = __atomic_load_n(&s->xqs, __ATOMIC_ACQUIRE); x; x = x->next)
+    for (struct coro__subring *x = __atomic_load_n(&s->subrings, __ATOMIC_ACQUIRE); x; x = x->next)
         n++;
     return n;
 }
@@ -451,8 +451,8 @@ static void bursts_meet_parks(coro_sched_t *s, int workers, int rounds)
         want += k;
         int64_t end = coro_now() + 20000000000LL;
         while (atomic_load(&n) < want) {
-            cr_assert_lt(coro_now(), end, "round %d: %ld of %ld jobs ran (asym %d)", round,
-                         atomic_load(&n), want, s->asym);
+            cr_assert_lt(coro_now(), end, "round %d: %ld of %ld jobs ran (use_membarrier %d)", round,
+                         atomic_load(&n), want, s->use_membarrier);
             sched_yield();
         }
         /* the worker that ran them parks again before the next round */
@@ -485,8 +485,8 @@ Test(submit, spawns_from_a_plain_thread_that_meet_parking_workers_all_run_in_bot
             unsetenv("COROKIT_MEMBARRIER");
         for (int workers = 1; workers <= 3; workers += 2) {
             coro_sched_t *s = mk(workers);
-            cr_assert_eq(s->asym, !off && kernel_has_membarrier(),
-                         "COROKIT_MEMBARRIER=%s: asym %d", off ? "0" : "(unset)", s->asym);
+            cr_assert_eq(s->use_membarrier, !off && kernel_has_membarrier(),
+                         "COROKIT_MEMBARRIER=%s: use_membarrier %d", off ? "0" : "(unset)", s->use_membarrier);
             bursts_meet_parks(s, workers, 400);
             cr_assert_eq(coro_sched_destroy(s), 0);
         }
@@ -494,7 +494,7 @@ Test(submit, spawns_from_a_plain_thread_that_meet_parking_workers_all_run_in_bot
     /* a single-threaded scheduler keeps the fence */
     unsetenv("COROKIT_MEMBARRIER");
     coro_sched_t *st = mk(0);
-    cr_assert_not(st->asym);
+    cr_assert_not(st->use_membarrier);
     cr_assert_eq(coro_sched_destroy(st), 0);
 }
 
@@ -504,7 +504,7 @@ Test(submit, a_failed_membarrier_parks_with_a_timeout_and_loses_no_job, .timeout
     if (!kernel_has_membarrier())
         cr_skip_test("no membarrier(2) here: the fence path is the only one");
     coro_sched_t *s = mk(2);
-    cr_assert(s->asym);
+    cr_assert(s->use_membarrier);
     coro__membarrier_fail = true;
     bursts_meet_parks(s, 2, 200);
     /* idle now: a parked worker whose membarrier failed wakes on its own
@@ -525,7 +525,7 @@ static int listed_rings(coro_sched_t *s)
 {
     int n = 0;
     for (int k = 0; k < CORO__XQ_WORDS; k++)
-        n += __builtin_popcountll(__atomic_load_n(&s->xq_bits[k], __ATOMIC_SEQ_CST));
+        n += __builtin_popcountll(__atomic_load_n(&s->subring_bits[k], __ATOMIC_SEQ_CST));
     return n;
 }
 
@@ -564,16 +564,16 @@ Test(submit, rings_of_many_live_threads_leave_the_map_once_drained_in_both_fence
             cr_assert_eq(pthread_create(&t[i], NULL, many_main, &a), 0);
         int64_t end = coro_now() + 60000000000LL;
         while (atomic_load(&n) < (long)THREADS * 40) {
-            cr_assert_lt(coro_now(), end, "%ld of %d jobs ran (asym %d)", atomic_load(&n),
-                         THREADS * 40, s->asym);
+            cr_assert_lt(coro_now(), end, "%ld of %d jobs ran (use_membarrier %d)", atomic_load(&n),
+                         THREADS * 40, s->use_membarrier);
             usleep(1000);
         }
         /* idle now: the workers park (with membarrier: the parks take the
          * empty rings off) and no ring stays on the map while its thread
          * lives on without spawning */
         while (listed_rings(s) != 0) {
-            cr_assert_lt(coro_now(), end, "%d rings still on the map (asym %d)",
-                         listed_rings(s), s->asym);
+            cr_assert_lt(coro_now(), end, "%d rings still on the map (use_membarrier %d)",
+                         listed_rings(s), s->use_membarrier);
             usleep(1000);
         }
         pthread_barrier_wait(&stay);
@@ -614,7 +614,7 @@ static int prio_body(coro_t *co)
 /* the counts of HIGH and LOW jobs (sched/worker.c PRIORITIES) */
 static uint64_t prio_counts(coro_sched_t *s)
 {
-    uint64_t n = __atomic_load_n(&coro__cls_get(s, 0)->nprio, __ATOMIC_SEQ_CST);
+    uint64_t n = __atomic_load_n(&coro__affinity_get(s, 0)->nprio, __ATOMIC_SEQ_CST);
     for (int i = 0; i < s->nslots; i++)
         n += __atomic_load_n(&s->w[i]->nprio, __ATOMIC_SEQ_CST);
     return n;
@@ -654,14 +654,14 @@ Test(submit, the_counts_of_high_and_low_jobs_return_to_zero_once_all_ran, .timeo
 Test(submit, membarrier_is_used_up_to_8_workers_only, .timeout = 60)
 {
     unsetenv("COROKIT_MEMBARRIER");
-    if (sysconf(_SC_NPROCESSORS_ONLN) > CORO__ASYM_MAX_CPUS)
-        cr_skip_test("more than %d online CPUs: never membarrier", CORO__ASYM_MAX_CPUS);
-    coro_sched_t *s = mk(CORO__ASYM_MAX_WORKERS);
-    cr_assert_eq(s->asym, kernel_has_membarrier());
-    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS, 50);
+    if (sysconf(_SC_NPROCESSORS_ONLN) > CORO__MEMBARRIER_MAX_CPUS)
+        cr_skip_test("more than %d online CPUs: never membarrier", CORO__MEMBARRIER_MAX_CPUS);
+    coro_sched_t *s = mk(CORO__MEMBARRIER_MAX_WORKERS);
+    cr_assert_eq(s->use_membarrier, kernel_has_membarrier());
+    bursts_meet_parks(s, CORO__MEMBARRIER_MAX_WORKERS, 50);
     cr_assert_eq(coro_sched_destroy(s), 0);
-    s = mk(CORO__ASYM_MAX_WORKERS + 1);
-    cr_assert_not(s->asym, "%d workers: the full fence", CORO__ASYM_MAX_WORKERS + 1);
-    bursts_meet_parks(s, CORO__ASYM_MAX_WORKERS + 1, 50);
+    s = mk(CORO__MEMBARRIER_MAX_WORKERS + 1);
+    cr_assert_not(s->use_membarrier, "%d workers: the full fence", CORO__MEMBARRIER_MAX_WORKERS + 1);
+    bursts_meet_parks(s, CORO__MEMBARRIER_MAX_WORKERS + 1, 50);
     cr_assert_eq(coro_sched_destroy(s), 0);
 }

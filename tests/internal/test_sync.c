@@ -841,9 +841,9 @@ Test(sync, channel_errors, .timeout = 10)
 static void until_waited_on(const void *key)
 {
     for (bool waiting = false; !waiting; sched_yield()) {
-        coro__lotb_t *b = coro__lot_lock(key);
-        waiting = coro__lot_waiting(b, key);
-        coro__lot_unlock(b);
+        coro__parklot_bucket_t *b = coro__parklot_lock(key);
+        waiting = coro__parklot_waiting(b, key);
+        coro__parklot_unlock(b);
     }
 }
 

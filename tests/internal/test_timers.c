@@ -23,7 +23,7 @@
 
 static void heap_empty(coro_sched_t *s, const char *what, int w)
 {
-    cr_assert_eq(coro__lot_timers_count(s), 0, "%s, %d workers: a lot timer outlived its wait",
+    cr_assert_eq(coro__parklot_timers_count(s), 0, "%s, %d workers: a lot timer outlived its wait",
                  what, w);
     cr_assert_eq(coro__io_next_timer(coro__sched_io(s)), INT64_MAX,
                  "%s, %d workers: an I/O timer outlived its wait", what, w);
@@ -344,7 +344,7 @@ Test(timers, the_heap_keeps_order_and_handles_through_random_pushes_and_removals
     static uint32_t handle[NLIVE];
     static int64_t when[NLIVE];
     static bool live[NLIVE];
-    struct coro__tnode t;
+    struct coro__timer_record t;
     int nlive = 0;
 
     memset(live, 0, sizeof live);
@@ -354,7 +354,7 @@ Test(timers, the_heap_keeps_order_and_handles_through_random_pushes_and_removals
         int i = rand() % NLIVE;
         if (!live[i]) {
             /* a push: few distinct deadlines, so that ties are common */
-            t = (struct coro__tnode){ .deadline = rand() % 500, .p = &job[i],
+            t = (struct coro__timer_record){ .deadline = rand() % 500, .p = &job[i],
                                       .kind = CORO__TK_SLEEP };
             cr_assert_eq(coro__heap_push(&h, &t), 0);
             handle[i] = t.h;

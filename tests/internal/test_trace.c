@@ -451,7 +451,7 @@ Test(trace, a_job_can_write_the_trace_while_the_workers_run, .timeout = 60)
 }
 
 /* What the clock readings saved by the recorder must not distort (lib/sched/trace.h,
- * coro__tr_stamp, coro__trace_begin): the spawns a step makes are stamped
+ * coro__trace_ring_stamp, coro__trace_begin): the spawns a step makes are stamped
  * inside that step, on its lane; a worker's steps never overlap; a step that
  * follows an idle spell starts after the spawn of its job, not at the end of
  * the worker's previous step. */
@@ -712,7 +712,7 @@ Test(trace, plain_threads_spawns_all_appear_in_the_order_each_made_them, .timeou
 
 /* A plain thread reads the clock at its first event, at every
  * CORO__TRACE_THREAD_RUN-th and whenever the coarse clock ticked
- * (sched/trace.h, coro__tr_thread_stamp); an event between readings is
+ * (sched/trace.h, coro__trace_ring_thread_stamp); an event between readings is
  * drawn at the reading before it, or spread over a burst: never later than
  * it happened, at most one coarse tick (1-10 ms) earlier.  So a spawn made
  * after a pause of 50 ms, with no reading due by the count, is drawn at
@@ -748,7 +748,7 @@ Test(trace, a_plain_threads_spawn_after_a_pause_is_drawn_after_the_pause, .timeo
 }
 
 /* A plain thread finds its ring through a thread-local cache, checked
- * inline against the trace's number (sched/trace.h, coro__tr_any): a
+ * inline against the trace's number (sched/trace.h, coro__trace_ring_any): a
  * thread that spawns into two traced schedulers by turns records each
  * spawn in the trace of the scheduler it went to, and so does a thread
  * whose cached ring belonged to a scheduler destroyed since (a new one may

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tests for the wait layer (lib/wait/lot.c): timed waits on every sync kind,
+/* tests for the wait layer (lib/wait/parklot.c): timed waits on every sync kind,
  * timers that belong to their wait, memory, the per-scheduler registry
  * behind CORO_CANCEL, -ENOMEM, the timeout rule - at 0, 1, 2 and 4
  * workers where it applies.  Issue 9's findings 1, 2, 3, 5, 6, 9 and 11
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rt/rt.h"     /* coro__lot_cancel_visits, the job state word */
+#include "rt/rt.h"     /* coro__parklot_cancel_visits, the job state word */
 
 #define MS 1000000LL
 #define SEC (1000 * MS)
@@ -485,7 +485,7 @@ static int nmdrv_body(coro_t *co)
 {
     struct nmdrv *d = CORO_SELF(co, struct nmdrv);
     CORO_BEGIN(co);
-    while (coro__lot_timers_count(coro_sched_current()) < (uint32_t)d->n)
+    while (coro__parklot_timers_count(coro_sched_current()) < (uint32_t)d->n)
         CORO_YIELD(co);     /* every waiter parked with its timer */
     __atomic_store_n(&fail_alloc, 1, __ATOMIC_RELAXED);
     if (coro_spawn(coro_sched_current(), &d->j->co, nm_body, NULL) != 0)
@@ -603,7 +603,7 @@ Test(wait, cancel_on_an_idle_scheduler_visits_no_wait_list_and_grows_no_memory, 
         long rss0 = rss_kib();
         cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
         long rss1 = rss_kib();
-        cr_assert_eq(coro__lot_cancel_visits(s), 0);
+        cr_assert_eq(coro__parklot_cancel_visits(s), 0);
         /* adca440 walked 65,600 buckets: +4.3 MiB */
         cr_assert_lt(rss1 - rss0, 512, "%d workers: RSS grew %ld KiB", w, rss1 - rss0);
         cr_assert_eq(coro_sched_destroy(s), 0);
@@ -633,7 +633,7 @@ Test(wait, cancel_visits_only_the_buckets_its_jobs_parked_in, .timeout = 30)
                     sched_yield();
         }
         cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
-        cr_assert_leq(coro__lot_cancel_visits(s), 2);
+        cr_assert_leq(coro__parklot_cancel_visits(s), 2);
         cr_assert_eq(join_r(&f[0].co), -ECANCELED);
         cr_assert_eq(join_r(&f[1].co), -ECANCELED);
         /* the other scheduler's waiter is untouched */

@@ -116,7 +116,7 @@ Test(wtimer, a_wait_keeps_its_timer_on_its_worker_and_the_other_worker_removes_i
                      cpu0, cpu1);
         cr_assert_eq(coro__wt_count(s), 1, "kind %d: the timer is not in a worker's heap", k);
         cr_assert_eq(coro__wt_get(s, 1)->npend, 1, "kind %d: not in worker 0's heap", k);
-        cr_assert(!coro__lot_timers_pending(s), "kind %d: in the scheduler's heap", k);
+        cr_assert(!coro__parklot_timers_pending(s), "kind %d: in the scheduler's heap", k);
         cr_assert_eq(coro__io_next_timer(coro__sched_io(s)), INT64_MAX, "kind %d", k);
         /* ended from worker 1: the timer goes at once, marked in worker 0's heap */
         o = on_cpu(&b, cpu1);
@@ -127,7 +127,7 @@ Test(wtimer, a_wait_keeps_its_timer_on_its_worker_and_the_other_worker_removes_i
         cr_assert_eq(w.res, k == K_SLEEP ? -ECANCELED : k == K_READ ? 1 : 0, "kind %d: %ld", k,
                      (long)w.res);
         cr_assert_lt(w.took, 5000 * MS, "kind %d: ended by its timer", k);
-        cr_assert_eq(coro__lot_timers_count(s), 0, "kind %d: the timer outlived its wait", k);
+        cr_assert_eq(coro__parklot_timers_count(s), 0, "kind %d: the timer outlived its wait", k);
         coro_event_destroy(&ev);
         close(fds[0]);
         close(fds[1]);
@@ -179,7 +179,7 @@ Test(wtimer, a_stuck_workers_timer_fires_on_time_and_its_job_runs_on_the_other_w
                      k, (long long)(w.took / MS));
         cr_assert_eq(w.ended_on, 1 - w.begun_on, "kind %d: it ran on the stuck worker", k);
         cr_assert_eq(join_r(&h.co), 0);
-        cr_assert_eq(coro__lot_timers_count(s), 0);
+        cr_assert_eq(coro__parklot_timers_count(s), 0);
         cr_assert_eq(coro_sched_destroy(s), 0);
         coro_event_destroy(&ev);
         close(fds[0]);
@@ -199,7 +199,7 @@ Test(wtimer, without_workers_a_wait_keeps_the_schedulers_heap, .timeout = 20)
     cr_assert_eq(w.res, -ETIMEDOUT);
     cr_assert_geq(w.took, 5 * MS);
     cr_assert_eq(w.co.wait_slot, 0, "its timer went with the wait");
-    cr_assert_eq(coro__lot_timers_count(s), 0);
+    cr_assert_eq(coro__parklot_timers_count(s), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
     coro_event_destroy(&ev);
 }

@@ -34,9 +34,9 @@ static inline void wait_suspended(coro_t *co)
 static inline bool parked_on(coro_t *co, const void *key)
 {
     for (int i = 0; i < 100000; i++) {
-        coro__lotb_t *b = coro__lot_lock(key);
+        coro__parklot_bucket_t *b = coro__parklot_lock(key);
         bool p = co->wait_obj == key;
-        coro__lot_unlock(b);
+        coro__parklot_unlock(b);
         if (p)
             return true;
         usleep(100);

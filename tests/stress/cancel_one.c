@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Scenario: coro_cancel of one job reaching its wait through its own
- * awaitable (lib/wait/lot.c CANCEL ONE) races the arm and the other ends
+ * awaitable (lib/wait/parklot.c CANCEL ONE) races the arm and the other ends
  * of that wait, for the waits that it reaches without a sweep since the
  * sweep went: a select (an event branch, a timer branch), a group wait
  * with a timeout, a call for the blocking pool, coro_done of a job that

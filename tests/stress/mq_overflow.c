@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Scenario: a flood through coro__mq's overflow list (lib/base/mq.c).  An
+/* Scenario: a flood through coro__sharedq's overflow list (lib/base/queues.c).  An
  * 8-slot ring, producers pushing singly and in batches, consumers popping
  * (which moves batches from the list into the ring): every job comes out
  * exactly once, and each producer's jobs in order for each consumer.
- * White-box (lib/base/mq.h); under TSan it checks the batch take's ordering. */
+ * White-box (lib/base/queues.h); under TSan it checks the batch take's ordering. */
 #include "scenario.h"
 #include <pthread.h>
 
 #include "rt/rt.h"
-#include "base/mq.h"
+#include "base/queues.h"
 
 #define RING 8u
 enum { PRODUCERS = 3, CONSUMERS = 3 };
 
-static struct coro__mq q;
+static struct coro__sharedq q;
 static ck_ring_buffer_t buf[RING];
 static coro_t *jobs;
 static unsigned char *seen;
@@ -27,10 +27,10 @@ static void *producer(void *a)
     for (unsigned i = 0; i < per; ) {
         if (i % 5 == 0 && i + 3 <= per) {
             coro_t *b[3] = { &base[i], &base[i + 1], &base[i + 2] };
-            coro__mq_push_batch(&q, b, 3);
+            coro__sharedq_push_batch(&q, b, 3);
             i += 3;
         } else {
-            coro__mq_push(&q, &base[i++]);
+            coro__sharedq_push(&q, &base[i++]);
         }
     }
     __atomic_add_fetch(&done_producers, 1, __ATOMIC_RELEASE);
@@ -43,10 +43,10 @@ static void *consumer(void *a)
 
     (void)a;
     for (;;) {
-        coro_t *p = coro__mq_pop(&q);
+        coro_t *p = coro__sharedq_pop(&q);
         if (!p) {
             if (__atomic_load_n(&done_producers, __ATOMIC_ACQUIRE) == PRODUCERS &&
-                coro__mq_size(&q) == 0)
+                coro__sharedq_size(&q) == 0)
                 return NULL;
             continue;
         }
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     jobs = calloc((size_t)PRODUCERS * per, sizeof *jobs);
     seen = calloc((size_t)PRODUCERS * per, 1);
     SCEN_CHECK(jobs && seen, "out of memory");
-    SCEN_CHECK(coro__mq_init(&q, buf, RING) == 0, "init");
+    SCEN_CHECK(coro__sharedq_init(&q, buf, RING) == 0, "init");
     for (intptr_t i = 0; i < CONSUMERS; i++)
         SCEN_CHECK(pthread_create(&ct[i], NULL, consumer, NULL) == 0, "consumer");
     for (intptr_t i = 0; i < PRODUCERS; i++)
@@ -89,10 +89,10 @@ int main(int argc, char **argv)
                (unsigned)PRODUCERS * per);
     for (size_t k = 0; k < (size_t)PRODUCERS * per; k++)
         SCEN_CHECK(seen[k], "job %zu lost", k);
-    SCEN_CHECK(coro__mq_pop(&q) == NULL, "queue not empty");
-    coro__mq_fini(&q);
+    SCEN_CHECK(coro__sharedq_pop(&q) == NULL, "queue not empty");
+    coro__sharedq_fini(&q);
     free(seen);
     free(jobs);
-    puts("mq_overflow: ok");
+    puts("sharedq_overflow: ok");
     return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Scenario: plain threads submitting to the workers through their own
  * rings (lib/sched/worker.c coro__submit, lib/sched/frame.c
- * coro__thread_xq) while the workers take half of a ring at a time and
+ * coro__thread_subring) while the workers take half of a ring at a time and
  * steal from each other: 4 threads at once, each spawning NORMAL jobs
  * (some of which spawn a child, so thieves have local work to take), a
  * HIGH job now and then (an inbox), and exiting with jobs still in its

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Scenario: CORO_CANCEL races every kind of wait of lib/wait/lot.c - jobs in
+/* Scenario: CORO_CANCEL races every kind of wait of lib/wait/parklot.c - jobs in
  * joiner slots (pairs that await each other, fork-join trees that finish
  * while the cancel runs), timed and untimed lot waits (event, mutex,
  * channel), timers firing - across 1/2/4/8 workers.  Checks: shutdown

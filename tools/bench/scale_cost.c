@@ -855,10 +855,10 @@ static void run_memory(int workers)
     long h1 = held();
     /* narrower classes: the nonempty proper subsets of the CPUs, by the
      * bits of k over the first 7 (at most 64 of them: 2^7 - 2 = 126) */
-    int m = n < 7 ? n : 7, ncls = 0;
+    int m = n < 7 ? n : 7, nclasses = 0;
     if (m > workers)
         m = workers;        /* workers sit on the first CPUs */
-    for (long k = 1; k < (1l << m) - 1 && ncls < MAXCLS; k++, ncls++) {
+    for (long k = 1; k < (1l << m) - 1 && nclasses < MAXCLS; k++, nclasses++) {
         coro_cpuset_t set;
         coro_cpuset_zero(&set);
         for (int b = 0; b < m; b++)
@@ -884,7 +884,7 @@ static void run_memory(int workers)
     long h3 = held();
     printf("memory workers=%d bytes=%ld classes=%d bytes_per_class=%.0f "
            "idle_pool_bytes=%ld idle_pool_bytes_per_worker=%.0f\n",
-           workers, h1 - h0, ncls, ncls ? (double)(h2 - h1) / ncls : 0.0, h3 - h2,
+           workers, h1 - h0, nclasses, nclasses ? (double)(h2 - h1) / nclasses : 0.0, h3 - h2,
            (double)(h3 - h2) / workers);
     coro_sched_destroy(s);
     if (held() != h0)

@@ -25,9 +25,9 @@ coro__frames_held
 coro__io_sleep_cancel_looks
 coro__io_thread_timers_off
 coro__io_woken_by
-coro__lot_cancel_sweeps
-coro__lot_cancel_visits
-coro__lot_timers_count
+coro__parklot_cancel_sweeps
+coro__parklot_cancel_visits
+coro__parklot_timers_count
 coro__membarrier_fail
 coro__sys_libc
 coro__test_ncpus

@@ -13,7 +13,7 @@
 #     largest strongly connected component of the "needs a symbol of" graph).
 # Within a layer files may use each other.  The two places where a lower layer
 # calls a higher one go through pointers set by the runtime at create and are
-# therefore not symbols: s->finish (the end of a job) and s->drv (the I/O
+# therefore not symbols: s->finish (the end of a job) and s->driver (the I/O
 # driver an idle worker waits in); both are written down in
 # docs/architecture.md.  Needs the library's objects: `make lib` first (the
 # Makefile's check-layers target does it).

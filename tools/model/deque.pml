@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A worker's local ring as a work-stealing deque (lib/base/mq.c, TAKING
+/* A worker's local ring as a work-stealing deque (lib/base/queues.c, TAKING
  * BACK): ck_ring's counters, c_head (the top, where thieves and the
  * owner's ordinary pops take the oldest job) and p_tail (the bottom, where
  * the owner pushes and takes its newest job back), and a count of the
@@ -7,11 +7,11 @@
  *   owner push:     slot[t] = job; p_tail = t + 1
  *   owner pop:      ck's dequeue: c = c_head, p = p_tail; c == p: empty;
  *                   read slot[c]; CAS c_head c -> c + 1
- *   owner take-back (coro__lq_unpush): t = p_tail; p_tail = t - 1 (an
+ *   owner take-back (coro__localq_unpush): t = p_tail; p_tail = t - 1 (an
  *                   exchange); a thief at work: p_tail = t, refused; else
  *                   h = c_head; h <= t - 1: slot[t - 1] is the owner's;
  *                   h == t: p_tail = t, refused (a thief took it)
- *   thief (coro__lq_steal): stealing++; c = c_head, then d = p_tail - c
+ *   thief (coro__localq_steal): stealing++; c = c_head, then d = p_tail - c
  *                   (signed); d > 0: n = ceil(d / 2), read slots c .. c +
  *                   n - 1, CAS c_head c -> c + n; stealing--
  *
@@ -19,7 +19,7 @@
  * may pop or take back at any point; two thieves that steal at any point,
  * one steal each; the counters never wrap (the ring is larger than J),
  * each load, store, exchange, increment and CAS one step (sequentially
- * consistent: mq.c's exchange, increments and loads of these words are
+ * consistent: queues.c's exchange, increments and loads of these words are
  * seq_cst).
  *
  * Checked: every job is taken exactly once - by a thief, by a pop, by a

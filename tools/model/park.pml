@@ -19,7 +19,7 @@
  *
  * Two modes, each verified (make check-model runs the model as it is and
  * with each -DALSO_* name below):
- *   (default)         asymmetric (s->asym, membarrier(2)): the submitter
+ *   (default)         asymmetric (s->use_membarrier, membarrier(2)): the submitter
  *                     fences with the compiler only, so its push may sit in
  *                     its store buffer (pend) while it reads the idle bits;
  *                     a parking worker's membarrier after step 2 drains

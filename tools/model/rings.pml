@@ -19,7 +19,7 @@
  *
  * Two modes, each verified (make check-model runs the model as it is and
  * with each -DALSO_* name below):
- *   (default)       asymmetric (s->asym, membarrier(2)): the producer's
+ *   (default)       asymmetric (s->use_membarrier, membarrier(2)): the producer's
  *                   fence after its push is the compiler's, so the push may
  *                   sit in its store buffer (pX) while it reads the flag and
  *                   the idle bits.  A worker that takes an empty ring off
@@ -49,7 +49,7 @@
 byte X;                 /* jobs in the ring, visible */
 byte pX;                /* pushed, still in the producer's store buffer */
 bit listed;             /* the ring's flag */
-bit mapped;             /* its bit in s->xq_bits */
+bit mapped;             /* its bit in s->subring_bits */
 byte quiet;             /* 0, or 1 + the worker that took it off unconfirmed */
 bit idle[NW];
 byte epoch[NW];
@@ -80,7 +80,7 @@ inline notify()
     fi
 }
 
-/* an empty ring on the map taken off (xq_quiet_off), after its bit's
+/* an empty ring on the map taken off (subring_quiet_off), after its bit's
  * clear (the guard where it is used) */
 inline take_off()
 {

@@ -20,7 +20,7 @@
  *
  * Two modes, each verified (make check-model runs the model as it is and
  * with each -DALSO_* name below):
- *   (default)       asymmetric (s->asym, membarrier(2)): every notify's
+ *   (default)       asymmetric (s->use_membarrier, membarrier(2)): every notify's
  *                   fence is the compiler's only, so the pushes before it
  *                   (the plain thread's to its ring, a worker's of the rest
  *                   of a batch to its own) may sit in a store buffer (pX,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The wait / timeout / cancel protocol of the parking lot (lib/wait/lot.c,
+/* The wait / timeout / cancel protocol of the parking lot (lib/wait/parklot.c,
  * TIMERS and REGISTRY; the fire path of lib/wait/wtimer.c): a job waits on
  * an event with a timeout, in a bucket, with an entry in the timer heap;
  * a waker sets the event, the timer thread fires due entries, a third

@@ -28,16 +28,16 @@
 
 /* ---- the parking-lot timeout hook (for the sync primitives) --------------------------------- */
 
-static int lot_key;
+static int parklot_key;
 
-static int lot_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+static int parklot_wait_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
 {
     (void)s;
-    /* the lot's own timer (lib/wait/lot.c), fired by the I/O context */
-    return coro__lot_park_job(&lot_key, job, NULL, NULL, res, coro__now() + aw->timeout);
+    /* the lot's own timer (lib/wait/parklot.c), fired by the I/O context */
+    return coro__parklot_park_job(&parklot_key, job, NULL, NULL, res, coro__now() + aw->timeout);
 }
 
-static const struct coro_await_ops lot_wait_ops = { "test-lot-wait", lot_wait_arm };
+static const struct coro_await_ops parklot_wait_ops = { "test-lot-wait", parklot_wait_arm };
 
 struct lw {
     coro_t co;
@@ -48,7 +48,7 @@ struct lw {
 static int lw_body(coro_t *co)
 {
     struct lw *j = CORO_SELF(co, struct lw);
-    coro_await_t a = { .ops = &lot_wait_ops, .timeout = 20 * MS };
+    coro_await_t a = { .ops = &parklot_wait_ops, .timeout = 20 * MS };
     CORO_BEGIN(co);
     j->t = coro_now();
     CORO_AWAIT(co, a);
@@ -57,7 +57,7 @@ static int lw_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, a_parking_lot_wait_times_out_through_the_io_timer, .timeout = 30)
+Test(io, a_parking_parklot_wait_times_out_through_the_io_timer, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {

@@ -19,11 +19,11 @@
  * workers outnumber CPUs, and ThreadSanitizer understands pthread mutexes.
  *
  * The sync objects (the files of lib/sync/) keep their own state under the bucket
- * lock of their address (lib/wait/wait.h: coro__lot_lock/take/link), so a
+ * lock of their address (lib/wait/wait.h: coro__parklot_lock/take/link), so a
  * check of the state and the wait it decides are one atomic step.
  *
  * SELECT.  A select branch's record is claimed through its own hook (the
- * record's fn field, see lib/wait/wait.h), called by coro__lot_take under
+ * record's fn field, see lib/wait/wait.h), called by coro__parklot_take under
  * the record's bucket lock: the lot knows nothing of select.  A record
  * whose select already completed refuses and is dropped, and the next
  * waiter is taken instead, so no wake-up is lost to it.  Odd keys (a
@@ -31,7 +31,7 @@
  * one, so that nesting is never a bucket within itself.
  *
  * TIMERS (a timeout belongs to its wait; the heap and the fire path are in
- * lib/wait/wtimer.c, struct coro__lotsched in lib/wait/lot_impl.h).  A
+ * lib/wait/wtimer.c, struct coro__parklot_sched in lib/wait/parklot_impl.h).  A
  * wait begun on a worker puts its timer in that worker's heap, under that
  * worker's lock (lib/wait/wtimer.c: the same rules, that lock in place of
  * hlock); otherwise each scheduler has one min-heap
@@ -77,7 +77,7 @@
  *     sits in T->joiner (no lot).  It is also linked (next / wait_obj as
  *     prev) on a registry list (one per worker slot, chosen by a hash of
  *     the job's address) under that list's lock, and
- *     keeps the list's index in wait_slot (a spinlock: see jreg_lock).  Whoever unlinks it there owns
+ *     keeps the list's index in wait_slot (a spinlock: see joiner_registry_lock).  Whoever unlinks it there owns
  *     its wake-up: T's finisher (after its exchange of T->joiner took it),
  *     or cancel after a CAS of T->joiner from the job to NULL (T is valid:
  *     its awaiter has not resumed).  A cancel whose CAS fails leaves the
@@ -86,36 +86,36 @@
 #include <sched.h>
 #include <string.h>
 
-#include "wait/lot_impl.h"
+#include "wait/parklot_impl.h"
 #include "sched/trace.h"
 
-#define LOT_SIZE (1u << CORO__LOT_BITS)
-#define SEL_SIZE (1u << CORO__LOT_SEL_BITS)
-#define NBUCKETS (LOT_SIZE + SEL_SIZE)
+#define PARKLOT_SIZE (1u << CORO__PARKLOT_BITS)
+#define SEL_SIZE (1u << CORO__PARKLOT_SEL_BITS)
+#define NBUCKETS (PARKLOT_SIZE + SEL_SIZE)
 
-struct coro__lotb {
+struct coro__parklot_bucket {
     pthread_mutex_t lock;
     coro_t *head, *tail;
 } __attribute__((aligned(64)));
-#define bucket coro__lotb
+#define bucket coro__parklot_bucket
 
 /* zero-initialised: in .bss, touched page by page (glibc's
  * PTHREAD_MUTEX_INITIALIZER is all zeros) */
-static struct bucket lot[LOT_SIZE];
-_Static_assert(CORO__LOT_BITS <= 16, "4 MiB of buckets at most");
+static struct bucket lot[PARKLOT_SIZE];
+_Static_assert(CORO__PARKLOT_BITS <= 16, "4 MiB of buckets at most");
 /* odd keys: a select's own key; taken only after an even bucket */
-static struct bucket sel_lot[SEL_SIZE];
+static struct bucket sel_parklot[SEL_SIZE];
 
 /* The registry lists are held for a handful of stores, on every suspended
  * coro_done: a pthread mutex costs several times the instructions.  The
  * spinlock gives the CPU away after a few tries, so a pre-empted holder
  * (more workers than CPUs) is not spun against. */
-static void jreg_lock(struct jreg *r)
+static void joiner_registry_lock(struct joiner_registry *r)
 {
     coro__spin_lock(&r->lock);
 }
 
-static void jreg_unlock(struct jreg *r)
+static void joiner_registry_unlock(struct joiner_registry *r)
 {
     coro__spin_unlock(&r->lock);
 }
@@ -127,20 +127,20 @@ static struct bucket *bucket_of(const void *key)
     /* the low 4 bits are ignored: k and k + 2 share a bucket */
     uint64_t h = ((uintptr_t)key >> 4) * 0x9e3779b97f4a7c15ull;
     if ((uintptr_t)key & 1)
-        return &sel_lot[h >> (64 - CORO__LOT_SEL_BITS)];
-    return &lot[h >> (64 - CORO__LOT_BITS)];
+        return &sel_parklot[h >> (64 - CORO__PARKLOT_SEL_BITS)];
+    return &lot[h >> (64 - CORO__PARKLOT_BITS)];
 }
 
 static unsigned bucket_index(const struct bucket *b)
 {
-    if (b >= lot && b < lot + LOT_SIZE)
+    if (b >= lot && b < lot + PARKLOT_SIZE)
         return (unsigned)(b - lot);
-    return LOT_SIZE + (unsigned)(b - sel_lot);
+    return PARKLOT_SIZE + (unsigned)(b - sel_parklot);
 }
 
 static struct bucket *bucket_at(unsigned i)
 {
-    return i < LOT_SIZE ? &lot[i] : &sel_lot[i - LOT_SIZE];
+    return i < PARKLOT_SIZE ? &lot[i] : &sel_parklot[i - PARKLOT_SIZE];
 }
 
 /* ---- wait lists --------------------------------------------------------------- */
@@ -167,12 +167,12 @@ static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
     w->next = NULL;
     if (w->flags & CORO__FL_TIMED) {    /* only jobs: threads and branches never */
         w->flags &= (uint8_t)~CORO__FL_TIMED;
-        coro__lot_timer_del(w);
+        coro__parklot_timer_del(w);
     }
 }
 
 /* w: a job or a thread's record (select branches never get here:
- * coro__wl_add turns them into their owner) */
+ * coro__wakelist_add turns them into their owner) */
 static void wake_waiter(coro_t *w, intptr_t res)
 {
     if (w->flags & CORO__FL_THREAD) {
@@ -189,24 +189,24 @@ static void wake_waiter(coro_t *w, intptr_t res)
 
 /* ---- the sync objects' interface (lib/wait/wait.h) ------------------------ */
 
-coro__lotb_t *coro__lot_bucket(const void *key)
+coro__parklot_bucket_t *coro__parklot_bucket(const void *key)
 {
     return bucket_of(key);
 }
 
-coro__lotb_t *coro__lot_lock(const void *key)
+coro__parklot_bucket_t *coro__parklot_lock(const void *key)
 {
     struct bucket *b = bucket_of(key);
     pthread_mutex_lock(&b->lock);
     return b;
 }
 
-void coro__lot_unlock(coro__lotb_t *b)
+void coro__parklot_unlock(coro__parklot_bucket_t *b)
 {
     pthread_mutex_unlock(&b->lock);
 }
 
-coro_t *coro__lot_take(coro__lotb_t *b, const void *key)
+coro_t *coro__parklot_take(coro__parklot_bucket_t *b, const void *key)
 {
     if (!b)
         b = bucket_of(key);     /* the caller holds it */
@@ -226,7 +226,7 @@ coro_t *coro__lot_take(coro__lotb_t *b, const void *key)
     return NULL;
 }
 
-bool coro__lot_waiting(coro__lotb_t *b, const void *key)
+bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key)
 {
     for (coro_t *w = b->head; w; w = w->next)
         if (w->wait_obj == key)
@@ -234,7 +234,7 @@ bool coro__lot_waiting(coro__lotb_t *b, const void *key)
     return false;
 }
 
-void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w)
+void coro__parklot_link(coro__parklot_bucket_t *b, const void *key, coro_t *w)
 {
     w->wait_obj = (void *)key;
     append(b, w);
@@ -245,11 +245,11 @@ void coro__lot_link(coro__lotb_t *b, const void *key, coro_t *w)
 static bool admit(struct bucket *b, coro_t *job)
 {
     coro_sched_t *s = job->sched;
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     unsigned i = bucket_index(b);
     uint64_t bit = coro__bit(i), *word = &ls->parked[coro__bit_word(i)];
 
-    /* seq_cst (the RMW and both loads): against coro__lot_cancel_sched's
+    /* seq_cst (the RMW and both loads): against coro__parklot_cancel_sched's
      * store of s->cancelling and its load of the bits (top of file) */
     if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
         __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
@@ -257,7 +257,7 @@ static bool admit(struct bucket *b, coro_t *job)
            !coro__job_cancelled(job);
 }
 
-int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadline)
+int coro__parklot_park(coro__parklot_bucket_t *b, const void *key, coro_t *job, int64_t deadline)
 {
     coro_sched_t *s = job->sched;
     int rc;
@@ -266,15 +266,15 @@ int coro__lot_park(coro__lotb_t *b, const void *key, coro_t *job, int64_t deadli
         return -ECANCELED;
     deadline = coro__bound_deadline(job, deadline);     /* .deadline */
     if (deadline >= 0) {
-        if ((rc = coro__lot_timer_add(s->lot, job, key, deadline)) < 0)
+        if ((rc = coro__parklot_timer_add(s->parklot, job, key, deadline)) < 0)
             return rc;
         job->flags |= CORO__FL_TIMED;
     }
-    coro__lot_link(b, key, job);
+    coro__parklot_link(b, key, job);
     return 0;
 }
 
-bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w)
+bool coro__parklot_unlink(coro__parklot_bucket_t *b, const void *key, coro_t *w)
 {
     for (coro_t *p = NULL, *x = b->head; x; p = x, x = x->next) {
         if (x == w) {
@@ -287,7 +287,7 @@ bool coro__lot_unlink(coro__lotb_t *b, const void *key, coro_t *w)
     return false;
 }
 
-coro_t *coro__lot_pop_raw(coro__lotb_t *b, const void *key)
+coro_t *coro__parklot_pop_raw(coro__parklot_bucket_t *b, const void *key)
 {
     for (coro_t *p = NULL, *w = b->head; w; p = w, w = w->next) {
         if (w->wait_obj == key) {
@@ -298,12 +298,12 @@ coro_t *coro__lot_pop_raw(coro__lotb_t *b, const void *key)
     return NULL;
 }
 
-coro_await_t *coro__lot_args(coro_t *w)
+coro_await_t *coro__parklot_args(coro_t *w)
 {
     return (w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) ? &w->aw : &w->top->aw;
 }
 
-static void wl_push(coro__wl_t *wl, coro_t *w, intptr_t res)
+static void wakelist_push(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
 {
     /* the pending result rides in the field the wake writes anyway */
     if (w->flags & CORO__FL_THREAD)
@@ -311,11 +311,11 @@ static void wl_push(coro__wl_t *wl, coro_t *w, intptr_t res)
     else
         w->top->result = res;
     w->next = NULL;
-    *wl->tail = w;
-    wl->tail = &w->next;
+    *wakes->tail = w;
+    wakes->tail = &w->next;
 }
 
-void coro__wl_add(coro__wl_t *wl, coro_t *w, intptr_t res)
+void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
 {
     if (w->flags & CORO__FL_PROXY) {
         /* a select branch: its result stays in its record (read by its
@@ -326,15 +326,15 @@ void coro__wl_add(coro__wl_t *wl, coro_t *w, intptr_t res)
         w->result = res;
         w->parent = NULL;
         if (owner)
-            wl_push(wl, owner, (intptr_t)w->cls);
+            wakelist_push(wakes, owner, (intptr_t)w->cls);
         return;
     }
-    wl_push(wl, w, res);
+    wakelist_push(wakes, w, res);
 }
 
-void coro__wl_wake(coro__wl_t *wl)
+void coro__wakelist_wake(coro__wakelist_t *wakes)
 {
-    coro_t *w = wl->head;
+    coro_t *w = wakes->head;
 
     while (w) {
         coro_t *nx = w->next;   /* the wake reuses next */
@@ -342,14 +342,14 @@ void coro__wl_wake(coro__wl_t *wl)
         wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : w->top->result);
         w = nx;
     }
-    coro__wl_init(wl);
+    coro__wakelist_init(wakes);
 }
 
-intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me, int64_t deadline)
+intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, coro_t *me, int64_t deadline)
 {
     me->flags = CORO__FL_THREAD;
     me->state = 0;
-    coro__lot_link(b, key, me);
+    coro__parklot_link(b, key, me);
     pthread_mutex_unlock(&b->lock);
     /* acquire: pairs with wake_waiter's release of the result */
     while (__atomic_load_n(&me->state, __ATOMIC_ACQUIRE) == 0) {
@@ -357,7 +357,7 @@ intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me, int
             continue;
         /* timed out: withdraw, unless a waker has already unlinked us */
         pthread_mutex_lock(&b->lock);
-        bool removed = coro__lot_unlink(b, key, me);
+        bool removed = coro__parklot_unlink(b, key, me);
         pthread_mutex_unlock(&b->lock);
         if (removed)
             return -ETIMEDOUT;
@@ -368,7 +368,7 @@ intptr_t coro__lot_wait_thread(coro__lotb_t *b, const void *key, coro_t *me, int
 
 /* ---- the original interface (lib/sched/sched.h) ------------------------------ */
 
-int coro__lot_park_job(void *key, coro_t *job, coro__lot_validate_fn validate, void *ctx,
+int coro__parklot_park_job(void *key, coro_t *job, coro__parklot_validate_fn validate, void *ctx,
                        intptr_t *res, int64_t deadline)
 {
     struct bucket *b = bucket_of(key);
@@ -379,7 +379,7 @@ int coro__lot_park_job(void *key, coro_t *job, coro__lot_validate_fn validate, v
         pthread_mutex_unlock(&b->lock);
         return CORO__ARM_READY;
     }
-    rc = coro__lot_park(b, key, job, deadline);
+    rc = coro__parklot_park(b, key, job, deadline);
     pthread_mutex_unlock(&b->lock);
     if (rc < 0) {
         *res = rc;
@@ -388,7 +388,7 @@ int coro__lot_park_job(void *key, coro_t *job, coro__lot_validate_fn validate, v
     return CORO__ARM_PENDING;
 }
 
-intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate, void *ctx,
+intptr_t coro__parklot_park_thread(void *key, coro__parklot_validate_fn validate, void *ctx,
                                int64_t deadline)
 {
     struct bucket *b = bucket_of(key);
@@ -401,24 +401,24 @@ intptr_t coro__lot_park_thread(void *key, coro__lot_validate_fn validate, void *
         pthread_mutex_unlock(&b->lock);
         return res;
     }
-    return coro__lot_wait_thread(b, key, &me, deadline);
+    return coro__parklot_wait_thread(b, key, &me, deadline);
 }
 
-int coro__lot_unpark_all(void *key, intptr_t res)
+int coro__parklot_unpark_all(void *key, intptr_t res)
 {
     struct bucket *b = bucket_of(key);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
     coro_t *w;
     int n = 0;
 
-    coro__wl_init(&wl);
+    coro__wakelist_init(&wakes);
     pthread_mutex_lock(&b->lock);
-    while ((w = coro__lot_take(b, key))) {
-        coro__wl_add(&wl, w, res);
+    while ((w = coro__parklot_take(b, key))) {
+        coro__wakelist_add(&wakes, w, res);
         n++;
     }
     pthread_mutex_unlock(&b->lock);
-    coro__wl_wake(&wl);
+    coro__wakelist_wake(&wakes);
     return n;
 }
 
@@ -426,33 +426,33 @@ int coro__lot_unpark_all(void *key, intptr_t res)
 
 /* the registry list of job: a hash of its address, so that coro_cancel
  * of one job finds the one list it may be on (CANCEL ONE) */
-static int jreg_index(const struct coro__lotsched *ls, const coro_t *job)
+static int joiner_registry_index(const struct coro__parklot_sched *ls, const coro_t *job)
 {
     uint64_t h = ((uint64_t)(uintptr_t)job >> 6) * 0x9E3779B97F4A7C15ull;
     return (int)(((h >> 32) * (uint64_t)ls->nreg) >> 32);
 }
 
-int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t *res)
+int coro__parklot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t *res)
 {
-    struct coro__lotsched *ls = s->lot;
-    int idx = jreg_index(ls, job);
-    struct jreg *r = &ls->reg[idx];
+    struct coro__parklot_sched *ls = s->parklot;
+    int idx = joiner_registry_index(ls, job);
+    struct joiner_registry *r = &ls->reg[idx];
     coro_t *none = NULL;
 
     if (__atomic_load_n(&target->joiner, __ATOMIC_RELAXED))
         return -1;
-    jreg_lock(r);
+    joiner_registry_lock(r);
     /* after the lock: cancel locks every list after it set the flag.
      * acquire: as coro__cancelling, inlined on this hot path */
     if (__atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE) || coro__job_cancelled(job)) {
-        jreg_unlock(r);
+        joiner_registry_unlock(r);
         *res = -ECANCELED;
         return CORO__ARM_READY;
     }
     /* acq_rel: one awaiter wins the slot */
     if (!__atomic_compare_exchange_n(&target->joiner, &none, job, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED)) {
-        jreg_unlock(r);
+        joiner_registry_unlock(r);
         return -1;
     }
     job->wait_slot = (uint32_t)idx;     /* published by the CAS below */
@@ -464,7 +464,7 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
             /* it finished (or was never a job) before the flag: undo */
             __atomic_store_n(&target->joiner, NULL, __ATOMIC_RELAXED);
             job->wait_slot = 0;
-            jreg_unlock(r);
+            joiner_registry_unlock(r);
             *res = lst == CORO__S_DONE ? target->result : -EINVAL;
             return CORO__ARM_READY;
         }
@@ -480,11 +480,11 @@ int coro__lot_joiner_arm(coro_sched_t *s, coro_t *target, coro_t *job, intptr_t 
     if (r->head)
         r->head->wait_obj = job;
     r->head = job;
-    jreg_unlock(r);
+    joiner_registry_unlock(r);
     return CORO__ARM_PENDING;
 }
 
-static void jreg_unlink(struct jreg *r, coro_t *w)
+static void joiner_registry_unlink(struct joiner_registry *r, coro_t *w)
 {
     coro_t *prev = w->wait_obj;
     if (prev)
@@ -498,13 +498,13 @@ static void jreg_unlink(struct jreg *r, coro_t *w)
     w->wait_slot = 0;
 }
 
-void coro__lot_joiner_wake(coro_t *w, intptr_t res)
+void coro__parklot_joiner_wake(coro_t *w, intptr_t res)
 {
-    struct jreg *r = &w->sched->lot->reg[w->wait_slot];
+    struct joiner_registry *r = &w->sched->parklot->reg[w->wait_slot];
 
-    jreg_lock(r);
-    jreg_unlink(r, w);
-    jreg_unlock(r);
+    joiner_registry_lock(r);
+    joiner_registry_unlink(r, w);
+    joiner_registry_unlock(r);
     coro__wake(w, res);
 }
 
@@ -517,13 +517,13 @@ static bool cancel_match(coro_t *w, coro_sched_t *s, bool flagged)
     return w->sched == s && (!flagged || coro__job_cancelled(w));
 }
 
-static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro__wl_t *wl)
+static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro__wakelist_t *wakes)
 {
     for (coro_t *p = NULL, *w = b->head; w;) {
         coro_t *nx = w->next;
         if (!(w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) && cancel_match(w, s, flagged)) {
             unlink_after(b, p, w);
-            coro__wl_add(wl, w, -ECANCELED);
+            coro__wakelist_add(wakes, w, -ECANCELED);
         } else {
             p = w;
         }
@@ -536,7 +536,7 @@ static int joiners_sweep(coro_sched_t *s, bool flagged);
 /* flagged: only the jobs that carry CORO__F_CANCEL (coro_cancel) */
 static int cancel_sweep(coro_sched_t *s, bool flagged)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     uint64_t visits = 0;
     int n = 0;
 
@@ -548,15 +548,15 @@ static int cancel_sweep(coro_sched_t *s, bool flagged)
             unsigned i = k * 64 + (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
             struct bucket *b = bucket_at(i);
-            coro__wl_t wl;
-            coro__wl_init(&wl);
+            coro__wakelist_t wakes;
+            coro__wakelist_init(&wakes);
             visits++;
             pthread_mutex_lock(&b->lock);
-            cancel_bucket(b, s, flagged, &wl);
+            cancel_bucket(b, s, flagged, &wakes);
             pthread_mutex_unlock(&b->lock);
-            for (coro_t *w = wl.head; w; w = w->next)
+            for (coro_t *w = wakes.head; w; w = w->next)
                 n++;
-            coro__wl_wake(&wl);
+            coro__wakelist_wake(&wakes);
         }
     }
     n += joiners_sweep(s, flagged);
@@ -569,15 +569,15 @@ static int cancel_sweep(coro_sched_t *s, bool flagged)
  * those that carry CORO__F_CANCEL) */
 static int joiners_sweep(coro_sched_t *s, bool flagged)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     int n = 0;
 
     if (flagged)        /* relaxed: a count for tests, read after their cancels */
         __atomic_add_fetch(&ls->sweeps, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ls->nreg; i++) {
-        struct jreg *r = &ls->reg[i];
+        struct joiner_registry *r = &ls->reg[i];
         coro_t *woken = NULL;
-        jreg_lock(r);
+        joiner_registry_lock(r);
         for (coro_t *w = r->head, *nx; w; w = nx) {
             nx = w->next;
             coro_t *target = w->top->aw.arg[0].p, *me = w;
@@ -587,12 +587,12 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
              * one that empties it owns w's wake-up */
             if (__atomic_compare_exchange_n(&target->joiner, &me, NULL, false,
                                             __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-                jreg_unlink(r, w);
+                joiner_registry_unlink(r, w);
                 w->next = woken;
                 woken = w;
             }
         }
-        jreg_unlock(r);
+        joiner_registry_unlock(r);
         while (woken) {
             coro_t *nx = woken->next;
             woken->next = NULL;
@@ -624,7 +624,7 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
  *     refuses.  A waker that got there first owns the wake: not found.
  *     A select's owner waits on the select's own key, a group's waiter
  *     on the group: the same.  coro_done's joiner slot: the job's
- *     registry list is a hash of its address (jreg_index), so we lock
+ *     registry list is a hash of its address (joiner_registry_index), so we lock
  *     that list, the one its arm holds from its claim of the slot to its
  *     link (or undo): the job is linked there or not at all, and the
  *     slot is ours to empty by the same CAS as the sweep's.
@@ -634,29 +634,29 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
  * structure as for CORO_CANCEL of many.  The dispatch on the awaitable
  * (coro__wait_cancel_job) lives in wait/done.c, which knows the
  * awaitables: the lot knows none of them. */
-void coro__lot_cancel_in_bucket(coro_t *job, const void *key)
+void coro__parklot_cancel_in_bucket(coro_t *job, const void *key)
 {
     struct bucket *b = bucket_of(key);
-    coro__wl_t wl;
+    coro__wakelist_t wakes;
 
-    coro__wl_init(&wl);
+    coro__wakelist_init(&wakes);
     pthread_mutex_lock(&b->lock);
     for (coro_t *p = NULL, *w = b->head; w; p = w, w = w->next)
         if (w == job && w->wait_obj == key) {
             unlink_after(b, p, w);
-            coro__wl_add(&wl, w, -ECANCELED);
+            coro__wakelist_add(&wakes, w, -ECANCELED);
             break;
         }
     pthread_mutex_unlock(&b->lock);
-    coro__wl_wake(&wl);
+    coro__wakelist_wake(&wakes);
 }
 
-void coro__lot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target)
+void coro__parklot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target)
 {
-    struct jreg *r = &s->lot->reg[jreg_index(s->lot, job)];
+    struct joiner_registry *r = &s->parklot->reg[joiner_registry_index(s->parklot, job)];
     bool took = false;
 
-    jreg_lock(r);
+    joiner_registry_lock(r);
     /* by identity only: a job that is not on this list may have resumed,
      * and target is read only while the job is linked (not resumed) */
     for (coro_t *w = r->head; w; w = w->next) {
@@ -667,19 +667,19 @@ void coro__lot_cancel_joiner(coro_sched_t *s, coro_t *job, coro_t *target)
          * joiners_sweep */
         if (__atomic_compare_exchange_n(&target->joiner, &me, NULL, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
-            jreg_unlink(r, job);
+            joiner_registry_unlink(r, job);
             took = true;
         }
         break;
     }
-    jreg_unlock(r);
+    joiner_registry_unlock(r);
     if (took)
         coro__wake(job, -ECANCELED);
 }
 
 static int cancel_sweep(coro_sched_t *s, bool flagged);
 
-int coro__lot_cancel_sched(coro_sched_t *s)
+int coro__parklot_cancel_sched(coro_sched_t *s)
 {
     return cancel_sweep(s, false);
 }
@@ -689,70 +689,70 @@ int coro__lot_cancel_sched(coro_sched_t *s)
  * seq_cst loads of the bits; the parker's seq_cst bit, then its seq_cst
  * load of the flag (admit).  A joiner checks the flag under its registry
  * lock, which the sweep takes after setting it. */
-int coro__lot_cancel_jobs(coro_sched_t *s)
+int coro__parklot_cancel_jobs(coro_sched_t *s)
 {
     return cancel_sweep(s, true);
 }
 
 #ifdef CORO_TEST_HOOKS
-uint64_t coro__lot_cancel_visits(coro_sched_t *s)
+uint64_t coro__parklot_cancel_visits(coro_sched_t *s)
 {
-    return s->lot->visits;
+    return s->parklot->visits;
 }
 
-uint64_t coro__lot_cancel_sweeps(coro_sched_t *s)
+uint64_t coro__parklot_cancel_sweeps(coro_sched_t *s)
 {
-    return __atomic_load_n(&s->lot->sweeps, __ATOMIC_RELAXED);
+    return __atomic_load_n(&s->parklot->sweeps, __ATOMIC_RELAXED);
 }
 #endif
 
 /* ---- per-scheduler life ------------------------------------------------------------ */
 
-int coro__lot_sched_init(coro_sched_t *s)
+int coro__parklot_sched_init(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = coro__alloc(s, sizeof *ls);
+    struct coro__parklot_sched *ls = coro__alloc(s, sizeof *ls);
     int rc;
 
     if (!ls)
         return -ENOMEM;
     ls->s = s;
-    ls->timer.fd = -1;  /* coro__lot_timers_fini may run before init */
-    s->lot = ls;
+    ls->timer.fd = -1;  /* coro__parklot_timers_fini may run before init */
+    s->parklot = ls;
     ls->parked = coro__alloc(s, PARKED_WORDS * sizeof *ls->parked);
     ls->nreg = s->nslots;
     ls->reg = coro__alloc(s, (size_t)ls->nreg * sizeof *ls->reg);
     if (!ls->parked || !ls->reg) {
-        coro__lot_sched_fini(s);
+        coro__parklot_sched_fini(s);
         return -ENOMEM;
     }
-    if ((rc = coro__lot_timers_init(ls)) < 0) {
-        coro__lot_sched_fini(s);
+    if ((rc = coro__parklot_timers_init(ls)) < 0) {
+        coro__parklot_sched_fini(s);
         return rc;
     }
     return 0;
 }
 
-void coro__lot_sched_fini(coro_sched_t *s)
+void coro__parklot_sched_fini(coro_sched_t *s)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
 
     if (!ls)
         return;
     /* after shutdown no job waits: every timer went with its wait */
-    coro__lot_timers_fini(ls);
+    coro__parklot_timers_fini(ls);
     coro__free(s, ls->reg, (size_t)ls->nreg * sizeof *ls->reg);
     coro__free(s, ls->parked, PARKED_WORDS * sizeof *ls->parked);
     coro__free(s, ls, sizeof *ls);
-    s->lot = NULL;
+    s->parklot = NULL;
 }
 
 /* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */
 
 /* the jobs of s in the lot's buckets it parked in and in its joiner
  * registry, each under the lock that keeps them suspended */
-int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
+int coro__parklot_dump(coro_sched_t *s, struct coro__dump *d)
 {
-    struct coro__lotsched *ls = s->lot;
+    struct coro__parklot_sched *ls = s->parklot;
     int64_t now = coro__now();
     int n = 0;
 
@@ -770,8 +770,8 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
                 const coro_await_t *aw = &w->top->aw;
                 const char *kind = aw->ops ? aw->ops->name : "?";
                 if (w->flags & CORO__FL_TIMED) {
-                    /* bucket lock, then the timer's: the order of coro__lot_timer_add */
-                    int64_t dl = w->wait_slot ? coro__lot_timer_deadline(w) : now;
+                    /* bucket lock, then the timer's: the order of coro__parklot_timer_add */
+                    int64_t dl = w->wait_slot ? coro__parklot_timer_deadline(w) : now;
                     coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
                                    w->wait_obj, (double)(dl - now) / 1e6);
                 } else {
@@ -783,13 +783,13 @@ int coro__lot_dump(coro_sched_t *s, struct coro__dump *d)
         }
     }
     for (int i = 0; i < ls->nreg; i++) {
-        struct jreg *r = &ls->reg[i];
-        jreg_lock(r);
+        struct joiner_registry *r = &ls->reg[i];
+        joiner_registry_lock(r);
         for (coro_t *w = r->head; w; w = w->next) {
             coro__dump_job(d, w, "done of job %p (coro_done)", w->top->aw.arg[0].p);
             n++;
         }
-        jreg_unlock(r);
+        joiner_registry_unlock(r);
     }
     return n;
 }

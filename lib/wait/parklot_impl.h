@@ -1,23 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* private: what lib/wait/lot.c (wait lists, registry) and lib/wait/wtimer.c
+/* private: what lib/wait/parklot.c (wait lists, registry) and lib/wait/wtimer.c
  * (the lot's timers) share; never installed. */
-#ifndef COROKIT_LOT_IMPL_H
-#define COROKIT_LOT_IMPL_H
+#ifndef COROKIT_PARKLOT_IMPL_H
+#define COROKIT_PARKLOT_IMPL_H
 
 #include "wait/wait.h"
 
-struct jreg {
+struct joiner_registry {
     uint32_t lock;          /* a spinlock: a few pointer writes under it */
     coro_t *head;           /* linked through next; prev in wait_obj */
     char pad[CORO__CACHELINE - 2 * sizeof(coro_t *)];
 };
 
-struct coro__lotsched {
+struct coro__parklot_sched {
     coro_sched_t *s;
     /* timers */
     pthread_mutex_t hlock;
-    struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_LOT */
-    uint32_t npend;         /* atomic copy of the heap's live count, for coro__lot_timers_pending */
+    struct coro__heap heap; /* lib/wait/heap.c, kind CORO__TK_PARKLOT */
+    uint32_t npend;         /* atomic copy of the heap's live count, for coro__parklot_timers_pending */
     struct coro__tfd timer; /* its timerfd (lib/wait/tfd.c) */
     /* the workers' timers (lib/wait/wtimer.c), NULL without workers */
     struct coro__wtimers *wt;
@@ -25,7 +25,7 @@ struct coro__lotsched {
     /* registry */
     uint64_t *parked;       /* NBUCKETS bits */
     int nreg;
-    struct jreg *reg;       /* one per worker slot */
+    struct joiner_registry *reg;       /* one per worker slot */
     uint64_t visits;        /* buckets the last cancel visited (tests) */
     uint64_t sweeps;        /* sweeps of the joiner registries for flagged jobs (tests) */
 };
@@ -33,19 +33,19 @@ struct coro__lotsched {
 
 /* wait/wtimer.c, under the waiter's bucket lock: arm w's timer (0 or
  * -ENOMEM) / remove it (w carries CORO__FL_TIMED) */
-CORO__HIDDEN int coro__lot_timer_add(struct coro__lotsched *ls, coro_t *w, const void *key,
+CORO__HIDDEN int coro__parklot_timer_add(struct coro__parklot_sched *ls, coro_t *w, const void *key,
                                      int64_t deadline);
-CORO__HIDDEN void coro__lot_timer_del(coro_t *w);
+CORO__HIDDEN void coro__parklot_timer_del(coro_t *w);
 /* under w's bucket lock, w timed: its timer's deadline (coro_sched_dump) */
-CORO__HIDDEN int64_t coro__lot_timer_deadline(coro_t *w);
+CORO__HIDDEN int64_t coro__parklot_timer_deadline(coro_t *w);
 /* wait/wtimer.c: the heap, the lock and the timerfd (0 or -ENOMEM/-errno) */
-CORO__HIDDEN int coro__lot_timers_init(struct coro__lotsched *ls);
-CORO__HIDDEN void coro__lot_timers_fini(struct coro__lotsched *ls);
+CORO__HIDDEN int coro__parklot_timers_init(struct coro__parklot_sched *ls);
+CORO__HIDDEN void coro__parklot_timers_fini(struct coro__parklot_sched *ls);
 /* wait/wtimer.c: the workers' heaps, made at the lot's init (after the
  * workers' structs, before they run); 0 or -ENOMEM */
 CORO__HIDDEN int coro__wt_init(coro_sched_t *s);
 CORO__HIDDEN void coro__wt_fini(coro_sched_t *s);
-/* wait/lot.c: the bucket of key (not locked) */
-CORO__HIDDEN coro__lotb_t *coro__lot_bucket(const void *key);
+/* wait/parklot.c: the bucket of key (not locked) */
+CORO__HIDDEN coro__parklot_bucket_t *coro__parklot_bucket(const void *key);
 
 #endif

@@ -9,51 +9,51 @@
 
 #include "sched/frame_impl.h"
 
-struct coro__xq *coro__thread_xq(coro_sched_t *s)
+struct coro__subring *coro__thread_subring(coro_sched_t *s)
 {
     struct coro__frames *fr = s->frames;
     struct fpool *p = fr ? coro__frame_tc_get(fr, true) : NULL;
 
     if (!p)
         return NULL;
-    if (CORO__LIKELY(p->xq != NULL))
-        return p->xq;
+    if (CORO__LIKELY(p->subring != NULL))
+        return p->subring;
     /* the table of rings by index (sched/rings.c RINGS), made once */
-    struct coro__xq **tab = __atomic_load_n(&s->xq_tab, __ATOMIC_ACQUIRE);
+    struct coro__subring **tab = __atomic_load_n(&s->subring_tab, __ATOMIC_ACQUIRE);
     if (!tab) {
-        struct coro__xq **t = coro__alloc(s, CORO__XQ_MAX * sizeof *t);
+        struct coro__subring **t = coro__alloc(s, CORO__XQ_MAX * sizeof *t);
         if (!t)
             return NULL;
         memset(t, 0, CORO__XQ_MAX * sizeof *t);
         /* acq_rel: publishes the zeroed table / acquires the winner's */
-        if (__atomic_compare_exchange_n(&s->xq_tab, &tab, t, false, __ATOMIC_ACQ_REL,
+        if (__atomic_compare_exchange_n(&s->subring_tab, &tab, t, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE))
             tab = t;
         else
             coro__free(s, t, CORO__XQ_MAX * sizeof *t);
     }
     /* relaxed: a counter; past the limit the thread uses the inboxes */
-    if (__atomic_load_n(&s->nxq, __ATOMIC_RELAXED) >= CORO__XQ_MAX)
+    if (__atomic_load_n(&s->nsubrings, __ATOMIC_RELAXED) >= CORO__XQ_MAX)
         return NULL;
-    struct coro__xq *q = coro__alloc_aligned(s, XQ_BYTES);
+    struct coro__subring *q = coro__alloc_aligned(s, XQ_BYTES);
     if (!q)
         return NULL;
-    uint32_t idx = __atomic_fetch_add(&s->nxq, 1, __ATOMIC_RELAXED);
+    uint32_t idx = __atomic_fetch_add(&s->nsubrings, 1, __ATOMIC_RELAXED);
     if (idx >= CORO__XQ_MAX) {
         coro__free_aligned(s, q, XQ_BYTES);
         return NULL;
     }
-    coro__lq_init(&q->q, q->buf, CORO__XQ_SIZE);
+    coro__localq_init(&q->q, q->buf, CORO__XQ_SIZE);
     q->idx = idx;
     /* release: the ring's initialisation before a worker that finds its
      * bit (set only after this, by its producer) reads the entry */
     __atomic_store_n(&tab[idx], q, __ATOMIC_RELEASE);
-    struct coro__xq *h = __atomic_load_n(&s->xqs, __ATOMIC_RELAXED);
+    struct coro__subring *h = __atomic_load_n(&s->subrings, __ATOMIC_RELAXED);
     do
         q->next = h;
     /* release: the ring's initialisation before workers reach it */
-    while (!__atomic_compare_exchange_n(&s->xqs, &h, q, true, __ATOMIC_RELEASE,
+    while (!__atomic_compare_exchange_n(&s->subrings, &h, q, true, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
-    p->xq = q;
+    p->subring = q;
     return q;
 }

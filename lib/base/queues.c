@@ -3,7 +3,7 @@
  *
  * corokit uses two ck_ring flavours and adds nothing lock-free of its own:
  *
- *  - coro__mq: many producers, many consumers, for the per-worker
+ *  - coro__sharedq: many producers, many consumers, for the per-worker
  *    inboxes, the per-class queues and the global injection queue (class
  *    0).  Consumers dequeue lock-free (ck_ring_dequeue_spmc: one CAS).
  *    Producers serialise on a mutex and enqueue with the single-producer
@@ -18,10 +18,10 @@
  *    overflow list is not empty, pushes go to it too, so a job is never
  *    overtaken by a later push for long.
  *
- *  - coro__lq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
+ *  - coro__localq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
  *    owner, ck_ring_dequeue_spmc by the owner and by thieves).  ck has no
  *    work-stealing deque, and none that takes a batch at once: a thief
- *    takes half a ring with one CAS (coro__lq_pop_batch, coro__lq_steal,
+ *    takes half a ring with one CAS (coro__localq_pop_batch, coro__localq_steal,
  *    ck's dequeue moved by n), and the owner takes its newest job back
  *    as a Chase-Lev deque's owner does (TAKING BACK below).
  *
@@ -30,10 +30,10 @@
  * fields written before a push are then seen as ordered before the pop);
  * tools/ci/tsan.supp names the two ck functions whose internal races are false.
  */
-#include "base/mq.h"
+#include "base/queues.h"
 #include "base/base.h"
 
-int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
+int coro__sharedq_init(struct coro__sharedq *q, ck_ring_buffer_t *buf, unsigned size)
 {
     /* size must be a power of two (ck does not check); capacity is size-1 */
     ck_ring_init(&q->ring, size);
@@ -43,12 +43,12 @@ int coro__mq_init(struct coro__mq *q, ck_ring_buffer_t *buf, unsigned size)
     return -pthread_mutex_init(&q->lock, NULL);
 }
 
-void coro__mq_fini(struct coro__mq *q)
+void coro__sharedq_fini(struct coro__sharedq *q)
 {
     pthread_mutex_destroy(&q->lock);
 }
 
-void coro__mq_push(struct coro__mq *q, coro_t *job)
+void coro__sharedq_push(struct coro__sharedq *q, coro_t *job)
 {
     pthread_mutex_lock(&q->lock);
     if (q->overflow_n == 0) {
@@ -70,7 +70,7 @@ void coro__mq_push(struct coro__mq *q, coro_t *job)
     pthread_mutex_unlock(&q->lock);
 }
 
-void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
+void coro__sharedq_push_batch(struct coro__sharedq *q, coro_t **jobs, unsigned n)
 {
     unsigned i = 0;
 
@@ -92,7 +92,7 @@ void coro__mq_push_batch(struct coro__mq *q, coro_t **jobs, unsigned n)
     pthread_mutex_unlock(&q->lock);
 }
 
-coro_t *coro__mq_pop_slow(struct coro__mq *q)
+coro_t *coro__sharedq_pop_slow(struct coro__sharedq *q)
 {
     coro_t *job = NULL;
 
@@ -133,21 +133,21 @@ coro_t *coro__mq_pop_slow(struct coro__mq *q)
         q->head = n;
         if (!n)
             q->tail = NULL;
-        /* relaxed: see coro__mq_push */
+        /* relaxed: see coro__sharedq_push */
         __atomic_store_n(&q->overflow_n, q->overflow_n - moved, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&q->lock);
     return job;
 }
 
-void coro__lq_init(struct coro__lq *q, ck_ring_buffer_t *buf, unsigned size)
+void coro__localq_init(struct coro__localq *q, ck_ring_buffer_t *buf, unsigned size)
 {
     ck_ring_init(&q->ring, size);
     q->buf = buf;
     q->stealing = 0;
 }
 
-bool coro__lq_push(struct coro__lq *q, coro_t *job)
+bool coro__localq_push(struct coro__localq *q, coro_t *job)
 {
     CORO__TSAN_RELEASE(q);
     return ck_ring_enqueue_spmc(&q->ring, q->buf, job);
@@ -158,7 +158,7 @@ bool coro__lq_push(struct coro__lq *q, coro_t *job)
  * head by n instead of 1.  ck has no batch dequeue; a thief taking half a
  * ring one CAS per job paid one transfer of the head's line per job
  * (and the producer, which reads the head at every push, another). */
-unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
+unsigned coro__localq_pop_batch(struct coro__localq *q, coro_t **out, unsigned max)
 {
     ck_ring_t *r = &q->ring;
     const unsigned mask = r->mask;
@@ -192,7 +192,7 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
  * tail read before several take-backs can reach the newest job from a
  * head far below it, where Chase-Lev's owner check (is the head just
  * below my job?) does not look.  So thieves announce themselves:
- *   thief (coro__lq_steal): stealing++; c = c_head, then p = p_tail and
+ *   thief (coro__localq_steal): stealing++; c = c_head, then p = p_tail and
  *     n = p - c as a signed number; n > 0: copy the ceil(n / 2) oldest
  *     slots and CAS c_head c -> c + ceil(n / 2); stealing--
  *   owner, taking back the job in slot t - 1 (t = p_tail):
@@ -211,12 +211,12 @@ unsigned coro__lq_pop_batch(struct coro__lq *q, coro_t **out, unsigned max)
  * waits as a queued job does.  Steals are rare next to take-backs, so the
  * count's two RMWs per steal cost the hot path one load.
  * While the owner is between steps 1 and 3 p_tail may be one below c_head
- * (a thief took the last job): thieves and coro__lq_size read the
+ * (a thief took the last job): thieves and coro__localq_size read the
  * difference as a signed number, and no one else reads the ring (the
  * owner's own pops are its own thread's; coro_sched_dump skips a torn
  * read).  tools/model/deque.pml checks this with two thieves, and rejects
  * an owner that skips step 2 or reads the count before step 1. */
-bool coro__lq_unpush(struct coro__lq *q, coro_t *job)
+bool coro__localq_unpush(struct coro__localq *q, coro_t *job)
 {
     ck_ring_t *r = &q->ring;
     /* relaxed: only this thread writes p_tail and the slots */
@@ -238,7 +238,7 @@ bool coro__lq_unpush(struct coro__lq *q, coro_t *job)
     return false;
 }
 
-unsigned coro__lq_steal(struct coro__lq *q, coro_t **out, unsigned max)
+unsigned coro__localq_steal(struct coro__localq *q, coro_t **out, unsigned max)
 {
     ck_ring_t *r = &q->ring;
     const unsigned mask = r->mask;

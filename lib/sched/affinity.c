@@ -5,8 +5,8 @@
  * belongs to.
  *
  * Who touches what: the table (s->cls, CORO__MAX_CLASSES pointers) is
- * written only under s->cls_lock, each entry once, and published with a
- * release store of the entry and then of s->ncls; readers (spawn's lookup,
+ * written only under s->class_lock, each entry once, and published with a
+ * release store of the entry and then of s->nclasses; readers (spawn's lookup,
  * workers) load with acquire and never lock.  A class is never freed before
  * the scheduler, so no reclamation scheme (ck_epoch) is needed.  Each
  * worker's served[] list grows the same way: entry first, then a release
@@ -18,7 +18,7 @@
  * made when a mask first needs it.  SERVED: a worker's list is made by the
  * worker's own thread before it runs (coro__served_init; rt/runtime.c FIRST
  * TOUCH), with room for SERVED_FIRST classes, so that the array its every
- * look reads sits on its node; it doubles under cls_lock when full (that
+ * look reads sits on its node; it doubles under class_lock when full (that
  * one made by the thread that interns the class: past the first few
  * classes, which are rare): the entries are copied to the new
  * array before a release store of its pointer, and the old array is kept
@@ -36,22 +36,22 @@
 
 #include "sched/sched.h"
 
-static size_t cls_bytes(unsigned qsize)
+static size_t class_bytes(unsigned qsize)
 {
-    return sizeof(struct coro__cls) + CORO__NPRIO * qsize * sizeof(ck_ring_buffer_t);
+    return sizeof(struct coro__affinity_class) + CORO__NPRIO * qsize * sizeof(ck_ring_buffer_t);
 }
 
-static void cls_free(coro_sched_t *s, struct coro__cls *c)
+static void class_free(coro_sched_t *s, struct coro__affinity_class *c)
 {
     for (int p = 0; p < CORO__NPRIO; p++)
-        coro__mq_fini(&c->q[p]);
-    coro__free(s, c, cls_bytes(c->qsize));
+        coro__sharedq_fini(&c->q[p]);
+    coro__free(s, c, class_bytes(c->qsize));
 }
 
-static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const coro_cpuset_t *cpus,
+static struct coro__affinity_class *class_new(coro_sched_t *s, const uint64_t *wmask, const coro_cpuset_t *cpus,
                                  unsigned qsize)
 {
-    struct coro__cls *c = coro__alloc(s, cls_bytes(qsize));
+    struct coro__affinity_class *c = coro__alloc(s, class_bytes(qsize));
     ck_ring_buffer_t *b;
 
     if (!c)
@@ -63,7 +63,7 @@ static struct coro__cls *cls_new(coro_sched_t *s, const uint64_t *wmask, const c
     for (int i = 0; i < CORO__WMASK_WORDS; i++)
         c->nworkers += __builtin_popcountll(wmask[i]);
     for (int p = 0; p < CORO__NPRIO; p++)
-        coro__mq_init(&c->q[p], b + p * qsize, qsize);
+        coro__sharedq_init(&c->q[p], b + p * qsize, qsize);
     return c;
 }
 
@@ -79,7 +79,7 @@ struct served {
 /* the room of a worker's first served array */
 #define SERVED_FIRST 8
 
-/* under cls_lock (or before w runs and classes exist): room for one more
+/* under class_lock (or before w runs and classes exist): room for one more
  * entry in w's list; 0 or -ENOMEM */
 static int served_room(coro_sched_t *s, struct coro__worker *w)
 {
@@ -116,51 +116,51 @@ void coro__served_fini(coro_sched_t *s, struct coro__worker *w)
     w->served_cap = 0;
 }
 
-int coro__cls_init(coro_sched_t *s, const int *cpus, int ncpus)
+int coro__affinity_init(coro_sched_t *s, const int *cpus, int ncpus)
 {
     coro_cpuset_t all;
 
-    pthread_mutex_init(&s->cls_lock, NULL);
+    pthread_mutex_init(&s->class_lock, NULL);
     s->cls = coro__alloc(s, CORO__MAX_CLASSES * sizeof *s->cls);
     if (!s->cls)
         return -ENOMEM;
     coro_cpuset_zero(&all);
     for (int i = 0; i < ncpus; i++)
         coro_cpuset_add(&all, cpus[i]);
-    s->cls[0] = cls_new(s, s->all_wmask, &all, CORO__CLASS_SIZE);
+    s->cls[0] = class_new(s, s->all_wmask, &all, CORO__CLASS_SIZE);
     if (!s->cls[0])
         return -ENOMEM;
-    s->ncls = 1;
+    s->nclasses = 1;
     return 0;
 }
 
-void coro__cls_fini(coro_sched_t *s)
+void coro__affinity_fini(coro_sched_t *s)
 {
     if (!s->cls)
         return;
-    for (uint32_t i = 0; i < s->ncls; i++)
+    for (uint32_t i = 0; i < s->nclasses; i++)
         if (s->cls[i])
-            cls_free(s, s->cls[i]);
+            class_free(s, s->cls[i]);
     coro__free(s, s->cls, CORO__MAX_CLASSES * sizeof *s->cls);
     s->cls = NULL;
-    pthread_mutex_destroy(&s->cls_lock);
+    pthread_mutex_destroy(&s->class_lock);
 }
 
-static int cls_find(coro_sched_t *s, const uint64_t *wmask)
+static int class_find(coro_sched_t *s, const uint64_t *wmask)
 {
     /* acquire: pairs with the release store of the count when a class is
      * added (below): every class under n is complete */
-    uint32_t n = __atomic_load_n(&s->ncls, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&s->nclasses, __ATOMIC_ACQUIRE);
 
     for (uint32_t i = 1; i < n; i++) {
-        struct coro__cls *c = coro__cls_get(s, i);
+        struct coro__affinity_class *c = coro__affinity_get(s, i);
         if (memcmp(c->wmask, wmask, sizeof c->wmask) == 0)
             return (int)i;
     }
     return -1;
 }
 
-int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
+int coro__affinity_intern(coro_sched_t *s, const coro_cpuset_t *aff)
 {
     uint64_t wmask[CORO__WMASK_WORDS] = { 0 };
     coro_cpuset_t cut;
@@ -189,29 +189,29 @@ int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
         return 0;
     if (coro_cpuset_count(&cut) == 0)
         return -EINVAL;
-    if ((idx = cls_find(s, wmask)) > 0)
+    if ((idx = class_find(s, wmask)) > 0)
         return idx;
 
-    pthread_mutex_lock(&s->cls_lock);
-    if ((idx = cls_find(s, wmask)) > 0)
+    pthread_mutex_lock(&s->class_lock);
+    if ((idx = class_find(s, wmask)) > 0)
         goto out;
     idx = -ENOMEM;
-    if (s->ncls >= CORO__MAX_CLASSES)
+    if (s->nclasses >= CORO__MAX_CLASSES)
         goto out;
     /* room in every served list first: nothing to undo once published */
     for (int i = 0; i < s->nslots; i++)
         if (coro__bit_test(wmask, i) && served_room(s, s->w[i]) < 0)
             goto out;
-    struct coro__cls *c = cls_new(s, wmask, &cut, CORO__CLASS_NARROW_SIZE);
+    struct coro__affinity_class *c = class_new(s, wmask, &cut, CORO__CLASS_NARROW_SIZE);
     if (!c)
         goto out;
-    idx = (int)s->ncls;
+    idx = (int)s->nclasses;
     /* release: the class's contents before its pointer, the pointer before
      * the count that lets readers look at it */
     __atomic_store_n(&s->cls[idx], c, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->ncls, (uint32_t)idx + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->nclasses, (uint32_t)idx + 1, __ATOMIC_RELEASE);
     for (int i = 0; i < s->nslots; i++) {
-        if (!coro__cls_allows(c, i))
+        if (!coro__affinity_allows(c, i))
             continue;
         struct coro__worker *w = s->w[i];
         uint32_t n = w->nserved;
@@ -220,6 +220,6 @@ int coro__cls_intern(coro_sched_t *s, const coro_cpuset_t *aff)
         __atomic_store_n(&w->nserved, n + 1, __ATOMIC_RELEASE);
     }
 out:
-    pthread_mutex_unlock(&s->cls_lock);
+    pthread_mutex_unlock(&s->class_lock);
     return idx;
 }
