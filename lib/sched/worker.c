@@ -153,18 +153,21 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
     return true;
 }
 
-/* DUE TIMERS.  The timers' heaps fire at their timerfds, whose holder is
- * the I/O thread while every worker is busy - a thread the kernel must
- * first give a CPU: on a machine whose every CPU runs a busy worker it
- * waits in the run queue behind them (a scheduler tick or more:
- * docs/recipes.md has a periodic sleep beside a busy job).  So a busy worker fires what is
- * due itself at each yield - the point where a CPU-bound job gives its
- * worker away - as Go's scheduler checks its timers at each schedule:
- * two relaxed loads of a line only the timers write
- * (coro_sched.timers_next), and with a timer armed one clock reading;
- * with one due, the I/O layer fires both heaps here (their locks are per
- * scheduler, the fire path the I/O thread's). What it wakes runs by its
- * mask and priority, ahead of the yielder (DEFERRED YIELDS) */
+/* DUE TIMERS.  A timed wait begun on a worker puts its timer in that
+ * worker's own heap (lib/wait/wtimer.c), and the worker fires it: at each
+ * yield - the point where a CPU-bound job gives its worker away, as Go's
+ * scheduler checks its timers at each schedule - every CORO__IO_POLL_STEPS
+ * steps, and before it parks (the park's timeout is its own next
+ * deadline).  The look is one relaxed load of the worker's own line
+ * (coro__worker.timer_next) and, with a timer armed, one clock reading.
+ * The waits begun off the workers keep the scheduler's heaps, which fire at
+ * their timerfds; their holder is the I/O thread while every worker is
+ * busy - a thread the kernel must first give a CPU, which on a machine
+ * whose every CPU runs a busy worker waits behind them (docs/recipes.md
+ * has a periodic sleep beside a busy job) - so a yield also fires what is
+ * due there (coro_sched.timers_next, two more relaxed loads).  What a
+ * fire wakes runs by its mask and priority, ahead of the yielder
+ * (DEFERRED YIELDS) */
 __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, int64_t d,
                                                      int64_t own)
 {

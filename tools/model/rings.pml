@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The map of submission rings that hold work (lib/sched/worker.c RINGS)
+/* The map of submission rings that hold work (lib/sched/rings.c RINGS)
  * with the park protocol: a plain thread pushes NJ jobs into its ring and
  * lists the ring when its flag reads 0; workers read the ring while its
  * bit is set, take a job, and take an empty ring off the map (bit, then
