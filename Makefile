@@ -407,7 +407,7 @@ check-docs: lib
 	$(Q)tools/ci/check-arch-table.py
 
 check-build: lib
-	$(Q)CC=$(CC) tools/ci/check-build.sh $(B)
+	+$(Q)CC=$(CC) tools/ci/check-build.sh $(B)
 
 check-compile-fail:
 	$(Q)tools/ci/check-compile-fail.sh $(CC)
