@@ -112,6 +112,29 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
     return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
 }
 
+/* how long the I/O thread, holding the token, may block in epoll_wait (ns,
+ * -1: until an event).  The workers' own timers are not in the epoll set:
+ * a worker in a long step fires its heap only after that step, so we fire
+ * the heaps of the workers whose deadline passed CORO__IO_STANDBY_NS ago
+ * (as coro__io_main does without the token), and wake for the earliest
+ * one.  A timer pushed after we went to sleep tells us nothing, so the
+ * sleep is bounded by the same safety net as the deep standby
+ * (CORO__IO_DEEP_STANDBY_NS).  Without the workers' heaps (no workers) every
+ * timer is in the scheduler's heaps, whose timerfds are in the set. */
+static int64_t iot_bound(struct coro__io *io)
+{
+    if (!coro__wt_homes(io->s))
+        return -1;
+    int fired = 0;
+    int64_t now = coro__now();
+    int64_t until = coro__wt_expire_stuck(io->s, now, CORO__IO_STANDBY_NS, &fired);
+    if (fired || until <= now)
+        return 0;
+    if (until > now + CORO__IO_DEEP_STANDBY_NS)
+        until = now + CORO__IO_DEEP_STANDBY_NS;
+    return until - now;
+}
+
 /* the I/O thread holds the token: wait and handle until a worker asks
  * for it (and an idle worker was woken to take it) or the thread stops */
 static void iot_drive(struct coro__io *io)
@@ -152,7 +175,8 @@ static void iot_drive(struct coro__io *io)
         /* after a round that did something, look again without sleeping
          * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
-        int did = poll_round(io, idle < CORO__IO_SPIN ? 0 : -1, &kicked);
+        int64_t tmo = idle < CORO__IO_SPIN ? 0 : iot_bound(io);
+        int did = poll_round(io, tmo, &kicked);
         if (did)
             idle = 0;
         else if (++idle < CORO__IO_SPIN)

@@ -111,6 +111,10 @@ Test(wtimer, a_wait_keeps_its_timer_on_its_worker_and_the_other_worker_removes_i
         coro_spawn_opts_t o = on_cpu(&a, cpu0);
         cr_assert_eq(coro_spawn(s, &w.co, waiter_body, &o), 0);
         wait_suspended(&w.co);
+        /* the worker arms the wait after the step that suspended it: its
+         * timer is in a heap a moment after the job reads suspended */
+        for (int64_t end = now_ns() + 5000 * MS; coro__wt_count(s) == 0 && now_ns() < end;)
+            sleep_ms(1);
         /* its timer is worker 0's, none is the scheduler's */
         cr_assert_eq(w.begun_on, 0, "kind %d: began on worker %d (CPUs %d, %d)", k, w.begun_on,
                      cpu0, cpu1);
