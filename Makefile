@@ -421,15 +421,17 @@ check-compile-fail:
 CLANG ?= clang
 CLANG_B := $(B)/clang-syntax
 CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(SCEN_SRC)) \
-	$(CLANG_B)/tests/api/test_coro_switch.ok
+	$(patsubst lib/%.c,$(CLANG_B)/tlib/%.ok,$(LIB_SRC)) $(CLANG_B)/tests/api/test_coro_switch.ok
 CLANG_SYNTAX = @mkdir -p $(@D); $(SAY) "  CLANG   $<"; \
 	$(CLANG) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@
 $(CLANG_B)/lib/%.ok: lib/%.c
 	$(Q)$(CLANG_SYNTAX) $(LIB_CFLAGS) $(CFLAGS) $< && touch $@
+$(CLANG_B)/tlib/%.ok: lib/%.c
+	$(Q)$(CLANG_SYNTAX) $(LIB_CFLAGS) $(CFLAGS) -DCORO_TEST_HOOKS $< && touch $@
 $(CLANG_B)/samples/%.ok: samples/%.c
 	$(Q)$(CLANG_SYNTAX) $(BASE_CFLAGS) $(CFLAGS) $< && touch $@
 $(CLANG_B)/tests/stress/%.ok: tests/stress/%.c
-	$(Q)$(CLANG_SYNTAX) $(BASE_CFLAGS) -Ilib $(CFLAGS) $< && touch $@
+	$(Q)$(CLANG_SYNTAX) $(BASE_CFLAGS) -Ilib $(CFLAGS) -DCORO_TEST_HOOKS $< && touch $@
 $(CLANG_B)/tests/api/test_coro_switch.ok: tests/api/test_coro.c
 	$(Q)$(CLANG_SYNTAX) $(TEST_CFLAGS) -DCORO_USE_SWITCH $< && touch $@
 $(CLANG_B)/tests/api/%.ok: tests/api/%.c
