@@ -158,6 +158,27 @@ static void taken(struct coro__wtimers *t, const struct coro__parklot_sched *ls,
     count(t);
 }
 
+/* a lot timer's fire, the part after its heap's lock: b is the bucket of
+ * key k, locked; w the waiter whose timer was popped under both locks, or
+ * NULL when the top was no longer due or of b.  Ends w's wait with
+ * -ETIMEDOUT if it is still linked, unlocks b and wakes after; 1 if fired */
+static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k)
+{
+    int n = 0;
+    coro__wakelist_t wakes;
+
+    coro__wakelist_init(&wakes);
+    if (w)
+        w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
+    if (w && coro__parklot_unlink(b, k, w)) {
+        coro__wakelist_add(&wakes, w, -ETIMEDOUT);
+        n = 1;
+    }
+    coro__parklot_unlock(b);
+    coro__wakelist_wake(&wakes);
+    return n;
+}
+
 int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
 {
     struct coro__parklot_sched *ls = s->parklot;
@@ -194,8 +215,6 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
         const void *key = top->key;
         pthread_mutex_unlock(&t->lock);
 
-        coro__wakelist_t wakes;
-        coro__wakelist_init(&wakes);
         coro__parklot_bucket_t *b = coro__parklot_lock(key);
         pthread_mutex_lock(&t->lock);
         coro_t *w = NULL;
@@ -213,14 +232,7 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
             }
         }
         pthread_mutex_unlock(&t->lock);
-        if (w)
-            w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
-        if (w && coro__parklot_unlink(b, k, w)) {
-            coro__wakelist_add(&wakes, w, -ETIMEDOUT);
-            (*fired)++;
-        }
-        coro__parklot_unlock(b);
-        coro__wakelist_wake(&wakes);
+        *fired += fire_popped(b, w, k);
     }
 }
 
@@ -443,8 +455,6 @@ int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
         const void *key = coro__heap_first(&ls->heap)->key;
         pthread_mutex_unlock(&ls->hlock);
 
-        coro__wakelist_t wakes;
-        coro__wakelist_init(&wakes);
         coro__parklot_bucket_t *b = coro__parklot_lock(key);
         pthread_mutex_lock(&ls->hlock);
         coro_t *w = NULL;
@@ -460,14 +470,7 @@ int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
             k = t.key;
         }
         pthread_mutex_unlock(&ls->hlock);
-        if (w)
-            w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
-        if (w && coro__parklot_unlink(b, k, w)) {
-            coro__wakelist_add(&wakes, w, -ETIMEDOUT);
-            n++;
-        }
-        coro__parklot_unlock(b);
-        coro__wakelist_wake(&wakes);
+        n += fire_popped(b, w, k);
     }
 }
 
