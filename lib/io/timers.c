@@ -36,6 +36,7 @@ bool coro__io_tfd_update(struct coro__io *io, int64_t now)
     int64_t d = coro__heap_next(&io->heap);
     int64_t armed = coro__tfd_wanted(&io->timer);
 
+    /* relaxed: a hint for lock-free readers, who decide again under hlock */
     __atomic_store_n(&io->next_deadline, d, __ATOMIC_RELAXED);
     /* relaxed: a busy worker's hint (sched/worker.c DUE TIMERS) */
     __atomic_store_n(&io->s->timers_next[0], d, __ATOMIC_RELAXED);
@@ -132,6 +133,7 @@ void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir)
     uint32_t home = coro__wt_home(slot);
     pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
     pthread_mutex_lock(lock);
+    /* relaxed: read again under the timer's lock, which its writers hold */
     if (__atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED) != NO_TIMER) {
         if (home) {
             coro__wt_del_locked(coro__wt_get(io->s, home), slot, &t);
@@ -305,6 +307,7 @@ int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *timer_handle, int
     pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
     struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
     pthread_mutex_lock(lock);
+    /* relaxed: read again under the timer's lock, which its writers hold */
     int64_t d = __atomic_load_n(timer_handle, __ATOMIC_RELAXED) != NO_TIMER
                     ? coro__heap_rec(h, coro__wt_handle(slot))->deadline
                     : now;

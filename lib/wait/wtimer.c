@@ -347,6 +347,7 @@ static bool tfd_set(struct coro__parklot_sched *ls, int64_t d)
 static void sched_taken(struct coro__parklot_sched *ls, const struct coro__timer_record *out)
 {
     ((coro_t *)out->p)->wait_slot = 0;
+    /* relaxed: a count read as a hint (the single-threaded driver, tests) */
     __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
 }
 
@@ -363,9 +364,11 @@ int coro__parklot_timer_add(struct coro__parklot_sched *ls, coro_t *w, const voi
     pthread_mutex_lock(&ls->hlock);
     if ((rc = coro__heap_push(&ls->heap, &t)) == 0) {
         w->wait_slot = t.h + 1;
+        /* relaxed: a count read as a hint (sched_taken) */
         __atomic_store_n(&ls->npend, coro__heap_count(&ls->heap), __ATOMIC_RELAXED);
         if (deadline < coro__tfd_wanted(&ls->timer))
             sync = tfd_set(ls, deadline);
+        /* relaxed: the busy workers' hint, written under hlock, which we hold */
         else if (deadline < __atomic_load_n(&ls->s->timers_next[1], __ATOMIC_RELAXED))
             /* relaxed: the hint (tfd_set), later than the armed deadline
              * after a worker fired (coro__parklot_timers_expire) */
