@@ -32,6 +32,8 @@
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
 #   make check-clang  clang -Werror on every C file of lib/, samples/ and tests/
 #                   (its front end alone: -fsyntax-only; CI runs it)
+#   make check-hooks  no test hook in the shipped libraries: they live in
+#                   the test library alone (in make test)
 #   make check-valgrind  samples under memcheck: nothing leaked or still
 #                   reachable after coro_sched_destroy (in make test)
 #   make check-locals FILES='a.c b.c' [CHECK_LOCALS_FLAGS='-I... -D...']
