@@ -563,12 +563,63 @@ static __attribute__((noinline)) int spawn_opts(coro_sched_t *s, coro_t *co, cor
     return spawn_(s, co, fn, opts, false, pin);
 }
 
+/* spawns without options: spawn_'s copy for them */
+static __attribute__((noinline)) int spawn_plain(coro_sched_t *s, coro_t *co, coro_fn fn)
+{
+    return spawn_(s, co, fn, NULL, true, 0);
+}
+
+/* SPAWNING A FRESH FRAME.  A worker's usual spawn is of the pool frame it
+ * has just allocated (FRESH, lib/sched/frame_slab.c), without options, with
+ * a spare unit of the live count in hand: a chain's next link, a fork's
+ * children.  Every answer spawn_ would look up is known then: the state
+ * byte says allocated and not spawned (2: a small slab), the state word is
+ * still the zero coro_frame_alloc wrote (no spawn, call or join has
+ * touched it: anything else fails the CAS below and goes the long way),
+ * the job is NORMAL, class 0, with no ext.  So this path only checks, then
+ * claims the frame with the same CAS (a racing spawn of the same frame from
+ * another thread still meets exactly one winner), and calls nothing but
+ * the submit it ends with: no register to save, no frame of its own.
+ * Anything it does not know - options, another frame, no spare unit, the
+ * scheduler closing, the trace on - is spawn_'s, whole. */
 int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
 {
+    struct coro__worker *w = coro__tls_worker;
+
+    if (CORO__LIKELY(!opts && co && (void *)co == coro__fresh.frame && fn && w && w->s == s &&
+                     w->spare && s->nworkers > 0 && !s->trace &&
+                     /* relaxed: as count_live's */
+                     !__atomic_load_n(&s->closed, __ATOMIC_RELAXED) &&
+                     /* relaxed: the owner wrote it (coro__frame_check) */
+                     __atomic_load_n(coro__fresh.st, __ATOMIC_RELAXED) == CORO__FRAME_ALLOC)) {
+        uint32_t idle = CORO__S_IDLE;
+        /* acq_rel, as spawn_'s claim (one of two racing spawns wins) */
+        if (CORO__LIKELY(__atomic_compare_exchange_n(&co->state, &idle,
+                                                     CORO__S_READY | CORO__F_POOL, false,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+            /* count_live's usual case: a spare unit changes owner
+             * (owner-only; atomic store for coro_sched_stats' racy read) */
+            __atomic_store_n(&w->spare, w->spare - 1, __ATOMIC_RELAXED);
+            coro__frame_mark_spawned(coro__fresh.st);
+            co->fn = fn;
+            co->resume = 0;
+            co->result = 0;
+            co->top = co;
+            co->sched = s;
+            co->next = NULL;
+            co->on_exit = NULL;
+            co->cls = 0;
+            co->prio = CORO_PRIO_NORMAL;
+            co->flags = CORO__FL_SMALL;
+            co->wait_obj = NULL;
+            coro__submit_spawned(s, co);
+            return 0;
+        }
+    }
     if (!s || !co || !fn)
         return -EINVAL;
     if (!opts)
-        return spawn_(s, co, fn, NULL, true, 0);
+        return spawn_plain(s, co, fn);
     return spawn_opts(s, co, fn, opts, 0);
 }
 
