@@ -91,7 +91,8 @@ static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(c
         coro__frame_release(job);       /* no thread joiner: give it back now */
 }
 
-void coro__finish(coro_t *job)
+/* the end of any job (what FINISHING A PLAIN JOB does not know) */
+static __attribute__((noinline)) void finish_general(coro_t *job)
 {
     coro_sched_t *s = job->sched;
     void (*on_exit)(coro_t *) = job->on_exit;
@@ -140,4 +141,40 @@ void coro__finish(coro_t *job)
         return;
     }
     coro__live_sub(&s->live, 1);
+}
+
+/* FINISHING A PLAIN JOB.  The usual end on a worker: a job spawned
+ * without options (no ext, no on_exit) that nobody awaits or holds.  It
+ * is finish_general with every branch known: one CAS (the same
+ * one, which fails if a waiter set its flag meanwhile, and then the
+ * general path runs), the spare unit kept, the pool frame given back.
+ * It calls nothing but that give-back, so it saves no register.  The
+ * give-back comes before anything that may hand the live count back
+ * (coro__flush_live): once live reads CLOSED, shutdown may free the
+ * pools; so a finish that must flush takes the general path's order. */
+void coro__finish(coro_t *job)
+{
+    coro_sched_t *s = job->sched;
+    struct coro__worker *w = coro__tls_worker;
+    uint32_t old;
+
+    if (CORO__LIKELY(!(job->flags & CORO__FL_EXT) && !job->on_exit && w && w->s == s &&
+                     s->nworkers > 0 && w->spare + 1 < 2 * CORO__LIVE_BATCH &&
+                     /* relaxed: as finish_general's read of it */
+                     !__atomic_load_n(&s->closed, __ATOMIC_RELAXED))) {
+        old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
+        /* acq_rel, as finish_cas's; nothing to wake, so no EXITING */
+        if (CORO__LIKELY(!(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
+                                  CORO__JOINERS_MASK)) &&
+                         __atomic_compare_exchange_n(&job->state, &old,
+                                                     CORO__S_DONE | (old & CORO__F_POOL), false,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+            /* owner-only; atomic store for coro_sched_stats' racy read */
+            __atomic_store_n(&w->spare, w->spare + 1, __ATOMIC_RELAXED);
+            if (old & CORO__F_POOL)
+                coro__frame_release(job);
+            return;
+        }
+    }
+    finish_general(job);
 }
