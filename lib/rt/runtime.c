@@ -578,8 +578,9 @@ static __attribute__((noinline)) int spawn_plain(coro_sched_t *s, coro_t *co, co
  * touched it: anything else fails the CAS below and goes the long way),
  * the job is NORMAL, class 0, with no ext.  So this path only checks, then
  * claims the frame with the same CAS (a racing spawn of the same frame from
- * another thread still meets exactly one winner), and calls nothing but
- * the submit it ends with: no register to save, no frame of its own.
+ * another thread still meets exactly one winner), and submits: in the
+ * usual case a store to the LIFO slot, else a call to coro__submit as its
+ * last act: no register to save.
  * Anything it does not know - options, another frame, no spare unit, the
  * scheduler closing, the trace on - is spawn_'s, whole. */
 int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)
@@ -612,7 +613,8 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
             co->prio = CORO_PRIO_NORMAL;
             co->flags = CORO__FL_SMALL;
             co->wait_obj = NULL;
-            coro__submit_spawned(s, co);
+            if (!coro__submit_spawned_lifo(w, s, co))
+                coro__submit(s, co, false);
             return 0;
         }
     }

@@ -539,6 +539,21 @@ CORO__HIDDEN coro_t *coro__find_work(struct coro__worker *w);
 CORO__HIDDEN void coro__submit(coro_sched_t *s, coro_t *job, bool yield);
 /* coro__submit of a job coro_spawn just made READY (not a yield) */
 CORO__HIDDEN void coro__submit_spawned(coro_sched_t *s, coro_t *job);
+/* coro__submit_spawned's usual case, for a caller on w, a worker of s, with
+ * a class-0 NORMAL job: a step's first hand-off, into an empty LIFO slot
+ * (sched/submit.c, where coro__submit says why a plain store fills it).
+ * False: nothing done, coro__submit_spawned's whole path is needed */
+static inline bool coro__submit_spawned_lifo(struct coro__worker *w, coro_sched_t *s, coro_t *job)
+{
+    if (w->lifo_run == w->n_run || w->catching || s->hist ||
+        /* relaxed: as coro__submit's look at the slot */
+        __atomic_load_n(&w->lifo, __ATOMIC_RELAXED))
+        return false;
+    w->lifo_run = w->n_run;
+    /* release: as coro__submit's store to the slot */
+    __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+    return true;
+}
 CORO__HIDDEN coro_t *coro__park(struct coro__worker *w);
 CORO__HIDDEN void coro__wake_all_workers(coro_sched_t *s);
 CORO__HIDDEN unsigned coro__worker_depth(struct coro__worker *w);

@@ -185,14 +185,8 @@ void coro__submit_spawned(coro_sched_t *s, coro_t *job)
      * a step's first hand-off of a plain NORMAL job on this worker, into
      * an empty LIFO slot (a chain's next link, a fork's first child) */
     if (CORO__LIKELY(w && w->s == s && job->cls == 0 && job->prio == CORO_PRIO_NORMAL &&
-                     w->lifo_run != w->n_run && !w->catching && !s->hist &&
-                     /* relaxed: as coro__submit's look at the slot */
-                     !__atomic_load_n(&w->lifo, __ATOMIC_RELAXED))) {
-        w->lifo_run = w->n_run;
-        /* release: as coro__submit's store to the slot */
-        __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+                     coro__submit_spawned_lifo(w, s, job)))
         return;
-    }
     coro__submit(s, job, false);
 }
 
