@@ -156,25 +156,27 @@ void coro__finish(coro_t *job)
 {
     coro_sched_t *s = job->sched;
     struct coro__worker *w = coro__tls_worker;
-    uint32_t old;
+    uint32_t old, spare;
 
-    if (CORO__LIKELY(!(job->flags & CORO__FL_EXT) && !job->on_exit && w && w->s == s &&
-                     s->nworkers > 0 && w->spare + 1 < 2 * CORO__LIVE_BATCH &&
+    /* the job's own words first: a job with a hook, awaited or held (a
+     * fork's child) leaves after the fewest looks */
+    if (CORO__LIKELY(!(job->flags & CORO__FL_EXT) && !job->on_exit &&
+                     !((old = __atomic_load_n(&job->state, __ATOMIC_RELAXED)) &
+                       (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
+                        CORO__JOINERS_MASK)) &&
+                     w && w->s == s && s->nworkers > 0 &&
+                     (spare = w->spare + 1) < 2 * CORO__LIVE_BATCH &&
                      /* relaxed: as finish_general's read of it */
-                     !__atomic_load_n(&s->closed, __ATOMIC_RELAXED))) {
-        old = __atomic_load_n(&job->state, __ATOMIC_RELAXED);
+                     !__atomic_load_n(&s->closed, __ATOMIC_RELAXED)) &&
         /* acq_rel, as finish_cas's; nothing to wake, so no EXITING */
-        if (CORO__LIKELY(!(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
-                                  CORO__JOINERS_MASK)) &&
-                         __atomic_compare_exchange_n(&job->state, &old,
-                                                     CORO__S_DONE | (old & CORO__F_POOL), false,
-                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-            /* owner-only; atomic store for coro_sched_stats' racy read */
-            __atomic_store_n(&w->spare, w->spare + 1, __ATOMIC_RELAXED);
-            if (old & CORO__F_POOL)
-                coro__frame_release(job);
-            return;
-        }
+        CORO__LIKELY(__atomic_compare_exchange_n(&job->state, &old,
+                                                 CORO__S_DONE | (old & CORO__F_POOL), false,
+                                                 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
+        /* owner-only; atomic store for coro_sched_stats' racy read */
+        __atomic_store_n(&w->spare, spare, __ATOMIC_RELAXED);
+        if (old & CORO__F_POOL)
+            coro__frame_release_on(w, job);
+        return;
     }
     finish_general(job);
 }

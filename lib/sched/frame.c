@@ -195,14 +195,14 @@ void coro_frame_free(void *frame)
  * writes its byte (coro_frame_free leaves SPAWNED alone), and the slab's
  * owner reads it again only after the block came back through a free
  * list */
-static inline void release_spawned(struct slab *sl, uint32_t i, void *b)
+static inline void release_spawned(struct slab *sl, uint32_t i, void *b, const bool small)
 {
     if (CORO__UNLIKELY(__atomic_load_n(&sl->st[i], __ATOMIC_RELAXED) != B_SPAWNED)) {
         fprintf(stderr, "corokit: pool frame %p given back twice\n", b);
         abort();
     }
     __atomic_store_n(&sl->st[i], B_FREE, __ATOMIC_RELAXED);
-    if (sl->big) {
+    if (!small && sl->big) {
         coro__frame_big_release(sl);
         return;
     }
@@ -260,24 +260,40 @@ static __attribute__((noinline)) void frame_release_slow(const coro_t *co)
         coro__frame_free_remote(outbox_of(sl->fr, mine), sl, b);
         return;
     }
-    release_spawned(sl, i, b);
+    release_spawned(sl, i, b, false);
+}
+
+/* the fast path: a small slab's frame of the calling worker's own pool
+ * (the job ran where it was spawned); false: not that case.  same_s: the
+ * caller knows w is a worker of the frame's scheduler (wp[w->idx] is w's
+ * pool only in its own scheduler's frames) */
+static inline bool release_own(struct coro__worker *w, const coro_t *co, const bool same_s)
+{
+    if (CORO__LIKELY(co->flags & CORO__FL_SMALL)) {
+        struct slab *sl = (struct slab *)((uintptr_t)co & ~(uintptr_t)(SLAB_SIZE - 1));
+        struct coro__frames *fr = sl->fr;
+        if (CORO__LIKELY((same_s || w->s == fr->s) && sl->pool == fr->wp[w->idx] && !sl->det)) {
+            uint64_t off = (uint64_t)((uintptr_t)co - (uintptr_t)sl - HDR_SIZE);
+            uint32_t i = (uint32_t)((off * sl->recip) >> 32);
+            release_spawned(sl, i, block_at(sl, i), true);
+            return true;
+        }
+    }
+    return false;
 }
 
 void coro__frame_release(const coro_t *co)
 {
     struct coro__worker *w = coro__tls_worker;
 
-    /* the fast path: a small slab's frame of the calling worker's own
-     * pool (the job ran where it was spawned) */
-    if (CORO__LIKELY((co->flags & CORO__FL_SMALL) && w)) {
-        struct slab *sl = (struct slab *)((uintptr_t)co & ~(uintptr_t)(SLAB_SIZE - 1));
-        struct coro__frames *fr = sl->fr;
-        if (CORO__LIKELY(w->s == fr->s && sl->pool == fr->wp[w->idx] && !sl->det)) {
-            uint64_t off = (uint64_t)((uintptr_t)co - (uintptr_t)sl - HDR_SIZE);
-            uint32_t i = (uint32_t)((off * sl->recip) >> 32);
-            release_spawned(sl, i, block_at(sl, i));
-            return;
-        }
-    }
+    if (CORO__LIKELY(w && release_own(w, co, false)))
+        return;
+    frame_release_slow(co);
+}
+
+void coro__frame_release_on(struct coro__worker *w, const coro_t *co)
+{
+    if (CORO__LIKELY(release_own(w, co, true)))
+        return;
     frame_release_slow(co);
 }

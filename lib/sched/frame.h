@@ -74,6 +74,9 @@ static inline void coro__frame_mark_spawned(uint8_t *state)
 /* coro__frame_release - give back the pool frame holding co (spawned);
  * any thread. */
 CORO__HIDDEN void coro__frame_release(const coro_t *co);
+/* coro__frame_release_on - the same, called on w, a worker of co's
+ * scheduler (the caller checked w->s == co->sched) */
+CORO__HIDDEN void coro__frame_release_on(struct coro__worker *w, const coro_t *co);
 
 /* coro__frames_flush - a worker of s pushes the frames of other pools it
  * gave back and still holds (its outbox, lib/sched/frame_slab.c) to their
