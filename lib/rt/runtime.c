@@ -594,14 +594,18 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
                      /* relaxed: the owner wrote it (coro__frame_check) */
                      __atomic_load_n(coro__fresh.st, __ATOMIC_RELAXED) == CORO__FRAME_ALLOC)) {
         uint32_t idle = CORO__S_IDLE;
+        /* read before the CAS: after its acquire the compiler would read
+         * them again, though only this thread writes them */
+        uint32_t spare = w->spare;
+        uint8_t *st = coro__fresh.st;
         /* acq_rel, as spawn_'s claim (one of two racing spawns wins) */
         if (CORO__LIKELY(__atomic_compare_exchange_n(&co->state, &idle,
                                                      CORO__S_READY | CORO__F_POOL, false,
                                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
             /* count_live's usual case: a spare unit changes owner
              * (owner-only; atomic store for coro_sched_stats' racy read) */
-            __atomic_store_n(&w->spare, w->spare - 1, __ATOMIC_RELAXED);
-            coro__frame_mark_spawned(coro__fresh.st);
+            __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
+            coro__frame_mark_spawned(st);
             co->fn = fn;
             co->resume = 0;
             co->result = 0;
