@@ -25,10 +25,9 @@
  * from workers that keep polling.  While a worker looked within its last
  * CORO__IO_BRIEF_LOOKS looks it only looks once without blocking and lets
  * go (BRIEF LOOKS in coro__io_main): the workers yield, at intervals
- * longer than its standby, and find the events at their own looks.
- * When it finds one worker hold lasting CORO__IO_DEEP_LOOKS looks, it
- * sleeps until that worker lets go (coro__io_main, wake_standby), with
- * only a long safety-net timeout
+ * longer than its standby, and find the events at their own looks.  When it finds one worker hold lasting
+ * CORO__IO_DEEP_LOOKS looks, it sleeps until that worker lets go (coro__io_main,
+ * wake_standby), with only a long safety-net timeout
  * (CORO__IO_DEEP_STANDBY_NS): an idle process seldom wakes up.  A worker
  * that goes idle while the I/O thread holds the token asks for it
  * (coro__io_poll_now), and the I/O thread, asked, lets it go rather than
