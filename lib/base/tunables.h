@@ -150,12 +150,6 @@
  * wakes ~20 times a second) */
 #define CORO__IO_DEEP_LOOKS 4
 #define CORO__IO_DEEP_STANDBY_NS 50000000
-/* the I/O thread that takes the token while workers looked within this
- * many of its standby looks makes one look without blocking and lets go
- * (lib/io/epoll.c, BRIEF LOOKS): workers whose steps are longer than
- * CORO__IO_STANDBY_NS but yield find the events at their own looks; only
- * after this many looks with none does it wait in epoll */
-#define CORO__IO_BRIEF_LOOKS 4
 /* after a round that did something the I/O thread looks again without
  * sleeping for up to this many rounds: under load the next event usually
  * comes within microseconds */

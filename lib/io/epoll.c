@@ -22,10 +22,7 @@
  * took it (nor made a busy look, BUSY WORKERS LOOK TOO) since its last
  * look - every worker is in a long step - so readiness and
  * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
- * from workers that keep polling.  While a worker looked within its last
- * CORO__IO_BRIEF_LOOKS looks it only looks once without blocking and lets
- * go (BRIEF LOOKS in coro__io_main): the workers yield, at intervals
- * longer than its standby, and find the events at their own looks.  When it finds one worker hold lasting
+ * from workers that keep polling.  When it finds one worker hold lasting
  * CORO__IO_DEEP_LOOKS looks, it sleeps until that worker lets go (coro__io_main,
  * wake_standby), with only a long safety-net timeout
  * (CORO__IO_DEEP_STANDBY_NS): an idle process seldom wakes up.  A worker
@@ -139,12 +136,10 @@ static int64_t iot_bound(struct coro__io *io)
 }
 
 /* the I/O thread holds the token: wait and handle until a worker asks
- * for it (and an idle worker was woken to take it) or the thread stops;
- * brief: one round without blocking, then let go (coro__io_main, BRIEF
- * LOOKS) */
-static void iot_drive(struct coro__io *io, bool brief)
+ * for it (and an idle worker was woken to take it) or the thread stops */
+static void iot_drive(struct coro__io *io)
 {
-    bool kicked, looked = false;
+    bool kicked;
     int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
@@ -177,9 +172,6 @@ static void iot_drive(struct coro__io *io, bool brief)
             coro__io_wake_idle_worker(io->s);
             return;
         }
-        if (brief && looked)
-            break;
-        looked = true;
         /* after a round that did something, look again without sleeping
          * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
@@ -187,8 +179,8 @@ static void iot_drive(struct coro__io *io, bool brief)
         int did = poll_round(io, tmo, &kicked);
         if (did)
             idle = 0;
-        else if (++idle < CORO__IO_SPIN && !brief)
-            sched_yield();  /* not with the token the brief look gives back */
+        else if (++idle < CORO__IO_SPIN)
+            sched_yield();
     }
     /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
@@ -217,7 +209,7 @@ void *coro__io_main(void *arg)
      * look handled is ordered by the poll token, not by these */
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
     uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-    uint32_t held_gen = seen_gen, held_looks = 0, quiet = 0;
+    uint32_t held_gen = seen_gen, held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
     coro__trace_io_thread(io->s);
@@ -230,22 +222,14 @@ void *coro__io_main(void *arg)
         uint32_t free_ = TOKEN_FREE;
         /* relaxed: a hint, as poll_gen */
         uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-        bool no_look = gen == seen_gen && look == seen_look;
-        quiet = no_look ? quiet + 1 : 0;
         /* the token is free and no worker took it or looked since our last
          * look (or a timer is due): every worker is busy, so we wait in
-         * epoll.  BRIEF LOOKS: while a worker looked within the last
-         * CORO__IO_BRIEF_LOOKS of our looks, the workers yield, only at
-         * longer intervals than ours, and look at their yields: we look
-         * once without blocking and let go.  Blocked in epoll_wait we would
-         * take the next event first, and relay it only once we get a CPU
-         * that the busy workers hold, while each of their looks meanwhile
-         * finds the token ours (coro__io_poll_busy) */
-        if (holder == TOKEN_FREE && (no_look || next <= now) &&
+         * epoll */
+        if (holder == TOKEN_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
-            iot_drive(io, quiet < CORO__IO_BRIEF_LOOKS && next > now);
+            iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
