@@ -155,7 +155,8 @@ struct coro {
     int8_t prio;                /* private: CORO_PRIO_* */
     uint8_t flags;              /* private */
     void *wait_obj;             /* private: what it waits on in the parking lot */
-    uint32_t wait_slot;         /* private: lot timer heap index + 1, or joiner registry */
+    uint32_t wait_slot;         /* private: a lot timer's slot (home worker and handle,
+                                 * + 1), or the joiner registry's index */
     uint32_t reserved;          /* reserved for growth */
 };
 

@@ -477,6 +477,7 @@ struct nmdrv {
     struct ew *f;
     int n;
     struct nm *j;
+    const coro_spawn_opts_t *on;    /* the probe's: on the filled heap's worker */
     coro_event_t *ev;
     int i;
 };
@@ -488,7 +489,7 @@ static int nmdrv_body(coro_t *co)
     while (coro__parklot_timers_count(coro_sched_current()) < (uint32_t)d->n)
         CORO_YIELD(co);     /* every waiter parked with its timer */
     __atomic_store_n(&fail_alloc, 1, __ATOMIC_RELAXED);
-    if (coro_spawn(coro_sched_current(), &d->j->co, nm_body, NULL) != 0)
+    if (coro_spawn(coro_sched_current(), &d->j->co, nm_body, d->on) != 0)
         CORO_RETURN(co, -1);
     while (!job_finished(&d->j->co))
         CORO_YIELD(co);
@@ -497,30 +498,64 @@ static int nmdrv_body(coro_t *co)
     CORO_END(co);
 }
 
+/* A wait's timer goes to the heap of the worker it begins on (lib/wait/
+ * wtimer.c), so "the table is full" means that heap: the waiters and the
+ * probe all run on worker 0, held there by a mask of its CPU alone.  The
+ * test hook gives each worker a CPU of its own (0 .. w-1, unpinned), so
+ * the mask names one worker on any machine, one real CPU included.
+ * Unpinned, the waiters spread over the heaps and the probe could begin a
+ * wait on one with room. */
+static coro_sched_t *mk_counted_home(int w, coro_cpuset_t *home, coro_spawn_opts_t *on)
+{
+    __atomic_store_n(&coro__test_ncpus, w, __ATOMIC_RELAXED);
+    coro_sched_t *s = mk_counted(w);
+    __atomic_store_n(&coro__test_ncpus, 0, __ATOMIC_RELAXED);
+    *on = (coro_spawn_opts_t){ 0 };
+    if (w > 0) {
+        coro_worker_stats_t ws;
+        cr_assert_eq(coro_sched_worker_stats(s, 0, &ws), 0);
+        coro_cpuset_zero(home);
+        coro_cpuset_add(home, ws.cpu);
+        for (int i = 1; i < w; i++) {
+            coro_worker_stats_t other;
+            cr_assert_eq(coro_sched_worker_stats(s, i, &other), 0);
+            cr_assert_neq(other.cpu, ws.cpu, "worker %d shares worker 0's CPU", i);
+        }
+        on->affinity = home;
+    }
+    return s;
+}
+
 Test(wait, every_timed_wait_kind_fails_with_enomem_and_leaves_no_trace_when_timers_run_out,
      .timeout = 60)
 {
     enum { PREALLOC = 256 };
     int w;
     FOR_W(w) {
-        coro_sched_t *s = mk_counted(w);
+        coro_cpuset_t home;
+        coro_spawn_opts_t on;
+        coro_sched_t *s = mk_counted_home(w, &home, &on);
         coro_event_t ev;
         struct objs o;
         struct ew *f = calloc(PREALLOC, sizeof *f);
         struct nm j;
-        struct nmdrv d = { .f = f, .n = PREALLOC, .j = &j, .ev = &ev };
+        struct nmdrv d = { .f = f, .n = PREALLOC, .j = &j, .on = &on, .ev = &ev };
         cr_assert_eq(coro_event_init(&ev), 0);
         objs_init(&o);  /* the test thread holds the mutex */
         memset(&j, 0, sizeof j);
         j.o = &o;
         j.r[K_EVENT] = -ENOMEM;     /* covered by the test above */
-        /* fill the table: PREALLOC jobs parked with timers */
+        /* fill worker 0's heap (the scheduler's without workers):
+         * PREALLOC jobs parked with timers */
         for (int i = 0; i < PREALLOC; i++) {
             f[i].ev = &ev;
-            cr_assert_eq(coro_spawn(s, &f[i].co, ew_body, NULL), 0);
+            cr_assert_eq(coro_spawn(s, &f[i].co, ew_body, &on), 0);
         }
         cr_assert_eq(block_on_r(s, &d.co, nmdrv_body, NULL), 0);
         cr_assert_eq(join_r(&j.co), 0);
+        for (int i = 0; i < PREALLOC; i++)
+            cr_assert_eq(f[i].on, w > 0 ? 0 : -1, "%d workers: waiter %d began on %d", w, i,
+                         f[i].on);
         for (int k = 0; k < K_N; k++)
             cr_assert_eq(j.r[k], -ENOMEM, "%d workers, %s: %ld", w, kind_name[k], (long)j.r[k]);
         for (int i = 0; i < PREALLOC; i++)
