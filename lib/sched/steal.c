@@ -294,12 +294,17 @@ int coro__test_steal_order(coro_sched_t *s, int widx, int *vic)
 coro_t *coro__steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
-    int vic[CORO_MAX_WORKERS];
+    int vic[CORO_MAX_WORKERS + 1];
     coro_t *j = NULL;
 
-    if (s->nslots < 2)
+    if (s->nall < 2)
         return NULL;
     int n = steal_order(w, vic, s->idle);
+    /* the caller's seat, after the workers, held or not (it is empty when
+     * free): no read of its word has to order against a take
+     * (sched/seat.c, STEALING) */
+    if (s->nall > s->nslots)
+        vic[n++] = s->nslots;
     if (n == 0)
         return NULL;
     for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)

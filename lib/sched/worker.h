@@ -121,6 +121,15 @@ static inline bool prio_queued(struct coro__worker *w)
     return false;
 }
 
+/* the seat's root job is over: done (EXITING or not: coro_join waits
+ * that out) or back to IDLE (sched/seat.c, LEAVING) */
+static inline bool seat_root_over(const coro_t *root)
+{
+    /* acquire: pairs with coro__finish's release */
+    uint32_t st = __atomic_load_n(&root->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    return st == CORO__S_DONE || st == CORO__S_IDLE;
+}
+
 /* the pops of w's own queues and of class queues, with their counts */
 static inline coro_t *own_localq_pop(struct coro__worker *w, struct coro__localq *q, int pi)
 {
