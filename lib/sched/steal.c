@@ -13,7 +13,9 @@
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
  * one) steal at once (s->searching).
- *   Victims are the workers whose idle bit is clear (Go's idle-P mask): a
+ *   Victims are the workers whose idle bit is clear (Go's idle-P mask),
+ * and after them the caller's seat, always (sched/seat.c STEALING: it
+ * never parks, and is empty while no thread holds it): a
  * parked worker's queues are empty - it parked after its own look found
  * nothing, only its owner pushes to its local and yield rings and its LIFO
  * slot, and a push to its inbox either claims it first (its bit cleared,

@@ -12,7 +12,9 @@
  * (find.c); STEALING, SEARCHING and NUMA (steal.c); PARKING and WAITING IN
  * EPOLL INSTEAD (park.c); IDLE SUMMARY (wake.c); RINGS (rings.c);
  * PRIORITIES (here); BUDGET AND CANCEL, CONTINUING and JOINING INLINE
- * (run.c); IDLE, DEFERRED YIELDS, BUSY LOOKS and DUE TIMERS (worker.c). */
+ * (run.c); IDLE, DEFERRED YIELDS, BUSY LOOKS and DUE TIMERS (worker.c);
+ * THE SEAT, WHICH JOBS, STEALING, WAKES and LEAVING (seat.c: a thread in
+ * coro_block_on as a worker). */
 #ifndef CORO_SCHED_WORKER_H
 #define CORO_SCHED_WORKER_H
 
