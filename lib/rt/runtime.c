@@ -209,13 +209,13 @@ static int seat_init(coro_sched_t *s, const int *cpus, int ncpus)
     worker_init(s, w, s->nslots, -1);
     if (coro__served_init(s, w) < 0)
         return -ENOMEM;
-    coro_cpuset_zero(&s->wcpus);
+    CPU_ZERO(&s->wcpus);
     for (int i = 0; i < s->nworkers && i < ncpus; i++)
-        coro_cpuset_add(&s->wcpus, cpus[i]);
+        CPU_SET(cpus[i], &s->wcpus);
     long conf = sysconf(_SC_NPROCESSORS_CONF);
-    bool all = conf > 0 && conf <= CORO_MAX_CPUS;
+    bool all = conf > 0 && conf <= CPU_SETSIZE;
     for (long i = 0; all && i < conf; i++)
-        all = coro_cpuset_has(&s->wcpus, (int)i);
+        all = CPU_ISSET((int)i, &s->wcpus);
     s->seat_anywhere = all;
     return 0;
 }

@@ -351,7 +351,7 @@ struct coro_sched {
      * thread's CPUs are inside the workers' (the seat needs no
      * sched_getaffinity to tell: sched/seat.c WHICH JOBS) */
     bool seat_anywhere;
-    coro_cpuset_t wcpus;                /* the workers' CPUs */
+    cpu_set_t wcpus;                    /* the workers' CPUs */
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
     /* fixed at create: notify's fence is a compiler barrier and a parking

@@ -76,17 +76,15 @@
 /* the calling thread's CPUs are all workers' CPUs */
 static bool caller_inside(coro_sched_t *s)
 {
-    cpu_set_t set;
+    cpu_set_t set, in;
 
     if (s->seat_anywhere)
         return true;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return false;
-    for (int i = 0; i < CPU_SETSIZE; i++)
-        if (CPU_ISSET(i, &set) && (i >= CORO_MAX_CPUS || !coro_cpuset_has(&s->wcpus, i)))
-            return false;
-    return true;
+    CPU_AND(&in, &set, &s->wcpus);
+    return CPU_EQUAL(&in, &set);
 }
 
 struct coro__worker *coro__seat_take(coro_sched_t *s)
