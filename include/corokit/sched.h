@@ -414,8 +414,8 @@ CORO_EXTERN bool coro_cancelled(void);
  * (-EINVAL, -EBUSY, -ESHUTDOWN, -ENOMEM).  Plain threads; blocks.
  * With workers, the calling thread runs the job itself while it waits
  * when it can (the caller's seat, one thread at a time): opts gives no
- * affinity, co is the caller's frame (not coro_frame_alloc's), every CPU
- * the thread may run on has a worker, and tracing is off.  It then runs
+ * affinity, co is the caller's frame (not coro_frame_alloc's), and every
+ * CPU the thread may run on has a worker.  It then runs
  * the job and the "any CPU" jobs that it spawns or wakes onto the seat,
  * which idle workers steal, until the job ends or nothing is queued
  * there; what is left goes to the workers.  Inside those jobs

@@ -36,6 +36,11 @@
  * submission rings or epoll, and never parks: the thread's wait is
  * coro_join's.
  *
+ * TRACE.  The seat's trace ring is made with the scheduler and written
+ * by whichever thread holds it (a worker's kind of ring: one writer at a
+ * time, the seat's word orders them); the trace shows it as one more
+ * lane, "coro-caller" (sched/trace_write.c).
+ *
  * STEALING.  The seat is a victim of every thief (sched/steal.c: after
  * the workers, whether or not a thread holds it - it is empty when free),
  * so a job queued on it never waits behind a long step of the caller: a
@@ -93,7 +98,7 @@ struct coro__worker *coro__seat_take(coro_sched_t *s)
 
     /* relaxed closed: a take that misses a close meets it at coro_spawn's
      * own check */
-    if (s->nworkers == 0 || s->trace || coro__tls_worker ||
+    if (s->nworkers == 0 || coro__tls_worker ||
         __atomic_load_n(&s->closed, __ATOMIC_RELAXED) ||
         __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) || !caller_inside(s))
         return NULL;

@@ -12,6 +12,8 @@
 #include <corokit.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -25,7 +27,7 @@ static const int counts[] = { 0, 1, 2 };
  * scheduler lives: mk_fit, then fin_fit */
 static cpu_set_t saved_cpus;
 
-static coro_sched_t *mk_fit(int n)
+static void fit_caller(int n)
 {
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof saved_cpus, &saved_cpus), 0);
@@ -36,6 +38,11 @@ static coro_sched_t *mk_fit(int n)
             k++;
         }
     cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+}
+
+static coro_sched_t *mk_fit(int n)
+{
+    fit_caller(n);
     return mk(n);
 }
 
@@ -506,4 +513,34 @@ Test(block_on_seat, shutdown_while_a_caller_runs_its_root_waits_or_cancels_it, .
             fin_fit(s);
         }
     }
+}
+
+/* ---- the trace shows the seat as a lane of its own ------------------------- */
+
+Test(block_on_seat, a_trace_shows_the_jobs_the_caller_ran_on_the_coro_caller_lane, .timeout = 30)
+{
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = 2;
+    c.pin = false;
+    c.trace_events = 1024;
+    fit_caller(2);
+    coro_sched_t *s = mk_config(&c);
+    static struct chainer ch;
+    memset(links, 0, sizeof links);
+    cr_assert_eq(coro_event_init(&ch.end), 0);
+    cr_assert_eq(block_on_r(s, &ch.co, chainer_fn, NULL), 7);
+    cr_assert_eq(coro_event_destroy(&ch.end), 0);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/corokit-seat-trace-%d.json", (int)getpid());
+    cr_assert_eq(coro_sched_trace_write(s, path), 0);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    buf[n] = 0;
+    cr_assert(strstr(buf, "\"coro-caller\""), "no coro-caller lane");
+    cr_assert(strstr(buf, "link_fn"), "the links' steps are not in the trace");
+    fin_fit(s);
 }
