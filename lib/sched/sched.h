@@ -347,6 +347,9 @@ struct coro_sched {
      * while a thread in coro_block_on holds it, | CORO__SEAT_WAITED when
      * coro_sched_destroy waits for it to be left (a futex) */
     uint32_t seat_word;
+    /* atomic (relaxed): calls of coro_block_on left that keep off the
+     * seat, after one whose jobs fanned out (sched/seat.c, FAN-OUT) */
+    uint32_t seat_skip;
     /* fixed at create: every CPU the machine has holds a worker, so any
      * thread's CPUs are inside the workers' (the seat needs no
      * sched_getaffinity to tell: sched/seat.c WHICH JOBS) */

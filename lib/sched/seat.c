@@ -36,6 +36,19 @@
  * submission rings or epoll, and never parks: the thread's wait is
  * coro_join's.
  *
+ * FAN-OUT.  The seat is one thread more than the workers, and pinned
+ * workers cover the CPUs: while they are busy, a caller that runs jobs
+ * too shares a CPU with one of them, and the jobs it spawns are run and
+ * their frames given back on other CPUs.  It pays where it saves the two
+ * hand-offs of a root whose work is serial (a chain, a parent awaiting a
+ * child), and costs where the root fans out to the workers (a loop that
+ * spawns many jobs; fib), whose hand-offs are a small part of the call.
+ * So a tenure after which jobs were left in the seat's local rings (its
+ * step queued more than the LIFO slot holds) makes the next
+ * CORO__SEAT_SKIP calls of coro_block_on keep off the seat: they hand the
+ * root to the workers as a plain thread does; then the seat is tried
+ * again.
+ *
  * TRACE.  The seat's trace ring is made with the scheduler and written
  * by whichever thread holds it (a worker's kind of ring: one writer at a
  * time, the seat's word orders them); the trace shows it as one more
@@ -78,6 +91,9 @@
 #include "sched/frame.h"
 #include "sched/worker.h"
 
+/* calls that keep off the seat after a tenure that fanned out (FAN-OUT) */
+#define CORO__SEAT_SKIP 63u
+
 /* the calling thread's CPUs are all workers' CPUs */
 static bool caller_inside(coro_sched_t *s)
 {
@@ -100,7 +116,16 @@ struct coro__worker *coro__seat_take(coro_sched_t *s)
      * own check */
     if (s->nworkers == 0 || coro__tls_worker ||
         __atomic_load_n(&s->closed, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) || !caller_inside(s))
+        __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED))
+        return NULL;
+    /* relaxed: a count of calls, racy among callers by design (FAN-OUT) */
+    uint32_t skip = __atomic_load_n(&s->seat_skip, __ATOMIC_RELAXED);
+    if (CORO__UNLIKELY(skip)) {
+        __atomic_compare_exchange_n(&s->seat_skip, &skip, skip - 1, false, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+        return NULL;
+    }
+    if (!caller_inside(s))
         return NULL;
     /* acquire: the previous holder's writes to the seat (its release
      * store in leave) happen before ours */
@@ -133,9 +158,19 @@ static coro_t *seat_pick(struct coro__worker *w)
     return NULL;
 }
 
+/* jobs queued in the seat's local rings (FAN-OUT) */
+static bool fanned(struct coro__worker *w)
+{
+    for (int pi = 0; pi < CORO__NPRIO; pi++)
+        if (coro__localq_size(&w->local[pi]))
+            return true;
+    return false;
+}
+
 void coro__seat_run(struct coro__worker *w, coro_t *root)
 {
     coro_t *j;
+    bool fan = false;
 
     w->seat_root = root;
     while (!seat_root_over(root) && (j = seat_pick(w))) {
@@ -147,8 +182,11 @@ void coro__seat_run(struct coro__worker *w, coro_t *root)
         w->poll_yield = false;
         w->lifo_streak = 0;
         coro__run_job(w, j);
+        fan = fan || fanned(w);
     }
     w->seat_root = NULL;
+    if (fan)    /* relaxed: a count of calls (FAN-OUT) */
+        __atomic_store_n(&w->s->seat_skip, CORO__SEAT_SKIP, __ATOMIC_RELAXED);
 }
 
 void coro__seat_leave(struct coro__worker *w)
