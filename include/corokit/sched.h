@@ -418,7 +418,9 @@ CORO_EXTERN bool coro_cancelled(void);
  * CPU the thread may run on has a worker.  It then runs
  * the job and the "any CPU" jobs that it spawns or wakes onto the seat,
  * which idle workers steal, until the job ends or nothing is queued
- * there; what is left goes to the workers.  Inside those jobs
+ * there; what is left goes to the workers.  After a call whose jobs
+ * queued up there (they fanned out to the workers), the next calls hand
+ * the job to the workers for a while, as before.  Inside those jobs
  * coro_sched_current() is s and a nested coro_block_on gives -EDEADLK,
  * as on a worker. */
 CORO_EXTERN int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
