@@ -544,3 +544,27 @@ Test(block_on_seat, a_trace_shows_the_jobs_the_caller_ran_on_the_coro_caller_lan
     cr_assert(strstr(buf, "link_fn"), "the links' steps are not in the trace");
     fin_fit(s);
 }
+
+/* ---- a root that fans out keeps the next calls off the seat --------------- */
+
+Test(block_on_seat, after_a_root_that_fanned_out_the_next_calls_run_on_the_workers, .timeout = 30)
+{
+    coro_sched_t *s = mk_fit(2);
+    static struct counter_root fan;
+    static struct where w;
+    memset(&fan, 0, sizeof fan);
+    /* its step queues eight kids: more than the LIFO slot holds */
+    cr_assert_eq(block_on_r(s, &fan.co, counter_root_fn, NULL), 8);
+    uint64_t before = seat_runs(s);
+    int off = 0;
+    for (int r = 0; r < 63; r++) {
+        cr_assert_eq(block_on_r(s, &w.co, where_fn, NULL), 5);
+        off += !pthread_equal(w.thread, pthread_self());
+    }
+    cr_assert_eq(off, 63, "%d of the 63 calls after the fan-out ran elsewhere", off);
+    cr_assert_eq(seat_runs(s), before);
+    /* then the seat again */
+    cr_assert_eq(block_on_r(s, &w.co, where_fn, NULL), 5);
+    cr_assert(pthread_equal(w.thread, pthread_self()));
+    fin_fit(s);
+}
