@@ -11,9 +11,12 @@
  * struct) and spare units of s->live, as any worker's.  It has no thread
  * of its own: one plain thread at a time holds it, from coro__seat_take
  * (a CAS of s->seat_word from 0 to TAKEN, acquire: what the previous
- * holder did to the struct happens before) to coro__seat_leave (a store of
- * 0, release: what this holder did happens before the next take and
- * before coro_sched_destroy's free).  While it holds it the thread's
+ * holder did to the struct happens before) to coro__seat_leave (an
+ * exchange to 0, release: what this holder did happens before the next
+ * take and before coro_sched_destroy's free).  No model checks the pair:
+ * it is one CAS and one exchange, and every race on the seat's queues
+ * (its holder's pops against thieves, its LIFO slot) is a worker's, which
+ * tools/model/lifo.pml, park.pml and search.pml cover.  While it holds it the thread's
  * coro__tls_worker is the seat, so coro_spawn, coro__wake, coro__finish
  * and the frame pools treat it as the worker it is; another thread that
  * calls coro_block_on meanwhile fails the CAS and waits as before
@@ -27,7 +30,10 @@
  * (s->seat_anywhere, fixed at create) that holds for any thread;
  * otherwise take asks sched_getaffinity.  The seat is in no class's
  * worker mask, so only class-0 jobs reach it: the root (coro_block_on
- * takes the seat only for a root without a mask), and what its jobs
+ * takes the seat only for a root without a mask, in a frame of the
+ * caller's: a pool frame's finish gives it back when no joiner is
+ * registered yet, and the seat reads the root's state until it is over),
+ * and what its jobs
  * spawn or wake with class 0 - coro__submit puts a job of another class
  * in that class's queues, as on a worker.  Priorities: the seat looks at
  * its own queues HIGH, NORMAL, LOW (the LIFO slot first at NORMAL, as
