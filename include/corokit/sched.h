@@ -36,8 +36,11 @@ typedef struct coro_stall {
     void *fn;                   /* the body that runs (the innermost frame's) */
     const char *symbol;         /* fn's name (static bodies too), NULL if stripped */
     int64_t duration_ns;        /* how long the step has run so far */
-    int worker;                 /* worker index (0 when single-threaded) */
-    int cpu;                    /* the worker's CPU (-1 when single-threaded) */
+    int worker;                 /* worker index (0 when single-threaded; the
+                                   number of workers: the caller's seat, a
+                                   thread in coro_block_on) */
+    int cpu;                    /* the worker's CPU (-1 when single-threaded or
+                                   on the caller's seat) */
     int priority;               /* CORO_PRIO_* */
     uint32_t reserved_u;
     uint64_t reserved[2];
@@ -408,7 +411,18 @@ CORO_EXTERN bool coro_cancelled(void);
 /* coro_block_on - coro_spawn then coro_join: 0 with the job's result in
  * *result, or -EDEADLK (from inside a job; checked before spawning),
  * -EINVAL (a NULL result: nothing is spawned), and coro_spawn's errors
- * (-EINVAL, -EBUSY, -ESHUTDOWN, -ENOMEM).  Plain threads; blocks. */
+ * (-EINVAL, -EBUSY, -ESHUTDOWN, -ENOMEM).  Plain threads; blocks.
+ * With workers, the calling thread runs the job itself while it waits
+ * when it can (the caller's seat, one thread at a time): opts gives no
+ * affinity, co is the caller's frame (not coro_frame_alloc's), and every
+ * CPU the thread may run on has a worker.  It then runs
+ * the job and the "any CPU" jobs that it spawns or wakes onto the seat,
+ * which idle workers steal, until the job ends or nothing is queued
+ * there; what is left goes to the workers.  After a call whose jobs
+ * queued up there (they fanned out to the workers), the next calls hand
+ * the job to the workers for a while, as before.  Inside those jobs
+ * coro_sched_current() is s and a nested coro_block_on gives -EDEADLK,
+ * as on a worker. */
 CORO_EXTERN int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn,
                               const coro_spawn_opts_t *opts, intptr_t *result);
 
@@ -581,7 +595,9 @@ typedef struct coro_sched_stats {
  * still out; coro_join / coro_block_on wait for them. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_blocking(intptr_t (*fn)(void *arg), void *arg);
 
-/* coro_sched_stats - s's summary: totals over the workers, live jobs,
+/* coro_sched_stats - s's summary: totals over the workers (and the
+ * caller's seat: the steps threads in coro_block_on ran, which no
+ * worker's counters hold), live jobs,
  * queue depths and (config .histograms) the latency histograms.  Counters
  * are read without stopping the workers: each is exact, their sum is a
  * snapshot.  Returns 0 or -EINVAL (NULL s or out).  Any thread. */
@@ -589,9 +605,11 @@ CORO_EXTERN int coro_sched_stats(const coro_sched_t *s, coro_sched_stats_t *out)
 
 /* coro_sched_worker_stats - the counters of worker i (0 ..
  * coro_sched_stats().workers - 1; single-threaded mode has one, the
- * driving thread's).  Returns 0, -EINVAL (NULL s or out), -ERANGE (i < 0
- * or i >= the number of worker slots).  Any thread; racy as
- * coro_sched_stats. */
+ * driving thread's).  With workers, i == coro_sched_stats().workers is the
+ * caller's seat: the steps that threads blocked in coro_block_on ran
+ * themselves (cpu -1, not pinned; the index a stall report from there
+ * names).  Returns 0, -EINVAL (NULL s or out), -ERANGE (i < 0, or i past
+ * the worker slots and the seat).  Any thread; racy as coro_sched_stats. */
 CORO_EXTERN int coro_sched_worker_stats(const coro_sched_t *s, int i, coro_worker_stats_t *out);
 
 /* coro_sched_dump - write to out, in plain text, every live job that s can

@@ -102,7 +102,7 @@ static void dump_queues(struct coro__dump *d)
     uint32_t nclasses = __atomic_load_n(&s->nclasses, __ATOMIC_ACQUIRE);
 
     fprintf(d->f, "queued (READY, not running; addresses only):\n");
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < s->nall; i++) {     /* the caller's seat last */
         struct coro__worker *w = s->w[i];
         worker_doing(d, i, why, sizeof why);
         coro_t *lifo = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
@@ -116,6 +116,14 @@ static void dump_queues(struct coro__dump *d)
             unsigned n = q.n;
             if (!n)
                 continue;
+            if (i == s->nslots) {
+                fprintf(d->f, "  the caller's seat's queue, %s:", coro__prio_name(p - 1));
+                ql_print(d, &q);
+                fprintf(d->f, "\n    %u READY; queued on the caller's seat (a thread in "
+                        "coro_block_on), which %s; idle workers steal them\n", n, why);
+                d->jobs += (int)n;
+                continue;
+            }
             fprintf(d->f, "  worker %d's queue, %s:", i, coro__prio_name(p - 1));
             ql_print(d, &q);
             fprintf(d->f, "\n    %u READY; queued for worker %d (CPU %d), which %s\n", n, i,
@@ -195,8 +203,23 @@ static int dump(coro_sched_t *s, FILE *out)
             live & ~CORO__LIVE_CLOSED, (live & CORO__LIVE_CLOSED) ? ", shut down" : "",
             __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ? ", cancelling" : "");
     fprintf(d.f, "workers:\n");
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < s->nall; i++) {     /* the caller's seat last */
         struct coro__worker *w = s->w[i];
+        if (i == s->nslots) {
+            /* relaxed: a snapshot, as the rest */
+            bool held = __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) != 0;
+            coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+            fprintf(d.f, "  the caller's seat (a thread in coro_block_on runs jobs): ");
+            if (cur) {
+                char why[160];
+                worker_doing(&d, i, why, sizeof why);
+                fprintf(d.f, "%s\n", why);
+                d.jobs++;
+            } else {
+                fprintf(d.f, "%s\n", held ? "held, between jobs" : "free");
+            }
+            continue;
+        }
         coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
         coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
         int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);

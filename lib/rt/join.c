@@ -157,6 +157,16 @@ int coro_join(coro_t *co, intptr_t *result)
     return coro_join_timeout(co, result, CORO_FOREVER);
 }
 
+/* the root may run on the caller's seat (sched/seat.c, WHICH JOBS): no
+ * mask, and a caller-owned frame.  A pool frame's finish gives it back
+ * when no joiner is registered yet, and the seat reads the root's state
+ * until it is over: only coro_join's registration keeps a pool frame */
+static bool seat_fits(coro_sched_t *s, const coro_t *co, const coro_spawn_opts_t *opts)
+{
+    uint8_t *st;
+    return s && co && (!opts || !opts->affinity) && coro__frame_check(s, co, &st) == 0;
+}
+
 int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts,
                   intptr_t *result)
 {
@@ -164,7 +174,18 @@ int coro_block_on(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts
         return -EDEADLK;
     if (!result)
         return -EINVAL;
+    int e = errno;      /* the jobs it runs, the notifies: errno is the caller's */
+    struct coro__worker *seat = seat_fits(s, co, opts) ? coro__seat_take(s) : NULL;
     int rc = coro_spawn(s, co, fn, opts);
+    if (seat) {
+        /* the calling thread runs the root and what it queues here, until
+         * the root is over or nothing is left here; then it waits as any
+         * joiner (sched/seat.c) */
+        if (rc == 0)
+            coro__seat_run(seat, co);
+        coro__seat_leave(seat);
+    }
+    errno = e;
     if (rc < 0)
         return rc;
     return coro_join(co, result);

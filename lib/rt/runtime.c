@@ -195,11 +195,36 @@ static void numa_init(coro_sched_t *s)
     }
 }
 
+/* the caller's seat (sched/seat.c): one more worker struct, w[nslots],
+ * made here with its served list and trace ring (its holders are any
+ * threads), with no thread, pinned nowhere; and what its takes ask: the workers' CPUs, and whether they
+ * are every CPU the machine has */
+static int seat_init(coro_sched_t *s, const int *cpus, int ncpus)
+{
+    struct coro__worker *w = coro__alloc_aligned(s, worker_size());
+
+    if (!w)
+        return -ENOMEM;
+    s->w[s->nslots] = w;
+    worker_init(s, w, s->nslots, -1);
+    if (coro__served_init(s, w) < 0 || coro__trace_worker_init(s, w) < 0)
+        return -ENOMEM;
+    CPU_ZERO(&s->wcpus);
+    for (int i = 0; i < s->nworkers && i < ncpus; i++)
+        CPU_SET(cpus[i], &s->wcpus);
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    bool all = conf > 0 && conf <= CPU_SETSIZE;
+    for (long i = 0; all && i < conf; i++)
+        all = CPU_ISSET((int)i, &s->wcpus);
+    s->seat_anywhere = all;
+    return 0;
+}
+
 static void free_workers(coro_sched_t *s)
 {
     if (!s->w)
         return;
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < s->nall; i++) {
         struct coro__worker *w = s->w[i];
         if (!w)
             continue;
@@ -208,7 +233,7 @@ static void free_workers(coro_sched_t *s)
         coro__served_fini(s, w);
         coro__free_aligned(s, w, worker_size());
     }
-    coro__free(s, s->w, s->nslots * sizeof *s->w);
+    coro__free(s, s->w, s->nall * sizeof *s->w);
     s->w = NULL;
 }
 
@@ -294,6 +319,7 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
     s->alloc = c.alloc;
     s->nworkers = c.workers == CORO_WORKERS_AUTO ? ncpus : c.workers;
     s->nslots = s->nworkers ? s->nworkers : 1;
+    s->nall = s->nworkers ? s->nworkers + 1 : 1;     /* the caller's seat (sched/seat.c) */
     s->pin = c.pin;
     s->oversubscribed = s->nworkers > nreal;
     s->stall_ns = c.stall_ns;
@@ -315,7 +341,7 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         coro__bit_set(s->all_wmask, i);
 
     rc = -ENOMEM;
-    s->w = coro__alloc(s, s->nslots * sizeof *s->w);
+    s->w = coro__alloc(s, s->nall * sizeof *s->w);
     boots = coro__alloc(s, s->nslots * sizeof *boots);
     tid = coro__alloc(s, s->nslots * sizeof *tid);
     if (!s->w || !boots || !tid)
@@ -342,6 +368,9 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
             s->w[i]->started = true;
         }
         numa_init(s);
+        if ((rc = seat_init(s, cpus, ncpus)) < 0)
+            goto fail;
+        rc = -ENOMEM;
     }
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
     s->joins = &coro__done_ops;     /* JOINING INLINE (sched/sched.h) */
@@ -409,6 +438,9 @@ int coro_sched_destroy(coro_sched_t *s)
     while (s->shut_users)
         pthread_cond_wait(&s->shut_gone, &s->shut_lock);
     pthread_mutex_unlock(&s->shut_lock);
+    /* a thread in coro_block_on may still be leaving the caller's seat
+     * after the last job ended (sched/seat.c, LEAVING) */
+    coro__seat_wait_free(s);
     stop_workers(s);
     coro__trace_write_env(s);   /* COROKIT_TRACE's file */
     sched_free(s);

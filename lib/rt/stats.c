@@ -32,7 +32,7 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
     out->workers = s->nslots;
     out->histograms = s->hist;
     out->live_jobs = __atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED;
-    for (int i = 0; i < s->nworkers; i++)       /* approximate while running */
+    for (int i = 0; i < s->nall && s->nworkers; i++)    /* approximate while running */
         out->live_jobs -= __atomic_load_n(&s->w[i]->spare, __ATOMIC_RELAXED);
     struct coro__affinity_class *any = coro__affinity_get(s, 0);
     for (int p = 0; p < CORO__NPRIO; p++)
@@ -41,7 +41,8 @@ int coro_sched_stats(const coro_sched_t *cs, coro_sched_stats_t *out)
      * (acquire: pairs with coro__thread_subring's release CAS) */
     for (struct coro__subring *x = __atomic_load_n(&s->subrings, __ATOMIC_ACQUIRE); x; x = x->next)
         out->global_depth += coro__localq_size(&x->q);
-    for (int i = 0; i < s->nslots; i++) {
+    /* the caller's seat too (w[nslots], sched/seat.c) */
+    for (int i = 0; i < s->nall; i++) {
         struct coro__worker *w = s->w[i];
         coro_worker_stats_t o;
         worker_stats(w, &o);
@@ -70,7 +71,7 @@ int coro_sched_worker_stats(const coro_sched_t *cs, int i, coro_worker_stats_t *
 {
     if (!cs || !out)
         return -EINVAL;
-    if (i < 0 || i >= cs->nslots)
+    if (i < 0 || i >= cs->nall)     /* i == workers: the caller's seat */
         return -ERANGE;
     worker_stats(cs->w[i], out);
     return 0;

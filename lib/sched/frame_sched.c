@@ -55,13 +55,13 @@ void coro__frames_flush(coro_sched_t *s)
 int coro__frames_init(coro_sched_t *s)
 {
     struct coro__frames *fr =
-        coro__alloc(s, sizeof *fr + (size_t)s->nslots * sizeof(struct fpool *));
+        coro__alloc(s, sizeof *fr + (size_t)s->nall * sizeof(struct fpool *));
     if (!fr)
         return -ENOMEM;
     fr->s = s;
-    fr->npools = s->nslots;
+    fr->npools = s->nall;       /* the workers' and the caller's seat's */
     pthread_mutex_init(&fr->lock, NULL);
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < s->nall; i++) {
         fr->wp[i] = coro__alloc_aligned(s, sizeof(struct fpool));
         if (!fr->wp[i]) {
             s->frames = fr;

@@ -188,6 +188,10 @@ static inline __attribute__((always_inline)) coro_t *take_next(struct coro__work
 
     if (w->lifo_run != w->n_run || w->deferred || s->nworkers == 0 || prio_queued(w))
         return NULL;
+    /* the caller's seat stops at its root's end: the caller returns, and
+     * leaves the rest to the workers (sched/seat.c, LEAVING) */
+    if (CORO__UNLIKELY(w->seat_root != NULL) && seat_root_over(w->seat_root))
+        return NULL;
     if (w->lifo_streak >= CORO__LIFO_MAX) {
         /* the bound gives the worker's other queued jobs a pick: with
          * none, the slot runs again (as find_own_ takes it then) */
@@ -408,7 +412,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 int pi = CORO__PRIO_IDX(job->prio);
                 if (CORO__UNLIKELY(!own_localq_push(w, &w->yielded[pi], pi, job)))
                     coro__push_global(s, job);
-                if (s->nworkers > 1)
+                /* with one worker, the caller's seat has it for a thief */
+                if (s->nworkers > 1 || w->idx == s->nslots)
                     notify(s, s->all_wmask, true);
                 return false;
             }

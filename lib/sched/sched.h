@@ -272,6 +272,10 @@ struct coro__worker {
     uint64_t tick;                      /* counts down to the next global-first look */
     unsigned lifo_streak;
     uint64_t lifo_run;                  /* n_run when a job last went to lifo */
+    /* the caller's seat only (sched/seat.c): the root job of the
+     * coro_block_on that holds it, NULL on a worker; a step that ends
+     * does not go on to the LIFO slot's job once it is over (run.c) */
+    coro_t *seat_root;
     /* the victim whose LIFO slot this worker saw full at its last look,
      * and that victim's n_run then (sched/steal.c, steal_lifo) */
     int lifo_watch;
@@ -336,6 +340,21 @@ struct coro__worker {
 struct coro_sched {
     int nworkers;                       /* 0 = single-threaded */
     int nslots;                         /* worker structs (max(1, nworkers)) */
+    /* the structs in w[]: nslots, and with workers one more, w[nslots],
+     * the caller's seat (sched/seat.c) */
+    int nall;
+    /* atomic: the seat's word (sched/seat.c): 0 free, CORO__SEAT_TAKEN
+     * while a thread in coro_block_on holds it, | CORO__SEAT_WAITED when
+     * coro_sched_destroy waits for it to be left (a futex) */
+    uint32_t seat_word;
+    /* atomic (relaxed): calls of coro_block_on left that keep off the
+     * seat, after one whose jobs fanned out (sched/seat.c, FAN-OUT) */
+    uint32_t seat_skip;
+    /* fixed at create: every CPU the machine has holds a worker, so any
+     * thread's CPUs are inside the workers' (the seat needs no
+     * sched_getaffinity to tell: sched/seat.c WHICH JOBS) */
+    bool seat_anywhere;
+    cpu_set_t wcpus;                    /* the workers' CPUs */
     bool pin;
     bool oversubscribed;                /* more workers than CPUs: never spin */
     /* fixed at create: notify's fence is a compiler barrier and a parking
@@ -506,6 +525,21 @@ static inline struct coro__io *coro__sched_io(coro_sched_t *s)
 {
     return s->io;
 }
+
+/* the caller's seat (sched/seat.c) */
+#define CORO__SEAT_TAKEN  1u
+#define CORO__SEAT_WAITED 2u
+/* take s's seat for a coro_block_on of a root job whose mask is "any
+ * CPU", from a plain thread: the seat, now the calling thread's worker
+ * (coro__tls_worker), or NULL (held by another thread, no workers, the
+ * calling thread's CPUs not inside the workers', closed, tracing on) */
+CORO__HIDDEN struct coro__worker *coro__seat_take(coro_sched_t *s);
+/* run the seat's jobs until root is over or none is queued there */
+CORO__HIDDEN void coro__seat_run(struct coro__worker *w, coro_t *root);
+/* hand what is still queued on the seat to the workers, and leave it */
+CORO__HIDDEN void coro__seat_leave(struct coro__worker *w);
+/* coro_sched_destroy: wait until no thread holds the seat */
+CORO__HIDDEN void coro__seat_wait_free(coro_sched_t *s);
 
 /* sched/affinity.c */
 CORO__HIDDEN int coro__affinity_init(coro_sched_t *s, const int *cpus, int ncpus);

@@ -13,7 +13,9 @@
  * LIFO slot last, and only once the victim started no step for
  * CORO__LIFO_STEAL_NS (steal_lifo).  At most half the workers (at least
  * one) steal at once (s->searching).
- *   Victims are the workers whose idle bit is clear (Go's idle-P mask): a
+ *   Victims are the workers whose idle bit is clear (Go's idle-P mask),
+ * and after them the caller's seat, always (sched/seat.c STEALING: it
+ * never parks, and is empty while no thread holds it): a
  * parked worker's queues are empty - it parked after its own look found
  * nothing, only its owner pushes to its local and yield rings and its LIFO
  * slot, and a push to its inbox either claims it first (its bit cleared,
@@ -294,12 +296,17 @@ int coro__test_steal_order(coro_sched_t *s, int widx, int *vic)
 coro_t *coro__steal(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
-    int vic[CORO_MAX_WORKERS];
+    int vic[CORO_MAX_WORKERS + 1];
     coro_t *j = NULL;
 
-    if (s->nslots < 2)
+    if (s->nall < 2)
         return NULL;
     int n = steal_order(w, vic, s->idle);
+    /* the caller's seat, after the workers, held or not (it is empty when
+     * free): no read of its word has to order against a take
+     * (sched/seat.c, STEALING) */
+    if (s->nall > s->nslots)
+        vic[n++] = s->nslots;
     if (n == 0)
         return NULL;
     for (int pi = CORO__NPRIO - 1; pi >= 0 && !j; pi--)

@@ -119,7 +119,8 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         if (!own_localq_push(w, &w->local[pi], pi, job))
             local_overflow(w, pi, job);
     out:
-        if (s->nworkers > 1)
+        /* with one worker, the caller's seat has it for a thief */
+        if (s->nworkers > 1 || w->idx == s->nslots)
             notify(s, s->all_wmask, true);
         return;
     }

@@ -12,7 +12,9 @@
  * (find.c); STEALING, SEARCHING and NUMA (steal.c); PARKING and WAITING IN
  * EPOLL INSTEAD (park.c); IDLE SUMMARY (wake.c); RINGS (rings.c);
  * PRIORITIES (here); BUDGET AND CANCEL, CONTINUING and JOINING INLINE
- * (run.c); IDLE, DEFERRED YIELDS, BUSY LOOKS and DUE TIMERS (worker.c). */
+ * (run.c); IDLE, DEFERRED YIELDS, BUSY LOOKS and DUE TIMERS (worker.c);
+ * THE SEAT, WHICH JOBS, STEALING, WAKES and LEAVING (seat.c: a thread in
+ * coro_block_on as a worker). */
 #ifndef CORO_SCHED_WORKER_H
 #define CORO_SCHED_WORKER_H
 
@@ -119,6 +121,15 @@ static inline bool prio_queued(struct coro__worker *w)
         if (__atomic_load_n(&coro__affinity_get(s, served[i])->nprio, __ATOMIC_RELAXED))
             return true;
     return false;
+}
+
+/* the seat's root job is over: done (EXITING or not: coro_join waits
+ * that out) or back to IDLE (sched/seat.c, LEAVING) */
+static inline bool seat_root_over(const coro_t *root)
+{
+    /* acquire: pairs with coro__finish's release */
+    uint32_t st = __atomic_load_n(&root->state, __ATOMIC_ACQUIRE) & CORO__S_MASK;
+    return st == CORO__S_DONE || st == CORO__S_IDLE;
 }
 
 /* the pops of w's own queues and of class queues, with their counts */

@@ -71,7 +71,9 @@
 uint32_t coro__wt_here(coro_sched_t *s)
 {
     struct coro__worker *w = coro__tls_worker;
-    return s->parklot->wt && w && w->s == s ? (uint32_t)w->idx + 1 : 0;
+    /* the caller's seat (w[nworkers]) has no heap: its holder leaves, and
+     * nobody would fire it (sched/seat.c, WAKES) */
+    return s->parklot->wt && w && w->s == s && w->idx < s->nworkers ? (uint32_t)w->idx + 1 : 0;
 }
 
 struct coro__wtimers *coro__wt_get(coro_sched_t *s, uint32_t home)
