@@ -36,11 +36,8 @@ typedef struct coro_stall {
     void *fn;                   /* the body that runs (the innermost frame's) */
     const char *symbol;         /* fn's name (static bodies too), NULL if stripped */
     int64_t duration_ns;        /* how long the step has run so far */
-    int worker;                 /* worker index (0 when single-threaded; the
-                                   number of workers: the caller's seat, a
-                                   thread in coro_block_on) */
-    int cpu;                    /* the worker's CPU (-1 when single-threaded or
-                                   on the caller's seat) */
+    int worker;                 /* worker index (0 when single-threaded) */
+    int cpu;                    /* the worker's CPU (-1 when single-threaded) */
     int priority;               /* CORO_PRIO_* */
     uint32_t reserved_u;
     uint64_t reserved[2];
@@ -415,7 +412,8 @@ CORO_EXTERN bool coro_cancelled(void);
  * With workers, the calling thread runs the job itself while it waits
  * when it can (the caller's seat, one thread at a time): opts gives no
  * affinity, co is the caller's frame (not coro_frame_alloc's), and every
- * CPU the thread may run on has a worker.  It then runs
+ * CPU the thread may run on has a worker, and the stall detector is off
+ * (its reports name a worker).  It then runs
  * the job and the "any CPU" jobs that it spawns or wakes onto the seat,
  * which idle workers steal, until the job ends or nothing is queued
  * there; what is left goes to the workers.  After a call whose jobs
@@ -605,11 +603,10 @@ CORO_EXTERN int coro_sched_stats(const coro_sched_t *s, coro_sched_stats_t *out)
 
 /* coro_sched_worker_stats - the counters of worker i (0 ..
  * coro_sched_stats().workers - 1; single-threaded mode has one, the
- * driving thread's).  With workers, i == coro_sched_stats().workers is the
- * caller's seat: the steps that threads blocked in coro_block_on ran
- * themselves (cpu -1, not pinned; the index a stall report from there
- * names).  Returns 0, -EINVAL (NULL s or out), -ERANGE (i < 0, or i past
- * the worker slots and the seat).  Any thread; racy as coro_sched_stats. */
+ * driving thread's).  The steps that threads blocked in coro_block_on ran
+ * themselves (the caller's seat) are in coro_sched_stats' totals, not in
+ * any worker's.  Returns 0, -EINVAL (NULL s or out), -ERANGE (i < 0 or i
+ * >= the number of worker slots).  Any thread; racy as coro_sched_stats. */
 CORO_EXTERN int coro_sched_worker_stats(const coro_sched_t *s, int i, coro_worker_stats_t *out);
 
 /* coro_sched_dump - write to out, in plain text, every live job that s can

@@ -209,6 +209,8 @@ static int dump(coro_sched_t *s, FILE *out)
             /* relaxed: a snapshot, as the rest */
             bool held = __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) != 0;
             coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+            if (!held)      /* a free seat is no news: its queue is empty */
+                continue;
             fprintf(d.f, "  the caller's seat (a thread in coro_block_on runs jobs): ");
             if (cur) {
                 char why[160];
@@ -216,7 +218,7 @@ static int dump(coro_sched_t *s, FILE *out)
                 fprintf(d.f, "%s\n", why);
                 d.jobs++;
             } else {
-                fprintf(d.f, "%s\n", held ? "held, between jobs" : "free");
+                fprintf(d.f, "held, between jobs\n");
             }
             continue;
         }

@@ -71,7 +71,9 @@ int coro_sched_worker_stats(const coro_sched_t *cs, int i, coro_worker_stats_t *
 {
     if (!cs || !out)
         return -EINVAL;
-    if (i < 0 || i >= cs->nall)     /* i == workers: the caller's seat */
+    /* the workers only: the caller's seat has no index of its own (its
+     * counters are in coro_sched_stats' totals) */
+    if (i < 0 || i >= cs->nslots)
         return -ERANGE;
     worker_stats(cs->w[i], out);
     return 0;

@@ -120,7 +120,9 @@ struct coro__worker *coro__seat_take(coro_sched_t *s)
 
     /* relaxed closed: a take that misses a close meets it at coro_spawn's
      * own check */
-    if (s->nworkers == 0 || coro__tls_worker ||
+    /* the stall detector off: its reports name a worker index and CPU,
+     * which the seat has not (coro_stall_t) */
+    if (s->nworkers == 0 || s->stall_ns > 0 || coro__tls_worker ||
         __atomic_load_n(&s->closed, __ATOMIC_RELAXED) ||
         __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED))
         return NULL;
