@@ -412,8 +412,8 @@ CORO_EXTERN bool coro_cancelled(void);
  * With workers, the calling thread runs the job itself while it waits
  * when it can (the caller's seat, one thread at a time): opts gives no
  * affinity, co is the caller's frame (not coro_frame_alloc's), and every
- * CPU the thread may run on has a worker, and the stall detector is off
- * (its reports name a worker).  It then runs
+ * CPU the thread may run on has a worker, and tracing and the stall
+ * detector are off (a trace and a stall report name workers).  It then runs
  * the job and the "any CPU" jobs that it spawns or wakes onto the seat,
  * which idle workers steal, until the job ends or nothing is queued
  * there; what is left goes to the workers.  After a call whose jobs

@@ -196,8 +196,8 @@ static void numa_init(coro_sched_t *s)
 }
 
 /* the caller's seat (sched/seat.c): one more worker struct, w[nslots],
- * made here with its served list and trace ring (its holders are any
- * threads), with no thread, pinned nowhere; and what its takes ask: the workers' CPUs, and whether they
+ * made here (its holders are any threads), with no thread, pinned
+ * nowhere; and what its takes ask: the workers' CPUs, and whether they
  * are every CPU the machine has */
 static int seat_init(coro_sched_t *s, const int *cpus, int ncpus)
 {
@@ -207,7 +207,7 @@ static int seat_init(coro_sched_t *s, const int *cpus, int ncpus)
         return -ENOMEM;
     s->w[s->nslots] = w;
     worker_init(s, w, s->nslots, -1);
-    if (coro__served_init(s, w) < 0 || coro__trace_worker_init(s, w) < 0)
+    if (coro__served_init(s, w) < 0)
         return -ENOMEM;
     CPU_ZERO(&s->wcpus);
     for (int i = 0; i < s->nworkers && i < ncpus; i++)

@@ -55,11 +55,6 @@
  * root to the workers as a plain thread does; then the seat is tried
  * again.
  *
- * TRACE.  The seat's trace ring is made with the scheduler and written
- * by whichever thread holds it (a worker's kind of ring: one writer at a
- * time, the seat's word orders them); the trace shows it as one more
- * lane, "coro-caller" (sched/trace_write.c).
- *
  * STEALING.  The seat is a victim of every thief (sched/steal.c: after
  * the workers, whether or not a thread holds it - it is empty when free),
  * so a job queued on it never waits behind a long step of the caller: a
@@ -120,9 +115,9 @@ struct coro__worker *coro__seat_take(coro_sched_t *s)
 
     /* relaxed closed: a take that misses a close meets it at coro_spawn's
      * own check */
-    /* the stall detector off: its reports name a worker index and CPU,
-     * which the seat has not (coro_stall_t) */
-    if (s->nworkers == 0 || s->stall_ns > 0 || coro__tls_worker ||
+    /* tracing and the stall detector off: a trace's lanes and a stall
+     * report name workers, which the seat is not (coro_stall_t) */
+    if (s->nworkers == 0 || s->trace || s->stall_ns > 0 || coro__tls_worker ||
         __atomic_load_n(&s->closed, __ATOMIC_RELAXED) ||
         __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED))
         return NULL;

@@ -204,7 +204,7 @@ void coro__trace_fini(coro_sched_t *s)
 
     if (!t)
         return;
-    for (int i = 0; i < s->nall; i++) {     /* the caller's seat's too */
+    for (int i = 0; i < s->nslots; i++) {
         if (s->w[i])
             ring_free(s, s->w[i]->trace_ring, t->cap);
         if (s->w[i])

@@ -313,8 +313,6 @@ static const char *from_name(int tid, int nslots, char *buf, size_t len)
         snprintf(buf, len, "worker %d", tid);
     else if (tid == nslots)
         snprintf(buf, len, "io");
-    else if (tid == nslots + 2)
-        snprintf(buf, len, "the caller's seat");
     else
         snprintf(buf, len, "thread");
     return buf;
@@ -437,9 +435,7 @@ static int write_file(coro_sched_t *s, const char *path)
     struct coro__trace *t = s->trace;
     /* acquire: pairs with thread_ring's release (the rings in thr) */
     int n = s->nslots, nthr = (int)__atomic_load_n(&t->nthr, __ATOMIC_ACQUIRE), rc = 0;
-    int seat = s->nall > n ? 1 : 0;     /* the caller's seat (sched/seat.c) */
-    /* workers, io, the shared ring, plain threads', the seat's last */
-    int nr = n + 2 + nthr + seat;
+    int nr = n + 2 + nthr;  /* workers, io, the shared ring, plain threads' */
     struct snap *sn = coro__alloc(s, (size_t)nr * sizeof *sn);
     struct wctx c = { .s = s, .first = true, .tsc0 = t->tsc0, .ns0 = t->ns0 };
 
@@ -448,7 +444,7 @@ static int write_file(coro_sched_t *s, const char *path)
     memset(sn, 0, (size_t)nr * sizeof *sn);
     for (int i = 0; i < nr && rc == 0; i++) {
         struct coro__trace_ring *r = i < n ? s->w[i]->trace_ring : i == n ? t->io : i == n + 1 ? t->ext
-                                   : seat && i == nr - 1 ? s->w[n]->trace_ring : t->thr[i - n - 2];
+                                                                                 : t->thr[i - n - 2];
         if (r == t->ext) {
             coro__spin_lock(&r->lock);      /* its writers do not hold head */
             rc = snapshot(s, r, t->cap, &sn[i]);
@@ -466,7 +462,7 @@ static int write_file(coro_sched_t *s, const char *path)
         tsc1 = (uint64_t)coro__sched_clock(s);
     }
     for (int i = 0; i < nr && rc == 0; i++) {
-        if (i < n + 2 || (seat && i == nr - 1))    /* a worker's kind of ring */
+        if (i < n + 2)
             resolve(&sn[i], tsc1);
         else
             resolve_thread(&sn[i], t->run_lim);
@@ -494,10 +490,8 @@ static int write_file(coro_sched_t *s, const char *path)
         }
         lane_name(&c, n, "coro-io");
         lane_name(&c, n + 1, "threads");
-        if (seat && sn[nr - 1].n > 0)      /* only once a caller ran jobs there */
-            lane_name(&c, n + 2, "coro-caller");
-        for (int i = 0; i < nr; i++)    /* every plain thread: "threads" */
-            emit_ring(&c, &sn[i], i < n + 2 ? i : seat && i == nr - 1 ? n + 2 : n + 1);
+        for (int i = 0; i < nr; i++)
+            emit_ring(&c, &sn[i], i < n + 2 ? i : n + 1);  /* every plain thread: "threads" */
         fputs("\n]}\n", c.f);
         if (ferror(c.f))
             rc = -EIO;

@@ -12,8 +12,6 @@
 #include <corokit.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <unistd.h>
 
 #include "fixture.h"
 
@@ -27,7 +25,7 @@ static const int counts[] = { 0, 1, 2 };
  * scheduler lives: mk_fit, then fin_fit */
 static cpu_set_t saved_cpus;
 
-static void fit_caller(int n)
+static coro_sched_t *mk_fit(int n)
 {
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof saved_cpus, &saved_cpus), 0);
@@ -38,11 +36,6 @@ static void fit_caller(int n)
             k++;
         }
     cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
-}
-
-static coro_sched_t *mk_fit(int n)
-{
-    fit_caller(n);
     return mk(n);
 }
 
@@ -516,9 +509,9 @@ Test(block_on_seat, shutdown_while_a_caller_runs_its_root_waits_or_cancels_it, .
     }
 }
 
-/* ---- the trace shows the seat as a lane of its own ------------------------- */
+/* ---- while tracing, the seat stays off: every step is on a worker's lane ---- */
 
-Test(block_on_seat, a_trace_shows_the_jobs_the_caller_ran_on_the_coro_caller_lane, .timeout = 30)
+Test(block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a_worker_lane, .timeout = 30)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     c.workers = 2;
@@ -541,8 +534,10 @@ Test(block_on_seat, a_trace_shows_the_jobs_the_caller_ran_on_the_coro_caller_lan
     fclose(f);
     unlink(path);
     buf[n] = 0;
-    cr_assert(strstr(buf, "\"coro-caller\""), "no coro-caller lane");
+    cr_assert(!strstr(buf, "\"coro-caller\""), "a lane that is no worker's");
+    cr_assert(strstr(buf, "\"coro-w"), "no worker lane");
     cr_assert(strstr(buf, "link_fn"), "the links' steps are not in the trace");
+    cr_assert_eq(seat_runs(s), 0, "the caller ran steps while tracing");
     fin_fit(s);
 }
 
