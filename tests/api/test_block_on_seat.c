@@ -12,6 +12,8 @@
 #include <corokit.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -25,7 +27,7 @@ static const int counts[] = { 0, 1, 2 };
  * scheduler lives: mk_fit, then fin_fit */
 static cpu_set_t saved_cpus;
 
-static coro_sched_t *mk_fit(int n)
+static void fit_caller(int n)
 {
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof saved_cpus, &saved_cpus), 0);
@@ -36,6 +38,11 @@ static coro_sched_t *mk_fit(int n)
             k++;
         }
     cr_assert_eq(sched_setaffinity(0, sizeof set, &set), 0);
+}
+
+static coro_sched_t *mk_fit(int n)
+{
+    fit_caller(n);
     return mk(n);
 }
 
