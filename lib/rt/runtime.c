@@ -484,6 +484,25 @@ static inline __attribute__((always_inline)) bool count_live(coro_sched_t *s)
     return add_live(s, 1);
 }
 
+/* a spawned job's words, before its submit publishes it (spawn_ and the
+ * fresh frame's path alike; only this thread writes them until then) */
+static inline __attribute__((always_inline)) void job_words(coro_t *co, coro_fn fn, coro_sched_t *s,
+                                                            void (*on_exit)(coro_t *), int cls,
+                                                            int prio, uint8_t flags)
+{
+    co->fn = fn;
+    co->resume = 0;
+    co->result = 0;
+    co->top = co;
+    co->sched = s;
+    co->next = NULL;
+    co->on_exit = on_exit;
+    co->cls = (uint16_t)cls;
+    co->prio = (int8_t)prio;
+    co->flags = flags;
+    co->wait_obj = NULL;
+}
+
 /* coro_spawn's body; plain is a constant: the compiler makes one copy for
  * spawns without options (the usual case: no option to read or check) and
  * one for the rest */
@@ -565,23 +584,13 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
     }
     if (pool)
         coro__frame_mark_spawned(pool_st);
-    co->fn = fn;
-    co->resume = 0;
-    co->result = 0;
-    co->top = co;
-    co->sched = s;
-    co->next = NULL;
-    co->on_exit = opts ? opts->on_exit : NULL;
-    co->cls = (uint16_t)cls;
-    co->prio = (int8_t)prio;
-    co->flags = pool == 2 ? CORO__FL_SMALL : 0;
+    job_words(co, fn, s, opts ? opts->on_exit : NULL, cls, prio, pool == 2 ? CORO__FL_SMALL : 0);
     if (x) {
         co->ext = x;
         co->flags |= CORO__FL_EXT;
         if (x->group)
             coro__group_join(x->group, x);
     }
-    co->wait_obj = NULL;
     coro__trace_spawn(s, co);
     coro__submit_spawned(s, co);
     return 0;
@@ -638,17 +647,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
              * (owner-only; atomic store for coro_sched_stats' racy read) */
             __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
             coro__frame_mark_spawned(st);
-            co->fn = fn;
-            co->resume = 0;
-            co->result = 0;
-            co->top = co;
-            co->sched = s;
-            co->next = NULL;
-            co->on_exit = NULL;
-            co->cls = 0;
-            co->prio = CORO_PRIO_NORMAL;
-            co->flags = CORO__FL_SMALL;
-            co->wait_obj = NULL;
+            job_words(co, fn, s, NULL, 0, CORO_PRIO_NORMAL, CORO__FL_SMALL);
             if (!coro__submit_spawned_lifo(w, s, co))
                 coro__submit(s, co, false);
             return 0;

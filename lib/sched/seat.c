@@ -235,6 +235,8 @@ void coro__seat_wait_free(coro_sched_t *s)
     /* acquire: pairs with leave's release (its last writes to the seat) */
     while ((v = __atomic_load_n(&s->seat_word, __ATOMIC_ACQUIRE)) != 0) {
         if (!(v & CORO__SEAT_WAITED) &&
+            /* acquire, as the load; what ends the wait is always the
+             * load's 0, which orders the leave's writes before us */
             !__atomic_compare_exchange_n(&s->seat_word, &v, v | CORO__SEAT_WAITED, false,
                                          __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
             continue;
