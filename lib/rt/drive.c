@@ -9,37 +9,150 @@
  * runs jobs and, when none is ready, waits in epoll (coro__park).  A
  * thread that joins a job while another drives must not just sleep: the
  * driver stops once its own job is done, and then nobody would run the
- * joiner's job.  So the joiner registers in the drive word and sleeps on
- * it; the driver bumps the word's sequence after every job that finishes
- * and clears DRIVE_ON when it stops, and wakes the registered sleepers
- * when either happens.  A woken joiner checks its job and tries to take
- * the drive over.  All of it is RMWs on that one word, so they are totally
- * ordered: a joiner's registration either precedes the driver's RMW (which
- * then sees the count and wakes it) or follows it (and then acquires what
- * the driver released: the DONE state of the job, or DRIVE_ON clear).  A
- * sleeper's expected value includes DRIVE_ON and the sequence, so a change
- * between its look and its sleep makes the futex wait return at once.
- * (The sequence wraps after 65,536 finishes: a joiner pre-empted that long
- * between its look and its sleep is woken by the next finish or stop.) */
+ * joiner's job.  So the joiner waits in the drive queue until its job is
+ * over or the drive is free, and then takes the drive over.
+ *
+ * THE DRIVE QUEUE.  Each waiting thread queues a node of its own (on its
+ * stack) under s->drive_lock and sleeps on the node's futex word (kick).
+ * A thread that waits for one job (coro_join, coro_block_on) is chained by
+ * that job's address (drive_job); one that waits for anything else
+ * (shutdown's "every job ended") is on drive_any.  Kicks:
+ *   - the end of a job a plain thread joins (coro__drive_job_ended, from
+ *     the finish or a failed spawn, which know: F_THREAD_JOIN) kicks the
+ *     nodes chained under that job only;
+ *   - every finish on the driver kicks the drive_any nodes (and, with
+ *     virtual time, every node: a virtual deadline is no CLOCK_MONOTONIC
+ *     time, so finishes are when waiters look at it);
+ *   - the driver stopping kicks one node, to take the drive over; a node
+ *     that then leaves without driving (its job ended meanwhile) passes
+ *     that kick on, so the drive is never free while a waiter sleeps.
+ * So a thread waits without a wake-up per job that others' jobs run, and
+ * the driver's cost per finish does not grow with the waiters.
+ * Ordering: a node is queued before its thread counts itself in the
+ * drive word (an RMW) and looks at its job and the drive again; the
+ * driver makes a job's end or its stop visible (RMWs) before it takes the
+ * lock to look for nodes.  Either the driver's look finds the node, or the
+ * node's look comes after the driver's unlock and sees what changed.  A
+ * kick stores 1 (release) and wakes; the sleeper exchanges it back to 0
+ * (acquire) before each look, and sleeps only while it reads 0.  A node
+ * leaves the queue before its thread returns: kicks touch it only under
+ * the lock. */
 #include <limits.h>
 
 #include "rt/rt.h"
 #include "sched/trace.h"
 
-static void drive_kick(struct coro__worker *w, uint32_t old)
+/* a thread waiting in coro__drive_until_dl while another drives */
+struct coro__drive_node {
+    uint32_t kick;                      /* futex: 1 once told to look */
+    const coro_t *co;                   /* the job it waits for, or NULL: any */
+    struct coro__drive_node *next, **prevp;
+};
+
+static struct coro__drive_node **chain(coro_sched_t *s, const coro_t *co)
 {
-    if (old & CORO__DRIVE_WMASK)
-        coro__futex_wake(&w->started_st, INT_MAX);
+    return co ? &s->drive_job[((uintptr_t)co / sizeof(coro_t)) % CORO__DRIVE_BUCKETS]
+              : &s->drive_any;
 }
 
-/* a job finished on the driving thread: tell the joiners sleeping on
- * the drive word */
+/* under drive_lock */
+static void kick(struct coro__drive_node *n)
+{
+    /* release: what made us kick (a job's end, the drive let go) is seen
+     * by the sleeper's acquire exchange */
+    __atomic_store_n(&n->kick, 1, __ATOMIC_RELEASE);
+    coro__futex_wake(&n->kick, 1);
+}
+
+static void kick_chain(struct coro__drive_node *n, const coro_t *co)
+{
+    for (; n; n = n->next)
+        if (!co || n->co == co)
+            kick(n);
+}
+
+/* under drive_lock: one waiter, to take the drive over */
+static void kick_one(coro_sched_t *s)
+{
+    if (s->drive_any) {
+        kick(s->drive_any);
+        return;
+    }
+    for (int i = 0; i < CORO__DRIVE_BUCKETS; i++)
+        if (s->drive_job[i]) {
+            kick(s->drive_job[i]);
+            return;
+        }
+}
+
+static void queue(coro_sched_t *s, struct coro__drive_node *n)
+{
+    struct coro__drive_node **h = chain(s, n->co);
+
+    coro__spin_lock(&s->drive_lock);
+    n->next = *h;
+    n->prevp = h;
+    if (*h)
+        (*h)->prevp = &n->next;
+    *h = n;
+    if (!n->co)     /* relaxed: published by the RMW below */
+        __atomic_store_n(&s->drive_nany, s->drive_nany + 1, __ATOMIC_RELAXED);
+    coro__spin_unlock(&s->drive_lock);
+    /* acq_rel: ordered against the driver's RMWs on the word (top of file) */
+    __atomic_fetch_add(&s->w[0]->started_st, CORO__DRIVE_WAITER, __ATOMIC_ACQ_REL);
+}
+
+/* pass: this thread leaves for good; if the drive is free, another
+ * waiter must take it, in case the kick that said so was ours */
+static void unqueue(coro_sched_t *s, struct coro__drive_node *n, bool pass)
+{
+    uint32_t *word = &s->w[0]->started_st;
+
+    /* relaxed: leaving only spares the driver a look at the queue */
+    __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+    coro__spin_lock(&s->drive_lock);
+    *n->prevp = n->next;
+    if (n->next)
+        n->next->prevp = n->prevp;
+    if (!n->co)
+        __atomic_store_n(&s->drive_nany, s->drive_nany - 1, __ATOMIC_RELAXED);
+    /* acquire: after the unlock of a driver's stop that kicked us */
+    if (pass && !(__atomic_load_n(word, __ATOMIC_ACQUIRE) & CORO__DRIVE_ON))
+        kick_one(s);
+    coro__spin_unlock(&s->drive_lock);
+}
+
+/* co, which a plain thread joins (F_THREAD_JOIN), ended or went back to
+ * IDLE: kick the threads that wait for it in the drive queue.  After the
+ * RMW that made that visible; co's address only is used */
+void coro__drive_job_ended(coro_sched_t *s, const coro_t *co)
+{
+    coro__spin_lock(&s->drive_lock);
+    kick_chain(*chain(s, co), co);
+    coro__spin_unlock(&s->drive_lock);
+}
+
+/* a job finished on the driving thread: kick the waiters any finish
+ * concerns */
 void coro__drive_finished(struct coro__worker *w)
 {
-    /* acq_rel: releases the job's DONE to a joiner that reads the new
-     * sequence; acquires its registration */
+    coro_sched_t *s = w->s;
+    /* acq_rel: releases the job's end to a waiter whose RMW follows;
+     * acquires the queueing of one whose RMW came first */
     uint32_t old = __atomic_fetch_add(&w->started_st, CORO__DRIVE_SEQ, __ATOMIC_ACQ_REL);
-    drive_kick(w, old);
+    if (!(old & CORO__DRIVE_WMASK))
+        return;
+    if (s->vtime) {
+        coro__spin_lock(&s->drive_lock);
+        kick_chain(s->drive_any, NULL);
+        for (int i = 0; i < CORO__DRIVE_BUCKETS; i++)
+            kick_chain(s->drive_job[i], NULL);
+        coro__spin_unlock(&s->drive_lock);
+    } else if (__atomic_load_n(&s->drive_nany, __ATOMIC_RELAXED)) {
+        coro__spin_lock(&s->drive_lock);
+        kick_chain(s->drive_any, NULL);
+        coro__spin_unlock(&s->drive_lock);
+    }
 }
 
 /* Run s's only worker on this thread until done(arg) or, when block is
@@ -108,9 +221,13 @@ void coro__drive_end(coro_sched_t *s)
 {
     struct coro__worker *w = s->w[0];
     /* release: pairs with the next driver's acquire in drive_begin; the
-     * RMW sees every joiner registered before it (top of file) */
+     * RMW sees every waiter counted before it (top of file) */
     uint32_t old = __atomic_fetch_and(&w->started_st, ~CORO__DRIVE_ON, __ATOMIC_ACQ_REL);
-    drive_kick(w, old);
+    if (old & CORO__DRIVE_WMASK) {
+        coro__spin_lock(&s->drive_lock);
+        kick_one(s);
+        coro__spin_unlock(&s->drive_lock);
+    }
 }
 
 int coro_sched_run(coro_sched_t *s)
@@ -129,11 +246,14 @@ int coro_sched_run(coro_sched_t *s)
 }
 
 /* the same, giving up at the absolute deadline (-1 = none): done(arg) must
- * then be true too (see job_over_or_late) */
-void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int64_t deadline)
+ * then be true too (see job_over_or_late).  co: the job whose end makes
+ * done(arg) true, or NULL when any finish may (THE DRIVE QUEUE) */
+void coro__drive_until_dl(coro_sched_t *s, const coro_t *co, bool (*done)(void *), void *arg,
+                          int64_t deadline)
 {
     uint32_t *word = &s->w[0]->started_st;
-    bool registered = false;
+    struct coro__drive_node n = { .co = co };
+    bool queued = false;
 
     for (;;) {
         /* acquire: pairs with the driver's RMWs (a finish, drive_end) */
@@ -141,11 +261,11 @@ void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int6
         if (done(arg))
             break;
         if (!(v & CORO__DRIVE_ON)) {
-            if (registered) {
-                /* relaxed: leaving only spares the driver wake-ups; one it
-                 * sends meanwhile costs a look */
-                __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
-                registered = false;
+            if (queued) {
+                /* no pass: we take the drive, or whoever took it kicks
+                 * a waiter when it stops */
+                unqueue(s, &n, false);
+                queued = false;
             }
             if (coro__drive_begin(s)) {
                 int64_t saved = coro__tls_drive_deadline;
@@ -153,20 +273,23 @@ void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg, int6
                 drive(s, done, arg, true);
                 coro__tls_drive_deadline = saved;
                 coro__drive_end(s);
-                break;
+                return;
             }
             continue;
         }
-        if (!registered) {
-            /* acq_rel: ordered against the driver's RMWs on the word */
-            __atomic_fetch_add(word, CORO__DRIVE_WAITER, __ATOMIC_ACQ_REL);
-            registered = true;
+        if (!queued) {
+            queue(s, &n);
+            queued = true;
             continue;   /* look again before sleeping */
         }
+        /* acquire: pairs with a kick's release; a kick since our last look
+         * means look again */
+        if (__atomic_exchange_n(&n.kick, 0, __ATOMIC_ACQUIRE))
+            continue;
         /* a virtual deadline is no CLOCK_MONOTONIC time: the driver's
-         * finishes and its stop wake us to look at it */
-        coro__futex_wait(word, v, s->vtime ? -1 : deadline);
+         * finishes kick us to look at it */
+        coro__futex_wait(&n.kick, 0, s->vtime ? -1 : deadline);
     }
-    if (registered)     /* relaxed: as above */
-        __atomic_fetch_sub(word, CORO__DRIVE_WAITER, __ATOMIC_RELAXED);
+    if (queued)
+        unqueue(s, &n, true);
 }

@@ -63,6 +63,7 @@ uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
 static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(coro_t *),
                                                   intptr_t res, uint32_t old, uint32_t nw)
 {
+    coro_sched_t *s = job->sched;       /* read while the frame is ours */
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
@@ -83,7 +84,7 @@ static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(c
         last = __atomic_and_fetch(&job->state, ~CORO__F_EXITING, __ATOMIC_ACQ_REL);
         /* from here the frame may be reused: only its address is used */
         if (old & CORO__F_THREAD_JOIN)
-            coro__futex_wake(&job->state, INT_MAX);
+            coro__thread_joiners_wake(s, job);
     }
     if (on_exit && !exit_first)
         run_on_exit(on_exit, job);

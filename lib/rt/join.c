@@ -29,9 +29,9 @@ static bool job_over(void *arg)
  * drives, sleep until done(arg) or the drive is free (then take it over).
  * The protocol is rt/drive.c's. */
 
-static void drive_until(coro_sched_t *s, bool (*done)(void *), void *arg)
+static void drive_until(coro_sched_t *s, coro_t *co, bool (*done)(void *), void *arg)
 {
-    coro__drive_until_dl(s, done, arg, -1);
+    coro__drive_until_dl(s, co, done, arg, -1);
 }
 
 struct late { coro_t *co; int64_t deadline; };
@@ -114,10 +114,10 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
             /* single-threaded: drive until co is done, or sleep while
              * another thread drives and take the drive over when it stops */
             if (deadline < 0) {
-                drive_until(s, job_over, co);
+                drive_until(s, co, job_over, co);
             } else {
                 struct late l = { co, deadline };
-                coro__drive_until_dl(s, job_over_or_late, &l, deadline);
+                coro__drive_until_dl(s, co, job_over_or_late, &l, deadline);
             }
             if (CORO__UNLIKELY(coro__vt_stuck(s)) && !job_over(co)) {
                 rc = -EDEADLK;      /* virtual: nothing can ever run again */

@@ -44,8 +44,8 @@ CORO__HIDDEN void coro__finish(coro_t *job);
 CORO__HIDDEN bool coro__exiting_here(const coro_t *job);
 /* single-threaded driving (drive.c): run s's jobs on this thread until
  * done(arg) or the absolute deadline (ns, -1 = none) */
-CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, bool (*done)(void *), void *arg,
-                                       int64_t deadline);
+CORO__HIDDEN void coro__drive_until_dl(coro_sched_t *s, const coro_t *co, bool (*done)(void *),
+                                       void *arg, int64_t deadline);
 
 /* tests: when > 0, coro_sched_create takes CPUs 0 .. n - 1 for the ones
  * the process may use (a machine that size, as sched_getaffinity would
@@ -61,6 +61,20 @@ CORO__HIDDEN extern int coro__test_ncpus;
 CORO__HIDDEN bool coro__drive_begin(coro_sched_t *s);
 CORO__HIDDEN void coro__drive_end(coro_sched_t *s);
 CORO__HIDDEN void coro__drive_finished(struct coro__worker *w);
+/* ...and what ends a job that a plain thread joins (F_THREAD_JOIN) does
+ * after the RMW that shows it: wake that thread if it waits in the drive
+ * queue.  Only co's address is used */
+CORO__HIDDEN void coro__drive_job_ended(coro_sched_t *s, const coro_t *co);
+
+/* co's plain-thread joiners (F_THREAD_JOIN) may look: it ended, or its
+ * spawn failed.  They sleep on its state word, or on a scheduler without
+ * workers in the drive queue */
+static inline void coro__thread_joiners_wake(coro_sched_t *s, coro_t *co)
+{
+    coro__futex_wake(&co->state, INT_MAX);
+    if (s->nworkers == 0)
+        coro__drive_job_ended(s, co);
+}
 
 /* vtime.c: virtual time and seeded runs (config .virtual_time, .seed).
  * init at create (-EINVAL with workers, -ENOMEM), fini at free; the drive

@@ -577,7 +577,7 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
          * sees it (acq_rel) and is woken */
         uint32_t prev = __atomic_exchange_n(&co->state, old & CORO__S_MASK, __ATOMIC_ACQ_REL);
         if (prev & CORO__F_THREAD_JOIN)
-            coro__futex_wake(&co->state, INT_MAX);
+            coro__thread_joiners_wake(s, co);
         if (x)
             coro__free(s, x, sizeof *x);
         return -ESHUTDOWN;      /* a pool frame stays the caller's: coro_frame_free */
@@ -760,7 +760,7 @@ static bool wait_all(coro_sched_t *s, int64_t deadline)
 {
     if (s->nworkers == 0) {
         struct all_late a = { s, deadline };
-        coro__drive_until_dl(s, all_done_or_late, &a, deadline);
+        coro__drive_until_dl(s, NULL, all_done_or_late, &a, deadline);
         return all_done(s);
     }
     for (;;) {

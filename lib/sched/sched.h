@@ -337,6 +337,9 @@ struct coro__worker {
     ck_ring_buffer_t bufs[] __attribute__((aligned(CORO__CACHELINE)));
 };
 
+struct coro__drive_node;            /* rt/drive.c */
+#define CORO__DRIVE_BUCKETS 64          /* coro_sched's drive_job chains */
+
 struct coro_sched {
     int nworkers;                       /* 0 = single-threaded */
     int nslots;                         /* worker structs (max(1, nworkers)) */
@@ -398,6 +401,13 @@ struct coro_sched {
     pthread_mutex_t shut_lock;
     pthread_cond_t shut_gone;           /* destroy waits for shut_users == 0 */
     pthread_mutex_t cancel_lock;        /* one cancel_all at a time */
+    /* single-threaded: the threads that wait while another drives, each
+     * on a futex of its own (rt/drive.c, THE DRIVE QUEUE); under drive_lock
+     * (coro__spin_lock) but drive_nany, also read by the driver without it */
+    uint32_t drive_lock;
+    uint32_t drive_nany;
+    struct coro__drive_node *drive_any;                 /* any finish may end their wait */
+    struct coro__drive_node *drive_job[CORO__DRIVE_BUCKETS];   /* by the job they join */
 
     struct coro__io *io;
     const struct coro__driver *driver;     /* s->io's functions (io/io.h), set with io */
@@ -460,13 +470,13 @@ static inline void coro__live_sub(uint32_t *live, uint32_t n)
         coro__futex_wake(live, INT_MAX);
 }
 
-/* The drive word of a single-threaded scheduler (s->w[0]->started_st, a
- * futex): bit 0 says a thread drives the scheduler; bits 1-15 count the
- * threads in coro_join that wait for their job while another drives; bits
- * 16-31 are a sequence the driver bumps after each job that finishes.  A
- * waiting joiner sleeps on the whole word, so either change - the driver
- * stopping, or some job finishing - wakes it (rt/runtime.c, "single-threaded
- * driving"). */
+/* The drive word of a single-threaded scheduler (s->w[0]->started_st):
+ * bit 0 says a thread drives the scheduler; bits 1-15 count the threads
+ * that wait (coro_join, coro_block_on, shutdown) while another drives;
+ * bits 16-31 are a sequence the driver bumps after each job that
+ * finishes.  The waiters sleep on futexes of their own, queued in the
+ * scheduler (drive_any, drive_job): the driver wakes the one whose job
+ * ended, and one of them when it stops (rt/drive.c). */
 #define CORO__DRIVE_ON     1u
 #define CORO__DRIVE_WAITER 2u
 #define CORO__DRIVE_WMASK  0xfffeu
