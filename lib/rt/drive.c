@@ -49,10 +49,16 @@ struct coro__drive_node {
     struct coro__drive_node *next, **prevp;
 };
 
+/* a job's chain: Fibonacci hashing of its address, whose top bits mix all
+ * of them (frames on the threads' stacks sit at the same offset of
+ * regions megabytes apart: their low bits agree) */
 static struct coro__drive_node **chain(coro_sched_t *s, const coro_t *co)
 {
-    return co ? &s->drive_job[((uintptr_t)co / sizeof(coro_t)) % CORO__DRIVE_BUCKETS]
-              : &s->drive_any;
+    _Static_assert(CORO__DRIVE_BUCKETS == 64, "the top 6 bits choose the chain");
+    if (!co)
+        return &s->drive_any;
+    uint64_t h = (uint64_t)(uintptr_t)co * 0x9e3779b97f4a7c15u;
+    return &s->drive_job[h >> 58];
 }
 
 /* under drive_lock */
