@@ -9,7 +9,8 @@
  * does to the fd's waiters: lib/io/fd_wait.c; the timers fired after the
  * events: lib/io/timers.c.
  *
- * THE POLL TOKEN (io->poll_token: 0 free, worker index + 1, or TOKEN_IOT).  A
+ * THE POLL TOKEN (io->poll_token: 0 free, worker index + 1, that | TOKEN_LOOK
+ * for a busy look, or TOKEN_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
  * its futex (coro__io_park; sched/park.c, PARKING, has the no-lost-wake-up
  * argument), releasing it as soon as epoll_wait returns, so that another
@@ -26,8 +27,9 @@
  * CORO__IO_BRIEF_NS it looks once without blocking and lets go (BRIEF
  * LOOKS, in coro__io_main); only after that long with no look does it
  * wait in epoll_wait.  A busy worker's look never waits for the token
- * the I/O thread holds: it looks beside it, without the token, so no
- * event waits for a holder that does not run (tools/model/look.pml).
+ * the I/O thread or another busy look holds: it looks beside it, without
+ * the token, so no event waits for a holder that does not run
+ * (tools/model/look.pml).
  * When it finds one worker hold lasting
  * CORO__IO_DEEP_LOOKS looks, it sleeps until that worker lets go (coro__io_main,
  * wake_standby), with only a long safety-net timeout
@@ -293,7 +295,7 @@ void *coro__io_main(void *arg)
          * token then reads iot_asleep (both seq_cst).  Either we see the
          * token gone and keep watch, or the worker sees us asleep and
          * wakes us (the standby bump makes our futex_wait return). */
-        if (holder != TOKEN_FREE && holder != TOKEN_IOT && gen == held_gen) {
+        if (holder != TOKEN_FREE && !(holder & TOKEN_LOOK) && gen == held_gen) {
             if (++held_looks >= CORO__IO_DEEP_LOOKS) {
                 __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
                 if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) == holder &&
@@ -456,17 +458,16 @@ int coro__io_poll_now(struct coro__io *io)
  * own queues (or their class's: coro__wake), ahead of the job that
  * yielded, and any idle worker their masks allow is woken for them by the
  * push as usual.
- *   A BUSY LOOK ALWAYS LOOKS, unless a worker holds the token.  Such a
- * holder is an idle worker blocked in epoll (coro__io_park), which sees
- * every event on a CPU of its own, or another busy look, which takes
- * them: a second look would only move its jobs' readiness here.  Free,
- * we take the token for the look.  The I/O thread holding it, we look
- * beside it, without the token, as an idle worker's coro__io_poll_now
- * does: whatever the I/O thread's state - blocked in epoll_wait, woken
- * but waiting for a CPU that the busy workers hold, preempted in its own
- * round - the events ready now are ours, where leaving them to it made
- * their wake-up wait for that thread to run and then for the next yield
- * (two steps).  Two lookers at once lose and double nothing: each
+ *   A BUSY LOOK ALWAYS LOOKS, unless an idle worker holds the token:
+ * blocked in epoll (coro__io_park), it sees every event on a CPU of its
+ * own, and a second look would only move its jobs' readiness here.
+ * Free, we take the token for the look (marked TOKEN_LOOK).  The I/O
+ * thread or another busy look holding it, we look beside it, without the
+ * token, as an idle worker's coro__io_poll_now does: whatever the
+ * holder's state - blocked in epoll_wait, woken but waiting for a CPU
+ * that the busy workers hold, preempted in its own round or look - the
+ * events ready now are ours, where leaving them to it made their wake-up
+ * wait for that thread to run and then for the next yield (two steps).  Two lookers at once lose and double nothing: each
  * edge-triggered event goes to one epoll_wait, the fd's readiness word
  * and slots are under its lock (lib/io/fd_wait.c), the timerfd and the
  * sources are read non-blocking by whoever sees them, and the eventfd is
@@ -482,21 +483,24 @@ int coro__io_poll_now(struct coro__io *io)
 int coro__io_poll_busy(struct coro__io *io, int idx)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
-    uint32_t me = (uint32_t)idx + 1, cur;
+    uint32_t me = ((uint32_t)idx + 1) | TOKEN_LOOK, cur;
     bool kicked, holder = false;
 
     /* relaxed: a hint; the CAS below decides */
     cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
     /* seq_cst: the token word is RMWed by every taker, and its store by
      * each holder is half of a Dekker (coro__io_wake_poller, wake_standby):
-     * kept the same here.  A CAS that fails reloads cur: the I/O thread
-     * that took the token meanwhile is looked beside as well */
+     * kept the same here.  A CAS that fails reloads cur: a holder that
+     * took the token meanwhile is looked beside as well.  Our mark keeps
+     * coro__io_wake_poller from kicking us (we are not parked: the
+     * futex wake it makes instead finds nobody) and coro__io_main from
+     * reading our hold as a park's (DEEP STANDBY) */
     if (cur == TOKEN_FREE && __atomic_compare_exchange_n(&io->poll_token, &cur, me, false,
                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         holder = true;
-    else if (cur != TOKEN_IOT)
-        return 0;   /* a worker holds it, and sees the events */
-    else if (!(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
+    else if (!(cur & TOKEN_LOOK))
+        return 0;   /* an idle worker waits in epoll, and sees the events */
+    else if (cur == TOKEN_IOT && !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
         /* relaxed: iot_drive reads the flag at its next round */
         __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
     /* relaxed: a hint for the I/O thread (coro__io_main: a worker looked

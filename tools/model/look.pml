@@ -14,16 +14,17 @@
  * Processes: src makes E events; the I/O thread takes the token when it
  * is free and either looks once without blocking and lets go (brief) or
  * waits in epoll_wait until an event or the eventfd, letting go when a
- * worker asked (want); a busy worker makes K looks; a parking worker asks
+ * worker asked (want); two busy workers make K looks each, holding the
+ * token marked as a look's when they take it; a parking worker asks
  * for the token once (want + kick, as coro__io_park) and waits in epoll
  * with it.
  *
  * Checked:
  *   - every event that was ready when a busy look began is off the ready
  *     list when that look returns (taken by it or by another thread),
- *     unless a worker held the token (an idle worker in epoll_wait, on a
- *     CPU of its own): no event waits for a token holder that does not
- *     run;
+ *     unless an idle worker held the token (in epoll_wait, on a CPU of
+ *     its own): no event waits for a token holder that does not run,
+ *     whether the I/O thread or another busy look;
  *   - nothing is handled twice nor lost: handled never exceeds the
  *     events made, and when nothing can move, all are handled, and the
  *     parking worker got the token.
@@ -32,16 +33,18 @@
  *   -DBROKEN_TOKENLOOK a busy look that finds the I/O thread holding the
  *                      token asks for it and returns without looking (the
  *                      code before the busy look looked beside it)
+ *   -DBROKEN_LOOKSKIP  a busy look that finds another busy look holding the
+ *                      token returns without looking
  *   -DBROKEN_KICKREAD  a busy look beside the I/O thread reads the eventfd:
  *                      the kick of a parking worker's ask is lost, and the
  *                      I/O thread sleeps in epoll_wait holding the token
  */
 #define E 2             /* events */
-#define K 2             /* busy looks */
+#define K 1             /* looks per busy worker */
 #define FREE 0
-#define BUSYW 1         /* the busy worker */
 #define PARKW 2         /* the parking worker */
 #define IOT 3
+#define LOOK 4          /* + i: busy worker i's look holds it (TOKEN_LOOK) */
 
 byte token;             /* io->poll_token */
 byte ready;             /* events on the epoll set's ready list */
@@ -91,7 +94,7 @@ end_epoll:  do
     od
 }
 
-proctype busy()
+proctype busy(byte me)
 {
     byte k = 0, a0, n;
     bit counts;
@@ -100,7 +103,7 @@ proctype busy()
         a0 = arrived;               /* what was ready when the look began */
         counts = 1;
         if
-        :: atomic { token == FREE -> token = BUSYW };         /* took it */
+        :: atomic { token == FREE -> token = LOOK + me };     /* took it, marked */
             atomic { n = ready; taken = taken + ready; ready = 0; evfd = 0 };
             token = FREE
         :: atomic { token == IOT -> want_busy = 1 };            /* ask it to let go */
@@ -114,7 +117,13 @@ proctype busy()
 #endif
             }
 #endif
-        :: atomic { token == PARKW -> counts = 0 }            /* a worker sees them */
+        :: atomic { token >= LOOK && token != LOOK + me -> skip };  /* another busy look */
+#ifdef BROKEN_LOOKSKIP
+            skip                    /* left to it */
+#else
+            atomic { n = ready; taken = taken + ready; ready = 0 }   /* beside it */
+#endif
+        :: atomic { token == PARKW -> counts = 0 }            /* a worker in epoll sees them */
         fi;
         assert(!counts || taken >= a0);
         handle(n); n = 0;
@@ -144,5 +153,5 @@ active proctype monitor()
 
 init
 {
-    atomic { run src(); run iot(); run busy(); run parker() }
+    atomic { run src(); run iot(); run busy(0); run busy(1); run parker() }
 }
