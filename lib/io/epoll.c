@@ -467,7 +467,8 @@ int coro__io_poll_now(struct coro__io *io)
  * holder's state - blocked in epoll_wait, woken but waiting for a CPU
  * that the busy workers hold, preempted in its own round or look - the
  * events ready now are ours, where leaving them to it made their wake-up
- * wait for that thread to run and then for the next yield (two steps).  Two lookers at once lose and double nothing: each
+ * wait for that thread to run and then for the next yield (two steps).
+ * Two lookers at once lose and double nothing: each
  * edge-triggered event goes to one epoll_wait, the fd's readiness word
  * and slots are under its lock (lib/io/fd_wait.c), the timerfd and the
  * sources are read non-blocking by whoever sees them, and the eventfd is
