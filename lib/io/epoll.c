@@ -9,7 +9,8 @@
  * does to the fd's waiters: lib/io/fd_wait.c; the timers fired after the
  * events: lib/io/timers.c.
  *
- * THE POLL TOKEN (io->poll_token: 0 free, worker index + 1, or TOKEN_IOT).  A
+ * THE POLL TOKEN (io->poll_token: 0 free, worker index + 1, that | TOKEN_LOOK
+ * for a busy look, or TOKEN_IOT).  A
  * worker about to park takes it if free and waits in epoll_wait instead of
  * its futex (coro__io_park; sched/park.c, PARKING, has the no-lost-wake-up
  * argument), releasing it as soon as epoll_wait returns, so that another
@@ -22,7 +23,14 @@
  * took it (nor made a busy look, BUSY WORKERS LOOK TOO) since its last
  * look - every worker is in a long step - so readiness and
  * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
- * from workers that keep polling.  When it finds one worker hold lasting
+ * from workers that keep polling.  While a worker looked within
+ * CORO__IO_BRIEF_NS it looks once without blocking and lets go (BRIEF
+ * LOOKS, in coro__io_main); only after that long with no look does it
+ * wait in epoll_wait.  A busy worker's look never waits for the token
+ * the I/O thread or another busy look holds: it looks beside it, without
+ * the token, so no event waits for a holder that does not run
+ * (tools/model/look.pml).
+ * When it finds one worker hold lasting
  * CORO__IO_DEEP_LOOKS looks, it sleeps until that worker lets go (coro__io_main,
  * wake_standby), with only a long safety-net timeout
  * (CORO__IO_DEEP_STANDBY_NS): an idle process seldom wakes up.  A worker
@@ -37,6 +45,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "io/io_impl.h"
 #include "sched/trace.h"
@@ -49,6 +58,7 @@
 
 #ifdef CORO_TEST_HOOKS
 bool coro__io_thread_timers_off;
+int64_t coro__io_thread_hold_ns;
 #endif
 
 static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
@@ -136,10 +146,12 @@ static int64_t iot_bound(struct coro__io *io)
 }
 
 /* the I/O thread holds the token: wait and handle until a worker asks
- * for it (and an idle worker was woken to take it) or the thread stops */
-static void iot_drive(struct coro__io *io)
+ * for it (and an idle worker was woken to take it) or the thread stops;
+ * brief: one round without blocking, then let go (BRIEF LOOKS,
+ * coro__io_main) */
+static void iot_drive(struct coro__io *io, bool brief)
 {
-    bool kicked;
+    bool kicked, looked = false;
     int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
@@ -172,6 +184,9 @@ static void iot_drive(struct coro__io *io)
             coro__io_wake_idle_worker(io->s);
             return;
         }
+        if (brief && looked)
+            break;
+        looked = true;
         /* after a round that did something, look again without sleeping
          * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
@@ -179,8 +194,8 @@ static void iot_drive(struct coro__io *io)
         int did = poll_round(io, tmo, &kicked);
         if (did)
             idle = 0;
-        else if (++idle < CORO__IO_SPIN)
-            sched_yield();
+        else if (++idle < CORO__IO_SPIN && !brief)
+            sched_yield();  /* not with the token a brief look gives back */
     }
     /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
@@ -210,6 +225,7 @@ void *coro__io_main(void *arg)
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
     uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
     uint32_t held_gen = seen_gen, held_looks = 0;
+    int64_t looked_at = coro__now();    /* when we last saw a worker take or look */
 
     pthread_setname_np(pthread_self(), "coro-io");
     coro__trace_io_thread(io->s);
@@ -222,17 +238,36 @@ void *coro__io_main(void *arg)
         uint32_t free_ = TOKEN_FREE;
         /* relaxed: a hint, as poll_gen */
         uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+        bool no_look = gen == seen_gen && look == seen_look;
+        if (!no_look)
+            looked_at = now;
         /* the token is free and no worker took it or looked since our last
-         * look (or a timer is due): every worker is busy, so we wait in
-         * epoll */
-        if (holder == TOKEN_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
+         * look (or a timer is due): every worker is busy, so we look.
+         * BRIEF LOOKS: while a worker looked within CORO__IO_BRIEF_NS, the
+         * workers still yield, only at longer intervals than our standby,
+         * and look at their yields: we look once without blocking and let
+         * go.  Blocked in epoll_wait instead we would be woken by the next
+         * event (a context switch on a CPU the busy workers hold) and race
+         * their looks for it; what we take waits for us to get that CPU,
+         * then for the next yield.  Only when no worker looked for that
+         * long - every job in a long step - do we wait in epoll */
+        if (holder == TOKEN_FREE && (no_look || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
-            iot_drive(io);
+            /* the test hook: we hold the token and do not run, as when
+             * preempted or waiting for a CPU that the busy workers hold */
+            int64_t hold = CORO__HOOK(coro__io_thread_hold_ns, 0);
+            if (hold > 0)
+                nanosleep(&(struct timespec){ hold / 1000000000, hold % 1000000000 }, NULL);
+            iot_drive(io, now - looked_at < CORO__IO_BRIEF_NS);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
+            /* workers that looked beside us while we held the token
+             * (coro__io_poll_busy) still look */
+            if (seen_gen != gen || seen_look != look)
+                looked_at = now;
             holder = TOKEN_IOT;
         } else {
             seen_gen = gen;
@@ -260,7 +295,7 @@ void *coro__io_main(void *arg)
          * token then reads iot_asleep (both seq_cst).  Either we see the
          * token gone and keep watch, or the worker sees us asleep and
          * wakes us (the standby bump makes our futex_wait return). */
-        if (holder != TOKEN_FREE && holder != TOKEN_IOT && gen == held_gen) {
+        if (holder != TOKEN_FREE && !(holder & TOKEN_LOOK) && gen == held_gen) {
             if (++held_looks >= CORO__IO_DEEP_LOOKS) {
                 __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
                 if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) == holder &&
@@ -418,65 +453,78 @@ int coro__io_poll_now(struct coro__io *io)
  * never runs.  Between two steps, at the points sched/worker.c chooses
  * (every CORO__IO_POLL_STEPS steps, and at a yield at least
  * CORO__IO_POLL_YIELD_NS after its last look: worker_main, BUSY LOOKS),
- * it calls this: it takes the poll token if it is free, looks without
- * blocking, lets go, and handles what it found as an idle worker would.
- * The jobs that readiness wakes go to this worker's own queues (or their
- * class's: coro__wake), ahead of the job that yielded, and any idle worker
- * their masks allow is woken for them by the push as usual.
- *   The token, not a look beside its holder: a worker blocked in epoll
- * (coro__io_park) already sees every event, and a second look would only
- * take its jobs' readiness to this busy worker.  When the I/O thread holds
- * it, we ask for it (WANT_BUSY, with no kick: the I/O thread sees every
- * event meanwhile): it lets go after its next round, wakes no idle worker
- * for it, and stays in standby while workers keep
- * looking (look_gen moves at every look, poll_gen when a look found
- * something), so the I/O thread is the guarantee only while no worker
- * looks - every job in a long step.
+ * it calls this: it looks without blocking and handles what it found as
+ * an idle worker would.  The jobs that readiness wakes go to this worker's
+ * own queues (or their class's: coro__wake), ahead of the job that
+ * yielded, and any idle worker their masks allow is woken for them by the
+ * push as usual.
+ *   A BUSY LOOK ALWAYS LOOKS, unless an idle worker holds the token:
+ * blocked in epoll (coro__io_park), it sees every event on a CPU of its
+ * own, and a second look would only move its jobs' readiness here.
+ * Free, we take the token for the look (marked TOKEN_LOOK).  The I/O
+ * thread or another busy look holding it, we look beside it, without the
+ * token, as an idle worker's coro__io_poll_now does: whatever the
+ * holder's state - blocked in epoll_wait, woken but waiting for a CPU
+ * that the busy workers hold, preempted in its own round or look - the
+ * events ready now are ours, where leaving them to it made their wake-up
+ * wait for that thread to run and then for the next yield (two steps).
+ * Two lookers at once lose and double nothing: each
+ * edge-triggered event goes to one epoll_wait, the fd's readiness word
+ * and slots are under its lock (lib/io/fd_wait.c), the timerfd and the
+ * sources are read non-blocking by whoever sees them, and the eventfd is
+ * read only by the holder.  We also ask the I/O thread to let go
+ * (WANT_BUSY, no kick: it sees every event meanwhile, and a kick would
+ * wake a thread on a CPU the busy workers use), and look_gen moves at
+ * every look, so it stays out of epoll_wait while workers look (BRIEF
+ * LOOKS, coro__io_main): the I/O thread is the guarantee only while no
+ * worker looks - every job in a long step.
  *   A kick seen while we hold the token is the holder's (coro__io_park:
  * only the holder reads the eventfd), read before we let go.  Returns
  * how many events woke something. */
 int coro__io_poll_busy(struct coro__io *io, int idx)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
-    uint32_t me = (uint32_t)idx + 1, free_ = TOKEN_FREE;
-    bool kicked;
+    uint32_t me = ((uint32_t)idx + 1) | TOKEN_LOOK, cur;
+    bool kicked, holder = false;
 
     /* relaxed: a hint; the CAS below decides */
-    uint32_t cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
-    if (cur == TOKEN_IOT) {
-        /* relaxed: iot_drive reads the flag at its next round.  No kick:
-         * while it blocks in epoll_wait the I/O thread sees every event,
-         * so nothing waits for it to let go; it does after the round that
-         * handles the next event (one batch relayed), without the eventfd
-         * write and the wake-up of a thread on a busy CPU that a kick
-         * would cost at every ask */
-        if (!(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
-            __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
-        return 0;
-    }
+    cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
     /* seq_cst: the token word is RMWed by every taker, and its store by
      * each holder is half of a Dekker (coro__io_wake_poller, wake_standby):
-     * kept the same here */
-    if (cur != TOKEN_FREE || !__atomic_compare_exchange_n(&io->poll_token, &free_, me, false,
-                                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-        return 0;
-    /* relaxed: a hint for the I/O thread (coro__io_main: a worker looked since
-     * its last look, so it stays in standby); one writer, the holder.  Not
+     * kept the same here.  A CAS that fails reloads cur: a holder that
+     * took the token meanwhile is looked beside as well.  Our mark keeps
+     * coro__io_wake_poller from kicking us (we are not parked: the
+     * futex wake it makes instead finds nobody) and coro__io_main from
+     * reading our hold as a park's (DEEP STANDBY) */
+    if (cur == TOKEN_FREE && __atomic_compare_exchange_n(&io->poll_token, &cur, me, false,
+                                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        holder = true;
+    else if (!(cur & TOKEN_LOOK))
+        return 0;   /* an idle worker waits in epoll, and sees the events */
+    else if (cur == TOKEN_IOT && !(__atomic_load_n(&io->want, __ATOMIC_RELAXED) & WANT_BUSY))
+        /* relaxed: iot_drive reads the flag at its next round */
+        __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
+    /* relaxed: a hint for the I/O thread (coro__io_main: a worker looked
+     * since its last look, so it stays in standby, or looks only briefly).
+     * A load and a store, as poll_gen's in coro__io_poll_now: lookers
+     * beside the I/O thread race here, and its reader only compares the
+     * word with an earlier read (a lost bump still reads as "moved").  Not
      * poll_gen, which tells idle workers that another one handles I/O
      * (coro__io_park then parks on the futex): a look that finds nothing
      * says nothing of the kind */
     __atomic_store_n(&io->look_gen, __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, 0);
-    take_kick(io, evs, n);
-    /* seq_cst: as coro__io_park's release of the token */
-    __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
-    wake_standby(io);
+    if (holder) {
+        take_kick(io, evs, n);
+        /* seq_cst: as coro__io_park's release of the token */
+        __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
+        wake_standby(io);
+    }
     if (n <= 0)
         return 0;
-    /* relaxed: workers handle I/O, as coro__io_poll_now says it (one
-     * writer: we held the token until just now; a racing poll_now's store
-     * only hides a bump, never a wake-up) */
+    /* relaxed: workers handle I/O, as coro__io_poll_now says it (a racing
+     * store only hides a bump, never a wake-up) */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
     return handle(io, evs, n, &kicked, false, 0);

@@ -281,6 +281,12 @@ CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(voi
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
 #endif
+/* test hook: the I/O thread, having taken the poll token, sleeps this long
+ * (ns) before its round - a thread holding the token that does not run
+ * (lib/io/epoll.c, coro__io_main) */
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN extern int64_t coro__io_thread_hold_ns;
+#endif
 /* coro__io_sleep_cancel_looks - heap entries that cancels of one sleeping
  * job (coro__io_cancel_job) have read so far (tests: one per cancel) */
 #ifdef CORO_TEST_HOOKS

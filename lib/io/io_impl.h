@@ -23,6 +23,10 @@
 
 #define TOKEN_FREE 0u
 #define TOKEN_IOT 0xffffffffu
+/* | worker index + 1: held for a busy look (coro__io_poll_busy), which
+ * never blocks: another busy look goes beside it, where it leaves a
+ * worker's park in epoll_wait alone */
+#define TOKEN_LOOK 0x80000000u
 /* io->want: who asks the I/O thread for the token.  A worker about to
  * park (coro__io_park, coro__io_poll_now): the I/O thread lets go and
  * wakes an idle worker to take it.  A busy worker's look

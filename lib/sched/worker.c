@@ -92,8 +92,9 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * would never wait in epoll nor make its idle look; the readiness its
  * jobs wait for would be left to the I/O thread, whose wake-ups cross to
  * this CPU through a queue.  So after a step it looks at the epoll set
- * without blocking (coro__io_poll_busy: only with the poll token, which it
- * asks of the I/O thread when that holds it) every CORO__IO_POLL_STEPS
+ * without blocking (coro__io_poll_busy: with the poll token if it is
+ * free, beside the I/O thread or another busy look if they hold it, not
+ * beside a parked worker, which sees the events) every CORO__IO_POLL_STEPS
  * steps, and after a step that yielded when CORO__IO_POLL_YIELD_NS has
  * passed since a yield last looked.  A step count costs no clock reading
  * on the path of every step (a decrement and a flag's test); a yield pays

@@ -23,6 +23,7 @@ coro__blocking_spawn_hook
 coro__busy_look_off
 coro__frames_held
 coro__io_sleep_cancel_looks
+coro__io_thread_hold_ns
 coro__io_thread_timers_off
 coro__io_woken_by
 coro__parklot_cancel_sweeps
