@@ -272,9 +272,16 @@ static bool run_inline(struct coro__worker *w, coro_t *child, intptr_t *res);
 /* job's await aw (coro_done of aw->arg[0].p) at depth w->nest: 0 when the
  * child was not taken (the parent arms as usual, its step traced by the
  * caller); 1 when it ran and finished, *res its result; 2 when it ran and
- * did not finish (the parent arms as usual, its step already traced) */
-static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, uint64_t *tr0,
-                       intptr_t *res)
+ * did not finish (the parent arms as usual, its step already traced).
+ * Inlined in the step loop's copy for nested steps (run_inline): below a
+ * fork's root every await of a child comes from there, and a call of its
+ * own would save and restore the loop's registers once more around the
+ * nested step (run_inline's prologue already does); the other copies call
+ * it (join_inline_call).  diag: the step loop's copy, with the diagnostics
+ * or without (cur_t0 is written only by the copy with them) */
+static inline __attribute__((always_inline)) int join_inline(struct coro__worker *w, coro_t *job,
+                                                             coro_await_t *aw, uint64_t *tr0,
+                                                             intptr_t *res, const bool diag)
 {
     coro_sched_t *s = w->s;
     coro_t *child = aw->arg[0].p;
@@ -302,7 +309,7 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
     found_(w, child);
     coro__trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
     int budget = coro__tls_budget;
-    int64_t t0 = w->cur_t0;
+    int64_t t0 = diag ? w->cur_t0 : 0;
     const char *name = w->cur_name;
     /* relaxed: read racily by coro_sched_dump (addresses only) */
     __atomic_store_n(&w->nested[d], job, __ATOMIC_RELAXED);
@@ -315,15 +322,27 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
     __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_name, name, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
+    if (diag)
+        __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
     return done ? 1 : 2;
 }
 
+/* join_inline out of line, for the step loop's copies that run a job
+ * from the worker's loop or the LIFO slot: inlined there, its registers
+ * would cost every step of a chain, which never awaits */
+static __attribute__((noinline)) int join_inline_call(struct coro__worker *w, coro_t *job,
+                                                      coro_await_t *aw, uint64_t *tr0,
+                                                      intptr_t *res, bool diag)
+{
+    return diag ? join_inline(w, job, aw, tr0, res, true) : join_inline(w, job, aw, tr0, res, false);
+}
+
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
- * without the diagnostics (the common case) and one with them */
+ * without the diagnostics (the common case) and one with them; so are
+ * cont (run_next's and run_inline's copies) and nested (run_inline's) */
 static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
                                                            const bool diag, const bool cont,
-                                                           intptr_t *done_res)
+                                                           const bool nested, intptr_t *done_res)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
@@ -482,7 +501,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             continue;
         }
         if (aw->ops == s->joins) {
-            int k = join_inline(w, job, aw, &tr0, &res);
+            int k = nested ? join_inline(w, job, aw, &tr0, &res, diag)
+                           : join_inline_call(w, job, aw, &tr0, &res, diag);
             if (k != 0 && diag)
                 /* the stall check times the parent's own part of its step */
                 t0 = w->cur_t0 = coro__now();
@@ -524,8 +544,8 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     /* the one branch the diagnostics cost when off (fixed at create) */
     if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, job, true, false, NULL);
-    return run_job_(w, job, false, false, NULL);
+        return run_job_(w, job, true, false, false, NULL);
+    return run_job_(w, job, false, false, false, NULL);
 }
 
 /* the jobs after a step that filled the LIFO slot (CONTINUING); done: the
@@ -539,11 +559,11 @@ static __attribute__((noinline)) bool run_next(struct coro__worker *w, bool done
 
     if (CORO__UNLIKELY(w->s->diag)) {
         while ((j = take_next(w)))
-            done = run_job_(w, j, true, true, NULL);
+            done = run_job_(w, j, true, true, false, NULL);
         return done;
     }
     while ((j = take_next(w)))
-        done = run_job_(w, j, false, true, NULL);
+        done = run_job_(w, j, false, true, false, NULL);
     return done;
 }
 
@@ -555,6 +575,6 @@ static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t 
                                                  intptr_t *res)
 {
     if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, child, true, true, res);
-    return run_job_(w, child, false, true, res);
+        return run_job_(w, child, true, true, true, res);
+    return run_job_(w, child, false, true, true, res);
 }
