@@ -268,6 +268,7 @@ static __thread int *tls_errp;
  * await, then the child's steps, then the parent's next one; the dump
  * lists the parents (w->nested) under the job their worker runs. */
 static bool run_inline(struct coro__worker *w, coro_t *child, intptr_t *res);
+static bool run_inline_diag(struct coro__worker *w, coro_t *child, intptr_t *res);
 
 /* job's await aw (coro_done of aw->arg[0].p) at depth w->nest: 0 when the
  * child was not taken (the parent arms as usual, its step traced by the
@@ -314,7 +315,7 @@ static inline __attribute__((always_inline)) int join_inline(struct coro__worker
     /* relaxed: read racily by coro_sched_dump (addresses only) */
     __atomic_store_n(&w->nested[d], job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->nest, d + 1, __ATOMIC_RELAXED);
-    bool done = run_inline(w, child, res);
+    bool done = diag ? run_inline_diag(w, child, res) : run_inline(w, child, res);
     __atomic_store_n(&w->nest, d, __ATOMIC_RELAXED);
     /* the parent's step goes on: what run_job_ set for it at its start */
     coro__tls_in_job = 1;
@@ -405,7 +406,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                  * call there must get -EDEADLK, not block the worker */
                 coro__trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
                 w->s->finish(job);     /* the one upcall: rt/runtime.c */
-                coro__tls_in_job = 0;
+                if (!nested)    /* the parent's step goes on (join_inline) */
+                    coro__tls_in_job = 0;
                 /* a chain's next link, or the parent this end woke */
                 return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
             }
@@ -569,12 +571,17 @@ static __attribute__((noinline)) bool run_next(struct coro__worker *w, bool done
 
 /* JOINING INLINE: the child's step, nested in its parent's; its own
  * copy of the step loop as run_next's (cont: it never goes on to the LIFO
- * slot's job: the parent continues next).  True when the child finished,
- * *res its result */
+ * slot's job: the parent continues next), with the diagnostics or without
+ * as the parent's copy (the scheduler's setting, fixed at create).  True
+ * when the child finished, *res its result */
 static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t *child,
                                                  intptr_t *res)
 {
-    if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, child, true, true, true, res);
     return run_job_(w, child, false, true, true, res);
+}
+
+static __attribute__((noinline)) bool run_inline_diag(struct coro__worker *w, coro_t *child,
+                                                      intptr_t *res)
+{
+    return run_job_(w, child, true, true, true, res);
 }
