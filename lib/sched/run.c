@@ -23,6 +23,17 @@
 
 #include "sched/worker.h"
 
+/* coro__trace_step with the trace's look here: the compiler keeps the
+ * step loop's calls of it out of line, and a call with five arguments at
+ * every step's end costs the steps of an untraced program */
+static inline __attribute__((always_inline)) void trace_step(struct coro__worker *w, coro_t *job,
+                                                             uint64_t *t0, unsigned why,
+                                                             const coro_await_t *aw)
+{
+    if (CORO__UNLIKELY(w->trace_ring))
+        coro__trace_step(w, job, t0, why, aw);
+}
+
 /* A body returned an int that no macro produces: a plain `return` in the
  * body (coro.h's status words are distinctive for this).  Refuse it here,
  * naming the body, rather than read a stale or NULL awaitable below.  The
@@ -308,7 +319,7 @@ static inline __attribute__((always_inline)) int join_inline(struct coro__worker
     if (s->io)
         w->poll_steps--;
     found_(w, child);
-    coro__trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
+    trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
     int budget = coro__tls_budget;
     int64_t t0 = diag ? w->cur_t0 : 0;
     const char *name = w->cur_name;
@@ -404,7 +415,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
-                coro__trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
+                trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
                 w->s->finish(job);     /* the one upcall: rt/runtime.c */
                 if (!nested)    /* the parent's step goes on (join_inline) */
                     coro__tls_in_job = 0;
@@ -422,7 +433,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         if (st == CORO__ST_YIELD) {
             STEP_END();
-            coro__trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
+            trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
             if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
@@ -516,7 +527,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 goto arm;
         }
     rearm:
-        coro__trace_step(w, job, &tr0, CORO__TRACE_END_AWAIT, aw);
+        trace_step(w, job, &tr0, CORO__TRACE_END_AWAIT, aw);
     arm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
