@@ -610,6 +610,57 @@ static __attribute__((noinline)) int spawn_plain(coro_sched_t *s, coro_t *co, co
     return spawn_(s, co, fn, NULL, true, 0);
 }
 
+/* SPAWNING WITH A HOOK.  A fork's children are often spawned with an
+ * on_exit hook and nothing else (the hook frees the block the children's
+ * frames share), from a worker of s that has a spare unit in hand.  Then
+ * spawn_'s option checks have one answer each (NORMAL, class 0, no ext),
+ * and its claim, count and submit reduce to the fresh frame's below: this
+ * path checks, claims the frame with spawn_'s CAS (from IDLE or DONE, with
+ * no finisher or thread joiner still holding it: anything else fails the
+ * CAS or the look before it and goes the long way), takes the spare unit
+ * and submits, without spawn_'s register saves.  Anything else (other
+ * options, no spare, closing, the trace on, a pool frame that is not this
+ * one's to spawn) is spawn_'s, whole.  coro_spawn with options jumps
+ * here first: inlined there, its calls would cost the fresh frame's path
+ * the register saves that path avoids. */
+static __attribute__((noinline)) int spawn_hooked(coro_sched_t *s, coro_t *co, coro_fn fn,
+                                                  const coro_spawn_opts_t *opts)
+{
+    struct coro__worker *w = coro__tls_worker;
+    uint8_t *pool_st = NULL;
+    int pool;
+
+    if (!s || !co || !fn)
+        return -EINVAL;
+    if (!w || w->s != s || opts->priority != CORO_PRIO_NORMAL || opts->affinity ||
+        opts->deadline || opts->group || opts->name || !w->spare || s->nworkers == 0 || s->trace ||
+        /* relaxed: as count_live's */
+        __atomic_load_n(&s->closed, __ATOMIC_RELAXED) || (pool = coro__frame_check(s, co, &pool_st)) < 0)
+        return spawn_opts(s, co, fn, opts, 0);
+    /* relaxed: the CAS below acquires (spawn_'s claim) */
+    uint32_t old = __atomic_load_n(&co->state, __ATOMIC_RELAXED);
+    uint32_t st = old & CORO__S_MASK;
+    if ((st != CORO__S_IDLE && st != CORO__S_DONE) || (old & (CORO__F_EXITING | CORO__JOINERS_MASK)))
+        return spawn_opts(s, co, fn, opts, 0);
+    /* read before the CAS: after its acquire the compiler would read it
+     * again, though only this thread writes it */
+    uint32_t spare = w->spare;
+    /* acq_rel, as spawn_'s claim: one of two racing spawns wins, and the
+     * frame's previous life (its finisher's release) is over */
+    if (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY | (pool ? CORO__F_POOL : 0),
+                                     false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return spawn_opts(s, co, fn, opts, 0);
+    /* count_live's usual case (owner-only; atomic store for
+     * coro_sched_stats' racy read) */
+    __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
+    if (pool)
+        coro__frame_mark_spawned(pool_st);
+    job_words(co, fn, s, opts->on_exit, 0, CORO_PRIO_NORMAL, pool == 2 ? CORO__FL_SMALL : 0);
+    if (!coro__submit_spawned_lifo(w, s, co))
+        coro__submit(s, co, false);
+    return 0;
+}
+
 /* SPAWNING A FRESH FRAME.  A worker's usual spawn is of the pool frame it
  * has just allocated (FRESH, lib/sched/frame_slab.c), without options, with
  * a spare unit of the live count in hand: a chain's next link, a fork's
@@ -628,7 +679,9 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
 {
     struct coro__worker *w = coro__tls_worker;
 
-    if (CORO__LIKELY(!opts && co && (void *)co == coro__fresh.frame && fn && w && w->s == s &&
+    if (opts)
+        return spawn_hooked(s, co, fn, opts);
+    if (CORO__LIKELY(co && (void *)co == coro__fresh.frame && fn && w && w->s == s &&
                      w->spare && s->nworkers > 0 && !s->trace &&
                      /* relaxed: as count_live's */
                      !__atomic_load_n(&s->closed, __ATOMIC_RELAXED) &&
@@ -655,9 +708,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
     }
     if (!s || !co || !fn)
         return -EINVAL;
-    if (!opts)
-        return spawn_plain(s, co, fn);
-    return spawn_opts(s, co, fn, opts, 0);
+    return spawn_plain(s, co, fn);
 }
 
 int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t *opts)

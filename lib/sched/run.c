@@ -23,6 +23,17 @@
 
 #include "sched/worker.h"
 
+/* coro__trace_step with the trace's look here: the compiler keeps the
+ * step loop's calls of it out of line, and a call with five arguments at
+ * every step's end costs the steps of an untraced program */
+static inline __attribute__((always_inline)) void trace_step(struct coro__worker *w, coro_t *job,
+                                                             uint64_t *t0, unsigned why,
+                                                             const coro_await_t *aw)
+{
+    if (CORO__UNLIKELY(w->trace_ring))
+        coro__trace_step(w, job, t0, why, aw);
+}
+
 /* A body returned an int that no macro produces: a plain `return` in the
  * body (coro.h's status words are distinctive for this).  Refuse it here,
  * naming the body, rather than read a stale or NULL awaitable below.  The
@@ -268,13 +279,21 @@ static __thread int *tls_errp;
  * await, then the child's steps, then the parent's next one; the dump
  * lists the parents (w->nested) under the job their worker runs. */
 static bool run_inline(struct coro__worker *w, coro_t *child, intptr_t *res);
+static bool run_inline_diag(struct coro__worker *w, coro_t *child, intptr_t *res);
 
 /* job's await aw (coro_done of aw->arg[0].p) at depth w->nest: 0 when the
  * child was not taken (the parent arms as usual, its step traced by the
  * caller); 1 when it ran and finished, *res its result; 2 when it ran and
- * did not finish (the parent arms as usual, its step already traced) */
-static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, uint64_t *tr0,
-                       intptr_t *res)
+ * did not finish (the parent arms as usual, its step already traced).
+ * Inlined in the step loop's copy for nested steps (run_inline): below a
+ * fork's root every await of a child comes from there, and a call of its
+ * own would save and restore the loop's registers once more around the
+ * nested step (run_inline's prologue already does); the other copies call
+ * it (join_inline_call).  diag: the step loop's copy, with the diagnostics
+ * or without (cur_t0 is written only by the copy with them) */
+static inline __attribute__((always_inline)) int join_inline(struct coro__worker *w, coro_t *job,
+                                                             coro_await_t *aw, uint64_t *tr0,
+                                                             intptr_t *res, const bool diag)
 {
     coro_sched_t *s = w->s;
     coro_t *child = aw->arg[0].p;
@@ -300,14 +319,14 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
     if (s->io)
         w->poll_steps--;
     found_(w, child);
-    coro__trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
+    trace_step(w, job, tr0, CORO__TRACE_END_AWAIT, aw);
     int budget = coro__tls_budget;
-    int64_t t0 = w->cur_t0;
+    int64_t t0 = diag ? w->cur_t0 : 0;
     const char *name = w->cur_name;
     /* relaxed: read racily by coro_sched_dump (addresses only) */
     __atomic_store_n(&w->nested[d], job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->nest, d + 1, __ATOMIC_RELAXED);
-    bool done = run_inline(w, child, res);
+    bool done = diag ? run_inline_diag(w, child, res) : run_inline(w, child, res);
     __atomic_store_n(&w->nest, d, __ATOMIC_RELAXED);
     /* the parent's step goes on: what run_job_ set for it at its start */
     coro__tls_in_job = 1;
@@ -315,15 +334,27 @@ static int join_inline(struct coro__worker *w, coro_t *job, coro_await_t *aw, ui
     __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_name, name, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
+    if (diag)
+        __atomic_store_n(&w->cur_t0, t0, __ATOMIC_RELAXED);
     return done ? 1 : 2;
 }
 
+/* join_inline out of line, for the step loop's copies that run a job
+ * from the worker's loop or the LIFO slot: inlined there, its registers
+ * would cost every step of a chain, which never awaits */
+static __attribute__((noinline)) int join_inline_call(struct coro__worker *w, coro_t *job,
+                                                      coro_await_t *aw, uint64_t *tr0,
+                                                      intptr_t *res, bool diag)
+{
+    return diag ? join_inline(w, job, aw, tr0, res, true) : join_inline(w, job, aw, tr0, res, false);
+}
+
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
- * without the diagnostics (the common case) and one with them */
+ * without the diagnostics (the common case) and one with them; so are
+ * cont (run_next's and run_inline's copies) and nested (run_inline's) */
 static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
                                                            const bool diag, const bool cont,
-                                                           intptr_t *done_res)
+                                                           const bool nested, intptr_t *done_res)
 {
     coro_sched_t *s = w->s;
     coro_t *cur = job->top;
@@ -384,9 +415,10 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 /* still "in a job" while the job finishes: its on_exit
                  * hook runs on this worker, and a coro_join or blocking
                  * call there must get -EDEADLK, not block the worker */
-                coro__trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
+                trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
                 w->s->finish(job);     /* the one upcall: rt/runtime.c */
-                coro__tls_in_job = 0;
+                if (!nested)    /* the parent's step goes on (join_inline) */
+                    coro__tls_in_job = 0;
                 /* a chain's next link, or the parent this end woke */
                 return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
             }
@@ -401,7 +433,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         if (st == CORO__ST_YIELD) {
             STEP_END();
-            coro__trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
+            trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
             coro__tls_in_job = 0;     /* READY already: requeue it */
             w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
             if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
@@ -482,7 +514,8 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             continue;
         }
         if (aw->ops == s->joins) {
-            int k = join_inline(w, job, aw, &tr0, &res);
+            int k = nested ? join_inline(w, job, aw, &tr0, &res, diag)
+                           : join_inline_call(w, job, aw, &tr0, &res, diag);
             if (k != 0 && diag)
                 /* the stall check times the parent's own part of its step */
                 t0 = w->cur_t0 = coro__now();
@@ -494,7 +527,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 goto arm;
         }
     rearm:
-        coro__trace_step(w, job, &tr0, CORO__TRACE_END_AWAIT, aw);
+        trace_step(w, job, &tr0, CORO__TRACE_END_AWAIT, aw);
     arm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
@@ -524,8 +557,8 @@ bool coro__run_job(struct coro__worker *w, coro_t *job)
 {
     /* the one branch the diagnostics cost when off (fixed at create) */
     if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, job, true, false, NULL);
-    return run_job_(w, job, false, false, NULL);
+        return run_job_(w, job, true, false, false, NULL);
+    return run_job_(w, job, false, false, false, NULL);
 }
 
 /* the jobs after a step that filled the LIFO slot (CONTINUING); done: the
@@ -539,22 +572,27 @@ static __attribute__((noinline)) bool run_next(struct coro__worker *w, bool done
 
     if (CORO__UNLIKELY(w->s->diag)) {
         while ((j = take_next(w)))
-            done = run_job_(w, j, true, true, NULL);
+            done = run_job_(w, j, true, true, false, NULL);
         return done;
     }
     while ((j = take_next(w)))
-        done = run_job_(w, j, false, true, NULL);
+        done = run_job_(w, j, false, true, false, NULL);
     return done;
 }
 
 /* JOINING INLINE: the child's step, nested in its parent's; its own
  * copy of the step loop as run_next's (cont: it never goes on to the LIFO
- * slot's job: the parent continues next).  True when the child finished,
- * *res its result */
+ * slot's job: the parent continues next), with the diagnostics or without
+ * as the parent's copy (the scheduler's setting, fixed at create).  True
+ * when the child finished, *res its result */
 static __attribute__((noinline)) bool run_inline(struct coro__worker *w, coro_t *child,
                                                  intptr_t *res)
 {
-    if (CORO__UNLIKELY(w->s->diag))
-        return run_job_(w, child, true, true, res);
-    return run_job_(w, child, false, true, res);
+    return run_job_(w, child, false, true, true, res);
+}
+
+static __attribute__((noinline)) bool run_inline_diag(struct coro__worker *w, coro_t *child,
+                                                      intptr_t *res)
+{
+    return run_job_(w, child, true, true, true, res);
 }

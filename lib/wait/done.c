@@ -73,8 +73,6 @@ const struct coro__sync_ops coro__done_sel_ops = { { "select_done", NULL }, coro
 
 coro_await_t coro_done(coro_t *job)
 {
-    coro_await_t a = { .ops = &coro__done_ops };
-
     if (!job)
         return coro_ready(-EINVAL);
     /* acquire: pairs with coro__finish's release (result complete) */
@@ -83,8 +81,9 @@ coro_await_t coro_done(coro_t *job)
         return coro_ready(-EINVAL);
     if (st == CORO__S_DONE)
         return coro__complete(job->result);
-    a.arg[0].p = job;
-    return a;
+    /* built in the caller's slot at once: a fork awaits every child
+     * through here */
+    return (coro_await_t){ .ops = &coro__done_ops, .arg[0].p = job };
 }
 
 /* ---- coro_done_timeout ------------------------------------------------------------ *
