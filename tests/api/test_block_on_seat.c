@@ -550,14 +550,43 @@ Test(block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a
 
 /* ---- a root that fans out keeps the next calls off the seat --------------- */
 
+/* a job that holds its worker in one step until told to go (bounded) */
+static atomic_int hogs_in, hogs_go;
+
+static int hog_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    atomic_fetch_add(&hogs_in, 1);
+    for (int64_t end = coro_now() + 20000000000LL; !atomic_load(&hogs_go) && coro_now() < end;)
+        sched_yield();
+    CORO_END(co);
+}
+
 Test(block_on_seat, after_a_root_that_fanned_out_the_next_calls_run_on_the_workers, .timeout = 30)
 {
     coro_sched_t *s = mk_fit(2);
     static struct counter_root fan;
     static struct where w;
+    static coro_t hogs[2];
+    intptr_t hr;
     memset(&fan, 0, sizeof fan);
+    /* both workers held in a step: no idle worker steals the kids, so
+     * they are still queued on the seat after the root's step, which is
+     * what makes a fan-out (an idle worker stealing them all first would
+     * make it none, and the test depend on timing) */
+    atomic_store(&hogs_in, 0);
+    atomic_store(&hogs_go, 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(coro_spawn(s, &hogs[i], hog_fn, NULL), 0);
+    for (int64_t end = coro_now() + 20000000000LL; atomic_load(&hogs_in) < 2;) {
+        cr_assert_lt(coro_now(), end, "the two hogs never ran at once");
+        sched_yield();
+    }
     /* its step queues eight kids: more than the LIFO slot holds */
     cr_assert_eq(block_on_r(s, &fan.co, counter_root_fn, NULL), 8);
+    atomic_store(&hogs_go, 1);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(coro_join(&hogs[i], &hr), 0);
     uint64_t before = seat_runs(s);
     int off = 0;
     for (int r = 0; r < 63; r++) {
