@@ -21,7 +21,8 @@
  * LIFO slot (NORMAL, at most CORO__LIFO_MAX runs in a row while other
  * jobs wait), local ring, inbox, served class queues, global queue, the
  * submission rings (NORMAL: half of the first one on the map of rings
- * that hold work, one CAS: RINGS); HIGH and LOW only while some are
+ * that hold work, one CAS: RINGS; a worker fed by a thread's stream of
+ * jobs first waits briefly for a batch: BATCHES there); HIGH and LOW only while some are
  * counted where the worker looks (PRIORITIES);
  * every CORO__GLOBAL_INTERVAL (61) ticks the global queue, the submission
  * rings, the class queues and the inbox are looked at first (a ring's

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The plain threads' submission rings and their two-level map: which
  * rings may hold jobs (s->subring_bits), how a ring is listed, taken off and
- * made quiet, and how a worker takes half of a listed one (RINGS below).
+ * made quiet, and how a worker takes half of a listed one (RINGS below),
+ * after waiting for a batch when a thread streams jobs into it (BATCHES).
  */
 #include "sched/worker.h"
 
@@ -184,6 +185,43 @@ void coro__subring_relook(coro_sched_t *s, const uint64_t *off, bool relist)
         }
 }
 
+/* BATCHES.  A worker that keeps coming back from the jobs of its last
+ * take to a ring a plain thread is still filling would take a few jobs
+ * at a time; every take moves the ring's head and reads its tail and
+ * slots, lines the producing thread must fetch back before its next
+ * push, and that thread is often what the jobs wait for.  So a worker
+ * whose last look at a ring found RING_STREAM jobs or more there
+ * (ring_stream: a thread spawning a stream of them), and that has not
+ * been idle since, finding fewer than RING_BATCH waits while the ring
+ * grows: RING_STEP pauses, then a look, at most RING_WAIT pauses in
+ * all, stopping at the first look that finds as many jobs as the one
+ * before (the thread stopped pushing) or RING_BATCH of them.  It then
+ * takes half, as always.  Never waited for: a job found by an idle worker
+ * (a failed look since its last job), and a few jobs pushed together
+ * (a last look that found fewer than RING_STREAM); what a wait costs a
+ * job is one step past the producer's last push. */
+#define RING_STREAM 8u
+#define RING_BATCH 32u
+#define RING_STEP 16
+#define RING_WAIT 128
+
+static __thread bool ring_stream;
+
+/* the n jobs (0 < n < RING_BATCH) of ring q, once it stops growing
+ * (BATCHES) */
+static unsigned ring_wait_batch(struct coro__localq *q, unsigned n)
+{
+    for (int i = 0; i < RING_WAIT; i += RING_STEP) {
+        for (int k = 0; k < RING_STEP; k++)
+            coro__cpu_relax();
+        unsigned m = coro__localq_size(q);
+        if (m == n || m >= RING_BATCH)
+            return m;
+        n = m;
+    }
+    return n;
+}
+
 /* the rings on the map (RINGS), from pop_subring.  off: an empty ring is taken
  * off (with s->use_membarrier, at the periodic look only: quiet in our name) */
 coro_t *coro__pop_subring_map(struct coro__worker *w, uint64_t top, bool keep_first, bool off,
@@ -203,6 +241,9 @@ coro_t *coro__pop_subring_map(struct coro__worker *w, uint64_t top, bool keep_fi
             struct coro__subring *q = subring_at(s, (unsigned)k * 64 + (unsigned)__builtin_ctzll(bits));
             bits &= bits - 1;
             unsigned n = coro__localq_size(&q->q);
+            if (ring_stream && n != 0 && n < RING_BATCH && w->idle_looks == 0)
+                n = ring_wait_batch(&q->q, n);
+            ring_stream = n >= RING_STREAM;
             if (n == 0) {
                 if (!s->use_membarrier) {
                     subring_unlist(s, q);
