@@ -100,6 +100,43 @@ static int link_fn(coro_t *co)
     CORO_END(co);
 }
 
+/* Jobs that hold every worker in one step until told to go (bounded):
+ * while they run, no worker is idle, so none steals from the seat.  An
+ * idle worker may take a job from the seat's LIFO slot when the caller
+ * is pre-empted (steal.c, steal_lifo): right, but timing, which a test
+ * of where jobs run must rule out. */
+static atomic_int hogs_in, hogs_go;
+static coro_t hogs[8];
+
+static int hog_fn(coro_t *co)
+{
+    CORO_BEGIN(co);
+    atomic_fetch_add(&hogs_in, 1);
+    for (int64_t end = coro_now() + 20000000000LL; !atomic_load(&hogs_go) && coro_now() < end;)
+        sched_yield();
+    CORO_END(co);
+}
+
+static void hold_workers(coro_sched_t *s, int n)
+{
+    atomic_store(&hogs_in, 0);
+    atomic_store(&hogs_go, 0);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(coro_spawn(s, &hogs[i], hog_fn, NULL), 0);
+    for (int64_t end = coro_now() + 20000000000LL; atomic_load(&hogs_in) < n;) {
+        cr_assert_lt(coro_now(), end, "the %d hogs never ran at once", n);
+        sched_yield();
+    }
+}
+
+static void free_workers(int n)
+{
+    intptr_t r;
+    atomic_store(&hogs_go, 1);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(coro_join(&hogs[i], &r), 0);
+}
+
 struct chainer {
     coro_t co;
     pthread_t where[CHAIN];
@@ -126,6 +163,7 @@ Test(block_on_seat, a_chain_of_spawns_runs_on_the_calling_thread, .timeout = 20)
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk_fit(counts[k]);
         static struct chainer c;
+        hold_workers(s, counts[k]);
         for (int r = 0; r < 20; r++) {
             memset(links, 0, sizeof links);
             cr_assert_eq(coro_event_init(&c.end), 0);
@@ -140,6 +178,7 @@ Test(block_on_seat, a_chain_of_spawns_runs_on_the_calling_thread, .timeout = 20)
             if (counts[k] > 0)
                 cr_assert_geq(seat_runs(s) - before, CHAIN + 1, "%d workers", counts[k]);
         }
+        free_workers(counts[k]);
         fin_fit(s);
     }
 }
@@ -550,43 +589,20 @@ Test(block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a
 
 /* ---- a root that fans out keeps the next calls off the seat --------------- */
 
-/* a job that holds its worker in one step until told to go (bounded) */
-static atomic_int hogs_in, hogs_go;
-
-static int hog_fn(coro_t *co)
-{
-    CORO_BEGIN(co);
-    atomic_fetch_add(&hogs_in, 1);
-    for (int64_t end = coro_now() + 20000000000LL; !atomic_load(&hogs_go) && coro_now() < end;)
-        sched_yield();
-    CORO_END(co);
-}
-
 Test(block_on_seat, after_a_root_that_fanned_out_the_next_calls_run_on_the_workers, .timeout = 30)
 {
     coro_sched_t *s = mk_fit(2);
     static struct counter_root fan;
     static struct where w;
-    static coro_t hogs[2];
-    intptr_t hr;
     memset(&fan, 0, sizeof fan);
     /* both workers held in a step: no idle worker steals the kids, so
      * they are still queued on the seat after the root's step, which is
      * what makes a fan-out (an idle worker stealing them all first would
      * make it none, and the test depend on timing) */
-    atomic_store(&hogs_in, 0);
-    atomic_store(&hogs_go, 0);
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(coro_spawn(s, &hogs[i], hog_fn, NULL), 0);
-    for (int64_t end = coro_now() + 20000000000LL; atomic_load(&hogs_in) < 2;) {
-        cr_assert_lt(coro_now(), end, "the two hogs never ran at once");
-        sched_yield();
-    }
+    hold_workers(s, 2);
     /* its step queues eight kids: more than the LIFO slot holds */
     cr_assert_eq(block_on_r(s, &fan.co, counter_root_fn, NULL), 8);
-    atomic_store(&hogs_go, 1);
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(coro_join(&hogs[i], &hr), 0);
+    free_workers(2);
     uint64_t before = seat_runs(s);
     int off = 0;
     for (int r = 0; r < 63; r++) {
