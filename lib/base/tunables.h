@@ -150,15 +150,6 @@
  * wakes ~20 times a second) */
 #define CORO__IO_DEEP_LOOKS 4
 #define CORO__IO_DEEP_STANDBY_NS 50000000
-/* the I/O thread that takes the token while a worker looked within this
- * long (ns) makes one look without blocking and lets go (lib/io/epoll.c,
- * BRIEF LOOKS); only after this long with no look - every job in a long
- * step - does it wait in epoll.  Longer than a worker's look interval
- * (a step, up to the milliseconds of io_busy_2000) plus the slices of
- * other threads that may hold its CPU meanwhile; the cost of a long one
- * is only one look per CORO__IO_STANDBY_NS where a blocked epoll_wait
- * would see an event at once */
-#define CORO__IO_BRIEF_NS 16000000
 /* after a round that did something the I/O thread looks again without
  * sleeping for up to this many rounds: under load the next event usually
  * comes within microseconds */

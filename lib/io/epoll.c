@@ -23,10 +23,7 @@
  * took it (nor made a busy look, BUSY WORKERS LOOK TOO) since its last
  * look - every worker is in a long step - so readiness and
  * timers are seen within about 2 * CORO__IO_STANDBY_NS even then, and never taken
- * from workers that keep polling.  While a worker looked within
- * CORO__IO_BRIEF_NS it looks once without blocking and lets go (BRIEF
- * LOOKS, in coro__io_main); only after that long with no look does it
- * wait in epoll_wait.  A busy worker's look never waits for the token
+ * from workers that keep polling.  A busy worker's look never waits for the token
  * the I/O thread or another busy look holds: it looks beside it, without
  * the token, so no event waits for a holder that does not run
  * (tools/model/look.pml).
@@ -146,12 +143,10 @@ static int64_t iot_bound(struct coro__io *io)
 }
 
 /* the I/O thread holds the token: wait and handle until a worker asks
- * for it (and an idle worker was woken to take it) or the thread stops;
- * brief: one round without blocking, then let go (BRIEF LOOKS,
- * coro__io_main) */
-static void iot_drive(struct coro__io *io, bool brief)
+ * for it (and an idle worker was woken to take it) or the thread stops */
+static void iot_drive(struct coro__io *io)
 {
-    bool kicked, looked = false;
+    bool kicked;
     int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
@@ -184,9 +179,6 @@ static void iot_drive(struct coro__io *io, bool brief)
             coro__io_wake_idle_worker(io->s);
             return;
         }
-        if (brief && looked)
-            break;
-        looked = true;
         /* after a round that did something, look again without sleeping
          * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
@@ -194,8 +186,8 @@ static void iot_drive(struct coro__io *io, bool brief)
         int did = poll_round(io, tmo, &kicked);
         if (did)
             idle = 0;
-        else if (++idle < CORO__IO_SPIN && !brief)
-            sched_yield();  /* not with the token a brief look gives back */
+        else if (++idle < CORO__IO_SPIN)
+            sched_yield();
     }
     /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
@@ -225,7 +217,6 @@ void *coro__io_main(void *arg)
     uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
     uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
     uint32_t held_gen = seen_gen, held_looks = 0;
-    int64_t looked_at = coro__now();    /* when we last saw a worker take or look */
 
     pthread_setname_np(pthread_self(), "coro-io");
     coro__trace_io_thread(io->s);
@@ -238,20 +229,11 @@ void *coro__io_main(void *arg)
         uint32_t free_ = TOKEN_FREE;
         /* relaxed: a hint, as poll_gen */
         uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-        bool no_look = gen == seen_gen && look == seen_look;
-        if (!no_look)
-            looked_at = now;
         /* the token is free and no worker took it or looked since our last
-         * look (or a timer is due): every worker is busy, so we look.
-         * BRIEF LOOKS: while a worker looked within CORO__IO_BRIEF_NS, the
-         * workers still yield, only at longer intervals than our standby,
-         * and look at their yields: we look once without blocking and let
-         * go.  Blocked in epoll_wait instead we would be woken by the next
-         * event (a context switch on a CPU the busy workers hold) and race
-         * their looks for it; what we take waits for us to get that CPU,
-         * then for the next yield.  Only when no worker looked for that
-         * long - every job in a long step - do we wait in epoll */
-        if (holder == TOKEN_FREE && (no_look || next <= now) &&
+         * look (or a timer is due): every worker is busy, so we wait in
+         * epoll.  A busy worker's look does not wait for us: it looks
+         * beside us (coro__io_poll_busy) */
+        if (holder == TOKEN_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
             /* seq_cst: the token word is RMWed by every taker */
             __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_RELAXED)) {
@@ -260,14 +242,10 @@ void *coro__io_main(void *arg)
             int64_t hold = CORO__HOOK(coro__io_thread_hold_ns, 0);
             if (hold > 0)
                 nanosleep(&(struct timespec){ hold / 1000000000, hold % 1000000000 }, NULL);
-            iot_drive(io, now - looked_at < CORO__IO_BRIEF_NS);
+            iot_drive(io);
             seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
             seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
             now = coro__now();
-            /* workers that looked beside us while we held the token
-             * (coro__io_poll_busy) still look */
-            if (seen_gen != gen || seen_look != look)
-                looked_at = now;
             holder = TOKEN_IOT;
         } else {
             seen_gen = gen;
@@ -475,9 +453,10 @@ int coro__io_poll_now(struct coro__io *io)
  * read only by the holder.  We also ask the I/O thread to let go
  * (WANT_BUSY, no kick: it sees every event meanwhile, and a kick would
  * wake a thread on a CPU the busy workers use), and look_gen moves at
- * every look, so it stays out of epoll_wait while workers look (BRIEF
- * LOOKS, coro__io_main): the I/O thread is the guarantee only while no
- * worker looks - every job in a long step.
+ * every look, so it does not take the token while workers look
+ * (coro__io_main): the I/O thread is the guarantee only while no worker
+ * looks - every job in a long step.  What it takes between two looks
+ * costs nothing, since the looks go beside it.
  *   A kick seen while we hold the token is the holder's (coro__io_park:
  * only the holder reads the eventfd), read before we let go.  Returns
  * how many events woke something. */
@@ -505,7 +484,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
         /* relaxed: iot_drive reads the flag at its next round */
         __atomic_fetch_or(&io->want, WANT_BUSY, __ATOMIC_RELAXED);
     /* relaxed: a hint for the I/O thread (coro__io_main: a worker looked
-     * since its last look, so it stays in standby, or looks only briefly).
+     * since its last look, so it stays in standby).
      * A load and a store, as poll_gen's in coro__io_poll_now: lookers
      * beside the I/O thread race here, and its reader only compares the
      * word with an earlier read (a lost bump still reads as "moved").  Not

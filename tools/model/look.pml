@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Busy looks beside the I/O thread (lib/io/epoll.c: BUSY WORKERS LOOK
- * TOO, BRIEF LOOKS, THE POLL TOKEN): a busy worker's look reaches the
+ * TOO, THE POLL TOKEN): a busy worker's look reaches the
  * epoll set whoever holds the token, except another worker.
  *
  * Abstracted: the epoll set's ready list is a count (ready); an
@@ -12,7 +12,7 @@
  * (woken from epoll_wait, waiting for a CPU the busy workers hold).
  *
  * Processes: src makes E events; the I/O thread takes the token when it
- * is free and either looks once without blocking and lets go (brief) or
+ * is free and either looks once without blocking and lets go, or
  * waits in epoll_wait until an event or the eventfd, letting go when a
  * worker asked (want); two busy workers make K looks each, holding the
  * token marked as a look's when they take it; a parking worker asks
@@ -75,7 +75,8 @@ proctype iot()
     do
     :: atomic { token == FREE -> token = IOT };
         if
-        :: /* brief: one look without blocking, then let go */
+        :: /* one look without blocking, then let go (a round of
+           * iot_drive that finds a worker's ask) */
             atomic { n = ready; taken = taken + ready; ready = 0 };
             handle(n); n = 0
         :: /* every worker in a long step: wait in epoll */
