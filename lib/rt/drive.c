@@ -120,7 +120,7 @@ static void unqueue(coro_sched_t *s, struct coro__drive_node *n, bool pass)
     *n->prevp = n->next;
     if (n->next)
         n->next->prevp = n->prevp;
-    if (!n->co)
+    if (!n->co)     /* relaxed: a count under the lock; the driver's look is a hint */
         __atomic_store_n(&s->drive_nany, s->drive_nany - 1, __ATOMIC_RELAXED);
     /* acquire: after the unlock of a driver's stop that kicked us */
     if (pass && !(__atomic_load_n(word, __ATOMIC_ACQUIRE) & CORO__DRIVE_ON))

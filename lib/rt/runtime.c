@@ -610,6 +610,28 @@ static __attribute__((noinline)) int spawn_plain(coro_sched_t *s, coro_t *co, co
     return spawn_(s, co, fn, NULL, true, 0);
 }
 
+/* the end of the worker's short spawn paths (SPAWNING WITH A HOOK, A
+ * FRESH FRAME), once their CAS claimed co: count_live's usual case (a
+ * spare unit changes owner), the pool's spawned mark (pool_st, NULL for a
+ * caller's frame), the job's words, the submit.  Inlined in each, which
+ * keep their own registers */
+static inline __attribute__((always_inline)) int spawned_here(struct coro__worker *w,
+                                                              coro_sched_t *s, coro_t *co,
+                                                              coro_fn fn,
+                                                              void (*on_exit)(coro_t *),
+                                                              uint32_t spare, uint8_t *pool_st,
+                                                              uint8_t flags)
+{
+    /* owner-only; atomic store for coro_sched_stats' racy read */
+    __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
+    if (pool_st)
+        coro__frame_mark_spawned(pool_st);
+    job_words(co, fn, s, on_exit, 0, CORO_PRIO_NORMAL, flags);
+    if (!coro__submit_spawned_lifo(w, s, co))
+        coro__submit(s, co, false);
+    return 0;
+}
+
 /* SPAWNING WITH A HOOK.  A fork's children are often spawned with an
  * on_exit hook and nothing else (the hook frees the block the children's
  * frames share), from a worker of s that has a spare unit in hand.  Then
@@ -650,15 +672,8 @@ static __attribute__((noinline)) int spawn_hooked(coro_sched_t *s, coro_t *co, c
     if (!__atomic_compare_exchange_n(&co->state, &old, CORO__S_READY | (pool ? CORO__F_POOL : 0),
                                      false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return spawn_opts(s, co, fn, opts, 0);
-    /* count_live's usual case (owner-only; atomic store for
-     * coro_sched_stats' racy read) */
-    __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
-    if (pool)
-        coro__frame_mark_spawned(pool_st);
-    job_words(co, fn, s, opts->on_exit, 0, CORO_PRIO_NORMAL, pool == 2 ? CORO__FL_SMALL : 0);
-    if (!coro__submit_spawned_lifo(w, s, co))
-        coro__submit(s, co, false);
-    return 0;
+    return spawned_here(w, s, co, fn, opts->on_exit, spare, pool ? pool_st : NULL,
+                        pool == 2 ? CORO__FL_SMALL : 0);
 }
 
 /* SPAWNING A FRESH FRAME.  A worker's usual spawn is of the pool frame it
@@ -696,14 +711,7 @@ int coro_spawn(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn_opts_t 
         if (CORO__LIKELY(__atomic_compare_exchange_n(&co->state, &idle,
                                                      CORO__S_READY | CORO__F_POOL, false,
                                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))) {
-            /* count_live's usual case: a spare unit changes owner
-             * (owner-only; atomic store for coro_sched_stats' racy read) */
-            __atomic_store_n(&w->spare, spare - 1, __ATOMIC_RELAXED);
-            coro__frame_mark_spawned(st);
-            job_words(co, fn, s, NULL, 0, CORO_PRIO_NORMAL, CORO__FL_SMALL);
-            if (!coro__submit_spawned_lifo(w, s, co))
-                coro__submit(s, co, false);
-            return 0;
+            return spawned_here(w, s, co, fn, NULL, spare, st, CORO__FL_SMALL);
         }
     }
     if (!s || !co || !fn)
