@@ -9,7 +9,9 @@
 #                  instead of 1,000,000 (under 3 minutes once built)
 #   ROUNDS=N       runs of each (shape, system); default 5 (QUICK: 3)
 #   WORKERS=N      worker threads for every system; default: the CPUs we may use
-#   SYSTEMS="..."  subset of: corokit tokio go tbb openmp marl
+#   SYSTEMS="..."  subset of: corokit tokio go tbb openmp marl floor
+#                  (floor: io_floor.c, the io_busy_H shapes' system calls alone,
+#                  no runtime - the least any system could take here)
 #   SHAPES="..."   subset of the shapes (default: all)
 #   MARL_DIR=path  a marl source tree; marl is skipped when unset
 #   NO_INSTALL=1   do not apt-get the peers' packages
@@ -30,7 +32,7 @@ QUICK=${QUICK:-0}
 [ "$QUICK" = 0 ] && QUICK=
 if [ -n "$QUICK" ]; then ROUNDS=${ROUNDS:-3}; else ROUNDS=${ROUNDS:-5}; fi
 WORKERS=${WORKERS:-$(nproc)}
-SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl"}
+SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl floor"}
 ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib fib_fork io_pingpong io_pingpong_64 io_under_load io_busy_50 io_busy_500 io_busy_2000 timers timed_waits memory blocking_roundtrip blocking_roundtrip_par"
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
@@ -147,6 +149,12 @@ build_openmp() {
     # shellcheck disable=SC2086
     gcc $CFLAGS_BENCH -fopenmp -I"$HERE" "$HERE/omp_bench.c" -o "$BUILD/omp_bench" >&2 || return 1
     BIN[openmp]=$BUILD/omp_bench
+}
+
+build_floor() {
+    # shellcheck disable=SC2086
+    $CC $CFLAGS_BENCH -I"$HERE" "$HERE/io_floor.c" -lpthread -o "$BUILD/io_floor" >&2 || return 1
+    BIN[floor]=$BUILD/io_floor
 }
 
 build_marl() {
@@ -362,17 +370,18 @@ plot "$OUT/plot/$b.dat" using 0:2:(strcol(1) eq "corokit" ? 0xee7733 : 0x4477aa)
      "" using 0:2:3:4 with yerrorbars lc rgb "black" pt 0
 EOF
     done
-    # overview: every peer's median over corokit's, per shape (log scale; > 1 = corokit faster)
+    # overview: every peer's median over corokit's, per shape (log scale; > 1 = corokit faster);
+    # the floor is no peer: it shows only in the table and its shape's plot
     if grep -q ",corokit," "$OUT/results.csv"; then
         awk -F, -v order="$ORDER" -v systems="$SYSTEMS" '
             NR > 1 { m[$1 SUBSEP $2] = $4 }
             END {
                 nb = split(order, bs, " "); ns = split(systems, ss, " ")
-                printf "shape"; for (j = 1; j <= ns; j++) if (ss[j] != "corokit") printf " %s", ss[j]; printf "\n"
+                printf "shape"; for (j = 1; j <= ns; j++) if (ss[j] != "corokit" && ss[j] != "floor") printf " %s", ss[j]; printf "\n"
                 for (i = 1; i <= nb; i++) {
                     c = bs[i] SUBSEP "corokit"; if (!(c in m) || m[c] <= 0 || bs[i] == "memory_spawn") continue
                     printf "%s", bs[i]
-                    for (j = 1; j <= ns; j++) if (ss[j] != "corokit") { k = bs[i] SUBSEP ss[j]; printf " %s", (k in m) ? m[k] / m[c] : "-" }
+                    for (j = 1; j <= ns; j++) if (ss[j] != "corokit" && ss[j] != "floor") { k = bs[i] SUBSEP ss[j]; printf " %s", (k in m) ? m[k] / m[c] : "-" }
                     printf "\n"
                 }
             }' "$OUT/results.csv" >"$OUT/plot/overview.dat"
@@ -435,7 +444,7 @@ main() {
     rm -rf "$OUT/raw" && mkdir -p "$OUT/raw"
     install_peers
     for s in $SYSTEMS; do
-        case $s in corokit | tokio | go | tbb | openmp | marl) ;; *) warn "unknown system $s"; continue ;; esac
+        case $s in corokit | tokio | go | tbb | openmp | marl | floor) ;; *) warn "unknown system $s"; continue ;; esac
         say "building $s"
         "build_$s" || warn "$s: not built: skipped"
     done
