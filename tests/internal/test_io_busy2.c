@@ -54,12 +54,26 @@ struct work {
     int worker;     /* the worker that ran it */
 };
 
+/* A job that runs on worker 0 keeps it busy until one has run on worker
+ * 1 (or until release_by, 5 s after the jobs were queued): whether worker
+ * 1 takes them does not hang on how soon its thread gets a CPU while
+ * worker 0 gets through them, which under load (the machine's other
+ * processes) failed this test twice.  If worker 1 never takes one, the
+ * first job holds worker 0 until release_by, and all of them ran there. */
+static atomic_int ran_on1;
+static int64_t release_by;
+
 static int work_fn(coro_t *co)
 {
     struct work *x = CORO_SELF(co, struct work);
     CORO_BEGIN(co);
     spin(WORK_NS);
     x->worker = coro__tls_worker ? coro__tls_worker->idx : -1;
+    if (x->worker == 1)
+        atomic_store(&ran_on1, 1);
+    else
+        while (!atomic_load(&ran_on1) && coro_now() < release_by)
+            ;
     CORO_END(co);
 }
 
@@ -118,6 +132,8 @@ Test(io_busy2, jobs_queued_on_one_busy_worker_are_taken_by_another_busy_worker_a
         }
     for (int i = 0; i < NJOBS; i++)
         jobs[i].worker = -1;
+    atomic_store(&ran_on1, 0);
+    release_by = coro_now() + 5000 * MS;
     sp = (struct spawner){ .s = s, .jobs = jobs };
     coro_spawn_opts_t o = { .affinity = &cpu[0] };
     cr_assert_eq(coro_spawn(s, &sp.co, spawner_fn, &o), 0);
