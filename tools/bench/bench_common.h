@@ -147,6 +147,20 @@ static inline int bench_parse(int argc, char **argv, bench_args_t *a)
     return 0;
 }
 
+/* the start of every program's main: bench_parse, and for "list" the
+ * shapes the program implements, one a line.  -1: a usage error (exit
+ * 2); 1: it listed them (exit 0); 0: run a->shape */
+static inline int bench_start(int argc, char **argv, bench_args_t *a, const char *const *shapes,
+                              size_t n)
+{
+    int rc = bench_parse(argc, argv, a);
+    for (size_t i = 0; rc == 1 && i < n; i++)
+        puts(shapes[i]);
+    return rc;
+}
+#define BENCH_START(argc, argv, a, shapes) \
+    bench_start(argc, argv, a, shapes, sizeof shapes / sizeof shapes[0])
+
 static inline void bench_report(const char *shape, const char *sys, int workers, int64_t ns)
 {
     printf("bench=%s system=%s workers=%d ns=%lld\n", shape, sys, workers, (long long)ns);

@@ -975,14 +975,9 @@ static void memory(long n)
 int main(int argc, char **argv)
 {
     bench_args_t a;
-    int rc = bench_parse(argc, argv, &a);
-    if (rc < 0)
-        return 2;
-    if (rc == 1) {
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            puts(shapes[i]);
-        return 0;
-    }
+    int rc = BENCH_START(argc, argv, &a, shapes);
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
     const char *sh = a.shape;
     long size = a.size;
     int64_t (*fn)(long) = NULL;

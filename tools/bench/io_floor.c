@@ -33,7 +33,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static const char *shapes[] = { "io_busy_50", "io_busy_500", "io_busy_2000" };
+static const char *const shapes[] = { "io_busy_50", "io_busy_500", "io_busy_2000" };
 
 static int sv[BENCH_BUSY_PAIRS][2];
 static int nthreads;
@@ -96,14 +96,9 @@ static int64_t io_busy_floor(void)
 int main(int argc, char **argv)
 {
     bench_args_t a;
-    int rc = bench_parse(argc, argv, &a);
-    if (rc < 0)
-        return 2;
-    if (rc == 1) {
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-            puts(shapes[i]);
-        return 0;
-    }
+    int rc = BENCH_START(argc, argv, &a, shapes);
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
     size_t k = 0;
     while (k < sizeof shapes / sizeof shapes[0] && strcmp(a.shape, shapes[k]) != 0)
         k++;

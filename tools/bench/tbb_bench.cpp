@@ -103,14 +103,9 @@ static int64_t fib_bench(long n)
 int main(int argc, char **argv)
 {
     bench_args_t a;
-    int rc = bench_parse(argc, argv, &a);
-    if (rc < 0)
-        return 2;
-    if (rc == 1) {
-        for (const char *s : shapes)
-            puts(s);
-        return 0;
-    }
+    int rc = BENCH_START(argc, argv, &a, shapes);
+    if (rc != 0)
+        return rc < 0 ? 2 : 0;
     std::string shape = a.shape;
     int64_t (*fn)(long) = nullptr;
     long size = 0;
