@@ -13,7 +13,7 @@
 #include <corokit.h>
 #include <sched.h>
 
-#include "white_box.h"
+#include "spawn_race.h"
 
 static const int counts[] = { 0, 1, 2 };
 #define NCOUNTS 3
@@ -126,17 +126,6 @@ static int closer_fn(coro_t *co)
     CORO_END(co);
 }
 
-struct shut_arg {
-    coro_sched_t *s;
-    int rc;
-};
-
-static void *shut_main(void *arg)
-{
-    struct shut_arg *a = arg;
-    a->rc = coro_sched_shutdown(a->s, CORO_DRAIN);
-    return NULL;
-}
 
 Test(fib_path, a_hooked_spawn_after_the_close_is_refused_and_runs_no_hook, .timeout = 20)
 {
@@ -149,19 +138,7 @@ Test(fib_path, a_hooked_spawn_after_the_close_is_refused_and_runs_no_hook, .time
         cr_assert_eq(coro_spawn(s, &c.co, closer_fn, NULL), 0);
         wait_suspended(&c.co);
         cr_assert_eq(c.rc, 0, "the first spawn: %d", c.rc);
-        struct shut_arg a = { .s = s };
-        pthread_t th;
-        cr_assert_eq(pthread_create(&th, NULL, shut_main, &a), 0);
-        /* the close is in (white-box: the flag coro_spawn reads) before
-         * the job goes on; the event's wake orders it for the job */
-        int64_t end = coro_now() + 20000000000LL;
-        while (!__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-            cr_assert_lt(coro_now(), end, "shutdown never closed");
-            sched_yield();
-        }
-        coro_event_set(&go);
-        pthread_join(th, NULL);
-        cr_assert_eq(a.rc, 0);
+        close_then_set(s, &go);
         cr_assert_eq(c.rc, -ESHUTDOWN, "workers %d: %d", counts[k], c.rc);
         cr_assert_eq(runs, 1, "workers %d: %ld bodies", counts[k], runs);
         cr_assert_eq(exits, 1, "workers %d: %ld hooks", counts[k], exits);
@@ -171,8 +148,6 @@ Test(fib_path, a_hooked_spawn_after_the_close_is_refused_and_runs_no_hook, .time
 }
 
 /* ---- a job and a plain thread spawn one hooked frame at once ------------------ */
-
-#define RACES 2000
 
 /* a raced frame's body stays until the races are over, so that no frame
  * finishes (and may rightly be spawned again) before both spawns looked */
@@ -186,63 +161,20 @@ static int gated_fn(coro_t *co)
     CORO_END(co);
 }
 
-struct race {
-    coro_t co;
-    struct kid *frames;     /* RACES zeroed frames, caller-owned */
-    struct kid *slot;       /* atomic: the frame offered to the thread */
-    int done;               /* atomic: the thread's spawn returned */
-    int thread_rc;
-    long wins, busy, bad;
-    int bad_rc, bad_trc;
-};
+/* race i's frame: the i-th of the caller's zeroed frames */
+static struct kid *race_frames;
 
-static int racer_fn(coro_t *co)
+static coro_t *kid_frame(struct spawn_race *r, int i)
 {
-    struct race *r = CORO_SELF(co, struct race);
-    CORO_BEGIN(co);
-    for (int i = 0; i < RACES; i++) {
-        struct kid *l = &r->frames[i];
-        __atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
-        /* release: the frame's zeroing before the thread's spawn */
-        __atomic_store_n(&r->slot, l, __ATOMIC_RELEASE);
-        int rc = coro_spawn(coro_sched_current(), &l->co, gated_fn, &hook);
-        /* acquire: the thread's result */
-        while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
-            sched_yield();
-        int trc = r->thread_rc;
-        if ((rc == 0 && trc == -EBUSY) || (rc == -EBUSY && trc == 0)) {
-            r->wins += rc == 0;
-            r->busy += rc == -EBUSY;
-        } else if (!r->bad++) {
-            r->bad_rc = rc;
-            r->bad_trc = trc;
-        }
-    }
-    __atomic_store_n(&r->slot, (struct kid *)(uintptr_t)1, __ATOMIC_RELEASE);
-    coro_event_set(&gate);
-    CORO_END(co);
+    (void)r;
+    return &race_frames[i].co;
 }
 
-struct race_thread {
-    coro_sched_t *s;
-    struct race *r;
-};
-
-static void *race_main(void *arg)
+/* the races are over: the raced bodies may end */
+static void open_gate(struct spawn_race *r)
 {
-    struct race_thread *t = arg;
-    for (;;) {
-        struct kid *l;
-        /* acquire: the frame as the job left it */
-        while (!(l = __atomic_load_n(&t->r->slot, __ATOMIC_ACQUIRE)))
-            sched_yield();
-        if (l == (struct kid *)(uintptr_t)1)
-            return NULL;
-        __atomic_store_n(&t->r->slot, NULL, __ATOMIC_RELAXED);
-        t->r->thread_rc = coro_spawn(t->s, &l->co, gated_fn, &hook);
-        /* release: thread_rc before done */
-        __atomic_store_n(&t->r->done, 1, __ATOMIC_RELEASE);
-    }
+    (void)r;
+    coro_event_set(&gate);
 }
 
 Test(fib_path, a_hooked_frame_spawned_by_a_job_and_a_plain_thread_at_once_runs_once,
@@ -250,26 +182,22 @@ Test(fib_path, a_hooked_frame_spawned_by_a_job_and_a_plain_thread_at_once_runs_o
 {
     for (int k = 1; k < NCOUNTS; k++) {
         coro_sched_t *s = mk(counts[k]);
-        struct race r = { 0 };
-        r.frames = calloc(RACES, sizeof *r.frames);
-        cr_assert_not_null(r.frames);
-        struct race_thread t = { s, &r };
-        pthread_t th;
+        struct spawn_race r = { .fn = gated_fn, .opts = &hook, .frame = kid_frame,
+                                .after = open_gate };
+        race_frames = calloc(SPAWN_RACES, sizeof *race_frames);
+        cr_assert_not_null(race_frames);
         runs = exits = 0;
         cr_assert_eq(coro_event_init(&gate), 0);
-        cr_assert_eq(pthread_create(&th, NULL, race_main, &t), 0);
-        intptr_t res;
-        cr_assert_eq(coro_block_on(s, &r.co, racer_fn, NULL, &res), 0);
-        pthread_join(th, NULL);
+        spawn_race_run(s, &r);
         fin(s);
         cr_assert_eq(r.bad, 0, "workers %d: %ld races with no single winner (first: the job "
                      "got %d, the thread %d)", counts[k], r.bad, r.bad_rc, r.bad_trc);
-        cr_assert_eq(r.wins + r.busy, RACES);
-        cr_assert_eq(runs, RACES, "workers %d: %ld bodies ran for %d frames", counts[k], runs,
-                     RACES);
-        cr_assert_eq(exits, RACES, "workers %d: %ld hooks for %d frames", counts[k], exits,
-                     RACES);
+        cr_assert_eq(r.wins + r.busy, SPAWN_RACES);
+        cr_assert_eq(runs, SPAWN_RACES, "workers %d: %ld bodies ran for %d frames", counts[k],
+                     runs, SPAWN_RACES);
+        cr_assert_eq(exits, SPAWN_RACES, "workers %d: %ld hooks for %d frames", counts[k], exits,
+                     SPAWN_RACES);
         coro_event_destroy(&gate);
-        free(r.frames);
+        free(race_frames);
     }
 }
