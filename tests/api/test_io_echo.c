@@ -47,8 +47,9 @@ static long conn_failed;            /* clients that gave up (they hold nobody) *
 static coro_sem_t handshakes;
 
 /* where a client failed, for the child's report */
-enum { ST_SOCKET = 1, ST_CONNECT, ST_WRITE, ST_READ, ST_EOF, ST_DATA };
-static const char *const stage_name[] = { "", "socket", "connect", "write", "read", "eof", "data" };
+enum { ST_SLOT = 1, ST_SOCKET, ST_CONNECT, ST_WRITE, ST_READ, ST_EOF, ST_DATA };
+static const char *const stage_name[] = { "", "handshake slot", "socket", "connect",
+                                          "write", "read", "eof", "data" };
 
 struct eclient {
     coro_t co;
@@ -77,7 +78,7 @@ static int eclient_body(coro_t *co)
     CORO_BEGIN(co);
     CORO_AWAIT(co, coro_sem_acquire(&handshakes, 60000 * MS));
     if (CORO_RESULT(co) < 0)
-        CORO_RETURN(co, eclient_fail(c, ST_SOCKET, CORO_RESULT(co)));
+        CORO_RETURN(co, eclient_fail(c, ST_SLOT, CORO_RESULT(co)));
     c->handshaking = 1;
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
