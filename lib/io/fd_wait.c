@@ -331,8 +331,20 @@ int coro_close(coro_sched_t *s, int fd)
         return -EBADF;
     if (!s)
         s = coro_sched_current();
+    /* from a thread that is not s's own, s stays pinned while we wake the
+     * fd's waiters and then touch the I/O context: the woken job may end,
+     * and destroy free s, meanwhile (sched/pin.c); past destroy's wait, a
+     * plain close */
+    struct coro__worker *w = coro__tls_worker;
+    int tok = CORO__PIN_NONE;
+    if (s && !(w && w->s == s) && (tok = coro__pin_sched(s)) == CORO__PIN_NONE)
+        s = NULL;
     struct coro__io *io = s ? coro__sched_io(s) : NULL;
+    int rc;
     if (!io || !(e = ent_get(io, fd, false)))
-        return close(fd) == 0 ? 0 : -errno;
-    return ent_reset(io, e, fd, true);
+        rc = close(fd) == 0 ? 0 : -errno;
+    else
+        rc = ent_reset(io, e, fd, true);
+    coro__unpin(tok);
+    return rc;
 }

@@ -242,11 +242,20 @@ int coro_sched_run(coro_sched_t *s)
         return -EINVAL;
     if (coro__in_job())
         return -EDEADLK;
-    if (!coro__drive_begin(s))
+    /* pinned: the last job may end here and a destroy waiting for it free
+     * s before we let the drive go (sched/pin.c); past destroy's wait,
+     * nothing is left to run */
+    int tok = coro__pin_sched(s);
+    if (tok == CORO__PIN_NONE)
+        return 0;
+    if (!coro__drive_begin(s)) {
+        coro__unpin(tok);
         return -EBUSY;
+    }
     int e = errno;      /* epoll and futex waits, jobs run here: errno is the caller's */
     int n = drive(s, NULL, NULL, false);
     coro__drive_end(s);
+    coro__unpin(tok);
     errno = e;
     return n;
 }

@@ -35,7 +35,16 @@ static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
  *   - without a blocked thread joiner, on_exit (the place to free a
  *     caller-owned frame) runs after the scheduler's last touch;
  *   - a pool frame is given back after all of that: by the finisher, or
- *     by the last thread joiner to leave. */
+ *     by the last thread joiner to leave.
+ * NO TOUCH AFTER THE WAKE.  A job woken here may end at once, and whoever
+ * joins it may free its frame - which may hold this job's (a fork's
+ * children embedded in the parent's frame, docs/guide.md).  So everything
+ * the finisher reads or writes in the frame comes before the first wake:
+ * the joiner slot, the on_exit that runs first, the clear of EXITING; the
+ * wakes then use the frame's address only (a lot key, a futex address).
+ * Only an on_exit that runs last (a caller-owned frame nobody joins from
+ * a thread: the hook is then its owner's) and a pool frame's give-back
+ * (the library's, held by JOINERS while a joiner reads it) come later. */
 static inline uint32_t finish_cas(coro_t *job, uint32_t *nwp)
 {
     uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
@@ -68,24 +77,30 @@ static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(c
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
     bool exit_first = pool || (old & CORO__F_THREAD_JOIN);
-    if (old & CORO__F_JOINER) {
-        coro_t *w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
-        if (w)
-            coro__parklot_joiner_wake(w, res);  /* off the cancel registry, then wake */
-    }
+    coro_t *w = NULL;
+    if (old & CORO__F_JOINER)
+        w = __atomic_exchange_n(&job->joiner, NULL, __ATOMIC_ACQUIRE);
+    /* coro_done, coro_done_timeout: taken off the lot now, woken below.
+     * Taken before EXITING clears: once it is clear the frame may be
+     * spawned again, and a waiter of that next job on the same key must
+     * not be ours to take */
+    coro__wakelist_t wakes;
+    coro__wakelist_init(&wakes);
     if (old & CORO__F_JOB_JOIN)
-        coro__done_wake_all(job, res);  /* coro_done, coro_done_timeout */
+        coro__done_take_all(job, res, &wakes);
     if (on_exit && exit_first)
         run_on_exit(on_exit, job);
     uint32_t last = nw;
-    if (nw & CORO__F_EXITING) {
-        /* release: our last touch of the frame before a joiner sees
-         * EXITING clear and takes it back */
+    if (nw & CORO__F_EXITING)
+        /* release: our last touch of the frame (NO TOUCH AFTER THE WAKE)
+         * before a joiner sees EXITING clear and takes it back; from here
+         * the frame may be reused: only its address is used */
         last = __atomic_and_fetch(&job->state, ~CORO__F_EXITING, __ATOMIC_ACQ_REL);
-        /* from here the frame may be reused: only its address is used */
-        if (old & CORO__F_THREAD_JOIN)
-            coro__thread_joiners_wake(s, job);
-    }
+    if (w)
+        coro__parklot_joiner_wake(w, res);  /* off the cancel registry, then wake */
+    coro__wakelist_wake(&wakes);
+    if (old & CORO__F_THREAD_JOIN)
+        coro__thread_joiners_wake(s, job);
     if (on_exit && !exit_first)
         run_on_exit(on_exit, job);
     if (pool && !(last & CORO__JOINERS_MASK))

@@ -44,7 +44,8 @@
  *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
  * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/parklot.c
- * REGISTRY) after unlocking: the schedulers outlive their jobs. */
+ * REGISTRY) after unlocking, each scheduler pinned under the lock so that
+ * it outlives the sweep even when its last member ends first (sched/pin.c). */
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
@@ -309,6 +310,7 @@ int coro_group_next_blocking(coro_group_t *g, coro_t **co, intptr_t *result, int
 int coro_group_cancel(coro_group_t *g)
 {
     coro_sched_t *sw[8];
+    int tok[8];
     int nsw = 0, n = 0;
     bool all = false;       /* more schedulers than sw holds: sweep each */
 
@@ -327,10 +329,17 @@ int coro_group_cancel(coro_group_t *g)
         while (i < nsw && sw[i] != s)
             i++;
         if (i == nsw) {
-            if (nsw < 8)
+            if (nsw < 8) {
+                /* a member cannot end while we hold the lock (its finish
+                 * takes it), so s lives; pinned, it lives until our sweep
+                 * of it is done, even if every member ends meanwhile and
+                 * destroy runs (sched/pin.c: the unlock below publishes
+                 * the pin to the finisher that takes the lock next) */
+                tok[nsw] = coro__pin_owned(s);
                 sw[nsw++] = s;
-            else
+            } else {
                 all = true;
+            }
         }
     }
     if (all) {
@@ -348,6 +357,8 @@ int coro_group_cancel(coro_group_t *g)
         if (sw[i]->io)
             coro__io_cancel_jobs(sw[i]->io);
     }
+    while (nsw > 0)
+        coro__unpin(tok[--nsw]);
     return n;
 }
 

@@ -67,6 +67,18 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
         return 0;
     }
     coro_sched_t *s = co->sched;
+    /* the job may end, and destroy free s, while we are still inside s
+     * (driving it, leaving its drive queue, giving a pool frame back):
+     * s stays pinned until we leave, and the look after the pin (seq_cst)
+     * tells whether it still lives (sched/pin.c).  Ended already: the
+     * loop below reads the frame only */
+    int tok = coro__pin_job(s);
+    st = __atomic_load_n(&co->state, __ATOMIC_SEQ_CST);
+    if ((st & CORO__S_MASK) == CORO__S_DONE) {
+        coro__unpin(tok);
+        tok = CORO__PIN_NONE;
+        s = NULL;
+    }
     /* a joiner of a virtual scheduler reads its clock (rt/vtime.c) */
     const int64_t *saved_clk = coro__tls_vclock;
     if (s && s->vtime)
@@ -79,15 +91,16 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
             if (!(st & CORO__F_EXITING))
                 break;
             if (!reg) {
-                /* finished just now, its finisher between the wake-up of
-                 * its awaiters (one of which may have sent us here) and
-                 * its last touch; it wakes only joiners registered before
-                 * it finished: wait out those few instructions */
+                /* finished just now, its finisher between its CAS and its
+                 * last touch (rt/finish.c); it wakes only joiners
+                 * registered before it finished: wait out those few
+                 * instructions */
                 sched_yield();
                 continue;
             }
         } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
             coro__tls_vclock = saved_clk;
+            coro__unpin(tok);
             return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
         } else if (!reg) {
             /* register: THREAD_JOIN, and for a pool frame one more joiner,
@@ -139,6 +152,7 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
             !(left & CORO__F_EXITING))
             coro__frame_release(co);
     }
+    coro__unpin(tok);       /* our last touch of s */
     return rc;
 }
 

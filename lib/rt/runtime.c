@@ -438,6 +438,11 @@ int coro_sched_destroy(coro_sched_t *s)
     while (s->shut_users)
         pthread_cond_wait(&s->shut_gone, &s->shut_lock);
     pthread_mutex_unlock(&s->shut_lock);
+    /* every call that started before and may still touch s after the job
+     * it woke, joined or cancelled ended (a wake from a plain thread or
+     * another scheduler's worker, coro_cancel, coro_join, a driver of s):
+     * wait until each has left (sched/pin.c) */
+    coro__pin_drain(s);
     /* a thread in coro_block_on may still be leaving the caller's seat
      * after the last job ended (sched/seat.c, LEAVING) */
     coro__seat_wait_free(s);
@@ -547,11 +552,11 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
         uint32_t st = old & CORO__S_MASK;
         if (st == CORO__S_DONE && (old & CORO__F_EXITING) && !(old & CORO__JOINERS_MASK) &&
             !coro__exiting_here(co)) {
-            /* finished, its finisher between the wake-up of its awaiters
-             * and its last touch: a coro_done awaiter that resumed at once
-             * may spawn it again.  Wait for the finisher to let go (a few
-             * instructions; a thread-joined frame's on_exit at most), then
-             * look again.  acquire: as the load above */
+            /* finished, its finisher between its CAS and its last touch
+             * (rt/finish.c, NO TOUCH AFTER THE WAKE): a thread that saw
+             * DONE may spawn it again.  Wait for the finisher to let go (a
+             * few instructions; a thread-joined frame's on_exit at most),
+             * then look again.  acquire: as the load above */
             for (unsigned spin = 0; (old = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE)) &
                                     CORO__F_EXITING; spin++)
                 if (spin > 64)
@@ -592,7 +597,16 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
             coro__group_join(x->group, x);
     }
     coro__trace_spawn(s, co);
-    coro__submit_spawned(s, co);
+    struct coro__worker *w = coro__tls_worker;
+    if (CORO__LIKELY(w && w->s == s)) {
+        coro__submit_spawned(s, co);
+    } else {
+        /* from outside: the job may run and end, and destroy free s,
+         * before the notify after the push is done with s (sched/pin.c) */
+        int tok = coro__pin_owned(s);
+        coro__submit_spawned(s, co);
+        coro__unpin(tok);
+    }
     return 0;
 }
 
@@ -742,7 +756,31 @@ int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
  * joiner does, rt/join.c).  Nothing can protect a call that starts after
  * the give-back: a generation would not help, since the call carries
  * none. */
+static int cancel_pinned(coro_t *job, uint32_t old);
+
 int coro__cancel_seen(coro_t *job, uint32_t old)
+{
+    uint32_t ls = old & CORO__S_MASK;
+    if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
+        return -EINVAL;
+    if (ls == CORO__S_DONE || (old & CORO__F_CANCEL))
+        return 0;
+    /* the job may end, and destroy free its scheduler, between the CAS
+     * below and our last touch of s (the sweeps, a pool frame's give-back):
+     * a caller that is not s's own pins s first, and the CAS (seq_cst)
+     * is the look at the job after the pin (sched/pin.c): one that finds
+     * it DONE leaves s alone */
+    coro_sched_t *s = job->sched;
+    struct coro__worker *w = coro__tls_worker;
+    if (w && w->s == s)
+        return cancel_pinned(job, old);
+    int tok = coro__pin_job(s);
+    int rc = cancel_pinned(job, old);
+    coro__unpin(tok);
+    return rc;
+}
+
+static int cancel_pinned(coro_t *job, uint32_t old)
 {
     uint32_t nw;
     for (;;) {
@@ -762,8 +800,10 @@ int coro__cancel_seen(coro_t *job, uint32_t old)
         }
         /* seq_cst: the flag before the sweeps' loads of the registry bits
          * and the I/O request (lib/wait/parklot.c REGISTRY, lib/io/cancel.c);
-         * a parker that misses it is found by them.  On failure,
-         * acquire as the load above */
+         * a parker that misses it is found by them; and the look at the
+         * job after a pin (sched/pin.c): a success read it before its end.
+         * On failure, acquire as the load above (a failed look touches
+         * nothing but the frame) */
         if (__atomic_compare_exchange_n(&job->state, &old, nw, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_ACQUIRE))
             break;

@@ -163,6 +163,27 @@ extern const struct coro_await_ops coro__call_ops CORO__HIDDEN;
  * thread that removed the job from the wait structure.  Any thread. */
 CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
 
+/* Pins (sched/pin.c): a thread that is not s's own and may touch s after
+ * a job's state changed holds s pinned meanwhile; destroy waits for every
+ * pin on s once the jobs ended.  Each returns a token for coro__unpin.
+ *   coro__pin_owned - the caller owns a live job of s it has not queued yet
+ *   coro__pin_job   - the caller then reads the state word of a job of s
+ *                     with a seq_cst load or RMW; DONE there: unpin, and
+ *                     touch s no more
+ *   coro__pin_sched - a call on s; CORO__PIN_NONE: destroy is past its
+ *                     wait, s must not be touched (nothing to unpin) */
+#define CORO__PIN_NONE (-2)
+CORO__HIDDEN int coro__pin_owned(coro_sched_t *s);
+CORO__HIDDEN int coro__pin_job(coro_sched_t *s);
+CORO__HIDDEN int coro__pin_sched(coro_sched_t *s);
+CORO__HIDDEN void coro__unpin(int tok);
+/* coro__pin_drain - destroy, after every job ended: wait until no other
+ * thread holds s pinned; from then on every pin_sched of s is refused */
+CORO__HIDDEN void coro__pin_drain(coro_sched_t *s);
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN int coro__pins_held(void);
+#endif
+
 /* coro__in_job - true when the calling thread is inside a job's body or
  * arm (used by the blocking calls to refuse with -EDEADLK). */
 CORO__HIDDEN bool coro__in_job(void);
@@ -398,6 +419,7 @@ struct coro_sched {
     uint32_t stopping;                  /* atomic bool: workers exit when idle */
     uint32_t shut_done;                 /* atomic bool: shutdown completed */
     uint32_t shut_users;                /* threads inside a shutdown, under shut_lock */
+    uint32_t pin_gone;                  /* atomic bool: destroy scans the pins (sched/pin.c) */
     pthread_mutex_t shut_lock;
     pthread_cond_t shut_gone;           /* destroy waits for shut_users == 0 */
     pthread_mutex_t cancel_lock;        /* one cancel_all at a time */

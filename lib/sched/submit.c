@@ -207,12 +207,31 @@ void coro__flush_live(struct coro__worker *w, uint32_t keep)
 }
 
 /* the one way a suspended job becomes READY (sched/sched.h) */
-void coro__wake(coro_t *job, intptr_t res)
+static inline __attribute__((always_inline)) void wake_(coro_sched_t *s, coro_t *job,
+                                                         intptr_t res)
 {
     job->top->result = res;
     coro__trace_wake(job);
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
      * release: the result is visible to the worker that acquires RUNNING */
     __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
-    coro__submit(job->sched, job, false);
+    coro__submit(s, job, false);
+}
+
+void coro__wake(coro_t *job, intptr_t res)
+{
+    coro_sched_t *s = job->sched;
+    struct coro__worker *w = coro__tls_worker;
+
+    if (CORO__LIKELY(w && w->s == s)) {
+        wake_(s, job, res);     /* s's own threads outlive s's jobs */
+        return;
+    }
+    /* a waker that is not s's own (a plain thread, another scheduler's
+     * worker) is still inside s after the push that lets the job run and
+     * end: it holds s pinned until it leaves, and destroy waits for it
+     * (sched/pin.c) */
+    int tok = coro__pin_owned(s);
+    wake_(s, job, res);
+    coro__unpin(tok);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* coro_done and coro_done_timeout: waiting for a job's end, through its
  * joiner slot or the parking lot; the finisher's wake of those waiters
- * (coro__done_wake_all).  Layer 2 (waiting). */
+ * (coro__done_take_all).  Layer 2 (waiting). */
 #include <errno.h>
 
 #include "wait/wait.h"
@@ -57,7 +57,7 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
 const struct coro_await_ops coro__done_ops = { "done", done_arm };
 
 /* a select's branch on a job's end (lib/sync/select.c): the same wait in
- * the lot, on the job's key; coro__done_wake_all gives the record the
+ * the lot, on the job's key; coro__done_take_all gives the record the
  * job's result */
 static int done_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro_t *proxy)
 {
@@ -89,7 +89,7 @@ coro_await_t coro_done(coro_t *job)
 /* ---- coro_done_timeout ------------------------------------------------------------ *
  * Keeps the awaited job's result apart from the await's own result: the
  * waiter always waits in the lot (never the joiner slot, which has no
- * timer), and the finisher (coro__done_wake_all, under the bucket lock,
+ * timer), and the finisher (coro__done_take_all, under the bucket lock,
  * with the waiter already unlinked: it owns the waiter) writes the job's
  * result to the waiter's *result and wakes it with 0.  Its timer wakes it
  * with -ETIMEDOUT, a cancel with -ECANCELED. */
@@ -149,27 +149,24 @@ coro_await_t coro_done_timeout(coro_t *job, intptr_t *result, int64_t timeout)
     return a;
 }
 
-int coro__done_wake_all(coro_t *key, intptr_t res)
+int coro__done_take_all(coro_t *key, intptr_t res, coro__wakelist_t *wakes)
 {
     coro__parklot_bucket_t *b = coro__parklot_lock(key);
-    coro__wakelist_t wakes;
     coro_t *w;
     int n = 0;
 
-    coro__wakelist_init(&wakes);
     while ((w = coro__parklot_take(b, key))) {
         coro_await_t *aw = coro__parklot_args(w);
         if (aw->ops == &coro__done_to_ops) {
             /* ours since the take: its frame waits for this wake */
             *(intptr_t *)aw->arg[1].p = res;
-            coro__wakelist_add(&wakes, w, 0);
+            coro__wakelist_add(wakes, w, 0);
         } else {
-            coro__wakelist_add(&wakes, w, res);
+            coro__wakelist_add(wakes, w, res);
         }
         n++;
     }
     coro__parklot_unlock(b);
-    coro__wakelist_wake(&wakes);
     return n;
 }
 

@@ -9,11 +9,6 @@
 
 #include "sched/sched.h"
 
-/* coro__done_wake_all - the finisher's wake of key's lot waiters (jobs
- * awaiting coro_done / coro_done_timeout of job key) with its result res;
- * returns how many (lib/wait/done.c) */
-CORO__HIDDEN int coro__done_wake_all(coro_t *key, intptr_t res);
-
 /* ---- the timer heap (lib/wait/heap.c) -----------------------------------------
  * One implementation for every timed wait: a 4-ary min-heap by deadline,
  * without a lock of its own (each owner holds its heap's lock around
@@ -364,6 +359,13 @@ CORO__HIDDEN coro_await_t *coro__parklot_args(coro_t *w);
 CORO__HIDDEN void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res);
 /* after unlocking: wake everyone on wakes */
 CORO__HIDDEN void coro__wakelist_wake(coro__wakelist_t *wakes);
+
+/* coro__done_take_all - the finisher's take of key's lot waiters (jobs
+ * awaiting coro_done / coro_done_timeout of job key), given result res,
+ * onto wakes, which the finisher wakes once it no longer touches the
+ * frame (rt/finish.c, NO TOUCH AFTER THE WAKE); returns how many
+ * (lib/wait/done.c).  Uses key's address only */
+CORO__HIDDEN int coro__done_take_all(coro_t *key, intptr_t res, coro__wakelist_t *wakes);
 /* link stand-in me (zeroed, flags THREAD, aw = the args) on key under b
  * (locked by the caller), unlock b, and block until woken (its result) or
  * the absolute deadline (-1 none) passes: -ETIMEDOUT. */
