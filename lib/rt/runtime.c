@@ -755,7 +755,26 @@ int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
  * whichever of us and the finish comes last gives it back (as a thread
  * joiner does, rt/join.c).  Nothing can protect a call that starts after
  * the give-back: a generation would not help, since the call carries
- * none. */
+ * none.
+ *
+ * READING THE AWAITABLE.  A cancel that finds the job SUSPENDED reads its
+ * awaitable to find where it waits (lib/wait/parklot.c CANCEL ONE,
+ * lib/io/cancel.c): the innermost frame, aw.ops, the key, a sleep's timer
+ * slot in aw.arg[2].  The CAS that saw SUSPENDED also acquired what the
+ * body wrote there (its READY -> SUSPENDED RMW is a release), but any
+ * waker may end the wait right after that CAS, and the job, run again,
+ * would write its next awaitable over the one being read: a data race,
+ * and a slot read that could name a later sleep's timer.  So the CAS sets
+ * CREAD, and until the RMW that clears it the job cannot run: a wake
+ * meanwhile (coro__wake) makes it READY with CQUEUE and does not queue
+ * it - the clear returns CQUEUE and we queue it; an arm that completed at
+ * once (the arm and our CAS overlap while the state is SUSPENDED) makes
+ * it READY and its worker waits for the clear before the body goes on
+ * (sched/run.c, ready_again).  Every change of the word is an RMW, so the
+ * wake either came before the clear (CQUEUE seen there) or after it (it
+ * sees no CREAD and queues the job itself): queued exactly once.  The
+ * clear is a release and each side that lets the body run acquires it,
+ * so every read of the awaitable here happens before the next write. */
 static int cancel_pinned(coro_t *job, uint32_t old);
 
 int coro__cancel_seen(coro_t *job, uint32_t old)
@@ -790,6 +809,8 @@ static int cancel_pinned(coro_t *job, uint32_t old)
         if (ls == CORO__S_DONE || (old & CORO__F_CANCEL))
             return 0;
         nw = old | CORO__F_CANCEL;
+        if (ls == CORO__S_SUSPENDED)
+            nw |= CORO__F_CREAD;    /* READING THE AWAITABLE */
         if (old & CORO__F_POOL) {
             if ((old & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
                 sched_yield();      /* 255 holders already: one leaves soon */
@@ -816,6 +837,16 @@ static int cancel_pinned(coro_t *job, uint32_t old)
         if (s->io)
             coro__io_cancel_jobs(s->io);
         coro__blocking_cancel_jobs(s);
+    }
+    if (nw & CORO__F_CREAD) {
+        /* done with the awaitable (READING THE AWAITABLE).  acq_rel:
+         * release, our reads of it before the body's next writes (the
+         * worker's acquire in cread_wait, or whoever runs the job we
+         * queue); acquire, a wake's result before we queue its job */
+        uint32_t prev = __atomic_fetch_and(&job->state, ~(CORO__F_CREAD | CORO__F_CQUEUE),
+                                           __ATOMIC_ACQ_REL);
+        if (prev & CORO__F_CQUEUE)
+            coro__submit(s, job, false);    /* woken meanwhile: ours to queue */
     }
     if (nw & CORO__F_POOL) {
         /* acq_rel: our reads of the frame happen before whoever gives it

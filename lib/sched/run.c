@@ -17,6 +17,7 @@
  * the budget is spent, and complete with -ECANCELED before their call.
  */
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,6 +350,30 @@ static __attribute__((noinline)) int join_inline_call(struct coro__worker *w, co
     return diag ? join_inline(w, job, aw, tr0, res, true) : join_inline(w, job, aw, tr0, res, false);
 }
 
+/* a coro_cancel reads the job's awaitable (CORO__F_CREAD): wait until it
+ * is done, a few of its instructions, before the body writes the next */
+static __attribute__((noinline, cold)) void cread_wait(coro_t *job)
+{
+    /* acquire: pairs with the canceller's release clear: its reads of the
+     * awaitable happen before the body's next writes */
+    for (unsigned spin = 0; __atomic_load_n(&job->state, __ATOMIC_ACQUIRE) & CORO__F_CREAD; spin++)
+        if (spin > 64)
+            sched_yield();
+}
+
+/* SUSPENDED -> READY after an arm that completed at once (READY, REQUEUE):
+ * the body goes on, here or after the queue, and writes its next
+ * awaitable; a cancel reading this one (CREAD, sched/sched.h) ends first.
+ * No wake can meet it: the arm registered the job nowhere */
+static inline void ready_again(coro_t *job)
+{
+    /* acq_rel: as set_state's */
+    uint32_t now = __atomic_add_fetch(&job->state, CORO__S_READY - CORO__S_SUSPENDED,
+                                      __ATOMIC_ACQ_REL);
+    if (CORO__UNLIKELY(now & CORO__F_CREAD))
+        cread_wait(job);
+}
+
 /* coro__run_job's body; diag is a constant: the compiler makes one copy
  * without the diagnostics (the common case) and one with them; so are
  * cont (run_next's and run_inline's copies) and nested (run_inline's) */
@@ -540,12 +565,12 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         }
         cur->result = res;
         if (r == CORO__ARM_READY) {
-            set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
+            ready_again(job);
             continue;
         }
         /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
         STEP_END();
-        set_state(job, CORO__S_SUSPENDED, CORO__S_READY);
+        ready_again(job);
         coro__tls_in_job = 0;
         coro__submit(s, job, true);
         return false;

@@ -65,6 +65,17 @@
  * waiter either sees it or is found by the sweep coro_cancel runs after
  * setting it (lib/wait/parklot.c REGISTRY, lib/io/cancel.c). */
 #define CORO__F_CANCEL      256u
+/* CREAD: a coro_cancel reads the suspended job's awaitable (its innermost
+ *        frame, aw.ops, the key or the sleep's timer slot in aw.arg): set
+ *        by the cancel's CAS when that CAS saw SUSPENDED, cleared by one
+ *        RMW when the cancel is done with it (lib/rt/runtime.c, READING THE
+ *        AWAITABLE).  Meanwhile the job writes no awaitable: a wake makes
+ *        it READY but leaves it unqueued, with CQUEUE, for the canceller to
+ *        queue at the clear (coro__wake); a worker whose arm completed at
+ *        once waits for the clear before the body goes on (sched/run.c).
+ * CQUEUE: a wake met CREAD and left the job to the canceller. */
+#define CORO__F_CREAD       (1u << 9)
+#define CORO__F_CQUEUE      (1u << 10)
 /* POOLQ: the job is queued on the blocking pool's FIFO (lib/io/blocking.c
  *        QUEUED): set and cleared under the pool's mutex. */
 #define CORO__F_POOLQ       (1u << 12)

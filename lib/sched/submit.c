@@ -213,8 +213,17 @@ static inline __attribute__((always_inline)) void wake_(coro_sched_t *s, coro_t 
     job->top->result = res;
     coro__trace_wake(job);
     /* SUSPENDED -> READY, keeping the flags (the waker owns the job now);
-     * release: the result is visible to the worker that acquires RUNNING */
-    __atomic_sub_fetch(&job->state, CORO__S_SUSPENDED - CORO__S_READY, __ATOMIC_ACQ_REL);
+     * with CQUEUE when a coro_cancel reads its awaitable (CREAD): the
+     * canceller queues it once done (sched/sched.h).  release: the result
+     * is visible to the worker that acquires RUNNING, or to the canceller.
+     * relaxed load: the CAS decides */
+    uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
+    do
+        nw = (old - (CORO__S_SUSPENDED - CORO__S_READY)) | (old & CORO__F_CREAD ? CORO__F_CQUEUE : 0);
+    while (!__atomic_compare_exchange_n(&job->state, &old, nw, true, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED));
+    if (CORO__UNLIKELY(nw & CORO__F_CQUEUE))
+        return;
     coro__submit(s, job, false);
 }
 

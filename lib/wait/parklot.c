@@ -615,7 +615,9 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
  *     (REGISTRY): nothing to end.
  *   - old SUSPENDED: our RMW follows the job's READY -> SUSPENDED one (a
  *     release), so the job's innermost frame and its awaitable, written
- *     before, are visible to us and stay put while it waits.  A sync
+ *     before, are visible to us and stay put until our cancel is done
+ *     with them, even if a waker ends the wait meanwhile (CORO__F_CREAD,
+ *     lib/rt/runtime.c READING THE AWAITABLE).  A sync
  *     awaitable (coro__sync_arm) parks the job on its key's bucket, and
  *     coro_done / coro_done_timeout on the target's; we lock that bucket
  *     and unlink the job if it is there.  An arm still on its way takes
