@@ -44,7 +44,11 @@ static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
  * wakes then use the frame's address only (a lot key, a futex address).
  * Only an on_exit that runs last (a caller-owned frame nobody joins from
  * a thread: the hook is then its owner's) and a pool frame's give-back
- * (the library's, held by JOINERS while a joiner reads it) come later. */
+ * (the library's, held by JOINERS while a joiner reads it) come later.
+ * And once DONE is in, a frame without EXITING is not read at all but
+ * for those two (the scheduler is read before the CAS): whoever reads
+ * DONE there - a fork's join that finds its child ended - may end and
+ * let the frame go without waiting for any wake of ours. */
 static inline uint32_t finish_cas(coro_t *job, uint32_t *nwp)
 {
     uint32_t old = __atomic_load_n(&job->state, __ATOMIC_RELAXED), nw;
@@ -68,11 +72,13 @@ uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
 }
 
 /* what follows the CAS when someone waits for the job or it has an on_exit
- * hook (old, nw: the CAS's, coro__finish_cas) */
-static __attribute__((noinline)) void finish_rest(coro_t *job, void (*on_exit)(coro_t *),
-                                                  intptr_t res, uint32_t old, uint32_t nw)
+ * hook (old, nw: the CAS's, coro__finish_cas; s: job's scheduler, read
+ * before the CAS: once DONE is in, a frame without EXITING may be gone
+ * already - a fork's child whose parent found it DONE and ended) */
+static __attribute__((noinline)) void finish_rest(coro_sched_t *s, coro_t *job,
+                                                  void (*on_exit)(coro_t *), intptr_t res,
+                                                  uint32_t old, uint32_t nw)
 {
-    coro_sched_t *s = job->sched;       /* read while the frame is ours */
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
@@ -125,12 +131,12 @@ static __attribute__((noinline)) void finish_general(coro_t *job)
         old = x->group ? coro__group_finish(job, x, &nw, &kept) : finish_cas(job, &nw);
         if (!kept)
             coro__free(s, x, sizeof *x);
-        finish_rest(job, on_exit, res, old, nw);
+        finish_rest(s, job, on_exit, res, old, nw);
     } else {
         old = finish_cas(job, &nw);
         if (CORO__UNLIKELY(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
                                   CORO__JOINERS_MASK))) {
-            finish_rest(job, on_exit, res, old, nw);
+            finish_rest(s, job, on_exit, res, old, nw);
         } else {
             /* nobody waits: finish_rest with nothing to wake and no
              * EXITING to clear; a pool frame goes back after on_exit */

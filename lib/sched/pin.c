@@ -206,7 +206,7 @@ void coro__pin_drain(coro_sched_t *s)
     __atomic_store_n(&s->pin_gone, 1, __ATOMIC_SEQ_CST);
     /* seq_cst: every job's DONE and the flag above before the scan's loads
      * (top of file) */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    coro__fence_seq_cst();
     for (struct pinrec *r = __atomic_load_n(&reg_head, __ATOMIC_SEQ_CST); r; r = r->next) {
         if (r == me)
             continue;   /* this thread's own pins: destroy called under them */
