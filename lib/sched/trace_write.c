@@ -349,7 +349,7 @@ static void ev_head(struct wctx *c, const char *name, const char *cat, char ph, 
         fputs(",\"s\":\"t\"", c->f);
 }
 
-/* a job's or a record's name: "0x<address>", or under STABLE NAMES "#<n>" */
+/* a job's or a record's name: its address, or under STABLE NAMES its number */
 static void addr_name(struct wctx *c, struct idmap *m, uint64_t a, char *buf, size_t len)
 {
     if (c->stable)
