@@ -187,8 +187,10 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 
 /* ---- the body macros -------------------------------------------------- */
 
-/* The user's frame from its embedded header (a member named `co`). */
-#define CORO_SELF(co, type) ((type *)(void *)((char *)(co) - offsetof(type, co)))
+/* The user's frame from its embedded header (a member named `co`), given
+ * a pointer to that header under any name.  The parameter is not called
+ * co: offsetof must name the member `co`, not the caller's variable. */
+#define CORO_SELF(hdr, type) ((type *)(void *)((char *)(hdr) - offsetof(type, co)))
 
 /* The intptr_t result of the last await: a value >= 0 on success, -errno
  * on failure. */

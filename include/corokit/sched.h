@@ -458,9 +458,10 @@ CORO_EXTERN void coro_frame_free(void *frame);
 
 /* coro_sched_run - single-threaded mode: run ready jobs on this thread
  * until none is ready (and, with the I/O part, none waits on a timer or
- * fd that could make one ready).  On a .virtual_time scheduler it jumps
+ * fd that could make one ready; a sleep without end, coro_sleep(
+ * CORO_FOREVER), is no such timer).  On a .virtual_time scheduler it jumps
  * the clock to each next deadline and returns once no job can ever run
- * again.  Returns the number of job steps run, or
+ * again.  Returns the number of job steps run (at most INT_MAX), or
  * -EINVAL (NULL s or a multi-threaded scheduler), -EDEADLK (called from a
  * job), -EBUSY (another thread drives s now). */
 CORO_EXTERN int coro_sched_run(coro_sched_t *s);
@@ -511,7 +512,9 @@ CORO_EXTERN int coro_sched_workers(const coro_sched_t *s);
  * order: no call waits behind another; each returns once every job has
  * finished; a CORO_CANCEL, or a timed call whose time is up, cancels the
  * jobs that another thread's CORO_DRAIN waits for.  A call after shutdown
- * has finished returns 0 at once. */
+ * has finished returns 0 at once.  -ETIMEDOUT: CORO_DRAIN on a
+ * .virtual_time scheduler found that no job could ever run again,
+ * cancelled them and waited until they finished (s is shut down). */
 CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
 
 /* coro_sched_shutdown_timeout - CORO_DRAIN for at most timeout_ns
@@ -520,7 +523,8 @@ CORO_EXTERN int coro_sched_shutdown(coro_sched_t *s, int mode);
  * Its time runs from its own call, whatever other shutdown calls wait
  * meanwhile.  0 (every job finished in time: drained, or cancelled by
  * another thread's CORO_CANCEL or timed call; or already shut down),
- * -ETIMEDOUT (its time ran out and it cancelled), -EINVAL (s NULL,
+ * -ETIMEDOUT (its time ran out and it cancelled, or on a .virtual_time
+ * scheduler the drain found its jobs deadlocked), -EINVAL (s NULL,
  * timeout_ns < CORO_FOREVER), -EDEADLK (as coro_sched_shutdown).  Plain
  * threads; blocks. */
 CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout_ns);
@@ -529,9 +533,12 @@ CORO_EXTERN int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout_ns)
  * CORO_DRAIN first if that has not been done.  Other threads may be
  * blocked in coro_sched_shutdown or coro_sched_shutdown_timeout on s
  * meanwhile: s is freed only after they have returned.  Call it once; no
- * call on s may start once it can have returned.  Returns 0, -EINVAL for
- * NULL, -EDEADLK (from a job, a worker of s or a blocking-pool thread of
- * s). */
+ * call on s may start once it can have returned.  Returns 0 once s is
+ * freed - also when the drain found a .virtual_time scheduler's jobs
+ * deadlocked and cancelled them (coro_sched_shutdown(s, CORO_DRAIN) first
+ * reports that as ETIMEDOUT) - or, with nothing done and s not freed,
+ * -EINVAL for NULL, -EDEADLK (from a job, a worker of s or a
+ * blocking-pool thread of s). */
 CORO_EXTERN int coro_sched_destroy(coro_sched_t *s);
 
 /* ---- statistics ---------------------------------------------------------- */

@@ -207,6 +207,21 @@ static inline int64_t coro__deadline_after(int64_t now, int64_t timeout)
         return -1;      /* CORO_FOREVER (others were refused before) */
     return timeout > INT64_MAX - now ? -1 : now + timeout;
 }
+/* a + b, b >= 0 ns (a deadline and a slack, a clock and a step), held
+ * at INT64_MAX where the sum would pass it: the one saturating sum of
+ * lib/, so that no deadline arithmetic overflows */
+static inline int64_t coro__ns_add(int64_t a, int64_t b)
+{
+    return a > 0 && b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+/* the latest deadline due at clock now.  A timer at INT64_MAX is a wait
+ * without end (coro_sleep(CORO_FOREVER)), kept in a heap only so that a
+ * cancel or the job's deadline finds it: it is never due, not even on a
+ * virtual clock that coro_sched_advance took to INT64_MAX */
+static inline int64_t coro__due_by(int64_t now)
+{
+    return now < INT64_MAX ? now : INT64_MAX - 1;
+}
 /* coro__deadline_after(coro__now(), timeout) */
 CORO__HIDDEN int64_t coro__deadline(int64_t timeout);
 /* arm timerfd tfd (CLOCK_MONOTONIC) at the absolute deadline d in ns;

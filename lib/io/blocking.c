@@ -320,7 +320,7 @@ static void run_call(struct coro__bpool *p, coro_t *job)
  * off the stack) */
 static coro_t *wait_idle(struct coro__bpool *p, struct bthread *me)
 {
-    int64_t t0 = coro__now(), deadline = t0 + p->keepalive_ns;
+    int64_t t0 = coro__now(), deadline = coro__ns_add(t0, p->keepalive_ns);
     uint32_t w;
 
     /* spin: acquire pairs with hand_over's exchange (.job is set) */

@@ -102,7 +102,7 @@ static int ms_of(int64_t timeout_ns)
 {
     if (timeout_ns < 0)
         return -1;
-    int64_t ms = (timeout_ns + 999999) / 1000000;
+    int64_t ms = coro__ns_add(timeout_ns, 999999) / 1000000;
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
@@ -337,7 +337,7 @@ static int epoll_wait_until(int epfd, struct epoll_event *evs, int max, int64_t 
     struct timespec ts = { .tv_sec = left / 1000000000, .tv_nsec = left % 1000000000 };
     int n = epoll_pwait2(epfd, evs, max, &ts, NULL);
     if (n < 0 && errno == ENOSYS)
-        n = coro__epoll_wait(epfd, evs, max, (int)((left + 999999) / 1000000));
+        n = coro__epoll_wait(epfd, evs, max, ms_of(left));
     return n;
 }
 

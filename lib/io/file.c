@@ -28,6 +28,7 @@
  * and then no byte was read or written.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
@@ -60,7 +61,7 @@ enum { OP_READ, OP_WRITE, OP_WRITE_ALL };  /* coro__file_op's op */
  * up to timeout ns (-1 = none) */
 static intptr_t stale_rw(int fd, char *buf, size_t len, int op, int64_t timeout)
 {
-    int64_t dl = timeout < 0 ? -1 : coro__now() + timeout;
+    int64_t dl = coro__deadline(timeout);     /* saturating: too far is none */
     size_t done = 0;
 
     for (;;) {
@@ -79,7 +80,8 @@ static intptr_t stale_rw(int fd, char *buf, size_t len, int op, int64_t timeout)
         if (dl >= 0 && coro__now() >= dl)
             return -ETIMEDOUT;
         struct pollfd p = { .fd = fd, .events = op == OP_READ ? POLLIN : POLLOUT };
-        int ms = dl < 0 ? -1 : (int)((dl - coro__now()) / 1000000 + 1);
+        int64_t left = dl < 0 ? -1 : (dl - coro__now()) / 1000000 + 1;
+        int ms = left > INT_MAX ? INT_MAX : (int)left;
         if (poll(&p, 1, ms) < 0 && errno != EINTR)
             return -errno;
     }

@@ -186,7 +186,7 @@ int coro__io_expire(struct coro__io *io)
     /* relaxed: a stale value only delays the look to the next event */
     if (__atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED) == INT64_MAX)
         return 0;
-    int64_t now = coro__now();
+    int64_t now = coro__due_by(coro__now());
     for (;;) {
         int k = 0;
         bool sync = false;
@@ -223,7 +223,7 @@ static int expire_due(struct coro__io *io)
 {
     struct coro__timer_record t;
     int n = 0;
-    int64_t now = coro__now();
+    int64_t now = coro__due_by(coro__now());
 
     for (;;) {
         if (pthread_mutex_trylock(&io->hlock) != 0)

@@ -161,6 +161,21 @@ void coro__drive_finished(struct coro__worker *w)
     }
 }
 
+bool coro__drive_may_wake(coro_sched_t *s)
+{
+    /* relaxed: a count; the jobs it counts run on this thread */
+    if (!s->io || !(__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) ||
+        !coro__io_pending(s->io))
+        return false;
+    if (coro__io_fd_waiters(s->io) != 0 || coro__blocking_calls(s) != 0)
+        return true;
+    /* only timers: one that ever fires (a timer at INT64_MAX is a sleep
+     * without end, in its heap only to be found by a cancel: base.h,
+     * coro__due_by) */
+    int64_t a = coro__io_next_timer(s->io), b = coro__parklot_timers_next(s);
+    return (a < b ? a : b) != INT64_MAX;
+}
+
 /* Run s's only worker on this thread until done(arg) or, when block is
  * false, until no job is ready.  Returns steps run. */
 static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
@@ -179,8 +194,7 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
             /* wait for I/O only while some job of s is unfinished: a wait
              * that ended early leaves its timeout in the heap, and that
              * alone must not hold coro_sched_run until its deadline */
-            if (s->io && (__atomic_load_n(&s->live, __ATOMIC_RELAXED) & ~CORO__LIVE_CLOSED) &&
-                coro__io_pending(s->io)) {
+            if (coro__drive_may_wake(s)) {
                 coro__io_poll(s->io, -1);
                 continue;
             }
@@ -197,7 +211,8 @@ static int drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block)
         if (j) {
             if (coro__run_job(w, j))
                 coro__drive_finished(w);
-            steps++;
+            if (steps < INT_MAX)    /* coro_sched_run's count: held at INT_MAX */
+                steps++;
         }
     }
     coro__trace_pause(w);       /* ends its open run (sched/trace.h) before another thread drives */

@@ -61,6 +61,10 @@ CORO__HIDDEN extern int coro__test_ncpus;
 CORO__HIDDEN bool coro__drive_begin(coro_sched_t *s);
 CORO__HIDDEN void coro__drive_end(coro_sched_t *s);
 CORO__HIDDEN void coro__drive_finished(struct coro__worker *w);
+/* coro_sched_run's question when no job is ready: may the outside world
+ * (an fd, a blocking call, a timer that ever fires) make one ready while
+ * some job of s is unfinished?  Drives on the real clock ask it */
+CORO__HIDDEN bool coro__drive_may_wake(coro_sched_t *s);
 /* ...and what ends a job that a plain thread joins (F_THREAD_JOIN) does
  * after the RMW that shows it: wake that thread if it waits in the drive
  * queue.  Only co's address is used */

@@ -184,7 +184,7 @@ static void pool_return(coro_sched_t *s, struct coro__vt *vt)
  * only when one is due or an fd is awaited: a jump costs one epoll_wait */
 static int fire_due(coro_sched_t *s)
 {
-    int64_t now = s->vnow;
+    int64_t now = coro__due_by(s->vnow);
     int n = 0;
 
     if (s->io && (coro__io_next_timer(s->io) <= now || coro__io_fd_waiters(s->io) != 0)) {
@@ -253,12 +253,13 @@ static int idle_virtual(coro_sched_t *s, struct coro__vt *vt, struct coro__worke
     int64_t next = next_deadline(s);
     if (dl > 0 && dl < next)
         next = dl;
-    if (limit >= 0 && next > limit) {
+    /* >=: an advance to exactly INT64_MAX ends there, though a timer
+     * kept at INT64_MAX (a sleep without end) never fires */
+    if (limit >= 0 && next >= limit) {
         if (now >= limit)
             return IDLE_STOP;
         next = limit;
-    }
-    if (next == INT64_MAX) {
+    } else if (next == INT64_MAX) {
         vt->stuck = true;           /* nothing can ever run again */
         return IDLE_STOP;
     }
@@ -293,7 +294,7 @@ int coro__vt_drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block,
         } else if (!j) {
             /* a seeded scheduler on the real clock waits as drive() does */
             if (!block) {
-                if (s->io && live_jobs(s) && coro__io_pending(s->io)) {
+                if (coro__drive_may_wake(s)) {
                     coro__io_poll(s->io, -1);
                     since_poll = 0;
                     continue;
@@ -314,7 +315,8 @@ int coro__vt_drive(coro_sched_t *s, bool (*done)(void *), void *arg, bool block,
         if (j) {
             if (coro__run_job(w, j))
                 coro__drive_finished(w);
-            steps++;
+            if (steps < INT_MAX)    /* coro_sched_run's count: held at INT_MAX */
+                steps++;
         }
     }
     pool_return(s, vt);
@@ -339,9 +341,7 @@ int coro_sched_advance(coro_sched_t *s, int64_t ns)
         return -EDEADLK;
     if (!coro__drive_begin(s))
         return -EBUSY;
-    int64_t limit = coro__deadline_after(s->vnow, ns);
-    if (limit < 0)
-        limit = INT64_MAX - 1;  /* too far: as far as the clock goes */
+    int64_t limit = coro__ns_add(s->vnow, ns);     /* too far: as far as the clock goes */
     int64_t saved = coro__tls_drive_deadline;
     coro__tls_drive_deadline = 0;
     coro__vt_drive(s, NULL, NULL, false, limit);

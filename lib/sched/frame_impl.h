@@ -110,6 +110,10 @@ struct fpool {
      * a giver counts before it pushes, so nbig may run ahead of the lists) */
     struct slab *bigret;
     uint32_t nbig;
+    /* a worker's pool: the thread cache it last gave an empty slab back
+     * to, trimmed when the worker goes idle (RETURNED, lib/sched/frame_slab.c;
+     * owner only) */
+    struct fpool *ret_to;
 };
 
 struct coro__frames {
@@ -287,6 +291,7 @@ static inline void pool_free_local(struct fpool *p, struct slab *sl, void *b)
 CORO__HIDDEN void coro__frame_detach(struct fpool *p, struct slab *sl);
 CORO__HIDDEN void coro__frame_slab_dispose(struct slab *sl);
 CORO__HIDDEN void coro__frame_take_returned(struct fpool *p);
+CORO__HIDDEN void coro__frame_returned_trim(struct fpool *p, uint32_t keep);
 
 /* ---- big slabs (lib/sched/frame_big.c, BIG FRAMES) -------------------------------- */
 

@@ -58,14 +58,34 @@
  * CORO__FRAME_EMPTY_MAX, else back to the allocator.  The detach CAS
  * succeeds only on 0: PENDING clear means the slab is not on the pending
  * stack and no freer is about to put it there, so it never is while
- * detached.  The owner takes the returned stack whole (no ABA: there is no
- * pop of single nodes) when it needs a slab, and at thread exit.  So a
- * thread cache holds, whatever its thread does next, the slab it allocates
- * from per size class, the slabs it saw come back partly free, and at most
- * CORO__FRAME_EMPTY_MAX empty ones.  A worker's pool does not detach: a
+ * detached.  The owner takes from the returned stack when it needs a slab
+ * (RETURNED below).  So a thread cache holds, whatever its thread does
+ * next, the slab it allocates from per size class, the slabs it saw come
+ * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones - at most
+ * CORO__FRAME_EMPTY_PARK once the workers that gave them back are idle.
+ * A worker's pool does not detach: a
  * worker comes back (it collects its pending slabs when it next allocates
  * from a full slab and before it parks), and its own gives back stay
  * plain stores.
+ *
+ * RETURNED.  A thread cache's empty slabs - the detached ones that came
+ * back whole, and those its owner found empty itself (made detached, then
+ * pushed) - all wait on its returned stack, CORO__FRAME_EMPTY_MAX at most
+ * (nret counts them; beyond, back to the allocator), never on the owner's
+ * own empty list, which only a thread that comes back would look at.  The
+ * stack is a Treiber stack of whole takes: pushes CAS the head, and a take
+ * exchanges it with NULL, so there is no pop of single nodes and no ABA.
+ * The owner takes it when it needs a slab, keeps the first and pushes the
+ * rest back (at most CORO__FRAME_EMPTY_MAX links walked, once per slab it
+ * fills).  Any other thread may take it too and give slabs back
+ * (coro__frame_returned_trim, unlinking them from fr->detached under
+ * fr->lock): a worker that disposed of a slab onto a thread cache's stack
+ * remembers that cache (its pool's ret_to) and trims it to
+ * CORO__FRAME_EMPTY_PARK when it goes idle (coro__frames_flush, at its
+ * park).  So the slabs of a plain thread that spawned a burst and never
+ * calls corokit again go back within a park of the workers that ran it,
+ * while a thread that spawns burst after burst still finds the slabs the
+ * last one left, up to CORO__FRAME_EMPTY_PARK, without the allocator.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -182,11 +202,49 @@ void coro__frame_pool_slab_free(struct fpool *p, struct slab *sl)
     coro__frame_slab_free(sl);
 }
 
+/* the chain first..last (linked by next, ours alone) onto p's returned
+ * stack */
+static void returned_push(struct fpool *p, struct slab *first, struct slab *last)
+{
+    struct slab *h = __atomic_load_n(&p->returned, __ATOMIC_RELAXED);
+    do
+        last->next = h;
+    /* release: the slabs' resets and the frames' last writes before the
+     * acquire exchange of whoever takes the stack */
+    while (!__atomic_compare_exchange_n(&p->returned, &h, first, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/* owner of thread cache p: empty slab sl (its blocks all on its local
+ * lists: none is on rfree, which is 0, nor on pending) goes where the
+ * slabs that other threads find empty go (RETURNED) */
+static void thread_keep_empty(struct fpool *p, struct slab *sl)
+{
+    struct coro__frames *fr = p->fr;
+
+    /* relaxed: the count is a bound, as in coro__frame_slab_dispose */
+    if (__atomic_add_fetch(&p->nret, 1, __ATOMIC_RELAXED) > CORO__FRAME_EMPTY_MAX) {
+        __atomic_sub_fetch(&p->nret, 1, __ATOMIC_RELAXED);
+        coro__frame_pool_slab_free(p, sl);
+        return;
+    }
+    pthread_mutex_lock(&fr->lock);
+    slab_unlink(&p->all, sl);
+    slab_link(&fr->detached, sl);
+    pthread_mutex_unlock(&fr->lock);
+    sl->det = 1;
+    returned_push(p, sl, sl);
+}
+
 /* owner: keep empty slab sl for any class, or give it back beyond
  * CORO__FRAME_EMPTY_MAX */
 void coro__frame_keep_empty(struct fpool *p, struct slab *sl)
 {
     fresh_forget(sl);
+    if (p->thread) {
+        thread_keep_empty(p, sl);
+        return;
+    }
     if (p->nempty < CORO__FRAME_EMPTY_MAX) {
         sl->next = p->empty;
         p->empty = sl;
@@ -223,13 +281,14 @@ void coro__frame_slab_dispose(struct slab *sl)
     if (__atomic_add_fetch(&p->nret, 1, __ATOMIC_RELAXED) <= CORO__FRAME_EMPTY_MAX) {
         /* relaxed: nobody reaches the slab before the push below */
         __atomic_store_n(&sl->rfree, 0, __ATOMIC_RELAXED);
-        struct slab *h = __atomic_load_n(&p->returned, __ATOMIC_RELAXED);
-        do
-            sl->next = h;
-        /* release: the reset and the frames' last writes (acquired with
-         * the count) before the owner's acquire exchange */
-        while (!__atomic_compare_exchange_n(&p->returned, &h, sl, true, __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED));
+        /* (its release: the reset and the frames' last writes, acquired
+         * with the count, before the taker's acquire exchange) */
+        returned_push(p, sl, sl);
+        /* a worker that gave a thread cache a slab trims that cache when
+         * it goes idle (RETURNED): the thread may never allocate again */
+        struct coro__worker *w = coro__tls_worker;
+        if (p->thread && w && w->s == fr->s && w->idx < fr->npools)
+            fr->wp[w->idx]->ret_to = p;     /* the worker's own pool: owner-only */
         return;
     }
     __atomic_sub_fetch(&p->nret, 1, __ATOMIC_RELAXED);
@@ -240,7 +299,8 @@ void coro__frame_slab_dispose(struct slab *sl)
 }
 
 /* owner: the returned slabs join the pool's empty ones (beyond
- * CORO__FRAME_EMPTY_MAX: back to the allocator) */
+ * CORO__FRAME_EMPTY_MAX: back to the allocator); a thread cache takes one
+ * and leaves the rest on the stack (RETURNED) */
 void coro__frame_take_returned(struct fpool *p)
 {
     if (!__atomic_load_n(&p->returned, __ATOMIC_RELAXED))
@@ -249,6 +309,16 @@ void coro__frame_take_returned(struct fpool *p)
     struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
     uint32_t n = 0;
     struct coro__frames *fr = p->fr;
+
+    if (!r)
+        return;     /* a worker's trim took them meanwhile */
+    if (p->thread && r->next) {
+        struct slab *last = r->next;
+        while (last->next)
+            last = last->next;      /* at most CORO__FRAME_EMPTY_MAX */
+        returned_push(p, r->next, last);
+        r->next = NULL;
+    }
 
     pthread_mutex_lock(&fr->lock);
     for (struct slab *sl = r; sl; sl = sl->next, n++) {
@@ -264,7 +334,46 @@ void coro__frame_take_returned(struct fpool *p)
         /* its block states: FREE, as a new slab's (frees by other threads
          * left SPAWNED); nobody else reads them while no block is out */
         memset(sl->st, 0, sizeof sl->st);
-        coro__frame_keep_empty(p, sl);
+        if (p->thread) {
+            fresh_forget(sl);
+            sl->next = p->empty;    /* the one it takes: allocated from at once */
+            p->empty = sl;
+            p->nempty++;
+        } else {
+            coro__frame_keep_empty(p, sl);
+        }
+    }
+}
+
+/* any thread: give back the slabs on thread cache p's returned stack
+ * beyond the first keep (RETURNED) */
+void coro__frame_returned_trim(struct fpool *p, uint32_t keep)
+{
+    struct coro__frames *fr = p->fr;
+
+    if (!__atomic_load_n(&p->returned, __ATOMIC_RELAXED))
+        return;
+    /* acquire: pairs with the pushes' release (whole takes only: no ABA) */
+    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
+    struct slab *kept = r, *klast = NULL;
+    for (uint32_t k = 0; r && k < keep; k++) {
+        klast = r;
+        r = r->next;
+    }
+    if (klast)
+        returned_push(p, kept, klast);
+    if (!r)
+        return;
+    uint32_t n = 0;
+    pthread_mutex_lock(&fr->lock);
+    for (struct slab *sl = r; sl; sl = sl->next, n++)
+        slab_unlink(&fr->detached, sl);
+    pthread_mutex_unlock(&fr->lock);
+    __atomic_sub_fetch(&p->nret, n, __ATOMIC_RELAXED);
+    while (r) {
+        struct slab *sl = r;
+        r = r->next;
+        coro__frame_slab_free(sl);
     }
 }
 

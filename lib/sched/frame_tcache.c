@@ -42,7 +42,7 @@ static bool fr_alive(struct coro__frames *fr, uint64_t gen)
 static void pool_trim(struct fpool *p)
 {
     coro__frame_collect(p);
-    coro__frame_take_returned(p);
+    coro__frame_returned_trim(p, 0);
     coro__frame_bigc_trim(p, 0);
     while (p->empty) {
         struct slab *sl = p->empty;

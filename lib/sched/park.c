@@ -167,7 +167,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
          * (the watch then takes the job if the owner started no step).
          * Or the membarrier failed: a push may have reached no one, and
          * the look after the timeout sees it */
-        int64_t until = coro__now() + CORO__LIFO_PARK_NS;
+        int64_t until = coro__ns_add(coro__now(), CORO__LIFO_PARK_NS);
         coro__futex_wait(&w->futex, epoch, due < until ? due : until);
     } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
                                            w) < 0) {

@@ -38,21 +38,22 @@ static inline __attribute__((always_inline)) void trace_step(struct coro__worker
 /* A body returned an int that no macro produces: a plain `return` in the
  * body (coro.h's status words are distinctive for this).  Refuse it here,
  * naming the body, rather than read a stale or NULL awaitable below.  The
- * name comes from the dynamic symbol table when the body is exported;
- * otherwise the object and offset, for addr2line. */
+ * name comes from the lookup coro_sched_dump uses (base/symbol.c: the
+ * dynamic symbol table, else the object's own, which names a static body
+ * of an unstripped program); the object and offset too, for addr2line. */
 __attribute__((noreturn, noinline, cold))
 static void bad_body(const coro_t *cur, int st)
 {
     Dl_info di;
     void *fn = (void *)(uintptr_t)cur->fn;
-    const char *obj = "?", *name = NULL;
+    const char *obj = "?";
+    char buf[256];
+    const char *name = coro__sym_name(fn, buf, sizeof buf);
     uintptr_t off = (uintptr_t)fn;
 
     if (dladdr(fn, &di)) {
         if (di.dli_fname)
             obj = di.dli_fname;
-        if (di.dli_sname && di.dli_saddr == fn)
-            name = di.dli_sname;
         off = (uintptr_t)fn - (uintptr_t)di.dli_fbase;
     }
     fprintf(stderr,

@@ -173,10 +173,66 @@ static void resolve_thread(struct snap *sn, uint64_t lim)
     }
 }
 
+/* STABLE NAMES.  A seeded or virtual scheduler's run is the same run every
+ * time (docs/testing.md), and so must its trace be, byte for byte; but a
+ * job's address and a body's move with ASLR.  So its trace names a job
+ * by a number, given in the order the writer meets the job's address (the
+ * rings in a fixed order, each in its own order: the same every run; a
+ * frame that a later job reuses keeps its number, as it kept its
+ * address), a thread's wait record the same way, and a body by its module
+ * and offset.  Other traces keep the addresses, which a debugger reads. */
+struct idmap {
+    uint64_t *key;          /* open addressing, linear probing; 0 = empty */
+    uint32_t *val;
+    size_t mask;
+    uint32_t next;          /* the number the next new address gets */
+};
+
+static int idmap_init(coro_sched_t *s, struct idmap *m, size_t nev)
+{
+    size_t cap = 16;
+    while (cap < 2 * nev + 2)
+        cap *= 2;
+    m->key = coro__alloc(s, cap * sizeof *m->key);
+    m->val = coro__alloc(s, cap * sizeof *m->val);
+    if (!m->key || !m->val)
+        return -ENOMEM;
+    memset(m->key, 0, cap * sizeof *m->key);
+    m->mask = cap - 1;
+    m->next = 1;
+    return 0;
+}
+
+static void idmap_fini(coro_sched_t *s, struct idmap *m)
+{
+    if (m->key)
+        coro__free(s, m->key, (m->mask + 1) * sizeof *m->key);
+    if (m->val)
+        coro__free(s, m->val, (m->mask + 1) * sizeof *m->val);
+}
+
+/* addr's number (a new one the first time); the map holds at most one
+ * key per event, half its slots: a free slot always ends the probe */
+static uint32_t idmap_get(struct idmap *m, uint64_t addr)
+{
+    if (!addr)
+        return 0;
+    size_t i = (size_t)((addr * 0x9e3779b97f4a7c15u) >> 20) & m->mask;
+    while (m->key[i] && m->key[i] != addr)
+        i = (i + 1) & m->mask;
+    if (!m->key[i]) {
+        m->key[i] = addr;
+        m->val[i] = m->next++;
+    }
+    return m->val[i];
+}
+
 struct wctx {
     FILE *f;
     coro_sched_t *s;
     bool first;
+    bool stable;            /* STABLE NAMES */
+    struct idmap jobs, records;
     uint64_t tsc0;
     int64_t ns0;
     double ns_per_tick;
@@ -293,9 +349,36 @@ static void ev_head(struct wctx *c, const char *name, const char *cat, char ph, 
         fputs(",\"s\":\"t\"", c->f);
 }
 
+/* a job's or a record's name: its address, or under STABLE NAMES its number */
+static void addr_name(struct wctx *c, struct idmap *m, uint64_t a, char *buf, size_t len)
+{
+    if (c->stable)
+        snprintf(buf, len, "#%" PRIu32, idmap_get(m, a));
+    else
+        snprintf(buf, len, "0x%" PRIx64, a);
+}
+
+/* a body's address as args.fn: the address, or under STABLE NAMES its
+ * module and offset (as fn_name writes a stripped body) */
+static void fn_arg(struct wctx *c, uint64_t fn)
+{
+    Dl_info di;
+
+    if (c->stable && fn && dladdr((void *)(uintptr_t)fn, &di) && di.dli_fname && di.dli_fbase) {
+        const char *base = strrchr(di.dli_fname, '/');
+        fputs(",\"fn\":", c->f);
+        char buf[300];
+        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, base ? base + 1 : di.dli_fname,
+                 fn - (uint64_t)(uintptr_t)di.dli_fbase);
+        json_str(c->f, buf);
+        return;
+    }
+    fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\"", fn);
+}
+
 static void job_args(struct wctx *c, uint64_t job, int prio, unsigned cls)
 {
-    char cpus[256] = "any";
+    char cpus[256] = "any", id[24];
 
     /* acquire: pairs with coro__affinity_intern's release of the count */
     if (cls > 0 && cls < __atomic_load_n(&c->s->nclasses, __ATOMIC_ACQUIRE)) {
@@ -303,7 +386,8 @@ static void job_args(struct wctx *c, uint64_t job, int prio, unsigned cls)
         if (k && coro_cpuset_format(&k->cpus, cpus, sizeof cpus) >= (int)sizeof cpus)
             snprintf(cpus, sizeof cpus, "(long)");
     }
-    fprintf(c->f, "\"job\":\"0x%" PRIx64 "\",\"prio\":\"%s\",\"class\":%u,\"cpus\":\"%s\"", job,
+    addr_name(c, &c->jobs, job, id, sizeof id);
+    fprintf(c->f, "\"job\":\"%s\",\"prio\":\"%s\",\"class\":%u,\"cpus\":\"%s\"", id,
             prio_name(prio), cls, cpus);
 }
 
@@ -358,8 +442,9 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
             ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
             fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
             job_args(c, e->a, eprio, ecls);
-            fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"end\":\"%s%s%s\"", e->b,
-                    end_name(why & 3), await ? " " : "", await ? await : "");
+            fn_arg(c, e->b);
+            fprintf(c->f, ",\"end\":\"%s%s%s\"", end_name(why & 3), await ? " " : "",
+                    await ? await : "");
             if (sn->run[i] > 1)
                 fprintf(c->f, ",\"run\":%" PRIu32, sn->run[i]);
             fputs("}}", c->f);
@@ -370,9 +455,10 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
             ev_head(c, type == CORO__TRACE_SPAWN ? "spawn" : "wake", type == CORO__TRACE_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);
             fputs(",\"args\":{", c->f);
             job_args(c, e->a, eprio, ecls);
-            if (type == CORO__TRACE_SPAWN)
-                fprintf(c->f, ",\"fn\":\"0x%" PRIx64 "\",\"body\":", e->b);
-            else
+            if (type == CORO__TRACE_SPAWN) {
+                fn_arg(c, e->b);
+                fputs(",\"body\":", c->f);
+            } else
                 fputs(",\"from\":", c->f);
             json_str(c->f, type == CORO__TRACE_SPAWN ? fn_name(c, (const void *)(uintptr_t)e->b)
                                                   : from);
@@ -386,10 +472,13 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
             ev_head(c, "unpark", "sched", 'i', tid, e->ts);
             fprintf(c->f, ",\"args\":{\"worker\":%u,\"from\":\"%s\"}}", x, from);
             break;
-        case CORO__TRACE_THREAD_WAKE:
+        case CORO__TRACE_THREAD_WAKE: {
+            char id[24];
             ev_head(c, "wake thread", "wake", 'i', tid, e->ts);
-            fprintf(c->f, ",\"args\":{\"record\":\"0x%" PRIx64 "\"}}", e->a);
+            addr_name(c, &c->records, e->a, id, sizeof id);
+            fprintf(c->f, ",\"args\":{\"record\":\"%s\"}}", id);
             break;
+        }
         case CORO__TRACE_PARK:
             parked = true;
             park0 = e->ts;
@@ -469,6 +558,15 @@ static int write_file(coro_sched_t *s, const char *path)
     }
     c.ns_per_tick = s->vtime ? 1.0
                   : tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
+    c.stable = s->vt != NULL;       /* .seed or .virtual_time: STABLE NAMES */
+    if (rc == 0 && c.stable) {
+        size_t nev = 0;
+        for (int i = 0; i < nr; i++)
+            nev += sn[i].n;
+        rc = idmap_init(s, &c.jobs, nev);
+        if (rc == 0)
+            rc = idmap_init(s, &c.records, nev);
+    }
     if (rc == 0) {
         c.f = fopen(path, "w");
         if (!c.f)
@@ -507,6 +605,8 @@ static int write_file(coro_sched_t *s, const char *path)
             coro__free(s, sn[i].run, (size_t)t->cap * sizeof *sn[i].run);
     }
     coro__free(s, sn, (size_t)nr * sizeof *sn);
+    idmap_fini(s, &c.jobs);
+    idmap_fini(s, &c.records);
     return rc;
 }
 

@@ -244,7 +244,7 @@ int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try)
 
     if (!s->parklot->wt)
         return INT64_MAX;
-    return coro__wt_expire(s, (uint32_t)idx + 1, coro__now(), try, &fired);
+    return coro__wt_expire(s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
 }
 
 int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
@@ -258,8 +258,10 @@ int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *f
         int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
         if (d != INT64_MAX && d <= now - late)
             d = coro__wt_expire(s, (uint32_t)i + 1, now, false, fired);
-        if (d != INT64_MAX && d + late < next)
-            next = d + late;
+        /* saturating: a far deadline (a group's, years ahead) plus the
+         * slack stays a time, INT64_MAX at most */
+        if (d != INT64_MAX && coro__ns_add(d, late) < next)
+            next = coro__ns_add(d, late);
     }
     return next;
 }
@@ -439,7 +441,7 @@ int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
     struct coro__parklot_sched *ls = s->parklot;
     int n = 0;
 
-    int64_t now = coro__now();
+    int64_t now = coro__due_by(coro__now());
     for (;;) {
         if (!worker)
             pthread_mutex_lock(&ls->hlock);

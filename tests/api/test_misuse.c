@@ -103,3 +103,12 @@ Test(misuse, the_message_names_the_body_or_its_offset, .timeout = 30)
     cr_assert(strstr(msg, "misuse_stray_return_body") || strstr(msg, "+0x"),
               "%s", msg);
 }
+
+Test(misuse, the_message_names_a_static_body_of_an_unstripped_program, .timeout = 30)
+{
+    char msg[1024];
+    run_child(0, 7, 0, msg, sizeof msg);
+    /* the test binary keeps its .symtab: the same lookup as
+     * coro_sched_dump's names the static body, not "?" */
+    cr_assert(strstr(msg, "coroutine body misuse_stray_return_body "), "%s", msg);
+}

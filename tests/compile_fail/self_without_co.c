@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Misuse: CORO_SELF on a frame struct whose header is not a member named
- * `co` (here `hdr`).  Refused: offsetof names no such member.
+ * `co` (here `hdr`).  Refused: offsetof names no such member.  The twin
+ * names its body's parameter `self`: the member is `co` whatever the
+ * pointer passed to CORO_SELF is called.
  * expect: no member named|has no member */
 #include <corokit.h>
 
@@ -10,11 +12,11 @@ struct f { coro_t hdr; int i; };
 struct f { coro_t co; int i; };
 #endif
 
-int f_body(coro_t *co);
-int f_body(coro_t *co)
+int f_body(coro_t *self);
+int f_body(coro_t *self)
 {
-    struct f *x = CORO_SELF(co, struct f);
-    CORO_BEGIN(co);
-    CORO_RETURN(co, x->i);
-    CORO_END(co);
+    struct f *x = CORO_SELF(self, struct f);
+    CORO_BEGIN(self);
+    CORO_RETURN(self, x->i);
+    CORO_END(self);
 }
