@@ -497,15 +497,15 @@ def check(root, build, files, only, keep, listing):
         all_blocks += blocks
         errors += errs
     for e in errors:
-        print("check-doc-commands: " + e, file=sys.stderr)
-    if errors:
-        return 1
+        print("FAIL " + e)
 
     def chosen(b):
         return not only or any(o == b.path or o == b.where() for o in only)
 
     runs = [b for b in all_blocks if b.lang in RUN_LANGS and chosen(b)]
     if listing:
+        if errors:
+            return 1
         for b in runs:
             print("%s [%s]%s" % (b.where(), b.lang, " skip: " + b.marker[1] if b.marker else ""))
             for line, cmd in commands(b)[0]:
@@ -548,9 +548,9 @@ def check(root, build, files, only, keep, listing):
             for l in output.rstrip().split("\n")[-40:]:
                 print("    | " + l)
         slow = ", ".join("%s %.0f s" % (w, t) for t, w in sorted(times, reverse=True)[:3])
-        print("check-doc-commands: %d block(s) run, %d failed; slowest: %s" %
-              (len(times), len(failed), slow or "none"))
-        return 1 if failed else 0
+        print("check-doc-commands: %d block(s) run, %d failed, %d marker or tag error(s); slowest: %s" %
+              (len(times), len(failed), len(errors), slow or "none"))
+        return 1 if failed or errors else 0
     finally:
         if keep:
             print("check-doc-commands: the scratch copy is kept in " + scratch)
