@@ -4,7 +4,7 @@
 #   make test       dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model and fuzz; builds with every CPU and runs those
+#                   check-model, fuzz and check-doc-commands; builds with every CPU and runs those
 #                   one-CPU checks side by side (JOBS=N: N at a time)
 #   make quick      the unit tests without the slow ones and the compile-fail
 #                   cases (under a minute on 2 CPUs): for contributors between
@@ -470,6 +470,7 @@ check-locals:
 # copy of the tree (tools/ci/check-doc-commands.py says what runs, how
 # servers are probed, the markers, and the meta and slow commands)
 check-doc-commands: all
+	$(Q)tools/dev/deps.sh curl wrk
 	$(Q)tools/ci/check-doc-commands.py --self-test
 	$(Q)tools/ci/check-doc-commands.py --build $(B)
 

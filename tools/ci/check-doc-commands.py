@@ -41,8 +41,10 @@ Meta and slow commands (the table MAKE_TARGETS below): `make test` runs
 this check, so it and the other long make targets (quick, check-asan,
 check-tsan, stress, fuzz, check-model, bench-http, ...) run as `make -n
 MAKE=:` (its recursive makes made no-ops), which checks that the target
-exists; `make bench` runs one round of one shape on two systems through
+exists; `make bench` runs one round of one shape on corokit alone through
 run.sh's own variables (QUICK, ROUNDS, SHAPES, SYSTEMS, NO_INSTALL).
+The commands shown need curl and wrk besides the build's tools: make
+check-doc-commands installs them when missing (tools/dev/deps.sh).
 Each rewrite is printed with its reason.  Slow blocks: `make demo`
 (about 10-25 s), the forwarder recipe (wrk -d5s), the latency runs and
 the benchmark blocks (a few seconds each); the slowest three are printed
@@ -98,10 +100,10 @@ MAKE_TARGETS = {
     "check-valgrind": ("dry", "in make test already"),
     "check-clang": ("dry", "its own CI step"),
     "bench-http": ("dry", "a benchmark against nginx: minutes, and it installs packages"),
-    "bench": ("env", "a benchmark: one round of one short shape on corokit and Go, "
+    "bench": ("env", "a benchmark: one round of one short shape on corokit, "
               "through run.sh's own variables"),
 }
-BENCH_ENV = "QUICK=1 ROUNDS=1 SHAPES=chained_spawn SYSTEMS='corokit go' NO_INSTALL=1 RUN_TIMEOUT=60"
+BENCH_ENV = "QUICK=1 ROUNDS=1 SHAPES=chained_spawn SYSTEMS=corokit NO_INSTALL=1 RUN_TIMEOUT=60"
 
 
 class Block:
@@ -307,12 +309,15 @@ def script_for(block, scratch):
             notes.append("%s: %s -> %s (%s)" % (where, cmd.strip(), run.strip(), note))
         # on a line of its own: the output before it may not end in a newline
         out.append("printf '\\n%%s\\n' %s >&2" % shlex.quote(ECHO + run.replace("\n", "\n" + ECHO)))
+        out.append("__dc_t0=$(date +%s%N)")
         out.append(run)
+        out.append("__dc_rc=$?; printf '\\n%%stime %%s %%s\\n' %s %s $(( ($(date +%%s%%N) - __dc_t0) / 1000000 )) >&2"
+                   % (shlex.quote(ECHO), shlex.quote(where)))
         stripped = re.sub(r"\s+#[^'\"]*$", "", run.rstrip())
         if stripped.endswith("&") and not stripped.endswith("&&"):
             out.append("__dc_listen $! %s" % shlex.quote(where))
         else:
-            out.append("__dc_rc=$?; [ $__dc_rc = 0 ] || __dc_fail $__dc_rc %s" % shlex.quote(where))
+            out.append("[ $__dc_rc = 0 ] || __dc_fail $__dc_rc %s" % shlex.quote(where))
     return "\n".join(out) + "\n", expect, notes, False
 
 
@@ -357,8 +362,18 @@ def answers(output, expect):
 
 def make_sandbox(root, build, scratch):
     src = os.path.join(scratch, "src")
-    files = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           check=True, stdout=subprocess.PIPE).stdout.decode().split("\0")
+    try:
+        files = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                               check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                               ).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        # not a git tree (an unpacked tarball): every file but the build trees
+        files = []
+        for d, dirs, names in os.walk(root):
+            rel = os.path.relpath(d, root)
+            if rel == ".":
+                dirs[:] = [x for x in dirs if x != ".git" and not x.startswith("build")]
+            files += [os.path.normpath(os.path.join(rel, n)) for n in names]
     for f in files:
         if not f or not os.path.lexists(os.path.join(root, f)):
             continue
@@ -523,7 +538,7 @@ def check(root, build, files, only, keep, listing):
                    __dc_self=os.path.abspath(__file__))
         for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "DESTDIR", "PKG_CONFIG_PATH", "LD_LIBRARY_PATH"):
             env.pop(k, None)
-        failed, times = [], []
+        failed, times, ran = [], [], []
         for b in runs:
             if b.marker and b.marker[0] == "skip":
                 print("skip %s: %s" % (b.where(), b.marker[1]))
@@ -534,8 +549,10 @@ def check(root, build, files, only, keep, listing):
                 print("FAIL %s: %s" % (b.where(), notes[0]))
                 continue
             rc, output, dt = run_block(b, script, src, scratch, env)
+            ran.append(b.where())
             missing = answers(output, expect) if rc == 0 else []
-            times.append((dt, b.where()))
+            for m in re.finditer(r"^%stime (\S+) (\d+)$" % re.escape(ECHO), output, re.M):
+                times.append((int(m.group(2)) / 1000, m.group(1)))
             for n in notes:
                 print("     " + n)
             if rc == 0 and not missing:
@@ -547,9 +564,9 @@ def check(root, build, files, only, keep, listing):
             print("FAIL %s [%s]: %s\n    its output (last 40 lines):" % (b.where(), b.lang, why))
             for l in output.rstrip().split("\n")[-40:]:
                 print("    | " + l)
-        slow = ", ".join("%s %.0f s" % (w, t) for t, w in sorted(times, reverse=True)[:3])
-        print("check-doc-commands: %d block(s) run, %d failed, %d marker or tag error(s); slowest: %s" %
-              (len(times), len(failed), len(errors), slow or "none"))
+        slow = ", ".join("%s %.1f s" % (w, t) for t, w in sorted(times, reverse=True)[:5])
+        print("check-doc-commands: %d block(s) run, %d failed, %d marker or tag error(s); "
+              "the slowest commands: %s" % (len(ran), len(failed), len(errors), slow or "none"))
         return 1 if failed or errors else 0
     finally:
         if keep:
