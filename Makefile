@@ -4,7 +4,7 @@
 #   make test       dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model and fuzz; builds with every CPU and runs those
+#                   check-model, fuzz and check-doc-commands; builds with every CPU and runs those
 #                   one-CPU checks side by side (JOBS=N: N at a time)
 #   make quick      the unit tests without the slow ones and the compile-fail
 #                   cases (under a minute on 2 CPUs): for contributors between
@@ -16,7 +16,8 @@
 #   make stress     the long opt-in runs of tests/stress
 #   make bench      benchmarks against the peers (tools/bench)
 #   make install    PREFIX=/usr/local DESTDIR= (libraries, headers, corokit.pc, man pages,
-#                   the trace timeline tool as bin/corokit-timeline)
+#                   the trace timeline tool as bin/corokit-timeline, the locals
+#                   checker tools/check-locals.sh as bin/corokit-check-locals)
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
@@ -40,6 +41,8 @@
 #                   C locals used across an await or yield in those bodies
 #                   (default: samples/*.c, after the checker's self-test)
 #   make bench-http samples/httpd against nginx-light under wrk
+#   make check-doc-commands  every shell command of README.md and docs/*.md,
+#                   run in a scratch copy (in make test)
 # V=1 shows full command lines; CC=clang builds with clang.
 
 VERSION_H := include/corokit/version.h
@@ -209,7 +212,7 @@ deps:
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers check-hooks \
-	check-build check-compile-fail
+	check-build check-compile-fail check-doc-commands
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory run-tests
@@ -370,6 +373,11 @@ install: lib $(B)/corokit.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/corokit
 	install -m 755 tools/timeline $(DESTDIR)$(BINDIR)/corokit-timeline
 	install -m 644 tools/timeline.py $(DESTDIR)$(DATADIR)/corokit/
+	@# the locals checker (guide.md), and the files of its --self-test
+	install -d $(DESTDIR)$(DATADIR)/corokit/check_locals
+	install -m 755 tools/check-locals.sh $(DESTDIR)$(BINDIR)/corokit-check-locals
+	install -m 644 tests/check_locals/bad.c tests/check_locals/good.c \
+		$(DESTDIR)$(DATADIR)/corokit/check_locals/
 	@# a real install as root: refresh the loader's cache for LIBDIR
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
@@ -383,6 +391,9 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(MAN3)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7)))
 	rm -f $(DESTDIR)$(BINDIR)/corokit-timeline $(DESTDIR)$(DATADIR)/corokit/timeline.py
+	rm -f $(DESTDIR)$(BINDIR)/corokit-check-locals \
+		$(DESTDIR)$(DATADIR)/corokit/check_locals/bad.c $(DESTDIR)$(DATADIR)/corokit/check_locals/good.c
+	-rmdir $(DESTDIR)$(DATADIR)/corokit/check_locals
 	-rmdir $(DESTDIR)$(DATADIR)/corokit
 
 # lib/ in layers (docs/architecture.md): no upward include or symbol, no
@@ -455,6 +466,15 @@ check-locals:
 	$(Q)tools/check-locals.sh --self-test
 	$(Q)tools/check-locals.sh $(CHECK_LOCALS_FLAGS) $(FILES)
 
+# every shell command shown in README.md and docs/*.md, run in a scratch
+# copy of the tree (tools/ci/check-doc-commands.py says what runs, how
+# servers are probed, the markers, and the meta and slow commands)
+check-doc-commands: all
+	$(Q)tools/dev/deps.sh curl wrk
+	$(Q)tools/ci/check-doc-commands.py --self-test
+	$(Q)tools/ci/check-doc-commands.py --build $(B)
+
+.PHONY: check-doc-commands
 .PHONY: uninstall check-asan-full check-docs check-hooks check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 

@@ -11,6 +11,7 @@
  * which includes this file with ECHO_NO_MAIN defined. */
 #define _GNU_SOURCE
 #include <corokit.h>
+#include "sample_args.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -244,14 +245,20 @@ static int self_test(void)
 
 int main(int argc, char **argv)
 {
+    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;   /* one worker per CPU */
+    int port, bound, rc;
+
     if (argc > 1 && strcmp(argv[1], "--self-test") == 0)
         return self_test();
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: %s PORT [WORKERS] | --self-test\n", argv[0]);
+    if ((argc != 2 && argc != 3) || !sample_arg_port(argv[1], &port) ||
+        (argc == 3 && !sample_arg_workers(argv[2], &cfg))) {
+        fprintf(stderr,
+                "usage: %s PORT [WORKERS] | --self-test\n"
+                "  PORT 0 takes any free port; WORKERS 0 runs every job on main's thread\n"
+                "  (up to %d; default one per CPU)\n",
+                argv[0], CORO_MAX_WORKERS);
         return 2;
     }
-    /* SIGINT/SIGTERM are awaited by jobs (serve_until_signal): block them
-     * in every thread before the scheduler starts its own */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -260,18 +267,19 @@ int main(int argc, char **argv)
 
     static struct echo_server sv;
     coro_sched_t *s;
-    int lfd = echo_listen(htonl(INADDR_ANY), atoi(argv[1]), NULL);
+    int lfd = echo_listen(htonl(INADDR_ANY), port, &bound);
     if (lfd < 0) {
-        fprintf(stderr, "listen: %s\n", coro_strerror(lfd));
+        fprintf(stderr, "echo_server: listen on port %d: %s\n", port, coro_strerror(lfd));
         return 1;
     }
-    coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
-    if (argc == 3)
-        cfg.workers = atoi(argv[2]);
-    if (cfg.workers < 0 || coro_sched_create(&s, &cfg) < 0) {
-        fprintf(stderr, "echo_server: cannot start %d workers\n", cfg.workers);
+    if ((rc = coro_sched_create(&s, &cfg)) < 0) {
+        fprintf(stderr, "echo_server: coro_sched_create: %s\n", coro_strerror(rc));
         return 1;
     }
+    /* the port bound (PORT 0: the one the kernel chose), for whoever
+     * started us: a script or a test connects there */
+    printf("echo_server: listening on port %d, %d worker(s)\n", bound, coro_sched_workers(s));
+    fflush(stdout);
     sv.s = s;
     sv.lfd = lfd;
     coro_spawn(s, &sv.co, echo_server_body, NULL);

@@ -25,6 +25,7 @@
  * or fails, cancels its twin. */
 #define _GNU_SOURCE
 #include <corokit.h>
+#include "sample_args.h"
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -561,26 +562,38 @@ int main(int argc, char **argv)
     static struct fwd f = { .idle_ns = 60000 * MS, .drain_ns = 5000 * MS };
     coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
     const char *bind_addr = "127.0.0.1";
-    int opt, port, rc;
+    long long ms;
+    int opt, port, lport, rc;
 
     if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
         return self_test();
     while ((opt = getopt(argc, argv, "b:i:d:w:")) != -1) {
         switch (opt) {
         case 'b': bind_addr = optarg; break;
-        case 'i': f.idle_ns = atoll(optarg) * MS; break;
-        case 'd': f.drain_ns = atoll(optarg) * MS; break;
-        case 'w': cfg.workers = atoi(optarg); break;
+        case 'i':
+            if (!sample_arg_num(optarg, 1, INT64_MAX / MS, &ms))
+                usage(argv[0]);
+            f.idle_ns = ms * MS;
+            break;
+        case 'd':
+            if (!sample_arg_num(optarg, 0, INT64_MAX / MS, &ms))
+                usage(argv[0]);
+            f.drain_ns = ms * MS;
+            break;
+        case 'w':
+            if (!sample_arg_workers(optarg, &cfg))
+                usage(argv[0]);
+            break;
         default: usage(argv[0]);
         }
     }
-    if (argc - optind != 2 || f.idle_ns <= 0 || f.drain_ns < 0)
+    if (argc - optind != 2 || !sample_arg_port(argv[optind], &lport))
         usage(argv[0]);
     if ((rc = resolve(argv[optind + 1], &f)) < 0) {
         fprintf(stderr, "forwarder: cannot resolve %s\n", argv[optind + 1]);
         return 1;
     }
-    if ((f.lfd = listen_on(bind_addr, atoi(argv[optind]), &port)) < 0) {
+    if ((f.lfd = listen_on(bind_addr, lport, &port)) < 0) {
         fprintf(stderr, "forwarder: listen on %s:%s: %s\n", bind_addr, argv[optind],
                 coro_strerror(f.lfd));
         return 1;

@@ -26,6 +26,7 @@
  * when no hog may run on its worker (the masks). */
 #define _GNU_SOURCE
 #include <corokit.h>
+#include "sample_args.h"
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,7 @@ int main(int argc, char **argv)
 {
     struct run naive = { .name = "naive", .period_ns = 1000 * US, .chunk_ns = 200 * US,
                          .count = 500, .hogs_per_cpu = 2 };
+    long long us;
     int opt;
     bool self_test = argc == 2 && strcmp(argv[1], "--self-test") == 0;
 
@@ -215,10 +217,24 @@ int main(int argc, char **argv)
     } else {
         while ((opt = getopt(argc, argv, "p:n:c:H:")) != -1) {
             switch (opt) {
-            case 'p': naive.period_ns = atoll(optarg) * US; break;
-            case 'n': naive.count = atoi(optarg); break;
-            case 'c': naive.chunk_ns = atoll(optarg) * US; break;
-            case 'H': naive.hogs_per_cpu = atoi(optarg); break;
+            case 'p':
+                if (!sample_arg_num(optarg, 1, INT64_MAX / US, &us))
+                    goto usage;
+                naive.period_ns = us * US;
+                break;
+            case 'n':
+                if (!sample_arg_int(optarg, 1, INT_MAX, &naive.count))
+                    goto usage;
+                break;
+            case 'c':
+                if (!sample_arg_num(optarg, 0, INT64_MAX / US, &us))
+                    goto usage;
+                naive.chunk_ns = us * US;
+                break;
+            case 'H':
+                if (!sample_arg_int(optarg, 0, 1000, &naive.hogs_per_cpu))
+                    goto usage;
+                break;
             default: goto usage;
             }
         }

@@ -368,11 +368,19 @@ static void test_seed_sweep(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 2 && strcmp(argv[1], "--seed") == 0) {
-        uint64_t seed = strtoull(argv[2], NULL, 0);
+    char *end = NULL;
+    uint64_t seed = 0;
+
+    if (argc == 3 && strcmp(argv[1], "--seed") == 0)
+        seed = strtoull(argv[2], &end, 0);      /* any uint64_t, 0x... too */
+    if (end && *end == 0 && end != argv[2] && argv[2][0] != '-') {
         bool ok = counter_ok(seed);
         printf("seed %" PRIu64 ": counter %s\n", seed, ok ? "ok" : "lost an update");
         return ok ? 0 : 1;
+    }
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "--self-test") != 0)) {
+        fprintf(stderr, "usage: %s [--seed SEED] | --self-test\n", argv[0]);
+        return 2;
     }
     int64_t r0 = real_ns();
     test_retry();

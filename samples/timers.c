@@ -6,6 +6,7 @@
  *   timers --self-test  1,000 jobs; exit 0 when none woke early */
 #define _GNU_SOURCE
 #include <corokit.h>
+#include "sample_args.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +40,15 @@ static int cmp64(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     bool self = argc > 1 && strcmp(argv[1], "--self-test") == 0;
-    int n = self ? 1000 : argc > 1 ? atoi(argv[1]) : 10000;
+    int n = self ? 1000 : 10000;
     coro_sched_t *s;
     int early = 0, failed = 0;
 
-    if (n <= 0 || coro_sched_create(&s, NULL) < 0)
+    if (argc > 2 || (argc == 2 && !self && !sample_arg_int(argv[1], 1, 10000000, &n))) {
+        fprintf(stderr, "usage: %s [TIMERS (default 10000)] | --self-test\n", argv[0]);
+        return 2;
+    }
+    if (coro_sched_create(&s, NULL) < 0)
         return 2;
     struct sleeper *t = calloc((size_t)n, sizeof *t);
     int64_t *late = calloc((size_t)n, sizeof *late);

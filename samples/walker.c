@@ -26,6 +26,7 @@
  * pool.  The first job waits for the group, then main sorts and prints. */
 #define _GNU_SOURCE
 #include <corokit.h>
+#include "sample_args.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -437,8 +438,14 @@ int main(int argc, char **argv)
         return self_test();
     while ((opt = getopt(argc, argv, "j:w:")) != -1) {
         switch (opt) {
-        case 'j': jobs = atoi(optarg); break;
-        case 'w': cfg.workers = atoi(optarg); break;
+        case 'j':
+            if (!sample_arg_int(optarg, 1, INT_MAX, &jobs))
+                goto usage;
+            break;
+        case 'w':
+            if (!sample_arg_workers(optarg, &cfg))
+                goto usage;
+            break;
         default: goto usage;
         }
     }

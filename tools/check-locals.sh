@@ -17,16 +17,24 @@
 #
 # Usage: tools/check-locals.sh [-I DIR | -D NAME ...] FILE.c...
 #        tools/check-locals.sh --self-test
+# make install puts it in PREFIX/bin as corokit-check-locals, which then
+# compiles against PREFIX/include, and its self-test's files in
+# PREFIX/share/corokit/check_locals.
 # A false report (a local that is really written again after every
 # suspension before it is read) goes away by initializing the local where
 # it is declared or, better, by moving it into the frame.
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$1" = --self-test ]; then
     # the bad file must be refused once per planted mistake, its twin pass
-    out=$("$0" "$here/tests/check_locals/bad.c" 2>&1)
-    want=$(grep -c 'planted: [a-z]' "$here/tests/check_locals/bad.c")
+    # (tests/check_locals in the source tree, share/corokit/check_locals
+    # where make install put them)
+    t=$here/tests/check_locals
+    [ -f "$t/bad.c" ] || t=$here/share/corokit/check_locals
+    [ -f "$t/bad.c" ] || { echo "check-locals self-test: no bad.c in $here/tests/check_locals or $t"; exit 1; }
+    out=$("$0" "$t/bad.c" 2>&1)
+    want=$(grep -c 'planted: [a-z]' "$t/bad.c")
     got=0
-    for var in $(sed -n 's/.*planted: [a-z0-9_]* (\([a-z0-9_]*\)).*/\1/p' "$here/tests/check_locals/bad.c"); do
+    for var in $(sed -n 's/.*planted: [a-z0-9_]* (\([a-z0-9_]*\)).*/\1/p' "$t/bad.c"); do
         if printf '%s\n' "$out" | grep -q "warning: .*'$var[][0-9]*'"; then
             got=$((got + 1))
         else
@@ -38,7 +46,7 @@ if [ "$1" = --self-test ]; then
         echo "check-locals self-test: FAILED ($got of $want found)"
         exit 1
     fi
-    if ! "$0" "$here/tests/check_locals/good.c"; then
+    if ! "$0" "$t/good.c"; then
         echo "check-locals self-test: FAILED (the correct twin was refused)"
         exit 1
     fi

@@ -4,7 +4,8 @@
 #   1. every public header compiles alone as C11 and as C++17 with -Wall
 #      -Wextra -Werror -pedantic, by CC and CXX and, when present, clang and
 #      clang++;
-#   2. `make install DESTDIR=scratch PREFIX=/opt/corokit`, then the C and C++
+#   2. `make install DESTDIR=scratch PREFIX=/opt/corokit` (its tools run where
+#      installed: corokit-timeline, corokit-check-locals), then the C and C++
 #      programs of tests/build/ are built against the installed tree through
 #      pkg-config only - shared, and fully static (-static: --static must list
 #      everything) - by each of those compilers, and run;
@@ -69,6 +70,13 @@ if command -v python3 >/dev/null; then
     "$TL" --steps tests/timeline/known.json | cmp -s - tests/timeline/known.steps ||
         fail "corokit-timeline --steps differs from tests/timeline/known.steps"
 fi
+# the locals checker compiles against the installed headers, and its
+# self-test finds its files in PREFIX/share/corokit
+CL="$D$P/bin/corokit-check-locals"
+[ -x "$CL" ] || fail "corokit-check-locals not installed"
+"$CL" --self-test >/dev/null || fail "corokit-check-locals --self-test fails where installed"
+! "$CL" "$D$P/share/corokit/check_locals/bad.c" >/dev/null 2>&1 ||
+    fail "the installed corokit-check-locals passes bad.c"
 
 pc() { PKG_CONFIG_PATH="$D$P/lib/pkgconfig" pkg-config --define-variable=prefix="$D$P" "$@" corokit; }
 libs_static=$(pc --static --libs)
