@@ -102,6 +102,38 @@ static inline uintptr_t my_token(coro_t *job)
     return job ? (uintptr_t)job : thread_token();
 }
 
+/* coro__current_job, inlined for coro_gen_await's path */
+static inline coro_t *current_job(void)
+{
+    struct coro__worker *w = coro__tls_worker;
+    if (!w || !coro__tls_in_job)
+        return NULL;
+    /* relaxed: this thread's own store (run_job_) */
+    return __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+}
+
+static __thread unsigned tls_pulls;    /* CORO__GEN_PULLS_PER_BUDGET */
+
+/* coro__complete, inlined for coro_gen_await's path: a completed await
+ * with result r, or with the budget spent the yield that carries it */
+static inline coro_await_t complete(intptr_t r)
+{
+    typedef long long pair __attribute__((vector_size(16), may_alias));
+    const struct coro_await_ops *ops = NULL;
+    coro_await_t a;
+
+    if (coro__tls_in_job && ++tls_pulls % CORO__GEN_PULLS_PER_BUDGET == 0 &&
+        --coro__tls_budget < 0)
+        ops = &coro__yield_ops;
+    /* .ops and .arg[0] in one 16-byte store: CORO_AWAIT copies the
+     * awaitable with 16-byte loads, which a store of 8 bytes would not
+     * forward to (a stall of a dozen cycles a value); the fields it does
+     * not read for a completed await are left as they are */
+    pair p = { (long long)(intptr_t)ops, (long long)r };
+    __builtin_memcpy(&a, &p, sizeof p);
+    return a;
+}
+
 /* ---- who pulls (OWNERS) ------------------------------------------------------ */
 
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
@@ -384,7 +416,7 @@ static coro_await_t await_held(coro_t *gen, intptr_t *value, bool run, int st)
 
 coro_await_t coro_gen_await(coro_t *gen, intptr_t *value)
 {
-    uintptr_t me = my_token(coro__current_job());
+    uintptr_t me = my_token(current_job());
 
     /* the owner's fast path: gen.h's coro_gen_next, with the job's token */
     if (CORO__LIKELY(gen != NULL && value != NULL) &&
@@ -400,7 +432,7 @@ coro_await_t coro_gen_await(coro_t *gen, intptr_t *value)
                 if (CORO__LIKELY(st == CORO__ST_VALUE)) {
                     *value = leaf->result;
                     release(gen);
-                    return coro__complete(1);
+                    return complete(1);
                 }
                 return await_held(gen, value, true, st);
             }
