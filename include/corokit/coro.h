@@ -143,8 +143,8 @@ struct coro {
         coro_t *top;            /* private: a job's innermost frame */
     };
     /* A generator's frame (gen.h) is never a job: it keeps its own state
-     * in the fields a job uses for its waits and queues (the union names
-     * gen_*: private, read by gen.h's inline coro_gen_next). */
+     * in fields a job uses for its joiners, scheduler and queues (the
+     * union names gen_*: private, read by gen.h's inline coro_gen_next). */
     union {
         coro_t *joiner;         /* private: the first job awaiting this one */
         coro_t *gen_leaf;       /* private: a generator's innermost frame */
@@ -166,10 +166,7 @@ struct coro {
     uint16_t cls;               /* private: affinity class index */
     int8_t prio;                /* private: CORO_PRIO_* */
     uint8_t flags;              /* private */
-    union {
-        void *wait_obj;         /* private: what it waits on in the parking lot */
-        uintptr_t gen_owner;    /* private: a generator's last puller */
-    };
+    void *wait_obj;             /* private: what it waits on in the parking lot */
     uint32_t wait_slot;         /* private: a lot timer's slot (home worker and handle,
                                  * + 1), or the joiner registry's index */
     union {

@@ -43,9 +43,7 @@
  * in a job, is refused with -EBUSY, as is a body that pulls its own
  * generator.  Pulls from different threads or jobs one after another are
  * fine: they only need what orders them anyway (a join, a channel, a
- * mutex).  The first pull by a new puller costs a membarrier(2) (about a
- * microsecond); the pulls of one puller after it cost no atomic
- * instruction.
+ * mutex).  Each pull takes the generator with one compare-and-swap.
  */
 #ifndef COROKIT_GEN_H
 #define COROKIT_GEN_H
@@ -153,6 +151,7 @@ CORO_EXTERN int coro_gen_close(coro_t *gen);
 /* private: the out-of-line parts of coro_gen_next (lib/sched/gen.c) */
 CORO_EXTERN int coro__gen_next_slow(coro_t *gen, intptr_t *value);
 CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
+CORO_EXTERN int coro__gen_next_held(coro_t *gen, intptr_t *value);
 
 /* The generator magic in coro_t.gen_st's top byte: a status of exactly
  * this value is "started or not, not ended, not waiting, not linked". */
@@ -160,43 +159,35 @@ CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
 
 #ifdef CORO__GEN_INLINE
 /* a plain thread's token: its thread pointer, odd so that it is never a
- * job's frame (lib/sched/gen.c computes the same) */
+ * job's frame (lib/sched/gen.c computes the same); 0x80u below is the
+ * library's flag of a generator's frame */
 # define CORO__GEN_TOKEN() ((uintptr_t)__builtin_thread_pointer() | 1u)
 
 /* GNU inline: this definition is only for inlining; the library exports
  * the function (calls through a pointer, compilers that do not inline).
- * The fast path is the puller that pulled last (gen_owner): it marks the
- * generator running with a plain store, then reads gen_owner again - a
- * new puller takes a generator over only after a membarrier(2) that makes
- * this store visible or this load see it (lib/sched/gen.c, OWNERS). */
+ * One CAS takes the generator for this pull (lib/sched/gen.c, WHO PULLS),
+ * then the innermost body runs; anything but a value goes out of line. */
 extern __inline __attribute__((gnu_inline, always_inline)) int
 coro_gen_next(coro_t *gen, intptr_t *value)
 {
-    uintptr_t me = CORO__GEN_TOKEN();
+    uintptr_t z = 0;
 
-    if (__builtin_expect(gen != NULL && value != NULL, 1) &&
-        __atomic_load_n(&gen->gen_owner, __ATOMIC_RELAXED) == me &&
-        __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) != me) {
-        __atomic_store_n(&gen->gen_run, me, __ATOMIC_RELAXED);
-        /* the store above before the load below, in program order: the
-         * membarrier of a new puller supplies the fence (OWNERS) */
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (__builtin_expect(__atomic_load_n(&gen->gen_owner, __ATOMIC_RELAXED) == me, 1)) {
-            if (__builtin_expect(gen->gen_st == CORO__GEN_MAGIC, 1)) {
-                coro_t *leaf = gen->gen_leaf;
-                int st = leaf->fn(leaf);
-                if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
-                    *value = leaf->result;
-                    /* release: this pull's writes to the frames before
-                     * the next puller's acquire of gen_run */
-                    __atomic_store_n(&gen->gen_run, 0, __ATOMIC_RELEASE);
-                    return 1;
-                }
-                return coro__gen_next_more(gen, st, value);
+    if (__builtin_expect(gen != NULL && value != NULL && (gen->flags & 0x80u) &&
+                         __atomic_compare_exchange_n(&gen->gen_run, &z, CORO__GEN_TOKEN(), 0,
+                                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
+        if (__builtin_expect(gen->gen_st == CORO__GEN_MAGIC, 1)) {
+            coro_t *leaf = gen->gen_leaf;
+            int st = leaf->fn(leaf);
+            if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+                *value = leaf->result;
+                /* release: this pull's writes to the frames before the
+                 * next puller's CAS */
+                __atomic_store_n(&gen->gen_run, 0, __ATOMIC_RELEASE);
+                return 1;
             }
-            /* ended, waiting or linked: the slow path says which */
-            __atomic_store_n(&gen->gen_run, 0, __ATOMIC_RELEASE);
+            return coro__gen_next_more(gen, st, value);
         }
+        return coro__gen_next_held(gen, value);     /* ended or waiting */
     }
     return coro__gen_next_slow(gen, value);
 }

@@ -32,34 +32,23 @@
  * body stands (the await it was in reads -ECANCELED when it is next
  * pulled), so it may be closed or pulled again.
  *
- * OWNERS.  One pull at a time, checked without an atomic instruction on
- * the path of a puller that pulls again.  gen_run holds the token of the
- * puller whose pull runs or waits (0: none); gen_owner the token of the
- * last puller.  A token is a job's frame (coro_gen_await in a job) or a
- * thread's thread pointer | 1 (everything else).  The owner's fast path
- * (gen.h's inline coro_gen_next, coro_gen_await): load gen_owner == me,
- * store gen_run = me, compiler barrier, load gen_owner == me again, pull,
- * store-release gen_run = 0.  Anyone else claims (claim()): CAS gen_owner
- * from o to TAKING, membarrier(2), then CAS gen_run from 0 to me; a
- * nonzero gen_run refuses with -EBUSY and gives gen_owner back.  The
- * membarrier makes every thread of the process execute a full barrier:
- * either the owner's store of gen_run happened before it (the claimer's
- * CAS sees it and refuses) or the owner's second load comes after it and
- * sees TAKING (or the new owner) and leaves through claim(), which never
- * runs the body on a gen_run it did not win by CAS.  That store of a
- * fast path that lost (a "stray": its own token in gen_run, possibly
- * after the new owner's) is cleaned by the loser's own claim(); until
- * then a third puller gets -EBUSY (only while pulls overlap, which is the
- * misuse being refused).  Without membarrier (an old kernel,
- * COROKIT_MEMBARRIER=0) gen_owner stays 0, no fast path matches, and every
- * pull claims gen_run by CAS.  The frames' other fields are written only
- * by the holder of gen_run: its release and the next holder's acquire
- * (CAS or load) order them.
+ * WHO PULLS.  One pull at a time: gen_run holds the token of the puller
+ * whose pull runs or waits (0: none), taken by one CAS at the pull's start
+ * (gen.h's inline coro_gen_next, coro_gen_await, claim()) and given back
+ * by a release store at its end; a pull that finds it taken gets -EBUSY.
+ * A token is a job's frame (coro_gen_await in a job) or a thread's thread
+ * pointer | 1 (everything else), so that a body pulling its own generator
+ * is told apart from another puller only in the message, never in the
+ * outcome (both -EBUSY).  A pull that waits in a job keeps gen_run until
+ * its value, its end or its cancel.  The frames' other fields are written
+ * only by the holder of gen_run: the release and the next CAS's acquire
+ * order them.  (A puller that keeps a generator without an atomic
+ * instruction per pull - a sticky owner, taken over with membarrier(2) -
+ * needs a mark that only its owner writes: a store of a puller that lost
+ * the race lands on the shared word after the new owner's and hides it.)
  */
 #define CORO__GEN_NO_INLINE 1
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include "sched/frame.h"
 #include "sched/sched.h"
@@ -136,82 +125,13 @@ static inline coro_await_t complete(intptr_t r)
 
 /* ---- who pulls (OWNERS) ------------------------------------------------------ */
 
-static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
-static bool sticky;     /* membarrier works: owners keep their generators */
-
-static void mode_init(void)
-{
-    sticky = coro__membarrier_register() == 0;
-}
-
-static void backoff(unsigned n)
-{
-    if (n < 64)
-        coro__cpu_relax();
-    else
-        sched_yield();
-}
-
 /* take g for the pull of token me: 0, or -EBUSY */
-static int claim(coro_t *g, uintptr_t me)
+static inline int claim(coro_t *g, uintptr_t me)
 {
-    pthread_once(&mode_once, mode_init);
-    if (!sticky) {
-        uintptr_t z = 0;
-        /* acquire: the last holder's frames (its release of gen_run) */
-        return __atomic_compare_exchange_n(&g->gen_run, &z, me, false, __ATOMIC_ACQUIRE,
-                                           __ATOMIC_RELAXED) ? 0 : -EBUSY;
-    }
-    for (unsigned n = 0;; n++) {
-        /* acquire: a new owner's publication after its claim */
-        uintptr_t o = __atomic_load_n(&g->gen_owner, __ATOMIC_ACQUIRE);
-        uintptr_t r = __atomic_load_n(&g->gen_run, __ATOMIC_ACQUIRE);
-        if (o == TAKING) {      /* another claimer, a membarrier away */
-            backoff(n);
-            continue;
-        }
-        if (o == me) {
-            if (r == me)        /* our own pull runs (a body pulls itself) or waits */
-                return -EBUSY;
-            /* seq_cst: a full barrier between this CAS and the load of
-             * gen_owner below, against a claimer's CAS of gen_run (a stray
-             * r of a former owner is overwritten: OWNERS) */
-            if (!__atomic_compare_exchange_n(&g->gen_run, &r, me, false, __ATOMIC_SEQ_CST,
-                                             __ATOMIC_RELAXED))
-                continue;
-            if (__atomic_load_n(&g->gen_owner, __ATOMIC_SEQ_CST) == me)
-                return 0;
-            /* a claimer took it before our CAS: give our mark back */
-            __atomic_compare_exchange_n(&g->gen_run, &me, 0, false, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED);
-            continue;
-        }
-        if (r == me) {          /* our own stray, from a fast path that lost */
-            __atomic_compare_exchange_n(&g->gen_run, &r, 0, false, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED);
-            continue;
-        }
-        if (r != 0)
-            return -EBUSY;
-        /* seq_cst: TAKING is visible before the membarrier begins */
-        if (!__atomic_compare_exchange_n(&g->gen_owner, &o, TAKING, false, __ATOMIC_SEQ_CST,
-                                         __ATOMIC_RELAXED))
-            continue;
-        /* o == 0: never pulled, no fast path can be at work */
-        int rc = o != 0 ? coro__membarrier_heavy() : 0;
-        r = 0;
-        /* seq_cst: after the membarrier, against the owner's store of
-         * gen_run (OWNERS); acquire: that owner's frames */
-        if (rc < 0 || !__atomic_compare_exchange_n(&g->gen_run, &r, me, false, __ATOMIC_SEQ_CST,
-                                                   __ATOMIC_RELAXED)) {
-            /* release: gives back what the acquire above took */
-            __atomic_store_n(&g->gen_owner, o, __ATOMIC_RELEASE);
-            return -EBUSY;
-        }
-        /* release: the fast path's loads of gen_owner see a claim done */
-        __atomic_store_n(&g->gen_owner, me, __ATOMIC_RELEASE);
-        return 0;
-    }
+    uintptr_t z = 0;
+    /* acquire: the last holder's writes to the frames (its release) */
+    return __atomic_compare_exchange_n(&g->gen_run, &z, me, false, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED) ? 0 : -EBUSY;
 }
 
 static inline void release(coro_t *g)
@@ -326,7 +246,7 @@ int coro_gen_init(coro_t *gen, coro_fn fn)
 {
     if (!gen || !fn || gen->fn || gen->resume ||
         __atomic_load_n(&gen->state, __ATOMIC_RELAXED) != CORO__S_IDLE ||
-        (gen->flags & (uint8_t)~CORO__FL_SMALL) || gen->gen_st || gen->gen_owner || gen->gen_run)
+        (gen->flags & (uint8_t)~CORO__FL_SMALL) || gen->gen_st || gen->gen_run)
         return -EINVAL;
     gen->fn = fn;
     gen->parent = NULL;
@@ -364,6 +284,11 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
         return -EINVAL;
     int r = claim(gen, thread_token());
     return r < 0 ? r : next_held(gen, value);
+}
+
+int coro__gen_next_held(coro_t *gen, intptr_t *value)
+{
+    return next_held(gen, value);
 }
 
 int coro__gen_next_more(coro_t *gen, int st, intptr_t *value)
@@ -418,33 +343,22 @@ coro_await_t coro_gen_await(coro_t *gen, intptr_t *value)
 {
     uintptr_t me = my_token(current_job());
 
-    /* the owner's fast path: gen.h's coro_gen_next, with the job's token */
-    if (CORO__LIKELY(gen != NULL && value != NULL) &&
-        __atomic_load_n(&gen->gen_owner, __ATOMIC_RELAXED) == me &&
-        __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) != me) {
-        __atomic_store_n(&gen->gen_run, me, __ATOMIC_RELAXED);
-        /* program order store -> load; the claimer's membarrier (OWNERS) */
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (CORO__LIKELY(__atomic_load_n(&gen->gen_owner, __ATOMIC_RELAXED) == me)) {
-            if (CORO__LIKELY(st_get(gen) == CORO__GEN_MAGIC)) {
-                coro_t *leaf = gen->gen_leaf;
-                int st = leaf->fn(leaf);
-                if (CORO__LIKELY(st == CORO__ST_VALUE)) {
-                    *value = leaf->result;
-                    release(gen);
-                    return complete(1);
-                }
-                return await_held(gen, value, true, st);
+    /* gen.h's coro_gen_next, with the job's token */
+    if (CORO__LIKELY(gen != NULL && value != NULL && is_gen(gen)) &&
+        CORO__LIKELY(claim(gen, me) == 0)) {
+        if (CORO__LIKELY(st_get(gen) == CORO__GEN_MAGIC)) {
+            coro_t *leaf = gen->gen_leaf;
+            int st = leaf->fn(leaf);
+            if (CORO__LIKELY(st == CORO__ST_VALUE)) {
+                *value = leaf->result;
+                release(gen);
+                return complete(1);
             }
-            return await_held(gen, value, false, 0);   /* held: ended, waiting or linked */
+            return await_held(gen, value, true, st);
         }
+        return await_held(gen, value, false, 0);   /* held: ended or waiting */
     }
-    if (!gen || !value || !is_gen(gen))
-        return coro_ready(-EINVAL);
-    int r = claim(gen, me);
-    if (r < 0)
-        return coro_ready(r);
-    return await_held(gen, value, false, 0);
+    return coro_ready(!gen || !value || !is_gen(gen) ? -EINVAL : -EBUSY);
 }
 
 /* the step loop found cur awaiting coro__gen_ops: link the generator's
