@@ -119,6 +119,7 @@ SCEN_SRC := $(wildcard tests/stress/*.c)
 SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
 
 TOOL_BIN := $(B)/tools/spawn_cost $(B)/tools/frame_cost $(B)/tools/scale_cost
+TOOL_BIN += $(B)/tools/gen_bench
 
 
 .PHONY: check-layers

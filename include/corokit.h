@@ -13,5 +13,6 @@
 #include "corokit/trace.h"
 #include "corokit/io.h"
 #include "corokit/sync.h"
+#include "corokit/gen.h"
 
 #endif

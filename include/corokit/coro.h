@@ -142,9 +142,21 @@ struct coro {
         coro_t *parent;         /* private: a coro_call child's caller frame */
         coro_t *top;            /* private: a job's innermost frame */
     };
-    coro_t *joiner;             /* private: the first job awaiting this one */
-    coro_sched_t *sched;        /* private: owning scheduler */
-    coro_t *next;               /* private: intrusive link (queues, waits) */
+    /* A generator's frame (gen.h) is never a job: it keeps its own state
+     * in fields a job uses for its joiners, scheduler and queues (the
+     * union names gen_*: private, read by gen.h's inline coro_gen_next). */
+    union {
+        coro_t *joiner;         /* private: the first job awaiting this one */
+        coro_t *gen_leaf;       /* private: a generator's innermost frame */
+    };
+    union {
+        coro_sched_t *sched;    /* private: owning scheduler */
+        uintptr_t gen_run;      /* private: who runs a generator now */
+    };
+    union {
+        coro_t *next;           /* private: intrusive link (queues, waits) */
+        coro_t *gen_root;       /* private: the outermost generator it runs for */
+    };
     union {
         void (*on_exit)(coro_t *);  /* private: from coro_spawn_opts_t */
         struct coro__ext *ext;      /* private: with flag CORO__FL_EXT */
@@ -157,7 +169,10 @@ struct coro {
     void *wait_obj;             /* private: what it waits on in the parking lot */
     uint32_t wait_slot;         /* private: a lot timer's slot (home worker and handle,
                                  * + 1), or the joiner registry's index */
-    uint32_t reserved;          /* reserved for growth */
+    union {
+        uint32_t reserved;      /* reserved for growth (a job's) */
+        uint32_t gen_st;        /* private: a generator's status bits */
+    };
 };
 
 /* A compile-time check that reads the same in C11 and C++11 and later. */
@@ -202,6 +217,8 @@ CORO_STATIC_ASSERT(sizeof(struct coro) <= 128, "coro_t must be at most 128 bytes
 #define CORO__ST_DONE  0x436b0d00   /* "Ck" + 0d00 */
 #define CORO__ST_YIELD 0x436b0d01
 #define CORO__ST_AWAIT 0x436b0d02
+#define CORO__ST_VALUE 0x436b0d03   /* CORO_YIELD_VALUE (gen.h) */
+#define CORO__ST_FROM  0x436b0d04   /* CORO_YIELD_FROM (gen.h) */
 
 /* Quiet -Wpedantic inside the macros of the labels back end (a GNU
  * extension the user chose by not defining CORO_USE_SWITCH).  __extension__

@@ -66,6 +66,11 @@
 /* awaits that complete at once before a forced yield: a job whose I/O is
  * always ready cannot keep its worker forever (tokio's budget is 128) */
 #define CORO__BUDGET 128
+/* generator pulls (coro_gen_await) that complete at once per unit of that
+ * budget: a pull is a call of the body, not an operation on the outside
+ * world (tokio's budget counts only its resources, not streams), yet a job
+ * pulling an endless generator still yields, after 128 x 16 pulls */
+#define CORO__GEN_PULLS_PER_BUDGET 16u
 /* a worker's spare units of the scheduler's live count (rt/runtime.c
  * SHUTDOWN): it adds this many at once for the jobs it spawns, and gives
  * back what it holds above this many once it holds twice as many: one

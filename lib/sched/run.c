@@ -42,7 +42,7 @@ static inline __attribute__((always_inline)) void trace_step(struct coro__worker
  * dynamic symbol table, else the object's own, which names a static body
  * of an unstripped program); the object and offset too, for addr2line. */
 __attribute__((noreturn, noinline, cold))
-static void bad_body(const coro_t *cur, int st)
+void coro__bad_body(const coro_t *cur, int st)
 {
     Dl_info di;
     void *fn = (void *)(uintptr_t)cur->fn;
@@ -56,10 +56,13 @@ static void bad_body(const coro_t *cur, int st)
             obj = di.dli_fname;
         off = (uintptr_t)fn - (uintptr_t)di.dli_fbase;
     }
+    bool gen = st == CORO__ST_VALUE || st == CORO__ST_FROM;
     fprintf(stderr,
-            "corokit: coroutine body %s (%p, %s+0x%jx: addr2line -f -e %s 0x%jx) returned %d: "
-            "a body ends with CORO_END or CORO_RETURN, never a plain return\n",
-            name ? name : "?", fn, obj, (uintmax_t)off, obj, (uintmax_t)off, st);
+            "corokit: coroutine body %s (%p, %s+0x%jx: addr2line -f -e %s 0x%jx) returned %d: %s\n",
+            name ? name : "?", fn, obj, (uintmax_t)off, obj, (uintmax_t)off, st,
+            gen ? "CORO_YIELD_VALUE or CORO_YIELD_FROM outside a generator's body "
+                  "(a job's or a coro_call child's: make it a generator with coro_gen_init)"
+                : "a body ends with CORO_END or CORO_RETURN, never a plain return");
     abort();
 }
 
@@ -426,6 +429,13 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             diag_end(w, t0);                                                       \
         __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
     } while (0)
+    /* a generator's body waited in this job and the job was cancelled:
+     * the pull ends at its puller (sched/gen.c CANCEL).  cur != job first:
+     * a job's own step pays no load of a frame it does not run */
+    if (CORO__UNLIKELY(cur != job) && CORO__UNLIKELY(cur->flags & CORO__FL_GEN) &&
+        cur->result == -ECANCELED &&
+        (coro__job_cancelled(job) || __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)))
+        job->top = cur = coro__gen_unwind(job, cur, -ECANCELED);
     for (;;) {
         *errp = tls_job_errno;
         int st = cur->fn(cur);
@@ -447,6 +457,11 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                     coro__tls_in_job = 0;
                 /* a chain's next link, or the parent this end woke */
                 return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
+            }
+            if (CORO__UNLIKELY(cur->flags & CORO__FL_GEN)) {
+                bool pend;      /* a generator's end: its puller, or a yield-from's outer */
+                job->top = cur = coro__gen_step(job, cur, st, &pend);
+                continue;
             }
             /* a coro_call child returned: its caller continues at once */
             coro_t *parent = cur->parent;
@@ -487,9 +502,26 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             coro__submit(s, job, true);
             return false;
         }
-        if (CORO__UNLIKELY(st != CORO__ST_AWAIT || !cur->aw.ops))
-            bad_body(cur, st);
+        if (CORO__UNLIKELY(st != CORO__ST_AWAIT || !cur->aw.ops)) {
+            /* a generator's value (to its puller) or yield-from (the
+             * inner runs next), in this job's chain (sched/gen.c) */
+            if (!(cur->flags & CORO__FL_GEN) || cur == job ||
+                (st != CORO__ST_VALUE && st != CORO__ST_FROM))
+                coro__bad_body(cur, st);
+            bool pend;
+            job->top = cur = coro__gen_step(job, cur, st, &pend);
+            if (!pend)
+                continue;
+        }
         aw = &cur->aw;
+    dispatch:
+        if (CORO__UNLIKELY(aw->ops == &coro__gen_ops)) {
+            /* an await of a generator whose body waits: its chain joins
+             * this job's, and its innermost await is handled as ours */
+            job->top = cur = coro__gen_link(job, cur);
+            aw = &cur->aw;
+            goto dispatch;
+        }
         if (aw->ops == &coro__call_ops) {
             coro_t *child = aw->arg[0].p;
             /* claim the child with one CAS, as coro_spawn claims a frame:
@@ -530,7 +562,11 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
              /* relaxed: a hint; the wait structures check it again */
              (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
-            cur->result = -ECANCELED;
+            coro_t *p0 = cur != job ? coro__gen_unwind(job, cur, -ECANCELED) : NULL;
+            if (p0)             /* a generator's pull ends at its puller */
+                job->top = cur = p0;
+            else
+                cur->result = -ECANCELED;
             continue;
         }
         /* the job's deadline (.deadline): past it, the same with -ETIMEDOUT */

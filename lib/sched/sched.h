@@ -99,6 +99,7 @@ static inline bool coro__job_cancelled(const coro_t *job)
  * WHO CALLS); the await's arm sees it and clears it */
 #define CORO__FL_REARM 32u
 /* 64u: CORO__FL_SMALL, a small slab's pool frame (lib/sched/frame.h) */
+#define CORO__FL_GEN 128u       /* a generator's frame (coro_gen_init; sched/gen.c) */
 
 /* What a job spawned with .deadline (or .group) carries, allocated at
  * spawn through the scheduler's allocator and freed when it finishes;
@@ -518,6 +519,21 @@ static inline void coro__live_sub(uint32_t *live, uint32_t n)
 /* a job's completed result travels in this yield when its budget ran out
  * (sched/await.c): cancel must never replace it (sched/run.c) */
 extern const struct coro_await_ops coro__yield_ops CORO__HIDDEN;
+
+/* ---- generators (sched/gen.c), what the step loop calls ---- */
+/* a pending coro_gen_await: arg[0] the generator, arg[1] the value's place */
+extern const struct coro_await_ops coro__gen_ops CORO__HIDDEN;
+/* cur awaits coro__gen_ops: link that generator's chain into job; the
+ * frame whose await is handled next */
+CORO__HIDDEN coro_t *coro__gen_link(coro_t *job, coro_t *cur);
+/* cur, a generator's frame in job's chain, returned st (CORO__ST_VALUE,
+ * _DONE or _FROM): the frame to go on with; *pending: handle its await */
+CORO__HIDDEN coro_t *coro__gen_step(coro_t *job, coro_t *cur, int st, bool *pending);
+/* cancel of job while cur waits: with a generator in the chain, the
+ * outermost generator's puller (which reads err), else NULL */
+CORO__HIDDEN coro_t *coro__gen_unwind(coro_t *job, coro_t *cur, intptr_t err);
+/* a body returned st, which no macro of its kind produces: abort naming it */
+CORO__HIDDEN __attribute__((noreturn)) void coro__bad_body(const coro_t *cur, int st);
 
 /* the calling thread's worker, if any */
 extern __thread struct coro__worker *coro__tls_worker CORO__HIDDEN;

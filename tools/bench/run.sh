@@ -17,6 +17,8 @@
 #   NO_INSTALL=1   do not apt-get the peers' packages
 #   UPDATE_DOCS=1  rewrite the marked table in docs/benchmarks.md (needs corokit)
 #   CC=clang       compiler for the C programs (default gcc)
+#   GEN=0          skip the generators against their C++20 twin (tools/bench/
+#                  gen.sh, run after the table with the same ROUNDS and QUICK)
 #
 # Output: the table on stdout (also out/table.txt, out/table.md),
 # tools/bench/out/results.csv (bench,system,workers,median_ns,p10_ns,p90_ns,runs),
@@ -476,6 +478,11 @@ main() {
     echo
     echo "ns columns: ns per iteration (memory: bytes per suspended job; memory_spawn: ns per job; io_under_load: p50, io_under_load_p99_late: p99 of write -> job runs)."
     echo "CSV: $OUT/results.csv   plots: $PLOTS/   total time: $((SECONDS - t0)) s"
+    if [ "${GEN:-1}" != 0 ]; then
+        echo
+        echo "generators against their C++20 twin (tools/bench/gen.sh):"
+        ROUNDS=$ROUNDS QUICK=${QUICK:-} CC=$CC CXX=$CXX "$HERE/gen.sh" || warn "gen.sh failed"
+    fi
 }
 
 main "$@"

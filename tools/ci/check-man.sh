@@ -5,12 +5,13 @@
 # in its SYNOPSIS.  To document a new function: add an "@ name" entry to the
 # right man/src/*.ref file and run tools/dev/gen-man.sh (man/README.md).
 # Pages for functions the library does not export yet are reported, not
-# failed (they may document what another branch adds).
+# failed (they may document what another branch adds).  coro__* are the
+# private helpers of inline functions (gen.h): exported, never documented.
 set -eu
 so=${1:-build/libcorokit.so.0}
 [ -f "$so" ] || { echo "check-man: no $so (build it first)" >&2; exit 1; }
 bad=0
-exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort -u)
+exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | grep -v '^coro__' | sort -u)
 for f in $exports; do
     page=man/man3/$f.3
     if [ ! -f "$page" ]; then
