@@ -39,6 +39,7 @@ struct xop {
     intptr_t res;
     size_t total;       /* X_READ_ALL: bytes read until the end */
     int started;
+    bool self_cancel;   /* the job cancels itself before its await */
 };
 
 static inline int xop_body(coro_t *co)
@@ -46,6 +47,8 @@ static inline int xop_body(coro_t *co)
     struct xop *x = CORO_SELF(co, struct xop);
     CORO_BEGIN(co);
     __atomic_store_n(&x->started, 1, __ATOMIC_SEQ_CST);
+    if (x->self_cancel)
+        cr_assert_eq(coro_cancel(co), 0);
     switch (x->kind) {
     case X_READV: CORO_AWAIT(co, coro_readv(x->fd, x->iov, x->cnt, x->timeout)); break;
     case X_WRITEV: CORO_AWAIT(co, coro_writev(x->fd, x->iov, x->cnt, x->timeout)); break;

@@ -359,7 +359,7 @@ Test(io_vec, splice_moves_bytes_between_a_pipe_and_a_socket_waiting_on_either_si
 /* a TCP connection over loopback: *a the client, *b the accepted end */
 static void tcp_pair(int *a, int *b)
 {
-    int port, l = listen_loopback(&port);
+    int port = 0, l = listen_loopback(&port);
     cr_assert_geq(l, 0);
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
