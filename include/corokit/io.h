@@ -185,8 +185,10 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_writev(int fd, const struct iovec *
  * place (entries written are emptied, the first unfinished one starts at
  * its first unwritten byte), so after -ETIMEDOUT or -ECANCELED the array
  * holds exactly what is left, and a new coro_writev_all over it goes on
- * where the last stopped.  Result 0 once all is written, or -errno as
- * coro_writev (-EINVAL: see there, IOV_MAX aside). */
+ * where the last stopped.  Result 0 once all is written, or -errno:
+ * -EINVAL (as coro_writev's, IOV_MAX aside), -ETIMEDOUT, -ECANCELED,
+ * -EBADF, -EBUSY, -ENOMEM, -EPIPE, -ECONNRESET, any error of the system
+ * call. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_writev_all(int fd, struct iovec *iov, int iovcnt,
                                                         int64_t timeout_ns);
 
@@ -318,7 +320,8 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_bufreader_line(coro_bufreader_t *r,
  * *data points at them inside the buffer (valid until the next call on
  * r).  Result n, 0 at the end with nothing left, -EPIPE at the end with
  * fewer than n left (they stay buffered), -EINVAL (NULL r or data, n 0 or
- * > cap, a bad timeout_ns), or -errno of coro_read with nothing consumed. */
+ * > cap, a bad timeout_ns), or with nothing consumed -ETIMEDOUT,
+ * -ECANCELED, -ECONNRESET or another error of coro_read. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_bufreader_exact(coro_bufreader_t *r, size_t n,
                                                              const char **data, int64_t timeout_ns);
 
@@ -360,8 +363,10 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_pwrite(int fd, const void *buf, siz
  * calling thread: call it from main, or give a numeric host from a job.
  * Returns the fd, or -errno: -EINVAL (NULL addr, no ':', a bad port,
  * backlog < 0, a path too long), -EAFNOSUPPORT (a family that is none of
- * those, or that the address is not of), the mapping above, any error of
- * socket(2), bind(2) (-EADDRINUSE, -EACCES) or listen(2).  Any thread. */
+ * those, or that the address is not of), -ENXIO (the name does not
+ * resolve), -EAGAIN, -EIO, -ENOMEM (the mapping above), any error of
+ * socket(2), bind(2) (-EADDRINUSE, -EACCES) or listen(2).  Any thread;
+ * blocks only to resolve a name. */
 CORO_EXTERN int coro_listen(int family, const char *addr, int backlog);
 
 /* coro_dial - awaitable: a connected stream socket to addr (as
@@ -370,8 +375,9 @@ CORO_EXTERN int coro_listen(int family, const char *addr, int backlog);
  * turn until one connects.  addr must stay valid until the await
  * completes.  The timeout covers the resolution and every attempt.
  * Result: the fd (non-blocking, close-on-exec), or -errno: -EINVAL (NULL
- * addr, no ':', a bad port, a bad timeout_ns), the mapping above,
- * -ECONNREFUSED, -ENETUNREACH, -ETIMEDOUT, -ECANCELED (cancelled before or
+ * addr, no ':', a bad port, a bad timeout_ns), -ENXIO (the name does not
+ * resolve), -EIO, -EAFNOSUPPORT (the mapping above), -EPERM (not inside a
+ * job), -ECONNREFUSED, -ENETUNREACH, -ETIMEDOUT, -ECANCELED (cancelled before or
  * while connecting: no fd is left open; a resolution under way finishes
  * on its pool thread and is freed there), -EAGAIN and -ENOMEM (no pool
  * thread), any error of socket(2) or connect(2) (the last address's). */
