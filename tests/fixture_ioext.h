@@ -17,7 +17,7 @@
 
 enum xkind { X_READV, X_WRITEV, X_WRITEV_ALL, X_SENDFILE, X_SPLICE, X_RECVFROM, X_SENDTO,
              X_RECVMSG, X_SENDMSG, X_READ_EXACT, X_LINE, X_UNTIL, X_EXACT, X_PREAD, X_PWRITE,
-             X_DIAL, X_READ_ALL };
+             X_DIAL, X_READ_ALL, X_PREAD_LOOP };
 
 struct xop {
     coro_t co;
@@ -68,6 +68,13 @@ static inline int xop_body(coro_t *co)
     case X_PREAD: CORO_AWAIT(co, coro_pread(x->fd, x->buf, x->len, x->off)); break;
     case X_PWRITE: CORO_AWAIT(co, coro_pwrite(x->fd, x->buf, x->len, x->off)); break;
     case X_DIAL: CORO_AWAIT(co, coro_dial(x->addr, x->timeout)); break;
+    case X_PREAD_LOOP:      /* until an error: total counts the calls that read */
+        for (x->total = 0; x->total < 100000; x->total++) {
+            CORO_AWAIT(co, coro_pread(x->fd, x->buf, x->len, x->off));
+            if (CORO_RESULT(co) < 0)
+                break;
+        }
+        break;
     case X_READ_ALL:
         for (;;) {
             CORO_AWAIT(co, coro_read(x->fd, (char *)x->buf + x->total, x->len - x->total,

@@ -332,11 +332,14 @@ CORO_EXTERN size_t coro_bufreader_buffered(const coro_bufreader_t *r);
 /* ---- files at an offset (lib/io/pfile.c) -------------------------------- */
 
 /* coro_pread / coro_pwrite - awaitable: pread(2) / pwrite(2) of fd at
- * offset, on the scheduler's blocking pool (coro_blocking), so the worker
- * runs other jobs meanwhile; the file position is untouched.  No timeout:
- * a call on the pool cannot be interrupted once started; a job cancelled
- * (or past its .deadline) before a pool thread starts it gets -ECANCELED
- * (-ETIMEDOUT) with nothing read or written.  buf must stay valid until
+ * offset; the file position is untouched.  Tried first on the worker
+ * with RWF_NOWAIT (preadv2 / pwritev2), which completes only when the
+ * kernel need not wait (the pages are cached); otherwise (or where the
+ * kernel lacks it) on the scheduler's blocking pool (coro_blocking), so
+ * the worker runs other jobs meanwhile.  No timeout: a call on the pool
+ * cannot be interrupted once started; a job cancelled (or past its
+ * .deadline) before a pool thread starts it gets -ECANCELED (-ETIMEDOUT)
+ * with nothing read or written.  buf must stay valid until
  * the await completes.  Result: bytes (pread: 0 at end of file; may be
  * short), or -errno: -EBADF, -EINVAL (NULL buf with len > 0, len >
  * SSIZE_MAX, offset < 0), -ESPIPE (fd cannot seek), -EISDIR, -ECANCELED,

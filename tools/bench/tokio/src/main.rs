@@ -32,7 +32,7 @@ const TIMER_SEED: u64 = 0x5eedc0c0;
 const BLOCKING_CALLS: usize = 10_000;
 const BLOCKING_JOBS: usize = 8;
 
-const SHAPES: [&str; 18] = [
+const SHAPES: [&str; 19] = [
     "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
     "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory", "io_under_load",
     "blocking_roundtrip", "blocking_roundtrip_par", "io_pingpong_64", "udp_pingpong", "io_busy_50",
