@@ -261,6 +261,14 @@ Test(io_vec, sendfile_sends_a_whole_file_across_waits_and_says_where_it_stopped,
         cr_assert_eq(xjoin(&rd), (intptr_t)n);
         cr_assert_eq(memcmp(dst, src, (size_t)at), 0);
         cr_assert_eq(memcmp(dst + at, src + at, rest), 0);
+        /* no reader, no timeout: a cancel ends it, the offset says how far */
+        off = 0;
+        sf.len = n;
+        cr_assert_eq(xcancel(s, w, &sf), -ECANCELED);
+        cr_assert(off > 0 && off < (off_t)n, "off %lld", (long long)off);
+        rd = (struct xop){ .kind = X_READ_EXACT, .fd = sv[1], .buf = dst, .len = (size_t)off,
+                           .timeout = CORO_FOREVER };
+        cr_assert_eq(xrun(s, &rd), (intptr_t)off);     /* drain what it sent */
         /* past the end of the file */
         off = (off_t)n - 10;
         sf.len = 20;
