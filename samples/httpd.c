@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* httpd - a minimal HTTP/1.1 server answering "hello" to every request,
- * with keep-alive and pipelining: enough for wrk or ab to load it.
+ * with keep-alive and pipelining: enough for wrk or ab to load it.  With
+ * HTTPD_FILE=PATH in the environment, "GET /file" is answered with that
+ * file's bytes, sent by coro_sendfile: from the page cache to the socket,
+ * with no copy through the server's memory.
  *
  *   httpd PORT [WORKERS] serve on 0.0.0.0:PORT until SIGINT/SIGTERM, with
  *                       WORKERS worker threads (default: one per CPU;
@@ -17,12 +20,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static const char RESPONSE[] =
     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
 #define RESP_LEN (sizeof RESPONSE - 1)
+
+/* HTTPD_FILE: the file "GET /file" answers with (fd -1: none), opened once
+ * and shared: coro_sendfile reads it at an offset of each connection's own,
+ * so its file position is never used */
+static int file_fd = -1;
+static off_t file_size;
+static const char FILE_REQ[] = "GET /file ";
 
 /* [http-conn] one connection: parse requests, answer each, keep alive */
 struct http_conn {
@@ -31,6 +44,11 @@ struct http_conn {
     size_t have;            /* bytes in in[] */
     size_t outlen;
     bool close_after;
+    bool file_req;          /* the next answer is the file */
+    off_t off;              /* how far coro_sendfile got */
+    struct iovec hv;        /* the file's header, sent with MSG_MORE */
+    struct msghdr hm;
+    char hdr[128];
     char in[8192];
     char out[32 * RESP_LEN];
 };
@@ -42,13 +60,24 @@ static bool http_parse(struct http_conn *c)
     char *p = c->in, *end = c->in + c->have, *hdr_end;
 
     c->outlen = 0;
+    c->file_req = false;
     while (c->outlen + RESP_LEN <= sizeof c->out &&
            (hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4)) != NULL) {
+        /* the file: answered alone, after the answers before it */
+        bool file = file_fd >= 0 && (size_t)(hdr_end - p) >= sizeof FILE_REQ - 1 &&
+                    memcmp(p, FILE_REQ, sizeof FILE_REQ - 1) == 0;
+        if (file && c->outlen)
+            break;
         /* "HTTP/1.0" without keep-alive, or "Connection: close": close after */
         if (memmem(p, (size_t)(hdr_end - p), "Connection: close", 17) ||
             (memmem(p, (size_t)(hdr_end - p), "HTTP/1.0", 8) &&
              !memmem(p, (size_t)(hdr_end - p), "Keep-Alive", 10)))
             c->close_after = true;
+        if (file) {
+            c->file_req = true;
+            p = hdr_end + 4;
+            break;
+        }
         memcpy(c->out + c->outlen, RESPONSE, RESP_LEN);
         c->outlen += RESP_LEN;
         p = hdr_end + 4;            /* bodies are not expected (GET) */
@@ -70,14 +99,41 @@ static int http_conn_body(coro_t *co)
         if (CORO_RESULT(co) <= 0)
             break;
         c->have += (size_t)CORO_RESULT(co);
-        if (!http_parse(c))
-            break;
-        if (c->outlen) {
-            CORO_AWAIT(co, coro_write_all(c->fd, c->out, c->outlen, 30 * 1000000000LL));
-            if (CORO_RESULT(co) < 0 || c->close_after)
+        /* every answer the buffered requests call for, then read again */
+        for (;;) {
+            if (!http_parse(c))
+                goto out;
+            if (!c->outlen && !c->file_req)
                 break;
+            if (c->outlen) {
+                CORO_AWAIT(co, coro_write_all(c->fd, c->out, c->outlen, 30 * 1000000000LL));
+                if (CORO_RESULT(co) < 0)
+                    goto out;
+            }
+            if (c->file_req) {
+                /* [sendfile] the header, with MSG_MORE: the kernel holds it
+                 * to go out in one segment with the file's first bytes */
+                c->hv.iov_base = c->hdr;
+                c->hv.iov_len = (size_t)snprintf(c->hdr, sizeof c->hdr,
+                         "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                         "Content-Length: %lld\r\n\r\n", (long long)file_size);
+                c->hm = (struct msghdr){ .msg_iov = &c->hv, .msg_iovlen = 1 };
+                CORO_AWAIT(co, coro_sendmsg(c->fd, &c->hm, MSG_MORE, 30 * 1000000000LL));
+                if (CORO_RESULT(co) != (intptr_t)c->hv.iov_len)
+                    goto out;       /* a header of 100 bytes is never sent in part */
+                /* then the file, from the page cache */
+                c->off = 0;
+                CORO_AWAIT(co, coro_sendfile(c->fd, file_fd, &c->off, (size_t)file_size,
+                                             30 * 1000000000LL));
+                if (CORO_RESULT(co) < 0)
+                    goto out;
+                /* [/sendfile] */
+            }
+            if (c->close_after)
+                goto out;
         }
     }
+out:
     /* close(2), not coro_close: this fd came from coro_accept, and corokit
      * forgets its registration when accept returns the number again */
     close(c->fd);
@@ -150,6 +206,22 @@ static int http_listen(in_addr_t addr, int port, int *bound)
     if (bound)
         *bound = ntohs(sa.sin_port);
     return fd;
+}
+
+/* HTTPD_FILE: open it once (NULL: no file); 0 or -1 */
+static int open_file(const char *path)
+{
+    struct stat st;
+
+    if (!path)
+        return 0;
+    file_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (file_fd < 0 || fstat(file_fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "httpd: HTTPD_FILE %s: not a regular file we can open\n", path);
+        return -1;
+    }
+    file_size = st.st_size;
+    return 0;
 }
 
 /* [stop-on-signal] SIGINT or SIGTERM ends the server: a job per signal
@@ -235,16 +307,82 @@ fail:
     CORO_END(co);
 }
 
+/* a client of the file: one request with Connection: close, then read to
+ * the end and compare with the file's bytes */
+enum { FILE_BYTES = 1 << 20, FILE_CLIENTS = 4 };
+static char *file_bytes;
+
+struct file_client {
+    coro_t co;
+    int port, fd;
+    size_t got;
+    struct sockaddr_in sa;
+    char *buf;
+};
+
+static int file_client_body(coro_t *co)
+{
+    struct file_client *c = CORO_SELF(co, struct file_client);
+    static const char req[] = "GET /file HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const char *body;
+    CORO_BEGIN(co);
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    c->sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)c->port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    CORO_AWAIT(co, coro_connect(c->fd, (struct sockaddr *)&c->sa, sizeof c->sa, 5000000000));
+    if (CORO_RESULT(co) < 0)
+        goto fail;
+    CORO_AWAIT(co, coro_write_all(c->fd, req, sizeof req - 1, 5000000000));
+    if (CORO_RESULT(co) < 0)
+        goto fail;
+    for (c->got = 0;;) {
+        CORO_AWAIT(co, coro_read(c->fd, c->buf + c->got, FILE_BYTES + 256 - c->got, 5000000000));
+        if (CORO_RESULT(co) < 0)
+            goto fail;
+        if (CORO_RESULT(co) == 0)
+            break;
+        c->got += (size_t)CORO_RESULT(co);
+    }
+    body = memmem(c->buf, c->got, "\r\n\r\n", 4);
+    if (!body || c->buf + c->got - (body + 4) != FILE_BYTES || memcmp(body + 4, file_bytes, FILE_BYTES))
+        goto fail;
+    close(c->fd);
+    CORO_RETURN(co, 0);
+fail:
+    close(c->fd);
+    CORO_RETURN(co, -EIO);
+    CORO_END(co);
+}
+
+/* a 1 MiB file of known bytes, unlinked, served as HTTPD_FILE */
+static int make_file(void)
+{
+    char path[] = "/tmp/httpd-self-test-XXXXXX";
+    int fd = mkstemp(path);
+
+    if (fd < 0 || !(file_bytes = malloc(FILE_BYTES)))
+        return -1;
+    unlink(path);
+    for (int i = 0; i < FILE_BYTES; i++)
+        file_bytes[i] = (char)(i * 7 + i / 1000);
+    if (write(fd, file_bytes, FILE_BYTES) != FILE_BYTES)
+        return -1;
+    file_fd = fd;
+    file_size = FILE_BYTES;
+    return 0;
+}
+
 static int self_test(void)
 {
     enum { N = 50 };
     static struct http_server sv;
     static struct client cl[N];
+    static struct file_client fc[FILE_CLIENTS];
     coro_sched_t *s;
     int port, bad = 0;
     int lfd = http_listen(htonl(INADDR_LOOPBACK), 0, &port);
 
-    if (lfd < 0 || coro_sched_create(&s, NULL) < 0)
+    if (lfd < 0 || make_file() < 0 || coro_sched_create(&s, NULL) < 0)
         return 1;
     sv.s = s;
     sv.lfd = lfd;
@@ -254,15 +392,30 @@ static int self_test(void)
         if (coro_spawn(s, &cl[i].co, client_body, NULL) < 0)
             bad++;
     }
+    for (int i = 0; i < FILE_CLIENTS; i++) {
+        fc[i].port = port;
+        if (!(fc[i].buf = malloc(FILE_BYTES + 256)) ||
+            coro_spawn(s, &fc[i].co, file_client_body, NULL) < 0)
+            return 1;
+    }
     for (int i = 0; i < N; i++) {
         intptr_t r;
         if (coro_join(&cl[i].co, &r) != 0 || r != 0)
             bad++;
     }
+    for (int i = 0; i < FILE_CLIENTS; i++) {
+        intptr_t r;
+        if (coro_join(&fc[i].co, &r) != 0 || r != 0)
+            bad++;
+        free(fc[i].buf);
+    }
     coro_sched_shutdown(s, CORO_CANCEL);
     coro_sched_destroy(s);
     close(lfd);
-    printf("httpd self-test: %d clients x 20 requests, %d bad\n", N, bad);
+    close(file_fd);
+    free(file_bytes);
+    printf("httpd self-test: %d clients x 20 requests, %d clients of a 1 MiB file, %d bad\n", N,
+           FILE_CLIENTS, bad);
     return bad ? 1 : 0;
 }
 
@@ -291,6 +444,8 @@ int main(int argc, char **argv)
 
     static struct http_server sv;
     coro_sched_t *s;
+    if (open_file(getenv("HTTPD_FILE")) < 0)
+        return 1;
     int lfd = http_listen(htonl(INADDR_ANY), port, &bound);
     if (lfd < 0) {
         fprintf(stderr, "httpd: listen on port %d: %s\n", port, coro_strerror(lfd));

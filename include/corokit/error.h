@@ -73,8 +73,8 @@ extern "C" {
     X(EALREADY,  "connection already in progress")                          \
     X(EINPROGRESS, "operation in progress")                                 \
     X(EDESTADDRREQ, "destination address required")                        \
+    X(ENXIO,     "no such host or address (the name does not resolve)")    \
     /* every other code Linux defines, with glibc's text */              \
-    X(ENXIO,     "no such device or address")                               \
     X(E2BIG,     "argument list too long")                                  \
     X(ENOEXEC,   "exec format error")                                       \
     X(ENOTBLK,   "block device required")                                   \

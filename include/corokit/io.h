@@ -54,6 +54,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include "coro.h"
 #include "error.h"
 #include "sched.h"
@@ -159,6 +160,231 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_signal(int signo, int64_t timeout_n
  * -ECHILD (the process exists but is not a child of this one), -ENOSYS
  * (the kernel has no pidfd_open: before Linux 5.3). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_child(pid_t pid, int64_t timeout_ns);
+
+/* ---- vectors, zero copy (lib/io/vec.c) ---------------------------------- */
+
+/* coro_readv / coro_writev - awaitable: one scatter read / gather write
+ * over iovcnt entries of iov (sockets: recvmsg / sendmsg with
+ * MSG_DONTWAIT, and MSG_NOSIGNAL to write; other fds switched to
+ * O_NONBLOCK, readv(2) / writev(2); a regular file is read or written on
+ * the worker: for the blocking pool use coro_pread / coro_pwrite).  iov
+ * and the buffers must stay valid until the await completes.  Result: the
+ * bytes moved (may be fewer than the total), 0 at end of file (readv), or
+ * -errno: -EINVAL (iov NULL with iovcnt > 0, iovcnt < 0 or > IOV_MAX, an
+ * entry NULL with a length, a total past SSIZE_MAX, a bad timeout_ns),
+ * -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -ENOMEM, -EPIPE, -ECONNRESET,
+ * any error of the system call. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_readv(int fd, const struct iovec *iov, int iovcnt,
+                                                   int64_t timeout_ns);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_writev(int fd, const struct iovec *iov, int iovcnt,
+                                                    int64_t timeout_ns);
+
+/* coro_writev_all - awaitable: write every byte of the vector, waiting as
+ * often as needed; the timeout covers the whole write; iovcnt may exceed
+ * IOV_MAX.  The progress lives in the caller's array: it is advanced in
+ * place (entries written are emptied, the first unfinished one starts at
+ * its first unwritten byte), so after -ETIMEDOUT or -ECANCELED the array
+ * holds exactly what is left, and a new coro_writev_all over it goes on
+ * where the last stopped.  Result 0 once all is written, or -errno:
+ * -EINVAL (as coro_writev's, IOV_MAX aside), -ETIMEDOUT, -ECANCELED,
+ * -EBADF, -EBUSY, -ENOMEM, -EPIPE, -ECONNRESET, any error of the system
+ * call. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_writev_all(int fd, struct iovec *iov, int iovcnt,
+                                                        int64_t timeout_ns);
+
+/* coro_sendfile - awaitable: send count bytes of in_fd (a regular file)
+ * to out_fd (a socket, switched to O_NONBLOCK) with sendfile(2): no copy
+ * through user memory.  offset: where to read in_fd from, advanced by the
+ * bytes sent (NULL: in_fd's file position is used and advanced).  Waits
+ * for out_fd as often as needed; the timeout covers the whole transfer.
+ * The progress is in *offset (or the file position), so after -ETIMEDOUT or
+ * -ECANCELED the caller knows what was sent.  Result 0 once all count
+ * bytes are sent, or -errno: -ENODATA (in_fd ended before count bytes),
+ * -EBADF (either fd < 0 or not open), -EINVAL (count > SSIZE_MAX, *offset
+ * < 0, a bad timeout_ns, or an fd sendfile(2) refuses), -EPIPE,
+ * -ECONNRESET, -ETIMEDOUT, -ECANCELED, -EBUSY, -ENOMEM, any error of
+ * sendfile(2). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sendfile(int out_fd, int in_fd, off_t *offset, size_t count,
+                                                      int64_t timeout_ns);
+
+/* coro_splice - awaitable: move up to len bytes from fd_in to fd_out
+ * with splice(2) (one of them a pipe), once; both are switched to
+ * O_NONBLOCK.  The job waits for whichever side blocks: fd_in to be
+ * readable or fd_out to be writable.  Result: the bytes moved (> 0), 0 at
+ * the end of fd_in, or -errno: -EINVAL (len > SSIZE_MAX, a bad timeout_ns,
+ * neither fd a pipe), -EAGAIN (both sides poll ready yet the kernel would
+ * block, several times: try again), -EBADF, -ETIMEDOUT, -ECANCELED, -EBUSY,
+ * -ENOMEM, -EPIPE, any error of splice(2). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_splice(int fd_in, int fd_out, size_t len, int64_t timeout_ns);
+
+/* ---- datagrams and messages (lib/io/dgram.c) ---------------------------- */
+
+/* A socket address of any family with its length: what coro_recvfrom
+ * fills and coro_sendto takes. */
+typedef struct coro_sockaddr {
+    struct sockaddr_storage addr;   /* public */
+    socklen_t len;                  /* public: bytes of addr in use */
+} coro_sockaddr_t;
+
+/* coro_recvfrom - awaitable: receive one datagram (or stream bytes) into
+ * buf with recvfrom(MSG_DONTWAIT), the sender's address into *from (NULL:
+ * not wanted; from->len is set on success).  buf and from must stay valid
+ * until the await completes.  A datagram longer than len is truncated (as
+ * recvfrom(2)); a len above INT32_MAX is taken as INT32_MAX.  Result: the
+ * bytes received (0: an empty datagram, or a stream's end), or -errno:
+ * -EINVAL (NULL buf with len > 0, a bad timeout_ns), -ENOTSOCK,
+ * -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -ENOMEM, -ECONNREFUSED (a
+ * connected UDP socket whose peer's port is closed), any error of
+ * recvfrom(2). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_recvfrom(int fd, void *buf, size_t len, coro_sockaddr_t *from,
+                                                      int64_t timeout_ns);
+
+/* coro_sendto - awaitable: send buf as one datagram to *to
+ * (sendto(MSG_DONTWAIT | MSG_NOSIGNAL); to NULL: a connected socket's
+ * peer).  buf and to must stay valid until the await completes.  Result:
+ * the bytes sent, or -errno: -EINVAL (NULL buf with len > 0, to->len
+ * larger than to->addr, a bad timeout_ns), -EMSGSIZE (longer than the
+ * socket takes in one datagram; always above INT32_MAX), -ENOTSOCK,
+ * -EDESTADDRREQ, -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -ENOMEM, -EPIPE,
+ * any error of sendto(2). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sendto(int fd, const void *buf, size_t len,
+                                                    const coro_sockaddr_t *to, int64_t timeout_ns);
+
+/* coro_recvmsg / coro_sendmsg - awaitable: recvmsg(2) / sendmsg(2) with
+ * the caller's msg (and everything it points to: name, iovecs, control
+ * buffer) valid until the await completes, and flags with MSG_DONTWAIT
+ * added (MSG_NOSIGNAL to send, MSG_CMSG_CLOEXEC to receive: descriptors
+ * passed with SCM_RIGHTS arrive close-on-exec, and are new to corokit as
+ * an accepted fd is).  The kernel updates msg as recvmsg(2) says
+ * (msg_namelen, msg_controllen, msg_flags: MSG_TRUNC, MSG_CTRUNC).
+ * Result: the bytes moved, or -errno: -EINVAL (NULL msg, flags < 0, a bad
+ * timeout_ns), -ENOTSOCK, -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -ENOMEM,
+ * -EPIPE, -EMSGSIZE, any error of the system call. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_recvmsg(int fd, struct msghdr *msg, int flags,
+                                                     int64_t timeout_ns);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_sendmsg(int fd, const struct msghdr *msg, int flags,
+                                                     int64_t timeout_ns);
+
+/* ---- exact and buffered reads (lib/io/bufread.c) ------------------------ */
+
+/* coro_read_exact - awaitable: read exactly len bytes into buf, waiting as
+ * often as needed; the timeout covers the whole read.  Result: len, 0 at
+ * end of file before the first byte, or -errno: -EPIPE (the end came after
+ * some bytes but before len), -EINVAL (NULL buf with len > 0, len >
+ * SSIZE_MAX, a bad timeout_ns), -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY,
+ * -ENOMEM, -ECONNRESET, any error of coro_read.  On a failure the bytes
+ * read so far are in buf but not counted: the stream's position is lost,
+ * so close it; to survive a timeout or a cancel with nothing lost, read
+ * through a coro_bufreader_t (coro_bufreader_exact). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_read_exact(int fd, void *buf, size_t len, int64_t timeout_ns);
+
+/* A buffered reader over an fd and a buffer of the caller's (its bounds:
+ * no line or record longer than the buffer is ever assembled).  Fields
+ * are private; coro_bufreader_init sets them.  One job at a time. */
+typedef struct coro_bufreader {
+    int fd;             /* private */
+    int delim;          /* private: of the read under way */
+    char *buf;          /* private */
+    size_t cap;         /* private */
+    size_t start;       /* private: first unconsumed byte */
+    size_t end;         /* private: one past the last byte read */
+    size_t scanned;     /* private: bytes after start known to hold no delim */
+    size_t want;        /* private: coro_bufreader_exact's n */
+    const char **out;   /* private: where the result's address goes */
+    int eof;            /* private: the fd gave 0 */
+    int reserved;       /* private */
+} coro_bufreader_t;
+
+/* coro_bufreader_init - r reads fd through buf (cap bytes, > 0), which
+ * must outlive r.  Returns 0, or -EINVAL (NULL r or buf, cap 0 or >
+ * SSIZE_MAX, fd < 0 is -EBADF).  Any thread; never blocks. */
+CORO_EXTERN int coro_bufreader_init(coro_bufreader_t *r, int fd, void *buf, size_t cap);
+
+/* coro_bufreader_until - awaitable: the next record ending in byte delim
+ * (0-255): *line points at it inside the reader's buffer (valid until the
+ * next call on r).  Result: its length with the delimiter, or at the end
+ * of the stream the last bytes without one; 0 at the end with nothing
+ * left; -EMSGSIZE when cap bytes hold no delimiter: *line then points at
+ * those cap bytes, which are consumed, and the next call goes on with the
+ * rest of the record (the reader stays usable); or -errno of coro_read
+ * (-ETIMEDOUT, -ECANCELED, -ECONNRESET ...) with nothing consumed: every
+ * byte read stays buffered for the next call.  -EINVAL: NULL r or line,
+ * delim outside 0-255, a bad timeout_ns.  coro_bufreader_line is
+ * coro_bufreader_until(r, '\n', ...). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_bufreader_until(coro_bufreader_t *r, int delim,
+                                                             const char **line, int64_t timeout_ns);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_bufreader_line(coro_bufreader_t *r, const char **line,
+                                                            int64_t timeout_ns);
+
+/* coro_bufreader_exact - awaitable: the next n bytes (1 <= n <= cap):
+ * *data points at them inside the buffer (valid until the next call on
+ * r).  Result n, 0 at the end with nothing left, -EPIPE at the end with
+ * fewer than n left (they stay buffered), -EINVAL (NULL r or data, n 0 or
+ * > cap, a bad timeout_ns), or with nothing consumed -ETIMEDOUT,
+ * -ECANCELED, -ECONNRESET or another error of coro_read. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_bufreader_exact(coro_bufreader_t *r, size_t n,
+                                                             const char **data, int64_t timeout_ns);
+
+/* coro_bufreader_buffered - bytes read from the fd and not yet consumed
+ * (they come before any later read of r; 0 for NULL).  Any thread. */
+CORO_EXTERN size_t coro_bufreader_buffered(const coro_bufreader_t *r);
+
+/* ---- files at an offset (lib/io/pfile.c) -------------------------------- */
+
+/* coro_pread / coro_pwrite - awaitable: pread(2) / pwrite(2) of fd at
+ * offset; the file position is untouched.  Tried first on the worker
+ * with RWF_NOWAIT (preadv2 / pwritev2), which completes only when the
+ * kernel need not wait (the pages are cached); otherwise (or where the
+ * kernel lacks it) on the scheduler's blocking pool (coro_blocking), so
+ * the worker runs other jobs meanwhile.  No timeout: a call on the pool
+ * cannot be interrupted once started; a job cancelled (or past its
+ * .deadline) before a pool thread starts it gets -ECANCELED (-ETIMEDOUT)
+ * with nothing read or written.  buf must stay valid until
+ * the await completes.  Result: bytes (pread: 0 at end of file; may be
+ * short), or -errno: -EBADF, -EINVAL (NULL buf with len > 0, len >
+ * SSIZE_MAX, offset < 0), -ESPIPE (fd cannot seek), -EISDIR, -ECANCELED,
+ * -ETIMEDOUT, -EAGAIN and -ENOMEM (no pool thread could be started), any
+ * error of the system call. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_pread(int fd, void *buf, size_t len, off_t offset);
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_pwrite(int fd, const void *buf, size_t len, off_t offset);
+
+/* ---- names: listen and dial (lib/io/net.c) ------------------------------ */
+
+/* Addresses are "host:port" ("127.0.0.1:80", "localhost:8080",
+ * "[::1]:80", "example.org:http", ":8080" or "*:8080" for every local
+ * address), or "unix:/path" for a unix stream socket ("unix:@name": the
+ * abstract namespace).  A name that getaddrinfo(3) cannot resolve is
+ * mapped to an errno: EAI_NONAME, EAI_NODATA, EAI_ADDRFAMILY -> -ENXIO
+ * ("no such host"), EAI_AGAIN -> -EAGAIN, EAI_FAIL -> -EIO, EAI_FAMILY ->
+ * -EAFNOSUPPORT, EAI_SERVICE and EAI_SOCKTYPE -> -EINVAL, EAI_MEMORY ->
+ * -ENOMEM, EAI_SYSTEM -> the errno it names, any other -> -EIO. */
+
+/* coro_listen - a listening stream socket on addr: family AF_INET,
+ * AF_INET6 or AF_UNSPEC (the first address the name gives) for
+ * "host:port", AF_UNIX or AF_UNSPEC for "unix:/path"; SO_REUSEADDR,
+ * non-blocking, close-on-exec.  A name (not a number) is resolved on the
+ * calling thread: call it from main, or give a numeric host from a job.
+ * Returns the fd, or -errno: -EINVAL (NULL addr, no ':', a bad port,
+ * backlog < 0, a path too long), -EAFNOSUPPORT (a family that is none of
+ * those, or that the address is not of), -ENXIO (the name does not
+ * resolve), -EAGAIN, -EIO, -ENOMEM (the mapping above), any error of
+ * socket(2), bind(2) (-EADDRINUSE, -EACCES) or listen(2).  Any thread;
+ * blocks only to resolve a name. */
+CORO_EXTERN int coro_listen(int family, const char *addr, int backlog);
+
+/* coro_dial - awaitable: a connected stream socket to addr (as
+ * coro_listen's; a name is resolved with getaddrinfo(3) on the
+ * scheduler's blocking pool, never on a worker), each address tried in
+ * turn until one connects.  addr must stay valid until the await
+ * completes.  The timeout covers the resolution and every attempt.
+ * Result: the fd (non-blocking, close-on-exec), or -errno: -EINVAL (NULL
+ * addr, no ':', a bad port, a bad timeout_ns), -ENXIO (the name does not
+ * resolve), -EIO, -EAFNOSUPPORT (the mapping above), -EPERM (not inside a
+ * job), -ECONNREFUSED, -ENETUNREACH, -ETIMEDOUT, -ECANCELED (cancelled before or
+ * while connecting: no fd is left open; a resolution under way finishes
+ * on its pool thread and is freed there), -EAGAIN and -ENOMEM (no pool
+ * thread), any error of socket(2) or connect(2) (the last address's). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_dial(const char *addr, int64_t timeout_ns);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@
 #define BENCH_CHAIN 1000            /* chained_spawn length */
 #define BENCH_FIB_N 27              /* fib(27) */
 #define BENCH_IO_TRIPS 10000        /* io_pingpong round trips */
+#define BENCH_UDP_BYTES 32          /* udp_pingpong: bytes per datagram */
 #define BENCH_IO_PAIRS 64           /* io_pingpong_64: pairs sharing those trips */
 #define BENCH_BUSY_PAIRS 32         /* io_busy_H: socketpair pairs... */
 #define BENCH_BUSY_TRIPS 200        /* ...round trips each, beside a CPU-bound

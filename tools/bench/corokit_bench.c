@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 /* The shapes that need events (sync.h) or I/O and timers (io.h) are built
  * only once the library has those parts; `corokit_bench list` names what
@@ -54,6 +55,7 @@ static const char *const shapes[] = {
 #ifdef BENCH_IO
     "io_pingpong",       "timers",                 "io_under_load",
     "io_pingpong_64",    "io_busy_50",             "io_busy_500",   "io_busy_2000",
+    "udp_pingpong",
 #endif
 #if defined(BENCH_IO) && defined(BENCH_SYNC)
     "timed_waits",
@@ -544,6 +546,68 @@ static int64_t io_pingpong_64(long n)
     return bench_now_ns() - t0;
 }
 
+/* ---- udp_pingpong ------------------------------------------------------------
+ * two jobs bounce one BENCH_UDP_BYTES datagram between two unconnected UDP
+ * sockets on 127.0.0.1, n round trips: each sends with coro_sendto to the
+ * other's address and receives with coro_recvfrom (the sender's address
+ * taken, as an echo server takes it) */
+struct udp_end {
+    coro_t co;
+    int fd, first;
+    long i, n;
+    coro_sockaddr_t peer, from;
+    char b[BENCH_UDP_BYTES];
+};
+static struct udp_end udp_a, udp_b;
+
+static int udp_fn(coro_t *co)
+{
+    struct udp_end *x = CORO_SELF(co, struct udp_end);
+    CORO_BEGIN(co);
+    for (x->i = 0; x->i < x->n; x->i++) {
+        if (x->first) {
+            CORO_AWAIT(co, coro_sendto(x->fd, x->b, sizeof x->b, &x->peer, CORO_FOREVER));
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->b)
+                die("coro_sendto", (long)CORO_RESULT(co));
+        }
+        CORO_AWAIT(co, coro_recvfrom(x->fd, x->b, sizeof x->b, &x->from, CORO_FOREVER));
+        if (CORO_RESULT(co) != (intptr_t)sizeof x->b)
+            die("coro_recvfrom", (long)CORO_RESULT(co));
+        if (!x->first) {
+            CORO_AWAIT(co, coro_sendto(x->fd, x->b, sizeof x->b, &x->from, CORO_FOREVER));
+            if (CORO_RESULT(co) != (intptr_t)sizeof x->b)
+                die("coro_sendto", (long)CORO_RESULT(co));
+        }
+    }
+    CORO_END(co);
+}
+
+static int udp_bound(coro_sockaddr_t *self)
+{
+    struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    self->len = sizeof self->addr;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) != 0 ||
+        getsockname(fd, (struct sockaddr *)&self->addr, &self->len) != 0)
+        die("udp socket", -1);
+    return fd;
+}
+
+static int64_t udp_pingpong(long n)
+{
+    if (!udp_a.n) {
+        udp_a.fd = udp_bound(&udp_b.peer), udp_a.first = 1;
+        udp_b.fd = udp_bound(&udp_a.peer), udp_b.first = 0;
+    }
+    udp_a.n = udp_b.n = n;
+    int64_t t0 = bench_now_ns();
+    spawn(&udp_a.co, udp_fn, NULL);
+    spawn(&udp_b.co, udp_fn, NULL);
+    join(&udp_a.co);
+    join(&udp_b.co);
+    return bench_now_ns() - t0;
+}
+
 /* ---- io_busy_H -----------------------------------------------------------------
  * BENCH_BUSY_PAIRS socketpair pairs ping-pong BENCH_BUSY_TRIPS round trips
  * each, beside one CPU-bound job per worker that works H us between
@@ -1007,6 +1071,8 @@ int main(int argc, char **argv)
         is_timers = 2, size = size > 0 ? size : 200;
     else if (strcmp(sh, "io_pingpong_64") == 0)
         fn = io_pingpong_64, size = size > 0 ? size : BENCH_IO_TRIPS;
+    else if (strcmp(sh, "udp_pingpong") == 0)
+        fn = udp_pingpong, size = size > 0 ? size : BENCH_IO_TRIPS;
     else if (strncmp(sh, "io_busy_", 8) == 0 && atol(sh + 8) > 0)
         is_timers = 3, size = size > 0 ? size : BENCH_BUSY_TRIPS;
 #endif

@@ -11,6 +11,11 @@
 #   CONNS="64 1000" wrk -c values
 #   WORKERS=2       httpd's workers and nginx's worker_processes
 #   NO_INSTALL=1    do not apt-get nginx-light / wrk when missing
+#   FILE=1M         serve a static file of that size (a number of bytes,
+#                   or with K or M) instead of "hello": GET /file, httpd
+#                   with HTTPD_FILE (coro_sendfile), nginx with sendfile on
+#                   and tcp_nopush on (the same file, one copy on tmpfs or
+#                   disk, read from the page cache by both)
 #   FLOOR=1         also run tools/bench/http_floor.c (no library: WORKERS
 #                   threads on epoll, one recv and one send per request),
 #                   the floor that tells what httpd could reach here
@@ -29,6 +34,7 @@ HTTPD_PORT=18080
 NGINX_PORT=18081
 FLOOR_PORT=18082
 FLOOR=${FLOOR:-}
+FILE=${FILE:-}
 
 say() { printf '== %s\n' "$*" >&2; }
 
@@ -65,6 +71,22 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+URL_PATH=/
+LOCATION='location / { return 200 "hello"; }'
+if [ -n "$FILE" ]; then
+    [ -n "$FLOOR" ] && { echo "FILE and FLOOR do not go together (the floor answers hello)" >&2; exit 1; }
+    case $FILE in
+        *K) bytes=$((${FILE%K} * 1024)) ;;
+        *M) bytes=$((${FILE%M} * 1024 * 1024)) ;;
+        *) bytes=$FILE ;;
+    esac
+    mkdir -p "$TMP/www"
+    head -c "$bytes" /dev/urandom >"$TMP/www/file"
+    URL_PATH=/file
+    LOCATION="sendfile on; tcp_nopush on; location = /file { default_type application/octet-stream; alias $TMP/www/file; }"
+    export HTTPD_FILE=$TMP/www/file
+fi
+
 user_line=
 [ "$(id -u)" = 0 ] && user_line="user root;"
 cat >"$TMP/nginx.conf" <<EOF
@@ -84,7 +106,7 @@ http {
     keepalive_requests 1000000;
     server {
         listen 127.0.0.1:$NGINX_PORT reuseport backlog=4096;
-        location / { return 200 "hello"; }
+        $LOCATION
     }
 }
 EOF
@@ -93,7 +115,7 @@ PIDS+=($!)
 "$HTTPD" "$HTTPD_PORT" "$WORKERS" &
 PIDS+=($!)
 
-up() { for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; return 1; }
+up() { for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1$URL_PATH" && return 0; sleep 0.1; done; return 1; }
 up "$NGINX_PORT" || { echo "nginx did not start:" >&2; cat "$TMP/error.log" >&2; exit 1; }
 up "$HTTPD_PORT" || { echo "httpd did not start" >&2; exit 1; }
 if [ -n "$FLOOR" ]; then
@@ -102,10 +124,12 @@ if [ -n "$FLOOR" ]; then
     up "$FLOOR_PORT" || { echo "http_floor did not start" >&2; exit 1; }
 fi
 
-rps() { wrk -t2 -c"$2" -d"$DURATION" "http://127.0.0.1:$1/" 2>/dev/null | awk '/^Requests\/sec:/ { print $2 }'; }
+rps() { wrk -t2 -c"$2" -d"$DURATION" "http://127.0.0.1:$1$URL_PATH" 2>/dev/null | awk '/^Requests\/sec:/ { print $2 }'; }
 median() { sort -n | awk '{ v[n++] = $1 } END { print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
 
-echo "httpd (corokit, $WORKERS workers) vs nginx-light ($WORKERS worker processes), wrk -t2 -d$DURATION, $(nproc) CPUs, $(uname -r)"
+what="hello"
+[ -n "$FILE" ] && what="a $FILE file (GET /file, sendfile)"
+echo "httpd (corokit, $WORKERS workers) vs nginx-light ($WORKERS worker processes) serving $what, wrk -t2 -d$DURATION, $(nproc) CPUs, $(uname -r)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 port_of() { case $1 in h) echo "$HTTPD_PORT" ;; n) echo "$NGINX_PORT" ;; f) echo "$FLOOR_PORT" ;; esac; }
 SERVERS="h n"

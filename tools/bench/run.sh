@@ -35,7 +35,7 @@ QUICK=${QUICK:-0}
 if [ -n "$QUICK" ]; then ROUNDS=${ROUNDS:-3}; else ROUNDS=${ROUNDS:-5}; fi
 WORKERS=${WORKERS:-$(nproc)}
 SYSTEMS=${SYSTEMS:-"corokit tokio go tbb openmp marl floor"}
-ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib fib_fork io_pingpong io_pingpong_64 io_under_load io_busy_50 io_busy_500 io_busy_2000 timers timed_waits memory blocking_roundtrip blocking_roundtrip_par"
+ALL_SHAPES="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib fib_fork io_pingpong io_pingpong_64 io_under_load io_busy_50 io_busy_500 io_busy_2000 timers timed_waits memory blocking_roundtrip blocking_roundtrip_par udp_pingpong"
 SHAPES=${SHAPES:-$ALL_SHAPES}
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
@@ -55,7 +55,7 @@ iters_for() {
         yield_many) n=10 ;;
         chained_spawn) n=50 ;;
         fib | fib_fork) n=3 ;;
-        io_pingpong | io_pingpong_64) n=8 ;;
+        io_pingpong | io_pingpong_64 | udp_pingpong) n=8 ;;
         io_busy_50 | io_busy_500 | io_busy_2000) n=1 ;;
         timed_waits) n=3 ;;
         io_under_load) n=5 ;;
@@ -256,7 +256,7 @@ stats() {
         END { flush() }' >>"$OUT/results.csv"
 }
 
-ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib fib_fork io_pingpong io_pingpong_64 io_under_load io_under_load_p99_late io_busy_50 io_busy_50_p99_late io_busy_500 io_busy_500_p99_late io_busy_2000 io_busy_2000_p99_late timers timers_p99_late timed_waits memory memory_spawn blocking_roundtrip blocking_roundtrip_par"
+ORDER="spawn_many_local spawn_many_remote spawn_many_remote_busy ping_pong yield_many chained_spawn fib fib_fork io_pingpong io_pingpong_64 io_under_load io_under_load_p99_late io_busy_50 io_busy_50_p99_late io_busy_500 io_busy_500_p99_late io_busy_2000 io_busy_2000_p99_late timers timers_p99_late timed_waits memory memory_spawn blocking_roundtrip blocking_roundtrip_par udp_pingpong"
 
 # the table: per shape and system, median and p10-p90, and peer/corokit
 table() {

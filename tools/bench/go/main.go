@@ -39,7 +39,7 @@ const (
 var shapes = []string{"spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy",
 	"ping_pong", "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory",
 	"io_under_load", "io_pingpong_64", "io_busy_50", "io_busy_500", "io_busy_2000",
-	"timed_waits"}
+	"timed_waits", "udp_pingpong"}
 
 const (
 	ioPairs    = 64          // io_pingpong_64: pairs sharing the round trips
@@ -307,6 +307,53 @@ func ioPingPong(p ioPair, trips int) int64 {
 				panic(err)
 			}
 			if _, err := p.b.Write(buf); err != nil {
+				panic(err)
+			}
+		}
+		wg.Done()
+	}()
+	wg.Wait()
+	return int64(time.Since(t0))
+}
+
+// udp_pingpong: two goroutines bounce one udpBytes datagram between two
+// unconnected UDP sockets on 127.0.0.1 (WriteToUDP to the other's
+// address, ReadFromUDP taking the sender's)
+const udpBytes = 32
+
+func newUDP() *net.UDPConn {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func udpPingPong(a, b *net.UDPConn, trips int) int64 {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	bAddr := b.LocalAddr().(*net.UDPAddr)
+	t0 := time.Now()
+	go func() {
+		buf := make([]byte, udpBytes)
+		for i := 0; i < trips; i++ {
+			if _, err := a.WriteToUDP(buf, bAddr); err != nil {
+				panic(err)
+			}
+			if n, _, err := a.ReadFromUDP(buf); err != nil || n != udpBytes {
+				panic(err)
+			}
+		}
+		wg.Done()
+	}()
+	go func() {
+		buf := make([]byte, udpBytes)
+		for i := 0; i < trips; i++ {
+			n, from, err := b.ReadFromUDP(buf)
+			if err != nil || n != udpBytes {
+				panic(err)
+			}
+			if _, err := b.WriteToUDP(buf, from); err != nil {
 				panic(err)
 			}
 		}
@@ -588,6 +635,10 @@ func main() {
 		n := def(ioTrips)
 		p := newPair()
 		run = func() (int64, string) { return ioPingPong(p, n), "" }
+	case "udp_pingpong":
+		n := def(ioTrips)
+		a, b := newUDP(), newUDP()
+		run = func() (int64, string) { return udpPingPong(a, b, n), "" }
 	case "io_under_load":
 		n := def(200)
 		run = func() (int64, string) {

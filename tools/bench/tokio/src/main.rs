@@ -32,10 +32,10 @@ const TIMER_SEED: u64 = 0x5eedc0c0;
 const BLOCKING_CALLS: usize = 10_000;
 const BLOCKING_JOBS: usize = 8;
 
-const SHAPES: [&str; 18] = [
+const SHAPES: [&str; 19] = [
     "spawn_many_local", "spawn_many_remote", "spawn_many_remote_busy", "ping_pong",
     "yield_many", "chained_spawn", "fib", "io_pingpong", "timers", "memory", "io_under_load",
-    "blocking_roundtrip", "blocking_roundtrip_par", "io_pingpong_64", "io_busy_50",
+    "blocking_roundtrip", "blocking_roundtrip_par", "io_pingpong_64", "udp_pingpong", "io_busy_50",
     "io_busy_500", "io_busy_2000", "timed_waits",
 ];
 const IO_PAIRS: usize = 64;
@@ -224,6 +224,42 @@ fn io_pingpong(rt: &Runtime, trips: usize) -> u64 {
             for _ in 0..trips {
                 b.read_exact(&mut buf).await.unwrap();
                 b.write_all(&buf).await.unwrap();
+            }
+        });
+        ja.await.unwrap();
+        jb.await.unwrap();
+    });
+    ns(t0)
+}
+
+// udp_pingpong: two tasks bounce one UDP_BYTES datagram between two
+// unconnected UdpSockets on 127.0.0.1 (send_to the other's address,
+// recv_from taking the sender's)
+const UDP_BYTES: usize = 32;
+
+fn udp_pingpong(rt: &Runtime, trips: usize) -> u64 {
+    let (a, b) = rt.block_on(async {
+        let a = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let b = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        (a, b)
+    });
+    let b_addr = b.local_addr().unwrap();
+    let t0 = Instant::now();
+    rt.block_on(async move {
+        let ja = tokio::spawn(async move {
+            let mut buf = [1u8; UDP_BYTES];
+            for _ in 0..trips {
+                a.send_to(&buf, b_addr).await.unwrap();
+                let (n, _) = a.recv_from(&mut buf).await.unwrap();
+                assert_eq!(n, UDP_BYTES);
+            }
+        });
+        let jb = tokio::spawn(async move {
+            let mut buf = [0u8; UDP_BYTES];
+            for _ in 0..trips {
+                let (n, from) = b.recv_from(&mut buf).await.unwrap();
+                assert_eq!(n, UDP_BYTES);
+                b.send_to(&buf, from).await.unwrap();
             }
         });
         ja.await.unwrap();
@@ -573,6 +609,7 @@ fn main() {
             "fib" => (fib_bench(rt, def(FIB_N)), String::new()),
             "io_pingpong" => (io_pingpong(rt, def(IO_TRIPS)), String::new()),
             "io_pingpong_64" => (io_pingpong_64(rt, def(IO_TRIPS)), String::new()),
+            "udp_pingpong" => (udp_pingpong(rt, def(IO_TRIPS)), String::new()),
             "io_busy_50" | "io_busy_500" | "io_busy_2000" => {
                 let h: u64 = shape[8..].parse().unwrap();
                 let (t, p) = io_busy(rt, workers, def(BUSY_TRIPS), h);
