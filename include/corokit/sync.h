@@ -276,9 +276,81 @@ CORO_EXTERN int coro_chan_close(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_len(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_cap(coro_chan_t *ch);
 
+/* ---- read-write lock --------------------------------------------------------------
+ * Many readers or one writer.  Not recursive (a holder that asks again
+ * may wait forever; a writer asking again gets -EDEADLK).
+ * POLICY (Go's sync.RWMutex): writers are preferred - a reader that comes
+ * while a writer holds the lock or waits for it waits too, so a stream of
+ * readers cannot starve a writer - and readers are not starved either:
+ * when a writer lets go, every reader waiting at that moment gets the lock
+ * together before the next writer, and when the last reader lets go the
+ * oldest waiting writer gets it.  So writers and batches of readers take
+ * turns; writers among themselves are FIFO.  The lock is handed over: a
+ * released lock goes straight to its next holders, nobody barges in.
+ * A writer that stops waiting (timeout, cancel, an unchosen select branch)
+ * lets in at once the readers that waited only because of it.
+ * OWNERSHIP: a write lock is owned as a mutex is (coro_mutex_t: the whole
+ * job, or the plain thread), so coro_sched_dump can name its holder and
+ * write_unlock can refuse a non-owner; read holds are anonymous (a count).
+ * A lock held by a job that finishes stays held. */
+typedef struct coro_rwlock {
+    uint32_t magic;     /* private */
+    uint32_t readers;   /* private: read holds */
+    uintptr_t writer;   /* private: the write holder (as coro_mutex_t.owner), 0 none */
+} coro_rwlock_t;
+
+/* coro_rwlock_init - unlocked.  0 or -EINVAL (NULL).  Never blocks. */
+CORO_EXTERN int coro_rwlock_init(coro_rwlock_t *rw);
+
+/* coro_rwlock_destroy - 0; -EBUSY while held or waited on (rw stays
+ * valid); -EINVAL (NULL or not initialised).  Never blocks. */
+CORO_EXTERN int coro_rwlock_destroy(coro_rwlock_t *rw);
+
+/* coro_rwlock_read_lock - awaitable: take a read hold.  Tries at once (a
+ * free lock, or one read-held with no writer waiting, is taken there).
+ * Result 0 (the job holds a read hold), -ETIMEDOUT, -ECANCELED, -ENOMEM
+ * (nothing held then), -EDEADLK (the job holds the write lock), -EAGAIN
+ * (2^32 - 1 read holds already), -EINVAL (bad rw or timeout).  Selectable
+ * (coro_select_read_lock). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_rwlock_read_lock(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_write_lock - awaitable: take the write lock for the job.
+ * Tries at once.  Result 0 (the job owns it), -ETIMEDOUT, -ECANCELED,
+ * -ENOMEM (nothing held then), -EDEADLK (the job owns it already),
+ * -EINVAL.  Selectable (coro_select_write_lock). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_rwlock_write_lock(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_read_lock_blocking / coro_rwlock_write_lock_blocking - the
+ * same for a plain thread: block.  0, -ETIMEDOUT, -EDEADLK (called from a
+ * job, or the thread owns the write lock), -EAGAIN (read: too many
+ * holds), -EINVAL. */
+CORO_EXTERN int coro_rwlock_read_lock_blocking(coro_rwlock_t *rw, int64_t timeout_ns);
+CORO_EXTERN int coro_rwlock_write_lock_blocking(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_try_read_lock / coro_rwlock_try_write_lock - take it if that
+ * needs no wait, for the caller (the running job, else the plain thread).
+ * 0, -EAGAIN (not now: held, or - read - a writer waits; or too many read
+ * holds), -EDEADLK (the caller owns the write lock), -EINVAL.  Never
+ * block; any thread or job. */
+CORO_EXTERN int coro_rwlock_try_read_lock(coro_rwlock_t *rw);
+CORO_EXTERN int coro_rwlock_try_write_lock(coro_rwlock_t *rw);
+
+/* coro_rwlock_read_unlock - give back one read hold (the next holders, if
+ * it was the last, get the lock).  0, -EPERM (no read hold: nothing
+ * changes), -EINVAL.  Any thread or job; never blocks.  Read holds are
+ * not owned: the caller's own hold is the caller's business. */
+CORO_EXTERN int coro_rwlock_read_unlock(coro_rwlock_t *rw);
+
+/* coro_rwlock_write_unlock - give back the write lock (the next holders
+ * get it).  The caller is the running job (whatever frame of it calls),
+ * else the plain thread.  0, -EPERM (the caller does not own it: nothing
+ * changes), -EINVAL.  Any thread or job; never blocks. */
+CORO_EXTERN int coro_rwlock_write_unlock(coro_rwlock_t *rw);
+
 /* ---- select ---------------------------------------------------------------------
  * Wait for the first of up to CORO_SELECT_MAX branches: channel receive,
- * channel send, event, a job's end, fd readable, fd writable, a timer.
+ * channel send, event, a job's end, fd readable, fd writable, a timer,
+ * semaphore acquire, read or write lock of a coro_rwlock_t.
  * Exactly one branch completes, the others are withdrawn untouched (an
  * unchosen receive takes no item, an unchosen send puts none, an unchosen
  * fd branch consumes no readiness: the next wait on that fd still sees
@@ -323,6 +395,19 @@ CORO_EXTERN int coro_select_init(coro_select_t *sel);
 CORO_EXTERN int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out);
 CORO_EXTERN int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item);
 CORO_EXTERN int coro_select_event(coro_select_t *sel, coro_event_t *ev);
+
+/* coro_select_acquire - add a branch that takes one unit of sem (taken
+ * only if that branch is chosen).  coro_select_read_lock /
+ * coro_select_write_lock - add a branch that takes a read hold / the
+ * write lock of rw (the write lock owned by the job that selects, or the
+ * plain thread of coro_select_blocking); taken only if chosen, and an
+ * unchosen write branch that waited holds no reader back afterwards.
+ * Their coro_select_result: 0, or EDEADLK / EAGAIN, negated, as the
+ * awaitables.  Index, -EINVAL (NULL or invalid sel or object), -ENOSPC.
+ * Not while a select waits. */
+CORO_EXTERN int coro_select_acquire(coro_select_t *sel, coro_sem_t *sem);
+CORO_EXTERN int coro_select_read_lock(coro_select_t *sel, coro_rwlock_t *rw);
+CORO_EXTERN int coro_select_write_lock(coro_select_t *sel, coro_rwlock_t *rw);
 
 /* coro_select_done - add a branch on job's end: chosen when job finishes
  * (at once if it has); coro_select_result gives the job's own result.
