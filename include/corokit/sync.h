@@ -347,6 +347,90 @@ CORO_EXTERN int coro_rwlock_read_unlock(coro_rwlock_t *rw);
  * changes), -EINVAL.  Any thread or job; never blocks. */
 CORO_EXTERN int coro_rwlock_write_unlock(coro_rwlock_t *rw);
 
+/* ---- broadcast channel ------------------------------------------------------------
+ * Every receiver gets every item (tokio's broadcast): a bounded ring of
+ * the last cap items (pointers; NULL is a valid item).  A send never
+ * waits: it overwrites the oldest item, so a receiver that falls more
+ * than cap items behind loses the oldest ones and is TOLD: its next
+ * receive gives -EOVERFLOW instead of an item, coro_bcast_missed(rx) says
+ * how many it lost, and the receive after that gives the oldest item still
+ * kept.  A receiver that keeps within cap items of the senders loses
+ * nothing.  Receivers are caller-owned coro_bcast_rx_t structs: subscribe
+ * one (it sees the items sent after that), receive with it from one job
+ * or thread at a time, unsubscribe it.  Closing fails further sends with
+ * -EPIPE; each receiver gets what it has not yet received, then -EPIPE.
+ * The ring is the caller's (coro_bcast_init) or allocated once at init
+ * (coro_bcast_init_alloc): nothing is allocated on send or receive. */
+typedef struct coro_bcast {
+    uint32_t magic;             /* private */
+    uint32_t closed;            /* private */
+    void **buf;                 /* private: buf[seq % cap] holds item seq */
+    size_t cap;                 /* private */
+    uint64_t tail;              /* private: the seq of the next item sent */
+    uint64_t receivers;         /* private: subscribed */
+    const coro_alloc_t *alloc;  /* private: set when init_alloc made buf */
+    int owned;                  /* private */
+} coro_bcast_t;
+
+typedef struct coro_bcast_rx {
+    uint32_t magic;             /* private */
+    uint32_t pad;               /* private */
+    coro_bcast_t *bc;           /* private */
+    uint64_t next;              /* private: the seq it receives next */
+    uint64_t missed;            /* private: what its last -EOVERFLOW lost */
+} coro_bcast_rx_t;
+
+/* coro_bcast_init - a broadcast channel over the caller's storage
+ * buf[cap] (which must outlive it).  0 or -EINVAL (NULL bc or buf, cap 0).
+ * coro_bcast_init_alloc - the same with cap slots from alloc (NULL =
+ * malloc), freed by coro_bcast_destroy: 0, -EINVAL, -ENOMEM (then bc is
+ * not initialised).  Never block. */
+CORO_EXTERN int coro_bcast_init(coro_bcast_t *bc, void **buf, size_t cap);
+CORO_EXTERN int coro_bcast_init_alloc(coro_bcast_t *bc, size_t cap, const coro_alloc_t *alloc);
+
+/* coro_bcast_destroy - 0; -EBUSY while a receiver is subscribed (bc stays
+ * valid: unsubscribe them first); -EINVAL. */
+CORO_EXTERN int coro_bcast_destroy(coro_bcast_t *bc);
+
+/* coro_bcast_subscribe - make rx a receiver of bc, starting with the next
+ * item sent.  0, -EINVAL (NULL, bc not initialised, rx already
+ * subscribed), -EPIPE (bc closed).  Any thread or job; never blocks. */
+CORO_EXTERN int coro_bcast_subscribe(coro_bcast_t *bc, coro_bcast_rx_t *rx);
+
+/* coro_bcast_unsubscribe - rx receives no more (what it did not receive
+ * is dropped for it); rx may then be reused or freed.  0, -EBUSY (a job or
+ * thread waits in a receive on rx: nothing changes), -EINVAL (not
+ * subscribed).  Never blocks. */
+CORO_EXTERN int coro_bcast_unsubscribe(coro_bcast_rx_t *rx);
+
+/* coro_bcast_send - put item in the ring for every receiver, waking the
+ * receivers that wait; never waits (a lagging receiver loses its oldest
+ * item instead).  Returns the number of receivers subscribed (0: the item
+ * is kept for nobody), -EPIPE (closed), -EINVAL.  Any thread or job. */
+CORO_EXTERN int64_t coro_bcast_send(coro_bcast_t *bc, void *item);
+
+/* coro_bcast_recv - awaitable: the next item for rx into *out.  Tries at
+ * once.  Result 0 (*out set), -EOVERFLOW (rx fell more than cap items
+ * behind: coro_bcast_missed tells how many it lost; the next receive gives
+ * the oldest kept), -EPIPE (closed and rx has received everything),
+ * -ETIMEDOUT, -ECANCELED, -ENOMEM (nothing received), -EINVAL (NULL or
+ * unsubscribed rx, NULL out, bad timeout).  out must stay valid until the
+ * await completes.  One receive at a time per rx. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_bcast_recv(coro_bcast_rx_t *rx, void **out, int64_t timeout_ns);
+
+/* coro_bcast_recv_blocking - the same for a plain thread: blocks.
+ * -EDEADLK from a job.  coro_bcast_try_recv - never blocks: 0,
+ * -EOVERFLOW, -EAGAIN (nothing new), -EPIPE, -EINVAL. */
+CORO_EXTERN int coro_bcast_recv_blocking(coro_bcast_rx_t *rx, void **out, int64_t timeout_ns);
+CORO_EXTERN int coro_bcast_try_recv(coro_bcast_rx_t *rx, void **out);
+
+/* coro_bcast_missed - how many items rx lost at its last -EOVERFLOW
+ * (>= 1), 0 if it never lagged; -EINVAL.  coro_bcast_close - close bc
+ * and wake every waiting receiver (with -EPIPE: it has received
+ * everything); 0 (a second close does nothing), -EINVAL.  Never block. */
+CORO_EXTERN int64_t coro_bcast_missed(const coro_bcast_rx_t *rx);
+CORO_EXTERN int coro_bcast_close(coro_bcast_t *bc);
+
 /* ---- select ---------------------------------------------------------------------
  * Wait for the first of up to CORO_SELECT_MAX branches: channel receive,
  * channel send, event, a job's end, fd readable, fd writable, a timer,

@@ -236,6 +236,14 @@ bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key)
     return false;
 }
 
+bool coro__parklot_waiting_arg(coro__parklot_bucket_t *b, const void *key, const void *arg0)
+{
+    for (coro_t *w = b->head; w; w = w->next)
+        if (w->wait_obj == key && coro__parklot_args(w)->arg[0].p == arg0)
+            return true;
+    return false;
+}
+
 void coro__parklot_link(coro__parklot_bucket_t *b, const void *key, coro_t *w)
 {
     w->wait_obj = (void *)key;

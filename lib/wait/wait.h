@@ -347,6 +347,10 @@ CORO__HIDDEN coro_t *coro__parklot_take(coro__parklot_bucket_t *b, const void *k
 /* under b (NULL: key's bucket, which the caller holds): is anything
  * (even a stale stand-in) waiting on key? */
 CORO__HIDDEN bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key);
+/* under b: does a waiter of key whose operation's first argument is arg0
+ * wait (a broadcast receiver on its channel's key)? */
+CORO__HIDDEN bool coro__parklot_waiting_arg(coro__parklot_bucket_t *b, const void *key,
+                                            const void *arg0);
 /* under b: append w (a thread's or a branch's record) to key's list */
 CORO__HIDDEN void coro__parklot_link(coro__parklot_bucket_t *b, const void *key, coro_t *w);
 /* under b: park job on key with a timer at the absolute deadline (-1
