@@ -49,6 +49,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "coro.h"
 #include "error.h"
 
@@ -275,6 +276,99 @@ CORO_EXTERN int coro_chan_close(coro_chan_t *ch);
 /* coro_chan_len / coro_chan_cap - items buffered / capacity, or -EINVAL. */
 CORO_EXTERN intptr_t coro_chan_len(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_cap(coro_chan_t *ch);
+
+/* ---- typed channels ---------------------------------------------------------------
+ * CORO_CHAN_TYPED(name, T), at file scope, declares name_t: a coro_chan_t
+ * of T values (T no bigger than a pointer: an int, an fd, an enum, a
+ * pointer to a struct), with static inline wrappers that the compiler
+ * checks - sending a T into another channel type, or receiving into the
+ * wrong slot, does not compile - over the void * API underneath.  A
+ * value is boxed by its bytes, not cast to a pointer, so every value is
+ * an item: an fd of 0 is not NULL and needs no offset.  Every wrapper
+ * has the contract of the coro_chan_* call it wraps:
+ *     name_init_alloc(c, cap, alloc), name_destroy(c), name_close(c)
+ *     name_send(c, T v, timeout_ns)           awaitable
+ *     name_recv(c, name_slot_t *slot, timeout_ns)  awaitable; then
+ *     name_value(slot) is the T received (keep the slot in the frame)
+ *     name_send_blocking(c, T v, timeout_ns), name_recv_blocking(c, T *out, timeout_ns)
+ *     name_try_send(c, T v), name_try_recv(c, T *out)
+ *     name_raw(c): the coro_chan_t underneath (coro_select_recv with
+ *     (void **)&slot->raw, coro_chan_len ...)
+ *
+ *     CORO_CHAN_TYPED(fdchan, int);
+ *     struct acceptor { coro_t co; fdchan_t *conns; fdchan_slot_t got; ... };
+ *     CORO_AWAIT(co, fdchan_recv(a->conns, &a->got, CORO_FOREVER));
+ *     if (CORO_RESULT(co) == 0) serve(fdchan_value(&a->got));
+ */
+/* clang warns of a static function unused in the file that defines it:
+ * the macro defines them all, a program uses a few */
+#if defined(__GNUC__) || defined(__clang__)
+# define CORO__TYPED_FN_ __attribute__((unused))
+#else
+# define CORO__TYPED_FN_
+#endif
+#define CORO_CHAN_TYPED(name, T)                                                        \
+    CORO_STATIC_ASSERT(sizeof(T) <= sizeof(void *),                                     \
+                       "CORO_CHAN_TYPED: " #T " is bigger than a pointer: send a pointer to it"); \
+    typedef struct name { coro_chan_t raw; } name##_t;                                  \
+    typedef struct name##_slot { void *raw; } name##_slot_t;                            \
+    CORO__TYPED_FN_ static inline void *name##_box_(T v)                                                \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        memcpy(&p, &v, sizeof v);                                                       \
+        return p;                                                                       \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline T name##_unbox_(void *p)                                              \
+    {                                                                                   \
+        T v;                                                                            \
+        memcpy(&v, &p, sizeof v);                                                       \
+        return v;                                                                       \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline T name##_value(const name##_slot_t *slot)                             \
+    {                                                                                   \
+        return name##_unbox_(slot->raw);                                                \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline coro_chan_t *name##_raw(name##_t *c) { return &c->raw; }              \
+    CORO__TYPED_FN_ static inline int name##_init_alloc(name##_t *c, size_t cap, const coro_alloc_t *alloc) \
+    {                                                                                   \
+        return coro_chan_init_alloc(&c->raw, cap, alloc);                               \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_destroy(name##_t *c) { return coro_chan_destroy(&c->raw); } \
+    CORO__TYPED_FN_ static inline int name##_close(name##_t *c) { return coro_chan_close(&c->raw); }    \
+    CORO_NODISCARD CORO__TYPED_FN_ static inline coro_await_t name##_send(name##_t *c, T v, int64_t timeout_ns) \
+    {                                                                                   \
+        return coro_chan_send(&c->raw, name##_box_(v), timeout_ns);                     \
+    }                                                                                   \
+    CORO_NODISCARD CORO__TYPED_FN_ static inline coro_await_t name##_recv(name##_t *c, name##_slot_t *slot, \
+                                                          int64_t timeout_ns)           \
+    {                                                                                   \
+        return coro_chan_recv(&c->raw, &slot->raw, timeout_ns);                         \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_send_blocking(name##_t *c, T v, int64_t timeout_ns)        \
+    {                                                                                   \
+        return coro_chan_send_blocking(&c->raw, name##_box_(v), timeout_ns);            \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_recv_blocking(name##_t *c, T *out, int64_t timeout_ns)     \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        int rc = coro_chan_recv_blocking(&c->raw, &p, timeout_ns);                      \
+        if (rc == 0)                                                                    \
+            *out = name##_unbox_(p);                                                    \
+        return rc;                                                                      \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_try_send(name##_t *c, T v)                                 \
+    {                                                                                   \
+        return coro_chan_try_send(&c->raw, name##_box_(v));                             \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_try_recv(name##_t *c, T *out)                              \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        int rc = coro_chan_try_recv(&c->raw, &p);                                       \
+        if (rc == 0)                                                                    \
+            *out = name##_unbox_(p);                                                    \
+        return rc;                                                                      \
+    }                                                                                   \
+    typedef int name##_declared_
 
 /* ---- read-write lock --------------------------------------------------------------
  * Many readers or one writer.  Not recursive (a holder that asks again
