@@ -33,17 +33,36 @@ static int fdrecv_body(coro_t *co)
     CORO_END(co);
 }
 
+struct fdsend {
+    coro_t co;
+    fdchan_t *ch;
+    int v;
+};
+
+static int fdsend_body(coro_t *co)
+{
+    struct fdsend *f = CORO_SELF(co, struct fdsend);
+    CORO_BEGIN(co);
+    for (f->v = -3; f->v <= 100; f->v++) {
+        CORO_AWAIT(co, fdchan_send(f->ch, f->v, CORO_FOREVER));
+        if (CORO_RESULT(co) != 0)
+            CORO_RETURN(co, CORO_RESULT(co));
+    }
+    CORO_RETURN(co, fdchan_close(f->ch));
+    CORO_END(co);
+}
+
 Test(chan_typed, ints_travel_by_value_and_zero_is_an_item, .timeout = 30)
 {
     for (int w = 0; w <= 2; w += 2) {
         coro_sched_t *s = mk(w);
         fdchan_t ch;
         struct fdrecv r = { .ch = &ch };
+        struct fdsend t = { .ch = &ch };
         cr_assert_eq(fdchan_init_alloc(&ch, 4, NULL), 0);
         cr_assert_eq(coro_spawn(s, &r.co, fdrecv_body, NULL), 0);
-        for (int v = -3; v <= 100; v++)
-            cr_assert_eq(fdchan_send_blocking(&ch, v, CORO_FOREVER), 0);
-        cr_assert_eq(fdchan_close(&ch), 0);
+        cr_assert_eq(coro_spawn(s, &t.co, fdsend_body, NULL), 0);
+        cr_assert_eq(join_r(&t.co), 0);
         cr_assert_eq(join_r(&r.co), 0);
         cr_assert_eq(r.n, 104);
         cr_assert_eq(r.sum, 5050 - 6);
@@ -80,5 +99,7 @@ Test(chan_typed, small_structs_and_pointers_round_trip_through_the_try_forms, .t
     cr_assert_eq(fdchan_try_recv(&fc, &fd), 0);
     cr_assert_eq(fd, 0, "fd 0 is an item like any other");
     cr_assert_eq(fdchan_recv_blocking(&fc, &fd, 1000000), -ETIMEDOUT);
+    cr_assert_eq(fdchan_send_blocking(&fc, 7, 0), 0);
+    cr_assert_eq(fdchan_send_blocking(&fc, 8, 0), -ETIMEDOUT);
     cr_assert_eq(fdchan_destroy(&fc), 0);
 }
