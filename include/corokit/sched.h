@@ -192,7 +192,7 @@ typedef struct coro_spawn_opts {
      * the moment and under the rules of on_exit (above), for hooks that
      * need more than the frame (a session shared by two jobs, a pool to
      * give the frame back to).  Set on_exit or on_exit_with, not both
-     * (coro_spawn: -EINVAL).  on_exit_ctx is not read without on_exit_with.
+     * (coro_spawn gives EINVAL).  on_exit_ctx is not read without on_exit_with.
      * Like .name, it costs one allocation at spawn: the frame header does
      * not grow. */
     void (*on_exit_with)(coro_t *co, void *ctx);

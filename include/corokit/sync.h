@@ -518,10 +518,11 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_bcast_recv(coro_bcast_rx_t *rx, voi
 CORO_EXTERN int coro_bcast_recv_blocking(coro_bcast_rx_t *rx, void **out, int64_t timeout_ns);
 CORO_EXTERN int coro_bcast_try_recv(coro_bcast_rx_t *rx, void **out);
 
-/* coro_bcast_missed - how many items rx lost at its last -EOVERFLOW
+/* coro_bcast_missed - how many items rx lost at its last EOVERFLOW
  * (>= 1), 0 if it never lagged; -EINVAL.  coro_bcast_close - close bc
- * and wake every waiting receiver (with -EPIPE: it has received
- * everything); 0 (a second close does nothing), -EINVAL.  Never block. */
+ * and wake every waiting receiver (their receives give EPIPE: they had
+ * received everything); 0 (a second close does nothing), -EINVAL.  Never
+ * block. */
 CORO_EXTERN int64_t coro_bcast_missed(const coro_bcast_rx_t *rx);
 CORO_EXTERN int coro_bcast_close(coro_bcast_t *bc);
 
