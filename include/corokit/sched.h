@@ -188,10 +188,19 @@ typedef struct coro_spawn_opts {
      * the job lives (a string literal is best: a dump may print it while
      * the job finishes).  A named job costs one allocation at spawn. */
     const char *name;
+    /* on_exit with a context: called as on_exit_with(co, on_exit_ctx), at
+     * the moment and under the rules of on_exit (above), for hooks that
+     * need more than the frame (a session shared by two jobs, a pool to
+     * give the frame back to).  Set on_exit or on_exit_with, not both
+     * (coro_spawn gives EINVAL).  on_exit_ctx is not read without on_exit_with.
+     * Like .name, it costs one allocation at spawn: the frame header does
+     * not grow. */
+    void (*on_exit_with)(coro_t *co, void *ctx);
+    void *on_exit_ctx;
     /* Room for fields added by later versions without an ABI break: keep
      * it zero (`= { .priority = ... }` does).  A new field takes the place
      * of reserved words; the size stays. */
-    uint64_t reserved[3];
+    uint64_t reserved[1];
 } coro_spawn_opts_t;
 
 #if defined(__x86_64__) || defined(__aarch64__)

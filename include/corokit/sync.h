@@ -49,6 +49,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "coro.h"
 #include "error.h"
 
@@ -276,9 +277,259 @@ CORO_EXTERN int coro_chan_close(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_len(coro_chan_t *ch);
 CORO_EXTERN intptr_t coro_chan_cap(coro_chan_t *ch);
 
+/* ---- typed channels ---------------------------------------------------------------
+ * CORO_CHAN_TYPED(name, T), at file scope, declares name_t: a coro_chan_t
+ * of T values (T no bigger than a pointer: an int, an fd, an enum, a
+ * pointer to a struct), with static inline wrappers that the compiler
+ * checks - sending a T into another channel type, or receiving into the
+ * wrong slot, does not compile - over the void * API underneath.  A
+ * value is boxed by its bytes, not cast to a pointer, so every value is
+ * an item: an fd of 0 is not NULL and needs no offset.  Every wrapper
+ * has the contract of the coro_chan_* call it wraps:
+ *     name_init_alloc(c, cap, alloc), name_destroy(c), name_close(c)
+ *     name_send(c, T v, timeout_ns)           awaitable
+ *     name_recv(c, name_slot_t *slot, timeout_ns)  awaitable; then
+ *     name_value(slot) is the T received (keep the slot in the frame)
+ *     name_send_blocking(c, T v, timeout_ns), name_recv_blocking(c, T *out, timeout_ns)
+ *     name_try_send(c, T v), name_try_recv(c, T *out)
+ *     name_raw(c): the coro_chan_t underneath (coro_select_recv with
+ *     (void **)&slot->raw, coro_chan_len ...)
+ *
+ *     CORO_CHAN_TYPED(fdchan, int);
+ *     struct acceptor { coro_t co; fdchan_t *conns; fdchan_slot_t got; ... };
+ *     CORO_AWAIT(co, fdchan_recv(a->conns, &a->got, CORO_FOREVER));
+ *     if (CORO_RESULT(co) == 0) serve(fdchan_value(&a->got));
+ */
+/* clang warns of a static function unused in the file that defines it:
+ * the macro defines them all, a program uses a few */
+#if defined(__GNUC__) || defined(__clang__)
+# define CORO__TYPED_FN_ __attribute__((unused))
+#else
+# define CORO__TYPED_FN_
+#endif
+#define CORO_CHAN_TYPED(name, T)                                                        \
+    CORO_STATIC_ASSERT(sizeof(T) <= sizeof(void *),                                     \
+                       "CORO_CHAN_TYPED: " #T " is bigger than a pointer: send a pointer to it"); \
+    typedef struct name { coro_chan_t raw; } name##_t;                                  \
+    typedef struct name##_slot { void *raw; } name##_slot_t;                            \
+    CORO__TYPED_FN_ static inline void *name##_box_(T v)                                                \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        memcpy(&p, &v, sizeof v);                                                       \
+        return p;                                                                       \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline T name##_unbox_(void *p)                                              \
+    {                                                                                   \
+        T v;                                                                            \
+        memcpy(&v, &p, sizeof v);                                                       \
+        return v;                                                                       \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline T name##_value(const name##_slot_t *slot)                             \
+    {                                                                                   \
+        return name##_unbox_(slot->raw);                                                \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline coro_chan_t *name##_raw(name##_t *c) { return &c->raw; }              \
+    CORO__TYPED_FN_ static inline int name##_init_alloc(name##_t *c, size_t cap, const coro_alloc_t *alloc) \
+    {                                                                                   \
+        return coro_chan_init_alloc(&c->raw, cap, alloc);                               \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_destroy(name##_t *c) { return coro_chan_destroy(&c->raw); } \
+    CORO__TYPED_FN_ static inline int name##_close(name##_t *c) { return coro_chan_close(&c->raw); }    \
+    CORO_NODISCARD CORO__TYPED_FN_ static inline coro_await_t name##_send(name##_t *c, T v, int64_t timeout_ns) \
+    {                                                                                   \
+        return coro_chan_send(&c->raw, name##_box_(v), timeout_ns);                     \
+    }                                                                                   \
+    CORO_NODISCARD CORO__TYPED_FN_ static inline coro_await_t name##_recv(name##_t *c, name##_slot_t *slot, \
+                                                          int64_t timeout_ns)           \
+    {                                                                                   \
+        return coro_chan_recv(&c->raw, &slot->raw, timeout_ns);                         \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_send_blocking(name##_t *c, T v, int64_t timeout_ns)        \
+    {                                                                                   \
+        return coro_chan_send_blocking(&c->raw, name##_box_(v), timeout_ns);            \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_recv_blocking(name##_t *c, T *out, int64_t timeout_ns)     \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        int rc = coro_chan_recv_blocking(&c->raw, &p, timeout_ns);                      \
+        if (rc == 0)                                                                    \
+            *out = name##_unbox_(p);                                                    \
+        return rc;                                                                      \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_try_send(name##_t *c, T v)                                 \
+    {                                                                                   \
+        return coro_chan_try_send(&c->raw, name##_box_(v));                             \
+    }                                                                                   \
+    CORO__TYPED_FN_ static inline int name##_try_recv(name##_t *c, T *out)                              \
+    {                                                                                   \
+        void *p = 0;                                                                    \
+        int rc = coro_chan_try_recv(&c->raw, &p);                                       \
+        if (rc == 0)                                                                    \
+            *out = name##_unbox_(p);                                                    \
+        return rc;                                                                      \
+    }                                                                                   \
+    typedef int name##_declared_
+
+/* ---- read-write lock --------------------------------------------------------------
+ * Many readers or one writer.  Not recursive (a holder that asks again
+ * may wait forever; a writer asking again gets -EDEADLK).
+ * POLICY (Go's sync.RWMutex): writers are preferred - a reader that comes
+ * while a writer holds the lock or waits for it waits too, so a stream of
+ * readers cannot starve a writer - and readers are not starved either:
+ * when a writer lets go, every reader waiting at that moment gets the lock
+ * together before the next writer, and when the last reader lets go the
+ * oldest waiting writer gets it.  So writers and batches of readers take
+ * turns; writers among themselves are FIFO.  The lock is handed over: a
+ * released lock goes straight to its next holders, nobody barges in.
+ * A writer that stops waiting (timeout, cancel, an unchosen select branch)
+ * lets in at once the readers that waited only because of it.
+ * OWNERSHIP: a write lock is owned as a mutex is (coro_mutex_t: the whole
+ * job, or the plain thread), so coro_sched_dump can name its holder and
+ * write_unlock can refuse a non-owner; read holds are anonymous (a count).
+ * A lock held by a job that finishes stays held. */
+typedef struct coro_rwlock {
+    uint32_t magic;     /* private */
+    uint32_t readers;   /* private: read holds */
+    uintptr_t writer;   /* private: the write holder (as coro_mutex_t.owner), 0 none */
+} coro_rwlock_t;
+
+/* coro_rwlock_init - unlocked.  0 or -EINVAL (NULL).  Never blocks. */
+CORO_EXTERN int coro_rwlock_init(coro_rwlock_t *rw);
+
+/* coro_rwlock_destroy - 0; -EBUSY while held or waited on (rw stays
+ * valid); -EINVAL (NULL or not initialised).  Never blocks. */
+CORO_EXTERN int coro_rwlock_destroy(coro_rwlock_t *rw);
+
+/* coro_rwlock_read_lock - awaitable: take a read hold.  Tries at once (a
+ * free lock, or one read-held with no writer waiting, is taken there).
+ * Result 0 (the job holds a read hold), -ETIMEDOUT, -ECANCELED, -ENOMEM
+ * (nothing held then), -EDEADLK (the job holds the write lock), -EAGAIN
+ * (2^32 - 1 read holds already), -EINVAL (bad rw or timeout).  Selectable
+ * (coro_select_read_lock). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_rwlock_read_lock(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_write_lock - awaitable: take the write lock for the job.
+ * Tries at once.  Result 0 (the job owns it), -ETIMEDOUT, -ECANCELED,
+ * -ENOMEM (nothing held then), -EDEADLK (the job owns it already),
+ * -EINVAL.  Selectable (coro_select_write_lock). */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_rwlock_write_lock(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_read_lock_blocking / coro_rwlock_write_lock_blocking - the
+ * same for a plain thread: block.  0, -ETIMEDOUT, -EDEADLK (called from a
+ * job, or the thread owns the write lock), -EAGAIN (read: too many
+ * holds), -EINVAL. */
+CORO_EXTERN int coro_rwlock_read_lock_blocking(coro_rwlock_t *rw, int64_t timeout_ns);
+CORO_EXTERN int coro_rwlock_write_lock_blocking(coro_rwlock_t *rw, int64_t timeout_ns);
+
+/* coro_rwlock_try_read_lock / coro_rwlock_try_write_lock - take it if that
+ * needs no wait, for the caller (the running job, else the plain thread).
+ * 0, -EAGAIN (not now: held, or - read - a writer waits; or too many read
+ * holds), -EDEADLK (the caller owns the write lock), -EINVAL.  Never
+ * block; any thread or job. */
+CORO_EXTERN int coro_rwlock_try_read_lock(coro_rwlock_t *rw);
+CORO_EXTERN int coro_rwlock_try_write_lock(coro_rwlock_t *rw);
+
+/* coro_rwlock_read_unlock - give back one read hold (the next holders, if
+ * it was the last, get the lock).  0, -EPERM (no read hold: nothing
+ * changes), -EINVAL.  Any thread or job; never blocks.  Read holds are
+ * not owned: the caller's own hold is the caller's business. */
+CORO_EXTERN int coro_rwlock_read_unlock(coro_rwlock_t *rw);
+
+/* coro_rwlock_write_unlock - give back the write lock (the next holders
+ * get it).  The caller is the running job (whatever frame of it calls),
+ * else the plain thread.  0, -EPERM (the caller does not own it: nothing
+ * changes), -EINVAL.  Any thread or job; never blocks. */
+CORO_EXTERN int coro_rwlock_write_unlock(coro_rwlock_t *rw);
+
+/* ---- broadcast channel ------------------------------------------------------------
+ * Every receiver gets every item (tokio's broadcast): a bounded ring of
+ * the last cap items (pointers; NULL is a valid item).  A send never
+ * waits: it overwrites the oldest item, so a receiver that falls more
+ * than cap items behind loses the oldest ones and is TOLD: its next
+ * receive gives -EOVERFLOW instead of an item, coro_bcast_missed(rx) says
+ * how many it lost, and the receive after that gives the oldest item still
+ * kept.  A receiver that keeps within cap items of the senders loses
+ * nothing.  Receivers are caller-owned coro_bcast_rx_t structs: subscribe
+ * one (it sees the items sent after that), receive with it from one job
+ * or thread at a time, unsubscribe it.  Closing fails further sends with
+ * -EPIPE; each receiver gets what it has not yet received, then -EPIPE.
+ * The ring is the caller's (coro_bcast_init) or allocated once at init
+ * (coro_bcast_init_alloc): nothing is allocated on send or receive. */
+typedef struct coro_bcast {
+    uint32_t magic;             /* private */
+    uint32_t closed;            /* private */
+    void **buf;                 /* private: buf[seq % cap] holds item seq */
+    size_t cap;                 /* private */
+    uint64_t tail;              /* private: the seq of the next item sent */
+    uint64_t receivers;         /* private: subscribed */
+    const coro_alloc_t *alloc;  /* private: set when init_alloc made buf */
+    int owned;                  /* private */
+} coro_bcast_t;
+
+typedef struct coro_bcast_rx {
+    uint32_t magic;             /* private */
+    uint32_t pad;               /* private */
+    coro_bcast_t *bc;           /* private */
+    uint64_t next;              /* private: the seq it receives next */
+    uint64_t missed;            /* private: what its last -EOVERFLOW lost */
+} coro_bcast_rx_t;
+
+/* coro_bcast_init - a broadcast channel over the caller's storage
+ * buf[cap] (which must outlive it).  0 or -EINVAL (NULL bc or buf, cap 0).
+ * coro_bcast_init_alloc - the same with cap slots from alloc (NULL =
+ * malloc), freed by coro_bcast_destroy: 0, -EINVAL, -ENOMEM (then bc is
+ * not initialised).  Never block. */
+CORO_EXTERN int coro_bcast_init(coro_bcast_t *bc, void **buf, size_t cap);
+CORO_EXTERN int coro_bcast_init_alloc(coro_bcast_t *bc, size_t cap, const coro_alloc_t *alloc);
+
+/* coro_bcast_destroy - 0; -EBUSY while a receiver is subscribed (bc stays
+ * valid: unsubscribe them first); -EINVAL. */
+CORO_EXTERN int coro_bcast_destroy(coro_bcast_t *bc);
+
+/* coro_bcast_subscribe - make rx a receiver of bc, starting with the next
+ * item sent.  0, -EINVAL (NULL, bc not initialised, rx already
+ * subscribed), -EPIPE (bc closed).  Any thread or job; never blocks. */
+CORO_EXTERN int coro_bcast_subscribe(coro_bcast_t *bc, coro_bcast_rx_t *rx);
+
+/* coro_bcast_unsubscribe - rx receives no more (what it did not receive
+ * is dropped for it); rx may then be reused or freed.  0, -EBUSY (a job or
+ * thread waits in a receive on rx: nothing changes), -EINVAL (not
+ * subscribed).  Never blocks. */
+CORO_EXTERN int coro_bcast_unsubscribe(coro_bcast_rx_t *rx);
+
+/* coro_bcast_send - put item in the ring for every receiver, waking the
+ * receivers that wait; never waits (a lagging receiver loses its oldest
+ * item instead).  Returns the number of receivers subscribed (0: the item
+ * is kept for nobody), -EPIPE (closed), -EINVAL.  Any thread or job. */
+CORO_EXTERN int64_t coro_bcast_send(coro_bcast_t *bc, void *item);
+
+/* coro_bcast_recv - awaitable: the next item for rx into *out.  Tries at
+ * once.  Result 0 (*out set), -EOVERFLOW (rx fell more than cap items
+ * behind: coro_bcast_missed tells how many it lost; the next receive gives
+ * the oldest kept), -EPIPE (closed and rx has received everything),
+ * -ETIMEDOUT, -ECANCELED, -ENOMEM (nothing received), -EINVAL (NULL or
+ * unsubscribed rx, NULL out, bad timeout).  out must stay valid until the
+ * await completes.  One receive at a time per rx. */
+CORO_NODISCARD CORO_EXTERN coro_await_t coro_bcast_recv(coro_bcast_rx_t *rx, void **out, int64_t timeout_ns);
+
+/* coro_bcast_recv_blocking - the same for a plain thread: blocks.
+ * -EDEADLK from a job.  coro_bcast_try_recv - never blocks: 0,
+ * -EOVERFLOW, -EAGAIN (nothing new), -EPIPE, -EINVAL. */
+CORO_EXTERN int coro_bcast_recv_blocking(coro_bcast_rx_t *rx, void **out, int64_t timeout_ns);
+CORO_EXTERN int coro_bcast_try_recv(coro_bcast_rx_t *rx, void **out);
+
+/* coro_bcast_missed - how many items rx lost at its last EOVERFLOW
+ * (>= 1), 0 if it never lagged; -EINVAL.  coro_bcast_close - close bc
+ * and wake every waiting receiver (their receives give EPIPE: they had
+ * received everything); 0 (a second close does nothing), -EINVAL.  Never
+ * block. */
+CORO_EXTERN int64_t coro_bcast_missed(const coro_bcast_rx_t *rx);
+CORO_EXTERN int coro_bcast_close(coro_bcast_t *bc);
+
 /* ---- select ---------------------------------------------------------------------
  * Wait for the first of up to CORO_SELECT_MAX branches: channel receive,
- * channel send, event, a job's end, fd readable, fd writable, a timer.
+ * channel send, event, a job's end, fd readable, fd writable, a timer,
+ * semaphore acquire, read or write lock of a coro_rwlock_t.
  * Exactly one branch completes, the others are withdrawn untouched (an
  * unchosen receive takes no item, an unchosen send puts none, an unchosen
  * fd branch consumes no readiness: the next wait on that fd still sees
@@ -323,6 +574,19 @@ CORO_EXTERN int coro_select_init(coro_select_t *sel);
 CORO_EXTERN int coro_select_recv(coro_select_t *sel, coro_chan_t *ch, void **out);
 CORO_EXTERN int coro_select_send(coro_select_t *sel, coro_chan_t *ch, void *item);
 CORO_EXTERN int coro_select_event(coro_select_t *sel, coro_event_t *ev);
+
+/* coro_select_acquire - add a branch that takes one unit of sem (taken
+ * only if that branch is chosen).  coro_select_read_lock /
+ * coro_select_write_lock - add a branch that takes a read hold / the
+ * write lock of rw (the write lock owned by the job that selects, or the
+ * plain thread of coro_select_blocking); taken only if chosen, and an
+ * unchosen write branch that waited holds no reader back afterwards.
+ * Their coro_select_result: 0, or EDEADLK / EAGAIN, negated, as the
+ * awaitables.  Index, -EINVAL (NULL or invalid sel or object), -ENOSPC.
+ * Not while a select waits. */
+CORO_EXTERN int coro_select_acquire(coro_select_t *sel, coro_sem_t *sem);
+CORO_EXTERN int coro_select_read_lock(coro_select_t *sel, coro_rwlock_t *rw);
+CORO_EXTERN int coro_select_write_lock(coro_select_t *sel, coro_rwlock_t *rw);
 
 /* coro_select_done - add a branch on job's end: chosen when job finishes
  * (at once if it has); coro_select_result gives the job's own result.

@@ -17,11 +17,21 @@ bool coro__exiting_here(const coro_t *job)
     return tls_exiting == job;
 }
 
-static void run_on_exit(void (*on_exit)(coro_t *), coro_t *job)
+/* a job's exit hook: on_exit, or on_exit_with and its context */
+struct exit_hook {
+    void (*fn)(coro_t *);
+    void (*with)(coro_t *, void *);
+    void *ctx;
+};
+
+static void run_on_exit(const struct exit_hook *h, coro_t *job)
 {
     coro_t *outer = tls_exiting;
     tls_exiting = job;
-    on_exit(job);
+    if (h->with)
+        h->with(job, h->ctx);
+    else
+        h->fn(job);
     tls_exiting = outer;
 }
 
@@ -76,9 +86,10 @@ uint32_t coro__finish_cas(coro_t *job, uint32_t *nwp)
  * before the CAS: once DONE is in, a frame without EXITING may be gone
  * already - a fork's child whose parent found it DONE and ended) */
 static __attribute__((noinline)) void finish_rest(coro_sched_t *s, coro_t *job,
-                                                  void (*on_exit)(coro_t *), intptr_t res,
+                                                  const struct exit_hook *h, intptr_t res,
                                                   uint32_t old, uint32_t nw)
 {
+    bool on_exit = h->fn || h->with;
     bool pool = old & CORO__F_POOL;
     /* on_exit before the thread joiners go: a pool frame is the library's
      * (on_exit cannot free it), a joined frame must outlive its joiner */
@@ -95,7 +106,7 @@ static __attribute__((noinline)) void finish_rest(coro_sched_t *s, coro_t *job,
     if (old & CORO__F_JOB_JOIN)
         coro__done_take_all(job, res, &wakes);
     if (on_exit && exit_first)
-        run_on_exit(on_exit, job);
+        run_on_exit(h, job);
     uint32_t last = nw;
     if (nw & CORO__F_EXITING)
         /* release: our last touch of the frame (NO TOUCH AFTER THE WAKE)
@@ -108,7 +119,7 @@ static __attribute__((noinline)) void finish_rest(coro_sched_t *s, coro_t *job,
     if (old & CORO__F_THREAD_JOIN)
         coro__thread_joiners_wake(s, job);
     if (on_exit && !exit_first)
-        run_on_exit(on_exit, job);
+        run_on_exit(h, job);
     if (pool && !(last & CORO__JOINERS_MASK))
         coro__frame_release(job);       /* no thread joiner: give it back now */
 }
@@ -117,31 +128,31 @@ static __attribute__((noinline)) void finish_rest(coro_sched_t *s, coro_t *job,
 static __attribute__((noinline)) void finish_general(coro_t *job)
 {
     coro_sched_t *s = job->sched;
-    void (*on_exit)(coro_t *) = job->on_exit;
+    struct exit_hook h = { job->on_exit, NULL, NULL };
     intptr_t res = job->result;
     uint32_t nw, old;
 
     if (CORO__UNLIKELY(job->flags & CORO__FL_EXT)) {
         struct coro__ext *x = job->ext;
-        on_exit = x->on_exit;
-        job->on_exit = on_exit;     /* the frame as it was spawned */
+        h = (struct exit_hook){ x->on_exit, x->on_exit_with, x->on_exit_ctx };
+        job->on_exit = h.fn;        /* the frame as it was spawned */
         job->flags &= (uint8_t)~CORO__FL_EXT;
         /* one CAS (coro__finish_cas), under the group's lock for a member */
         bool kept = false;      /* x queued for coro_group_next (rt/group.c) */
         old = x->group ? coro__group_finish(job, x, &nw, &kept) : finish_cas(job, &nw);
         if (!kept)
             coro__free(s, x, sizeof *x);
-        finish_rest(s, job, on_exit, res, old, nw);
+        finish_rest(s, job, &h, res, old, nw);
     } else {
         old = finish_cas(job, &nw);
         if (CORO__UNLIKELY(old & (CORO__F_JOINER | CORO__F_JOB_JOIN | CORO__F_THREAD_JOIN |
                                   CORO__JOINERS_MASK))) {
-            finish_rest(s, job, on_exit, res, old, nw);
+            finish_rest(s, job, &h, res, old, nw);
         } else {
             /* nobody waits: finish_rest with nothing to wake and no
              * EXITING to clear; a pool frame goes back after on_exit */
-            if (on_exit)
-                run_on_exit(on_exit, job);
+            if (h.fn)
+                run_on_exit(&h, job);
             if (old & CORO__F_POOL)
                 coro__frame_release(job);
         }

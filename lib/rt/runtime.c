@@ -533,14 +533,16 @@ static inline __attribute__((always_inline)) int spawn_(coro_sched_t *s, coro_t 
         return pool;
     if (opts && opts->affinity && (cls = coro__affinity_intern(s, opts->affinity)) < 0)
         return cls;
-    if (opts && opts->deadline < 0)
+    if (opts && (opts->deadline < 0 || (opts->on_exit && opts->on_exit_with)))
         return -EINVAL;
     struct coro__ext *x = NULL;
-    if (opts && (opts->deadline > 0 || opts->group || opts->name)) {
+    if (opts && (opts->deadline > 0 || opts->group || opts->name || opts->on_exit_with)) {
         if (!(x = coro__alloc(s, sizeof *x)))
             return -ENOMEM;
         memset(x, 0, sizeof *x);
         x->on_exit = opts->on_exit;
+        x->on_exit_with = opts->on_exit_with;
+        x->on_exit_ctx = opts->on_exit_ctx;
         x->deadline = opts->deadline;
         x->group = opts->group;
         x->job = co;
@@ -672,7 +674,7 @@ static __attribute__((noinline)) int spawn_hooked(coro_sched_t *s, coro_t *co, c
     if (!s || !co || !fn)
         return -EINVAL;
     if (!w || w->s != s || opts->priority != CORO_PRIO_NORMAL || opts->affinity ||
-        opts->deadline || opts->group || opts->name || !w->spare || s->nworkers == 0 || s->trace ||
+        opts->deadline || opts->group || opts->name || opts->on_exit_with || !w->spare || s->nworkers == 0 || s->trace ||
         /* relaxed: as count_live's */
         __atomic_load_n(&s->closed, __ATOMIC_RELAXED) || (pool = coro__frame_check(s, co, &pool_st)) < 0)
         return spawn_opts(s, co, fn, opts, 0);

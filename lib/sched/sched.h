@@ -107,6 +107,8 @@ static inline bool coro__job_cancelled(const coro_t *job)
  * context). */
 struct coro__ext {
     void (*on_exit)(coro_t *);
+    void (*on_exit_with)(coro_t *, void *);     /* coro_spawn_opts_t's, with its ctx */
+    void *on_exit_ctx;
     union {
         int64_t deadline;   /* absolute ns, 0 = none */
         intptr_t result;    /* once finished, queued in a collecting group */

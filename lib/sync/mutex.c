@@ -9,6 +9,8 @@
  * mutex to the oldest waiter by writing that identity into m->owner before
  * waking it, so no one can take the mutex in between.
  */
+#include <stdio.h>
+
 #include "sync/sync.h"
 
 #define MUTEX_MAGIC 0x4d555458u     /* "MUTX" */
@@ -55,14 +57,25 @@ static int mutex_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, co
     return 1;
 }
 
-static int mutex_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+void coro__sync_holder_text(uintptr_t owner, char *buf, size_t len)
 {
-    aw->arg[1].i = (intptr_t)(uintptr_t)job;
-    return coro__sync_arm(s, job, aw, res);
+    if (!owner)
+        buf[0] = '\0';
+    else if (owner & 1)
+        snprintf(buf, len, ", held by a plain thread");
+    else
+        snprintf(buf, len, ", held by job %p", (void *)owner);
 }
 
-static const struct coro__sync_ops mutex_ops = {
-    { "mutex_lock", mutex_arm }, coro__arg0_key, mutex_try,
+/* coro_sched_dump: who holds it (under its bucket lock) */
+static void mutex_holder(const coro_await_t *a, char *buf, size_t len)
+{
+    coro__sync_holder_text(((const coro_mutex_t *)a->arg[0].p)->owner, buf, len);
+}
+
+/* the arm records the waiting job (coro__sync_arm_held) */
+static const struct coro__held_ops mutex_ops = {
+    { { "mutex_lock", coro__sync_arm_held }, coro__arg0_key, mutex_try }, mutex_holder, NULL,
 };
 
 int coro_mutex_init(coro_mutex_t *m)
@@ -89,7 +102,7 @@ int coro_mutex_destroy(coro_mutex_t *m)
 
 coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout)
 {
-    coro_await_t a = { .ops = &mutex_ops.base, .timeout = timeout };
+    coro_await_t a = { .ops = &mutex_ops.sync.base, .timeout = timeout };
 
     if (!mutex_ok(m) || !coro__timeout_ok(timeout))
         return coro_ready(-EINVAL);
@@ -99,7 +112,7 @@ coro_await_t coro_mutex_lock(coro_mutex_t *m, int64_t timeout)
 
 int coro_mutex_lock_blocking(coro_mutex_t *m, int64_t timeout)
 {
-    coro_await_t a = { .ops = &mutex_ops.base, .timeout = timeout };
+    coro_await_t a = { .ops = &mutex_ops.sync.base, .timeout = timeout };
 
     if (!mutex_ok(m))
         return -EINVAL;

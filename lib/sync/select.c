@@ -168,6 +168,44 @@ int coro_select_event(coro_select_t *sel, coro_event_t *ev)
     return add(sel, &coro__event_wait_ops.base, ev, NULL);
 }
 
+int coro_select_acquire(coro_select_t *sel, coro_sem_t *sem)
+{
+    if (coro_sem_value(sem) < 0)
+        return -EINVAL;
+    return add(sel, &coro__sem_acquire_ops.base, sem, NULL);
+}
+
+/* the rwlock branches: who holds a lock their branch takes is bound when
+ * the select runs (bind_identity) */
+int coro_select_read_lock(coro_select_t *sel, coro_rwlock_t *rw)
+{
+    if (!coro__rwlock_ok(rw))
+        return -EINVAL;
+    return add(sel, &coro__rwlock_read_ops.sync.base, rw, NULL);
+}
+
+int coro_select_write_lock(coro_select_t *sel, coro_rwlock_t *rw)
+{
+    if (!coro__rwlock_ok(rw))
+        return -EINVAL;
+    return add(sel, &coro__rwlock_write_ops.sync.base, rw, NULL);
+}
+
+static bool is_rwlock(const coro_t *nd)
+{
+    return nd->aw.ops == &coro__rwlock_read_ops.sync.base ||
+           nd->aw.ops == &coro__rwlock_write_ops.sync.base;
+}
+
+/* who takes the lock of an rwlock branch: the selecting job (its root
+ * frame) or the plain thread; written before any branch is tried */
+static void bind_identity(coro_select_t *sel, uintptr_t who)
+{
+    for (uint32_t i = 0; i < sel->n; i++)
+        if (is_rwlock(&sel->node[i]))
+            sel->node[i].aw.arg[1].i = (intptr_t)who;
+}
+
 int coro_select_done(coro_select_t *sel, coro_t *job)
 {
     if (!job)
@@ -385,9 +423,13 @@ intptr_t coro_select_end(coro_select_t *sel, intptr_t rc)
         switch (kind_of(nd)) {
         case B_PARKLOT: {
             const void *key = coro__sync_ops_of(&nd->aw)->key(&nd->aw);
+            coro__wakelist_t wakes;
+            coro__wakelist_init(&wakes);
             coro__parklot_bucket_t *b = coro__parklot_lock(key);
-            coro__parklot_unlink(b, key, nd);
+            if (coro__parklot_unlink(b, key, nd))
+                coro__sync_left(b, nd, &wakes);     /* a writer branch let readers by */
             coro__parklot_unlock(b);
+            coro__wakelist_wake(&wakes);
             break;
         }
         case B_FD:
@@ -430,6 +472,7 @@ static int sel_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
                                 timers_deadline(sel));
     int r = CORO__ARM_READY, rc;
 
+    bind_identity(sel, (uintptr_t)job);
     if (link_all(sel, s)) {
         uint32_t st = read_state(sel);
         *res = st >= ST_WON ? (intptr_t)(st - ST_WON) : -EINVAL;
@@ -467,6 +510,8 @@ coro_await_t coro_select(coro_select_t *sel, int64_t timeout)
 
     if (!sel_ok(sel) || sel->n == 0 || !coro__timeout_ok(timeout))
         return coro_ready(-EINVAL);
+    coro_t *job = coro__current_job();
+    bind_identity(sel, job ? (uintptr_t)job : coro__thread_token());
     int i = try_all(sel);
     if (i >= 0)
         return coro__complete(i);
@@ -490,6 +535,7 @@ int coro_select_blocking(coro_select_t *sel, int64_t timeout)
     int64_t deadline = earliest(coro__deadline(timeout), timers_deadline(sel));
     if (coro__in_job())
         return -EDEADLK;
+    bind_identity(sel, coro__thread_token());
     int i = try_all(sel);
     if (i >= 0)
         return (int)coro_select_end(sel, i);

@@ -17,15 +17,16 @@ static int sem_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, coro
     coro_sem_t *sem = a->arg[0].p;
 
     (void)wakes;
-    (void)proxy;
     if (sem->count == 0)
         return 0;
+    if (proxy && coro__proxy_claim(proxy) < 0)
+        return -1;      /* a select branch whose select another branch won */
     sem->count--;
     *res = 0;
     return 1;
 }
 
-static const struct coro__sync_ops sem_ops = {
+const struct coro__sync_ops coro__sem_acquire_ops = {
     { "sem_acquire", coro__sync_arm }, coro__arg0_key, sem_try,
 };
 
@@ -48,7 +49,7 @@ int coro_sem_destroy(coro_sem_t *sem)
 
 static coro_await_t sem_args(coro_sem_t *sem, int64_t timeout)
 {
-    coro_await_t a = { .ops = &sem_ops.base, .timeout = timeout };
+    coro_await_t a = { .ops = &coro__sem_acquire_ops.base, .timeout = timeout };
     a.arg[0].p = sem;
     return a;
 }

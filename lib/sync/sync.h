@@ -12,6 +12,18 @@ extern const struct coro__sync_ops coro__event_wait_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_recv_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
 
+/* ", held by job 0x..." / ", held by a plain thread" for an owner (a
+ * job's root frame or a thread token, coro__thread_token), "" for 0 */
+CORO__HIDDEN void coro__sync_holder_text(uintptr_t owner, char *buf, size_t len);
+
+/* the selectable operations of sync/sem.c and sync/rwlock.c */
+extern const struct coro__sync_ops coro__sem_acquire_ops CORO__HIDDEN;
+extern const struct coro__held_ops coro__rwlock_read_ops CORO__HIDDEN;
+extern const struct coro__held_ops coro__rwlock_write_ops CORO__HIDDEN;
+/* a select's rwlock branch binds the identity of who selects (a job's root
+ * frame, a thread token) in its record's arg[1].i */
+CORO__HIDDEN bool coro__rwlock_ok(const coro_rwlock_t *rw);
+
 /* the destroy of an object whose waiters park under its address: 0 and
  * the magic cleared when no job waits on it, -EBUSY otherwise.  Both
  * happen under the bucket's lock, which a waiter holds while it parks:

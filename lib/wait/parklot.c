@@ -228,8 +228,18 @@ coro_t *coro__parklot_take(coro__parklot_bucket_t *b, const void *key)
 
 bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key)
 {
+    if (!b)
+        b = bucket_of(key);     /* the caller holds it */
     for (coro_t *w = b->head; w; w = w->next)
         if (w->wait_obj == key)
+            return true;
+    return false;
+}
+
+bool coro__parklot_waiting_arg(coro__parklot_bucket_t *b, const void *key, const void *arg0)
+{
+    for (coro_t *w = b->head; w; w = w->next)
+        if (w->wait_obj == key && coro__parklot_args(w)->arg[0].p == arg0)
             return true;
     return false;
 }
@@ -356,9 +366,14 @@ intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, c
         if (coro__futex_wait(&me->state, 0, deadline) != -ETIMEDOUT)
             continue;
         /* timed out: withdraw, unless a waker has already unlinked us */
+        coro__wakelist_t wakes;
+        coro__wakelist_init(&wakes);
         pthread_mutex_lock(&b->lock);
         bool removed = coro__parklot_unlink(b, key, me);
+        if (removed)
+            coro__sync_left(b, me, &wakes);    /* who may go now that we left */
         pthread_mutex_unlock(&b->lock);
+        coro__wakelist_wake(&wakes);
         if (removed)
             return -ETIMEDOUT;
         deadline = -1;      /* the wake is on its way */
@@ -523,7 +538,12 @@ static void cancel_bucket(struct bucket *b, coro_sched_t *s, bool flagged, coro_
         coro_t *nx = w->next;
         if (!(w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) && cancel_match(w, s, flagged)) {
             unlink_after(b, p, w);
+            coro__sync_left(b, w, wakes);
             coro__wakelist_add(wakes, w, -ECANCELED);
+            if (coro__held_ops_of(coro__parklot_args(w))) {
+                p = NULL;           /* its left() may have taken others: from the top */
+                nx = b->head;
+            }
         } else {
             p = w;
         }
@@ -646,6 +666,7 @@ void coro__parklot_cancel_in_bucket(coro_t *job, const void *key)
     for (coro_t *p = NULL, *w = b->head; w; p = w, w = w->next)
         if (w == job && w->wait_obj == key) {
             unlink_after(b, p, w);
+            coro__sync_left(b, w, &wakes);
             coro__wakelist_add(&wakes, w, -ECANCELED);
             break;
         }
@@ -771,13 +792,19 @@ int coro__parklot_dump(coro_sched_t *s, struct coro__dump *d)
                     continue;
                 const coro_await_t *aw = &w->top->aw;
                 const char *kind = aw->ops ? aw->ops->name : "?";
+                /* who holds what it waits for (a mutex, a lock): its state
+                 * is under this bucket lock too */
+                const struct coro__held_ops *h = coro__held_ops_of(aw);
+                char held[96] = "";
+                if (h && h->holder)
+                    h->holder(aw, held, sizeof held);
                 if (w->flags & CORO__FL_TIMED) {
                     /* bucket lock, then the timer's: the order of coro__parklot_timer_add */
                     int64_t dl = w->wait_slot ? coro__parklot_timer_deadline(w) : now;
-                    coro__dump_job(d, w, "%s %p (parking lot), timer %.3f ms left", kind,
-                                   w->wait_obj, (double)(dl - now) / 1e6);
+                    coro__dump_job(d, w, "%s %p (parking lot)%s, timer %.3f ms left", kind,
+                                   w->wait_obj, held, (double)(dl - now) / 1e6);
                 } else {
-                    coro__dump_job(d, w, "%s %p (parking lot)", kind, w->wait_obj);
+                    coro__dump_job(d, w, "%s %p (parking lot)%s", kind, w->wait_obj, held);
                 }
                 n++;
             }

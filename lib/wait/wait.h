@@ -339,8 +339,13 @@ static inline void coro__wakelist_init(coro__wakelist_t *wakes)
  * timer goes with it.  A select branch's record is claimed through its
  * hook on the way; one whose select has already completed is dropped. */
 CORO__HIDDEN coro_t *coro__parklot_take(coro__parklot_bucket_t *b, const void *key);
-/* under b: is anything (even a stale stand-in) waiting on key? */
+/* under b (NULL: key's bucket, which the caller holds): is anything
+ * (even a stale stand-in) waiting on key? */
 CORO__HIDDEN bool coro__parklot_waiting(coro__parklot_bucket_t *b, const void *key);
+/* under b: does a waiter of key whose operation's first argument is arg0
+ * wait (a broadcast receiver on its channel's key)? */
+CORO__HIDDEN bool coro__parklot_waiting_arg(coro__parklot_bucket_t *b, const void *key,
+                                            const void *arg0);
 /* under b: append w (a thread's or a branch's record) to key's list */
 CORO__HIDDEN void coro__parklot_link(coro__parklot_bucket_t *b, const void *key, coro_t *w);
 /* under b: park job on key with a timer at the absolute deadline (-1
@@ -389,6 +394,39 @@ struct coro__sync_ops {
 static inline const struct coro__sync_ops *coro__sync_ops_of(const coro_await_t *aw)
 {
     return (const struct coro__sync_ops *)(const void *)aw->ops;
+}
+
+/* An operation that waits for a holder to let go (a mutex, a read-write
+ * lock): its arm is coro__sync_arm_held, which records the waiting job's
+ * identity in arg[1].i first (the job is only known there), so the lot
+ * can recognise it by its arm and ask it two things, each under the
+ * object's bucket lock:
+ *   holder: a text naming who holds the object (coro_sched_dump);
+ *   left:   a waiter of the object left its wait without being taken (its
+ *           timer, a cancel, a plain thread's timeout, an unchosen select
+ *           branch withdrawn): add to wakes the waiters that may go now
+ *           (NULL: nothing can). */
+struct coro__held_ops {
+    struct coro__sync_ops sync;     /* first: aw->ops points here */
+    void (*holder)(const coro_await_t *args, char *buf, size_t len);
+    void (*left)(coro__parklot_bucket_t *b, const coro_await_t *args, coro__wakelist_t *wakes);
+};
+CORO__HIDDEN int coro__sync_arm_held(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
+
+static inline const struct coro__held_ops *coro__held_ops_of(const coro_await_t *aw)
+{
+    if (!aw->ops || aw->ops->arm != coro__sync_arm_held)
+        return NULL;
+    return (const struct coro__held_ops *)(const void *)aw->ops;
+}
+
+/* under w's bucket b (locked), after w left its wait without being taken */
+static inline void coro__sync_left(coro__parklot_bucket_t *b, coro_t *w, coro__wakelist_t *wakes)
+{
+    const coro_await_t *aw = coro__parklot_args(w);
+    const struct coro__held_ops *h = coro__held_ops_of(aw);
+    if (h && h->left)
+        h->left(b, aw, wakes);
 }
 
 /* the selectable operations */

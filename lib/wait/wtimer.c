@@ -173,6 +173,7 @@ static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k)
     if (w)
         w->flags &= (uint8_t)~CORO__FL_TIMED;     /* its entry is gone */
     if (w && coro__parklot_unlink(b, k, w)) {
+        coro__sync_left(b, w, &wakes);     /* who may go now that w left */
         coro__wakelist_add(&wakes, w, -ETIMEDOUT);
         n = 1;
     }
