@@ -293,12 +293,22 @@ coro_t *coro__sharedq_pop_slow(struct coro__sharedq *q)
 
     pthread_mutex_lock(&q->lock);
     /* a producer that read overflow_n as 0 before the list filled may
-     * have published in the ring meanwhile: its job is at least as old as
-     * the list's (their pushes overlapped), take the ring's first */
+     * have published in the ring meanwhile: the ring's jobs first */
     job = coro__sharedq_pop_ring(q);
     if (job || !q->first) {
         pthread_mutex_unlock(&q->lock);
         return job;
+    }
+    /* the ring's claimed tickets come before the list's jobs (a
+     * producer's push to the list follows its pushes to the ring): while
+     * one is not yet published, the whole queue is empty for now.  Head
+     * then tail: equal, the ring was empty when the tail was read (head
+     * <= tail: a consumer claims only a published ticket) */
+    uint64_t h = ck_pr_load_64(&q->head);
+    ck_pr_fence_load();
+    if (ck_pr_load_64(&q->tail) != h) {
+        pthread_mutex_unlock(&q->lock);
+        return NULL;
     }
     /* the list's head, then up to CORO__MQ_REFILL more into the ring
      * (one lock per batch, not per job).  A job is in one of the two:
