@@ -53,14 +53,15 @@ static void dump_ring_peek(struct qlist *q, const ck_ring_t *r, ck_ring_buffer_t
         ql_add(q, __atomic_load_n(&buf[i & r->mask].value, __ATOMIC_RELAXED));
 }
 
+static void ql_add_cb(void *q, coro_t *p)
+{
+    ql_add(q, p);
+}
+
 /* an MPMC queue: its ring, then its overflow list under its lock */
 static void sharedq_list(struct qlist *q, struct coro__sharedq *m)
 {
-    dump_ring_peek(q, &m->ring, m->buf);
-    pthread_mutex_lock(&m->lock);
-    for (coro_t *j = m->head; j; j = j->next)
-        ql_add(q, j);
-    pthread_mutex_unlock(&m->lock);
+    coro__sharedq_each(m, ql_add_cb, q);
 }
 
 static void ql_print(struct coro__dump *d, const struct qlist *q)

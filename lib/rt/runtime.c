@@ -49,8 +49,8 @@ int coro__test_ncpus;
 
 static size_t worker_size(void)
 {
-    return sizeof(struct coro__worker) +
-           CORO__NPRIO * (2 * CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t);
+    return sizeof(struct coro__worker) + CORO__NPRIO * 2 * CORO__LOCAL_SIZE * sizeof(ck_ring_buffer_t) +
+           CORO__NPRIO * CORO__INBOX_SIZE * sizeof(struct coro__sharedq_slot);
 }
 
 /* FIRST TOUCH.  A worker's struct - its rings, inboxes, LIFO slot and
@@ -85,13 +85,15 @@ static void worker_init(coro_sched_t *s, struct coro__worker *w, int idx, int cp
     w->rng = 0x9e3779b9u * (uint32_t)(idx + 1);
     w->lifo_watch = -1;
     ck_ring_buffer_t *b = w->bufs;
+    /* the inboxes' slots after the rings' (a multiple of 64 bytes) */
+    struct coro__sharedq_slot *sl = (struct coro__sharedq_slot *)(b + CORO__NPRIO * 2 * CORO__LOCAL_SIZE);
     for (int p = 0; p < CORO__NPRIO; p++) {
         coro__localq_init(&w->local[p], b, CORO__LOCAL_SIZE);
         b += CORO__LOCAL_SIZE;
         coro__localq_init(&w->yielded[p], b, CORO__LOCAL_SIZE);
         b += CORO__LOCAL_SIZE;
-        coro__sharedq_init(&w->inbox[p], b, CORO__INBOX_SIZE);
-        b += CORO__INBOX_SIZE;
+        coro__sharedq_init(&w->inbox[p], sl, CORO__INBOX_SIZE);
+        sl += CORO__INBOX_SIZE;
     }
 }
 

@@ -38,7 +38,7 @@
 
 static size_t class_bytes(unsigned qsize)
 {
-    return sizeof(struct coro__affinity_class) + CORO__NPRIO * qsize * sizeof(ck_ring_buffer_t);
+    return sizeof(struct coro__affinity_class) + CORO__NPRIO * qsize * sizeof(struct coro__sharedq_slot);
 }
 
 static void class_free(coro_sched_t *s, struct coro__affinity_class *c)
@@ -52,11 +52,11 @@ static struct coro__affinity_class *class_new(coro_sched_t *s, const uint64_t *w
                                  unsigned qsize)
 {
     struct coro__affinity_class *c = coro__alloc(s, class_bytes(qsize));
-    ck_ring_buffer_t *b;
+    struct coro__sharedq_slot *b;
 
     if (!c)
         return NULL;
-    b = (ck_ring_buffer_t *)(c + 1);
+    b = (struct coro__sharedq_slot *)(c + 1);
     memcpy(c->wmask, wmask, sizeof c->wmask);
     c->cpus = *cpus;
     c->qsize = qsize;

@@ -6,7 +6,7 @@
  *   - "any CPU" jobs (affinity class 0): a worker's LIFO slot (NORMAL jobs
  *     it spawned last), its local rings (one per priority, ck_ring SPMC:
  *     the owner pushes, owner and thieves pop), its inboxes (per priority,
- *     coro__sharedq, base/queues.c: a ck_ring whose producers take a mutex, plus an
+ *     coro__sharedq, base/queues.c: a ring with lock-free producers, plus an
  *     overflow list: what other threads hand it: HIGH and LOW
  *     jobs, and NORMAL ones when a submission ring is full), a plain
  *     thread's submission ring (NORMAL jobs it spawned or woke: ck_ring

@@ -263,7 +263,7 @@ struct coro__affinity_class {
 /* A plain thread's submission ring for one scheduler (TBB gives an outside
  * thread a slot of its arena the same way): the NORMAL "any CPU" jobs it
  * spawns go here with one lock-free single-producer push (ck_ring SPMC),
- * instead of an inbox's mutex per job.  Workers pop from it like the
+ * instead of an inbox's CAS per job on a line every producer writes.  Workers pop from it like the
  * global queue (sched/rings.c).  Made with the thread's frame cache and
  * handed with it to the next thread when the thread exits
  * (lib/sched/thread_subring.c); freed at destroy. */

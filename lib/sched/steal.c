@@ -91,7 +91,7 @@ coro_t *coro__take_half_localq(struct coro__worker *w, struct coro__localq *q, u
 }
 
 /* take half of the n jobs of a victim's inbox q (at least one), one
- * dequeue each (its ring has a mutex among producers and an overflow
+ * dequeue each (its ring has a sequence number per slot and an overflow
  * list): keep the first, put the rest in the thief's ring dst (full: the
  * global queue) */
 static coro_t *take_half_sharedq(struct coro__worker *w, struct coro__sharedq *q, unsigned n,

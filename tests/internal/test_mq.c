@@ -23,7 +23,7 @@ static coro_t *jobs_new(unsigned n)
 
 Test(sharedq, overflow_batch_take_keeps_fifo)
 {
-    static ck_ring_buffer_t buf[RING];
+    static struct coro__sharedq_slot buf[RING];
     struct coro__sharedq q;
     enum { N = 1000 };
     coro_t *j = jobs_new(N);
@@ -114,7 +114,7 @@ static void *consumer(void *a)
 
 Test(sharedq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
 {
-    static ck_ring_buffer_t buf[RING];
+    static struct coro__sharedq_slot buf[RING];
     static struct flood f;
     pthread_t pt[PRODUCERS], ct[CONSUMERS];
     struct pctx pc[PRODUCERS];

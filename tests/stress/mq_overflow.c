@@ -14,7 +14,7 @@
 enum { PRODUCERS = 3, CONSUMERS = 3 };
 
 static struct coro__sharedq q;
-static ck_ring_buffer_t buf[RING];
+static struct coro__sharedq_slot buf[RING];
 static coro_t *jobs;
 static unsigned char *seen;
 static unsigned per, done_producers, popped;

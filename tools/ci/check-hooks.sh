@@ -30,6 +30,7 @@ coro__parklot_cancel_sweeps
 coro__parklot_cancel_visits
 coro__parklot_timers_count
 coro__membarrier_fail
+coro__sharedq_claimed
 coro__sys_libc
 coro__test_ncpus
 coro__test_numa_nodes
