@@ -40,6 +40,7 @@
 #                   C locals used across an await or yield in those bodies
 #                   (default: samples/*.c, after the checker's self-test)
 #   make bench-http samples/httpd against nginx-light under wrk
+#   make bench-proxy samples/proxy against nginx as a proxy under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
 VERSION_H := include/corokit/version.h
@@ -119,7 +120,7 @@ TOOL_BIN := $(B)/tools/spawn_cost $(B)/tools/frame_cost $(B)/tools/scale_cost
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http install clean deps
+.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -325,6 +326,11 @@ bench: deps all
 # samples/httpd against nginx-light under wrk (installs both if missing)
 bench-http: all
 	$(Q)tools/bench/http.sh
+
+# samples/proxy against nginx as a proxy, before one nginx backend, under
+# wrk: req/s, CPU and context switches per request (installs both if missing)
+bench-proxy: all
+	$(Q)tools/bench/proxy.sh
 
 # ---- install, uninstall, corokit.pc, man pages, packaging checks ----------------
 # corokit.pc is written at install time from PREFIX, with paths relative to
