@@ -43,6 +43,7 @@
 #   make bench-http samples/httpd against nginx-light under wrk
 #   make check-doc-commands  every shell command of README.md and docs/*.md,
 #                   run in a scratch copy (in make test)
+#   make bench-proxy samples/proxy against nginx as a proxy under wrk
 # V=1 shows full command lines; CC=clang builds with clang.
 
 VERSION_H := include/corokit/version.h
@@ -123,7 +124,7 @@ TOOL_BIN += $(B)/tools/gen_bench
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http install clean deps
+.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -329,6 +330,11 @@ bench: deps all
 # samples/httpd against nginx-light under wrk (installs both if missing)
 bench-http: all
 	$(Q)tools/bench/http.sh
+
+# samples/proxy against nginx as a proxy, before one nginx backend, under
+# wrk: req/s, CPU and context switches per request (installs both if missing)
+bench-proxy: all
+	$(Q)tools/bench/proxy.sh
 
 # ---- install, uninstall, corokit.pc, man pages, packaging checks ----------------
 # corokit.pc is written at install time from PREFIX, with paths relative to

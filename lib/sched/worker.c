@@ -12,21 +12,63 @@
  * wait for is usually there, and taking it here runs the woken job on
  * this worker with no thread wake-up at all.  The first NORMAL job it
  * wakes is kept aside (w->caught) and run next; the rest go to its own
- * queues, whose pushes notify as usual.  Then: < 4 empty looks spin,
- * 4..15 sched_yield, then park - in epoll only if no other worker
+ * queues.  Those pushes notify nobody one by one (w->batching): this
+ * worker looks at its queues before it could park, so no job of the
+ * batch can be left with every worker asleep, and one notify follows the
+ * batch - the only jobs another worker needs waking for are those this
+ * one cannot run at once (batch_end).  Then it steals, spins (SPINNING)
+ * or parks - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
- * When workers outnumber CPUs a worker never busy-spins: it goes straight
- * to the sched_yield phase, which hands the CPU to whoever needs it, and
- * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.
+ *
+ * SPINNING.  An idle worker takes CPU from whoever shares the machine -
+ * often the process whose answer its jobs wait for - so it parks at once
+ * after its first look, unless it may spin: it is the only searcher
+ * (s->searching is 1 and counts it; searchers are at most half the
+ * workers, so spinners are too, and no other is spinning: Go's rule),
+ * workers are no more than CPUs (a spinner would take the CPU of the
+ * worker it waits for), and a wake-up is likely soon: one of its last 8
+ * spins found work (w->spin_hist), or, once in 16 idle phases that
+ * qualify, as a probe.  A load whose work comes from readiness on a busy
+ * set of connections, which a parked worker waiting in epoll sees at once,
+ * stops spinning after 8 fruitless spins; a ping-pong between workers, or
+ * a job that waits for the blocking pool, keeps it.  It then looks again
+ * with a pause in between, at least 16 looks (its steals are at looks 1,
+ * 3, 7 and 15) and for CORO__IDLE_SPIN_NS, and parks.  It never calls
+ * sched_yield: giving the CPU away to a runnable thread hands it a time
+ * slice, and giving it to
+ * nobody costs a system call for nothing.  docs/benchmarks.md ("Idle
+ * workers") has the policy against its alternatives.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 
 #include "sched/frame.h"
 #include "sched/worker.h"
+
+/* the jobs our own look at epoll made ready in our queues (w->batching):
+ * one notify for them all, for a worker that may take them while we run
+ * the first (it wakes only if no worker searches) */
+static void batch_end(struct coro__worker *w)
+{
+    uint32_t n = w->batched;
+
+    w->batching = false;
+    w->batched = 0;
+    if (n >= CORO__IDLE_BATCH_WAKE && w->s->nworkers > 1)
+        notify(w->s, w->s->all_wmask, true);
+}
+
+/* a busy worker's look at epoll (BUSY LOOKS): what it wakes for our own
+ * queues sends one notify in all */
+static int busy_look(struct coro__worker *w)
+{
+    w->batching = true;
+    int n = w->s->driver->poll_busy(w->s->io, w->idx);
+    batch_end(w);
+    return n;
+}
 
 /* DEFERRED YIELDS.  Queued at the back of its class queue, which a worker
  * looks at before the global queue and the plain threads' submission
@@ -68,7 +110,7 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
      * where others wait; look again before the yielder (BUSY LOOKS) */
     while (w->drain > 0) {
         w->drain--;
-        if (w->s->driver->poll_busy(w->s->io, w->idx) <= 0)
+        if (busy_look(w) <= 0)
             break;
         if ((j = found_(w, find_own_(w, true))))
             return j;
@@ -245,12 +287,36 @@ bool coro__look_due(struct coro__worker *w)
     return look_due_(w);
 }
 
+/* SPINNING: whether this idle worker, its first look done, may spin */
+static bool may_spin(struct coro__worker *w)
+{
+    coro_sched_t *s = w->s;
+
+    if (CORO__IDLE_SPIN_NS <= 0 || s->oversubscribed || !w->searching)
+        return false;
+    /* relaxed: hints.  A stale count only makes this phase spin or park
+     * when the other choice was better: no wake-up depends on it (a
+     * spinner parks through the same protocol as any worker) */
+    if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 1)
+        return false;
+    /* likely to pay: one of its last 8 spins found work, or a probe */
+    return w->spin_hist != 0 || (++w->spin_probe & 15) == 0;
+}
+
+/* a spin ended: found work or not */
+static inline void spin_record(struct coro__worker *w, bool found)
+{
+    w->spin_hist = (uint8_t)(w->spin_hist << 1 | found);
+}
+
 void *coro__worker_main(void *arg)
 {
     struct coro__worker *w = arg;
     coro_sched_t *s = w->s;
     char name[16];
     unsigned idle = 0;
+    bool spun = false;          /* this idle phase spins (SPINNING) */
+    int64_t spin_end = 0;       /* until when */
     uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
@@ -282,8 +348,10 @@ void *coro__worker_main(void *arg)
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
                 w->catching = true;
+                w->batching = true;
                 int n = s->driver->poll_now(s->io);
                 w->catching = false;
+                batch_end(w);
                 if (n > 0 || w->caught) {
                     /* what we woke is ours to run next (w->caught, else in
                      * our own queues).  We are no searcher here (we steal
@@ -316,19 +384,17 @@ void *coro__worker_main(void *arg)
             /* acquire: pairs with stop_workers' release */
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
-            if (!s->oversubscribed && idle < CORO__IDLE_PAUSES) {
+            /* SPINNING: decided once, after the first look; then bounded */
+            if (idle == 0 && (spun = may_spin(w)))
+                spin_end = coro__now() + CORO__IDLE_SPIN_NS;
+            if (spun && (idle < 16 || coro__now() < spin_end)) {
                 idle++;
                 coro__cpu_relax();
                 continue;
             }
-            if (idle < (s->oversubscribed ? CORO__IDLE_OVERSUB_YIELDS : CORO__IDLE_LOOKS)) {
-                /* oversubscribed workers skip the pause spins and give
-                 * the CPU away only a few times before they park: the
-                 * thread that gets it is another of ours, and each
-                 * sched_yield is a system call that its phase pays */
-                idle++;
-                sched_yield();
-                continue;
+            if (spun) {
+                spin_record(w, false);
+                spun = false;
             }
             j = coro__park_since(w, activity);
             idle = 0;
@@ -343,6 +409,10 @@ void *coro__worker_main(void *arg)
          * the notifies of their pushes may have counted on a searcher that
          * is gone (io_standby: four jobs from a plain thread, two workers
          * parked while two of them waited) */
+        if (spun) {
+            spin_record(w, true);
+            spun = false;
+        }
         bool more = w->took_more;
         w->took_more = false;
         if (w->searching) {
@@ -354,7 +424,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
-            w->drain = s->driver->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
+            w->drain = busy_look(w) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

@@ -297,7 +297,7 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
         w->lifo_streak = 0;
     /* nothing, in the park's last look (after its membarrier): the quiet
      * rings (RINGS).  Not at the other idle looks: a park follows them
-     * within CORO__IDLE_LOOKS looks, and each look would read every quiet
+     * within a few looks, and each look would read every quiet
      * ring.  acquire: a bit set after this read belongs to a take-off
      * that a later park or periodic look covers */
     if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->subring_qtop, __ATOMIC_ACQUIRE)))
