@@ -154,7 +154,8 @@ Test(numa, each_worker_allocates_its_own_struct_on_its_own_thread, .timeout = 20
     /* a worker struct's block (rt/runtime.c worker_size, plus
      * coro__alloc_aligned's line and pointer) */
     rec_size = sizeof(struct coro__worker) +
-               CORO__NPRIO * (2 * CORO__LOCAL_SIZE + CORO__INBOX_SIZE) * sizeof(ck_ring_buffer_t) +
+               CORO__NPRIO * 2 * CORO__LOCAL_SIZE * sizeof(ck_ring_buffer_t) +
+               CORO__NPRIO * CORO__INBOX_SIZE * sizeof(struct coro__sharedq_slot) +
                CORO__CACHELINE + sizeof(void *);
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
