@@ -55,26 +55,32 @@
  * the ring again while the list is empty.  A consumer that gets nothing
  * from the ring while overflow_n is not 0 takes the mutex: the ring again
  * (a producer that read overflow_n before the list filled may have
- * published meanwhile), else the list's head, and it moves up to
- * CORO__MQ_REFILL more into the ring with its own claims, made before it
- * lowers overflow_n: a producer that reads the lower count claims after
- * them, so a producer's jobs keep their order across list and ring.
- * Producers wait for each other only there, on a full queue, as they did
- * on every push while all of them took the mutex.
- * tools/model/sharedq.pml checks the ring with a producer that stops for
- * good between its claim and its publication, and rejects a publication
- * before the job's write, a consumer that waits for the stopped producer,
- * and producers that commit in ticket order (ck_ring's MPMC enqueue).
+ * published meanwhile); then, only if the ring holds no claimed ticket
+ * (head == tail: a producer's jobs in the ring came before its jobs in the
+ * list), the list's head, and it moves up to CORO__MQ_REFILL more into the
+ * ring with its own claims, made before it lowers overflow_n: a producer
+ * that reads the lower count claims after them, so a producer's jobs keep
+ * their order across list and ring.  While a claimed ticket waits for its
+ * producer, the whole queue is empty for now.  Producers wait for each
+ * other only on this full path (the mutex), as they did on every push
+ * while all of them took it.
+ * tools/model/sharedq.pml checks the ring and the list with a producer
+ * that stops for good between its claim and its publication, and rejects
+ * a publication before the job's write, a consumer that waits for the
+ * stopped producer, producers that commit in ticket order (ck_ring's MPMC
+ * enqueue), producers under a mutex, and a pop that takes the list's
+ * head while the ring holds a claimed ticket.
  *
  * Fences: ck_pr's; on x86 (TSO) all but store-load are compiler
  * barriers, and the CAS is a locked instruction.
  *
- *  - coro__localq: a worker's local ring, SPMC (ck_ring_enqueue_spmc by the
- *    owner, ck_ring_dequeue_spmc by the owner and by thieves).  ck has no
- *    work-stealing deque, and none that takes a batch at once: a thief
- *    takes half a ring with one CAS (coro__localq_pop_batch, coro__localq_steal,
- *    ck's dequeue moved by n), and the owner takes its newest job back
- *    as a Chase-Lev deque's owner does (TAKING BACK below).
+ * LOCAL RINGS.  coro__localq: a worker's local ring, SPMC
+ * (ck_ring_enqueue_spmc by the owner, ck_ring_dequeue_spmc by the owner
+ * and by thieves).  ck has no work-stealing deque, and none that takes a
+ * batch at once: a thief takes half a ring with one CAS
+ * (coro__localq_pop_batch, coro__localq_steal, ck's dequeue moved by n),
+ * and the owner takes its newest job back as a Chase-Lev deque's owner
+ * does (TAKING BACK below).
  *
  * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
  * releases and every pop acquires the queue's address for TSan (the job's
