@@ -54,7 +54,6 @@
  */
 #include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
 
 #include "sched/sched.h"
 
@@ -68,6 +67,14 @@ struct pinrec {
     struct pinrec *next;            /* the registry: set before the push, never changed */
 } __attribute__((aligned(CORO__CACHELINE)));
 
+/* the records, in the image rather than on the heap: a record is never
+ * freed (a thread that exits gives it to the next), and memory that lives
+ * as long as the process belongs in its image, not in a leak checker's
+ * "still reachable"; a thread that finds all of them owned pins through
+ * spill */
+#define PIN_RECS 256
+static struct pinrec rec_pool[PIN_RECS];
+static uint32_t rec_made;               /* records of rec_pool handed out */
 static struct pinrec *reg_head;         /* every record ever made */
 static uint64_t spill;                  /* pins that found no slot */
 static __thread struct pinrec *tls_rec;
@@ -106,9 +113,12 @@ static __attribute__((noinline)) struct pinrec *rec_take(void)
                                         __ATOMIC_RELAXED))
             goto got;
     }
-    if (posix_memalign((void **)&r, CORO__CACHELINE, sizeof *r) != 0)
+    /* relaxed: the index only; the record is published by the push below */
+    uint32_t i = __atomic_fetch_add(&rec_made, 1, __ATOMIC_RELAXED);
+    if (i >= PIN_RECS)
         return NULL;
-    *r = (struct pinrec){ .taken = 1 };
+    r = &rec_pool[i];
+    r->taken = 1;       /* zeroed in the image; ours alone until the push */
     r->next = __atomic_load_n(&reg_head, __ATOMIC_RELAXED);
     /* seq_cst: the record is on the list before any slot store of ours
      * (top of file); release for its zeroed slots */
