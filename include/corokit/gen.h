@@ -138,9 +138,8 @@ CORO_EXTERN int coro_gen_close(coro_t *gen);
  * generator: it stays suspended there, and every coro_gen_next gives
  * -EWOULDBLOCK again until a job pulls it with coro_gen_await, which
  * completes that wait).  Never blocks by itself (a body's blocking call
- * blocks, as in any plain code).  Inline: the pull of a generator whose
- * puller has not changed is a call of its body and a few plain loads and
- * stores. */
+ * blocks, as in any plain code).  Inline: one compare-and-swap and a call
+ * of the innermost body. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)) && \
     defined(__has_builtin) && !defined(CORO__GEN_NO_INLINE)
 # if __has_builtin(__builtin_thread_pointer)

@@ -35,6 +35,16 @@ static inline __attribute__((always_inline)) void trace_step(struct coro__worker
         coro__trace_step(w, job, t0, why, aw);
 }
 
+/* a step moves the job's innermost frame (a call, a generator's value,
+ * end or link).  relaxed: coro_cancel reads it (wait/done.c) after its CAS
+ * saw the job SUSPENDED while this worker still arms an await that then
+ * completes at once; what it reads there only picks the wait to cancel,
+ * which the state word's RMWs order */
+static inline void set_top(coro_t *job, coro_t *f)
+{
+    __atomic_store_n(&job->top, f, __ATOMIC_RELAXED);
+}
+
 /* A body returned an int that no macro produces: a plain `return` in the
  * body (coro.h's status words are distinctive for this).  Refuse it here,
  * naming the body, rather than read a stale or NULL awaitable below.  The
@@ -435,7 +445,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     if (CORO__UNLIKELY(cur != job) && CORO__UNLIKELY(cur->flags & CORO__FL_GEN) &&
         cur->result == -ECANCELED &&
         (coro__job_cancelled(job) || __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)))
-        job->top = cur = coro__gen_unwind(job, cur, -ECANCELED);
+        set_top(job, cur = coro__gen_unwind(job, cur, -ECANCELED));
     for (;;) {
         *errp = tls_job_errno;
         int st = cur->fn(cur);
@@ -460,7 +470,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             }
             if (CORO__UNLIKELY(cur->flags & CORO__FL_GEN)) {
                 bool pend;      /* a generator's end: its puller, or a yield-from's outer */
-                job->top = cur = coro__gen_step(job, cur, st, &pend);
+                set_top(job, cur = coro__gen_step(job, cur, st, &pend));
                 continue;
             }
             /* a coro_call child returned: its caller continues at once */
@@ -469,7 +479,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             /* release: the child frame's last writes before a later
              * spawn or call of it acquires DONE */
             __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
-            job->top = cur = parent;
+            set_top(job, cur = parent);
             continue;
         }
         if (st == CORO__ST_YIELD) {
@@ -509,7 +519,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
                 (st != CORO__ST_VALUE && st != CORO__ST_FROM))
                 coro__bad_body(cur, st);
             bool pend;
-            job->top = cur = coro__gen_step(job, cur, st, &pend);
+            set_top(job, cur = coro__gen_step(job, cur, st, &pend));
             if (!pend)
                 continue;
         }
@@ -518,7 +528,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
         if (CORO__UNLIKELY(aw->ops == &coro__gen_ops)) {
             /* an await of a generator whose body waits: its chain joins
              * this job's, and its innermost await is handled as ours */
-            job->top = cur = coro__gen_link(job, cur);
+            set_top(job, cur = coro__gen_link(job, cur));
             aw = &cur->aw;
             goto dispatch;
         }
@@ -551,7 +561,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             child->sched = s;
             child->cls = job->cls;
             child->prio = job->prio;
-            job->top = cur = child;
+            set_top(job, cur = child);
             continue;
         }
         /* cancel: an await that has not completed returns -ECANCELED at
@@ -564,7 +574,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
              (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
             coro_t *p0 = cur != job ? coro__gen_unwind(job, cur, -ECANCELED) : NULL;
             if (p0)             /* a generator's pull ends at its puller */
-                job->top = cur = p0;
+                set_top(job, cur = p0);
             else
                 cur->result = -ECANCELED;
             continue;

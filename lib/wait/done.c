@@ -179,7 +179,9 @@ bool coro__wait_cancel_job(coro_sched_t *s, coro_t *job, uint32_t old)
         return true;
     /* ordered by the state word's RMWs (parklot.c CANCEL ONE); the awaitable
      * is the innermost frame's (a coro_call child's own await) */
-    coro_await_t *aw = &job->top->aw;
+    /* relaxed: a step that armed an await which completed at once may
+     * move top meanwhile (sched/run.c set_top) */
+    coro_await_t *aw = &__atomic_load_n(&job->top, __ATOMIC_RELAXED)->aw;
     const struct coro_await_ops *ops = aw->ops;
     if (ops && ops->arm == coro__sync_arm) {
         coro__parklot_cancel_in_bucket(job, coro__sync_ops_of(aw)->key(aw));

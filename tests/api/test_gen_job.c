@@ -211,6 +211,7 @@ Test(gen_job, a_generator_that_gave_ewouldblock_is_finished_by_a_job, .timeout =
 struct gated {
     coro_t co;
     coro_event_t *ev;
+    coro_event_t *entered;  /* set before each wait: the pull holds it by then */
     int i;
     int canceled;
 };
@@ -220,6 +221,8 @@ static int gated_body(coro_t *co)
     struct gated *g = CORO_SELF(co, struct gated);
     CORO_BEGIN(co);
     for (g->i = 1;; g->i++) {
+        if (g->entered)
+            coro_event_set(g->entered);
         CORO_AWAIT(co, coro_event_wait(g->ev, CORO_FOREVER));
         if (CORO_RESULT(co) == -ECANCELED)
             g->canceled++;
@@ -247,33 +250,32 @@ static int once_body(coro_t *co)
     CORO_END(co);
 }
 
-/* wait (from the test's thread) until job is suspended inside gen's pull */
-static void wait_busy(coro_t *gen)
+/* wait (from the test's thread) until a job's pull runs the body up to its
+ * wait: from then on the pull holds the generator (taken at its start),
+ * whether the job has suspended yet or not.  A probe by a plain pull would
+ * run the body itself, and take the generator from the job */
+static void wait_entered(coro_event_t *entered)
 {
-    intptr_t v;
-    /* the pull holds gen while its body waits: a plain pull says -EBUSY */
-    for (int i = 0; coro_gen_next(gen, &v) != -EBUSY; i++) {
-        cr_assert_lt(i, 20000, "the job never reached the wait");
-        sleep_ms(1);
-    }
+    cr_assert_eq(coro_event_wait_blocking(entered, CORO_FOREVER), 0);
 }
 
 Test(gen_job, cancel_of_a_pulling_job_ends_the_pull_and_leaves_the_generator_closable, .timeout = 60)
 {
     for (int w = 0; w <= 2; w += 2) {
         coro_sched_t *s = mk(w);
-        coro_event_t ev;
-        struct gated g = { .ev = &ev };
+        coro_event_t ev, entered;
+        struct gated g = { .ev = &ev, .entered = &entered };
         struct once o = { .gen = &g.co };
         intptr_t r;
 
         coro_event_init(&ev);
+        coro_event_init(&entered);
         coro_gen_init(&g.co, gated_body);
         cr_assert_eq(coro_spawn(s, &o.co, once_body, NULL), 0);
         if (w == 0)
             coro_sched_run(s);
         else
-            wait_busy(&g.co);
+            wait_entered(&entered);
         cr_assert_eq(coro_cancel(&o.co), 0);
         cr_assert_eq(coro_join(&o.co, &r), 0);
         cr_assert_eq(r, -ECANCELED, "workers %d", w);
@@ -288,6 +290,7 @@ Test(gen_job, cancel_of_a_pulling_job_ends_the_pull_and_leaves_the_generator_clo
         struct once o3 = { .gen = &g.co };
         cr_assert_eq(block_on_r(s, &o3.co, once_body, NULL), 0, "closed");
         coro_event_destroy(&ev);
+        coro_event_destroy(&entered);
         fin(s);
     }
 }
@@ -309,25 +312,28 @@ static int from_body(coro_t *co)
 Test(gen_job, a_cancelled_job_leaves_every_generator_of_a_chain_closable, .timeout = 60)
 {
     coro_sched_t *s = mk(2);
-    coro_event_t ev;
-    struct gated leaf = { .ev = &ev };
+    coro_event_t ev, entered;
+    struct gated leaf = { .ev = &ev, .entered = &entered };
     struct from f = { .in = &leaf.co };
     struct once o = { .gen = &f.co };
     intptr_t r, v;
 
     coro_event_init(&ev);
+    coro_event_init(&entered);
     coro_gen_init(&leaf.co, gated_body);
     coro_event_set(&ev);
     cr_assert_eq(coro_gen_next(&leaf.co, &v), 1, "the leaf is past its first value");
+    coro_event_reset(&entered);
     cr_assert_eq(coro_gen_init(&f.co, from_body), 0);
     cr_assert_eq(coro_spawn(s, &o.co, once_body, NULL), 0);
-    wait_busy(&f.co);
+    wait_entered(&entered);
     cr_assert_eq(coro_cancel(&o.co), 0);
     cr_assert_eq(coro_join(&o.co, &r), 0);
     cr_assert_eq(r, -ECANCELED);
     cr_assert_eq(coro_gen_close(&f.co), 0);
     cr_assert_eq(coro_gen_next(&leaf.co, &v), 0, "the inner was closed with it");
     coro_event_destroy(&ev);
+    coro_event_destroy(&entered);
     fin(s);
 }
 
@@ -335,18 +341,19 @@ Test(gen_job, a_second_puller_while_a_pull_waits_gets_ebusy, .timeout = 60)
 {
     for (int w = 0; w <= 2; w += 2) {
         coro_sched_t *s = mk(w);
-        coro_event_t ev;
-        struct gated g = { .ev = &ev };
+        coro_event_t ev, entered;
+        struct gated g = { .ev = &ev, .entered = &entered };
         struct once a = { .gen = &g.co }, b = { .gen = &g.co };
         intptr_t ra, rb;
 
         coro_event_init(&ev);
+        coro_event_init(&entered);
         coro_gen_init(&g.co, gated_body);
         cr_assert_eq(coro_spawn(s, &a.co, once_body, NULL), 0);
         if (w == 0)
             coro_sched_run(s);
         else
-            wait_busy(&g.co);
+            wait_entered(&entered);
         cr_assert_eq(coro_spawn(s, &b.co, once_body, NULL), 0);
         cr_assert_eq(coro_join(&b.co, &rb), 0);
         cr_assert_eq(rb, -EBUSY, "workers %d", w);
@@ -359,6 +366,7 @@ Test(gen_job, a_second_puller_while_a_pull_waits_gets_ebusy, .timeout = 60)
         cr_assert_eq(a.v, 1);
         cr_assert_eq(coro_gen_close(&g.co), 0);
         coro_event_destroy(&ev);
+        coro_event_destroy(&entered);
         fin(s);
     }
 }
@@ -366,19 +374,21 @@ Test(gen_job, a_second_puller_while_a_pull_waits_gets_ebusy, .timeout = 60)
 Test(gen_job, shutdown_with_cancel_ends_a_waiting_pull_with_ecanceled, .timeout = 60)
 {
     coro_sched_t *s = mk(2);
-    coro_event_t ev;
-    struct gated g = { .ev = &ev };
+    coro_event_t ev, entered;
+    struct gated g = { .ev = &ev, .entered = &entered };
     struct once o = { .gen = &g.co };
 
     coro_event_init(&ev);
+    coro_event_init(&entered);
     coro_gen_init(&g.co, gated_body);
     cr_assert_eq(coro_spawn(s, &o.co, once_body, NULL), 0);
-    wait_busy(&g.co);
+    wait_entered(&entered);
     cr_assert_eq(coro_sched_shutdown(s, CORO_CANCEL), 0);
     cr_assert_eq(o.co.result, -ECANCELED);
     cr_assert_eq(coro_gen_close(&g.co), 0);
     cr_assert_eq(coro_sched_destroy(s), 0);
     coro_event_destroy(&ev);
+    coro_event_destroy(&entered);
 }
 
 /* ---- the adapters in a job ------------------------------------------------------------ */

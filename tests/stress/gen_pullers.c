@@ -10,9 +10,9 @@
  *   3. A job pulls a generator waiting on an event while the main thread
  *      sets the event and cancels the job at once: the pull gives the value
  *      or -ECANCELED, and the generator can always be closed after.
- * The whole program runs twice: with membarrier(2) (owners keep their
- * generators) and again with COROKIT_MEMBARRIER=0 (every pull claims by
- * CAS).  Under TSan: the frames' fields against gen_run's release/acquire. */
+ * Under TSan: the frames' fields against gen_run's CAS and release, and
+ * coro_cancel's look at the job's innermost frame against the step that
+ * moves it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -78,7 +78,7 @@ static void *plain_main(void *arg)
         if (r == 1) {
             add(&p->t_, v, &last);
             if (p->t_.count % 64 == 0)
-                sched_yield();      /* the other thread's turn to take it over */
+                sched_yield();      /* the other thread's turn */
         } else {
             SCEN_CHECK(r == -EBUSY || r == -EWOULDBLOCK, "pull: %s", coro_strerror(r));
             p->t_.busy++;
@@ -243,20 +243,13 @@ int main(int argc, char **argv)
     enum scen_mode mode = scenario_mode(argc, argv);
     long n = SCEN_N(mode, 20000, 200000, 2000000);
     int rounds = SCEN_N(mode, 200, 2000, 20000);
-    const char *mb = getenv("COROKIT_MEMBARRIER");
 
-    printf("gen_pullers (membarrier %s)\n", mb && strcmp(mb, "0") == 0 ? "off" : "on");
+    printf("gen_pullers\n");
     plain_threads(n);
     for (int i = 0; i < SCEN_NWORKERS; i++)
         jobs_and_a_thread(scen_workers[i], n / 10);
     for (int i = 0; i < SCEN_NWORKERS; i++)
         cancel_rounds(scen_workers[i], rounds);
-    if (!mb) {      /* again, every pull claiming by CAS */
-        fflush(stdout);
-        setenv("COROKIT_MEMBARRIER", "0", 1);
-        execv("/proc/self/exe", argv);
-        SCEN_CHECK(0, "execv: %s", strerror(errno));
-    }
     printf("gen_pullers: ok\n");
     return 0;
 }

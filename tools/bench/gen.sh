@@ -69,8 +69,8 @@ for sh in plain job from1 from64 job64; do
 done
 echo "medians of $ROUNDS rounds; plain/from: $N values, job: $NJOB values; cxx20 from/job64: each level re-yields (no elements_of in g++ 12)"
 awk -v a="${MED[corokit.plain]}" -v b="${MED[cxx20.plain]}" \
-    'BEGIN { r = b / a; printf "plain pull:  corokit %.2fx the C++20 generator (want >= 1.0): %s\n", r, r >= 1.0 ? "ok" : "MISSED" }'
+    'BEGIN { r = b / a; printf "plain pull:  corokit %.2fx the C++20 generator (want >= 1.0): %s\n", r, (r >= 1.0 ? "ok" : "MISSED") }'
 awk -v a="${MED[corokit.job]}" -v b="${MED[cxx20.job]}" \
-    'BEGIN { r = b / a; printf "in a job:    corokit %.2fx the C++20 async generator (want >= 0.5): %s\n", r, r >= 0.5 ? "ok" : "MISSED" }'
+    'BEGIN { r = b / a; printf "in a job:    corokit %.2fx the C++20 async generator (want >= 0.5): %s\n", r, (r >= 0.5 ? "ok" : "MISSED") }'
 awk -v a="${MED[corokit.from64]}" -v b="${MED[corokit.from1]}" \
-    'BEGIN { r = a / b; printf "yield-from:  64 levels cost %.2fx 1 level (want <= 2.0): %s\n", r, r <= 2.0 ? "ok" : "MISSED" }'
+    'BEGIN { r = a / b; printf "yield-from:  64 levels cost %.2fx 1 level (want <= 2.0): %s\n", r, (r <= 2.0 ? "ok" : "MISSED") }'
