@@ -31,7 +31,12 @@
  * side poll found not ready after the EAGAIN, so its edge is still to
  * come; a side found ready is never parked on.  Both sides ready by poll
  * yet EAGAIN (a pipe with room for less than a page) switches a bounded
- * number of times, then completes with -EAGAIN.
+ * number of times, then completes with -EAGAIN.  A switch rewrites the
+ * awaitable's ops and fd while the job is being armed: a coro_cancel that
+ * looks at the old side then (lib/io/cancel.c) finds no waiter in that
+ * slot, and the park on the new side sees the job's cancel flag under the
+ * new slot's lock (fd_wait), which the cancel set before it looked: the
+ * cancel is never lost.
  */
 #include <fcntl.h>
 #include <limits.h>
