@@ -75,13 +75,14 @@ static int locker_body(coro_t *co)
 static double locks_round(coro_sched_t *s, int coro)
 {
     struct locker j[JOBS] = { 0 };
+    intptr_t res;
     int64_t t0 = now_ns();
     for (int i = 0; i < JOBS; i++) {
         j[i].coro = coro;
         coro_spawn(s, &j[i].co, locker_body, NULL);
     }
     for (int i = 0; i < JOBS; i++)
-        coro_join(&j[i].co, NULL);
+        coro_join(&j[i].co, &res);
     return (double)(now_ns() - t0) / ((double)JOBS * ITERS);
 }
 
@@ -134,10 +135,11 @@ static double stall_round(coro_sched_t *s, int64_t work_ns)
     int stop = 0;
     struct burner b = { .work_ns = work_ns, .stop = &stop };
     struct ticker t = { .stop = &stop };
+    intptr_t res;
     coro_spawn(s, &b.co, burner_body, NULL);
     coro_spawn(s, &t.co, ticker_body, NULL);
-    coro_join(&t.co, NULL);
-    coro_join(&b.co, NULL);
+    coro_join(&t.co, &res);
+    coro_join(&b.co, &res);
     return (double)t.worst / 1e3;
 }
 
