@@ -75,7 +75,7 @@ static void mutex_holder(const coro_await_t *a, char *buf, size_t len)
 
 /* the arm records the waiting job (coro__sync_arm_held) */
 static const struct coro__held_ops mutex_ops = {
-    { { "mutex_lock", coro__sync_arm_held }, coro__arg0_key, mutex_try }, mutex_holder, NULL,
+    { { "mutex_lock", coro__sync_arm_held }, coro__arg0_key, mutex_try }, mutex_holder, NULL, coro__sync_arm,
 };
 
 int coro_mutex_init(coro_mutex_t *m)

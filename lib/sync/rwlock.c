@@ -161,10 +161,10 @@ static const void *write_key(const coro_await_t *a)
 }
 
 const struct coro__held_ops coro__rwlock_read_ops = {
-    { { "rwlock_read", coro__sync_arm_held }, coro__arg0_key, read_try }, rw_holder, NULL,
+    { { "rwlock_read", coro__sync_arm_held }, coro__arg0_key, read_try }, rw_holder, NULL, coro__sync_arm,
 };
 const struct coro__held_ops coro__rwlock_write_ops = {
-    { { "rwlock_write", coro__sync_arm_held }, write_key, write_try }, rw_holder, write_left,
+    { { "rwlock_write", coro__sync_arm_held }, write_key, write_try }, rw_holder, write_left, coro__sync_arm,
 };
 
 /* ---- life ---------------------------------------------------------------------------- */

@@ -12,8 +12,9 @@ extern const struct coro__sync_ops coro__event_wait_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_recv_ops CORO__HIDDEN;
 extern const struct coro__sync_ops coro__chan_send_ops CORO__HIDDEN;
 
-/* ", held by job 0x..." / ", held by a plain thread" for an owner (a
- * job's root frame or a thread token, coro__thread_token), "" for 0 */
+/* the text naming an owner (a job's root frame or a thread token,
+ * coro__thread_token) for coro_sched_dump: "held by job" and its address,
+ * or "held by a plain thread"; empty for 0 */
 CORO__HIDDEN void coro__sync_holder_text(uintptr_t owner, char *buf, size_t len);
 
 /* the selectable operations of sync/sem.c and sync/rwlock.c */

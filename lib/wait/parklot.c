@@ -189,6 +189,14 @@ static void wake_waiter(coro_t *w, intptr_t res)
 
 /* ---- the sync objects' interface (lib/wait/wait.h) ------------------------ */
 
+/* here, where the lot recognises held operations by this arm
+ * (coro__held_ops_of) */
+int coro__sync_arm_held(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
+{
+    aw->arg[1].i = (intptr_t)(uintptr_t)job;    /* who waits: the job, root frame */
+    return coro__held_ops_of(aw)->arm(s, job, aw, res);
+}
+
 coro__parklot_bucket_t *coro__parklot_bucket(const void *key)
 {
     return bucket_of(key);

@@ -56,12 +56,6 @@ int coro__sync_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res
     return r;
 }
 
-int coro__sync_arm_held(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
-{
-    aw->arg[1].i = (intptr_t)(uintptr_t)job;    /* who waits: the job, root frame */
-    return coro__sync_arm(s, job, aw, res);
-}
-
 coro_await_t coro__sync_await(coro_await_t aw)
 {
     const struct coro__sync_ops *op = coro__sync_ops_of(&aw);

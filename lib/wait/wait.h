@@ -410,6 +410,10 @@ struct coro__held_ops {
     struct coro__sync_ops sync;     /* first: aw->ops points here */
     void (*holder)(const coro_await_t *args, char *buf, size_t len);
     void (*left)(coro__parklot_bucket_t *b, const coro_await_t *args, coro__wakelist_t *wakes);
+    /* the arm once the identity is recorded: coro__sync_arm (a pointer,
+     * so that the lot, which defines coro__sync_arm_held, does not call
+     * into wait/sync.c, which calls the lot) */
+    int (*arm)(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 };
 CORO__HIDDEN int coro__sync_arm_held(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res);
 
