@@ -23,8 +23,9 @@ connect error and no non-2xx answer; curl runs with --fail (~/.curlrc).
 
 Servers.  A command that ends with `&` starts a server: the check waits
 (20 s at most) until that process, or one it started, listens on a TCP
-port, and fails if it exits first.  The client commands the block shows
-then probe it.  Whatever a block started is killed when the block ends.
+port or has a UDP socket bound to one, and fails if it exits first.  The
+client commands the block shows then probe it.  Whatever a block started
+is killed when the block ends.
 
 The sandbox.  The blocks run in a scratch copy of the tree (the files git
 tracks or would track, and BUILD without its tests, so `make` finds it up
@@ -282,7 +283,7 @@ __dc_fail() { echo "doc-commands: FAILED at $2 (exit status $1)" >&2; exit 1; }
 __dc_listen() {
     __dc_pids="$__dc_pids $1"
     "$__dc_py" "$__dc_self" --wait-listen "$1" || { echo "doc-commands: FAILED at $2: the \
-background command never listened on a TCP port (or exited)" >&2; exit 1; }
+background command never listened on a TCP or UDP port (or exited)" >&2; exit 1; }
 }
 __dc_end() {
     for p in $__dc_pids; do kill -TERM -- "-$p" 2>/dev/null; done
@@ -439,14 +440,15 @@ def run_block(block, script, src, scratch, env):
 # ---- waiting for a server -----------------------------------------------------------------
 
 def listening_inodes():
+    """the sockets that serve: TCP ones listening, UDP ones bound to a port"""
     inodes = set()
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for name, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
         try:
-            with open(name) as f:
+            with open("/proc/net/" + name) as f:
                 next(f)
                 for line in f:
                     w = line.split()
-                    if len(w) > 9 and w[3] == "0A":        # TCP_LISTEN
+                    if len(w) > 9 and w[3] == state and not w[1].endswith(":0000"):
                         inodes.add(w[9])
         except OSError:
             pass
@@ -531,6 +533,7 @@ def check(root, build, files, only, keep, listing):
         src = make_sandbox(root, build, scratch)
         for b in all_blocks:
             if b.marker and b.marker[0] == "file":
+                os.makedirs(os.path.dirname(os.path.join(src, b.marker[1])), exist_ok=True)
                 with open(os.path.join(src, b.marker[1]), "w") as fh:
                     fh.write(b.text + "\n")
         env = dict(os.environ, HOME=os.path.join(scratch, "home"), TMPDIR=os.path.join(scratch, "tmp"),
@@ -603,6 +606,7 @@ took 7 ms for 40 items
 ```sh
 python3 -m http.server --bind 127.0.0.1 18097 >/dev/null 2>&1 &
 curl -o /dev/null http://127.0.0.1:18097/
+python3 -c 'import socket, time; u = socket.socket(2, 2); u.bind(("127.0.0.1", 0)); time.sleep(60)' &
 ```
 
 <!-- doc-commands: skip a template: CMD is the reader's -->
