@@ -110,10 +110,6 @@ struct fpool {
      * a giver counts before it pushes, so nbig may run ahead of the lists) */
     struct slab *bigret;
     uint32_t nbig;
-    /* a worker's pool: the thread cache it last gave an empty slab back
-     * to, trimmed when the worker goes idle (RETURNED, lib/sched/frame_slab.c;
-     * owner only) */
-    struct fpool *ret_to;
 };
 
 struct coro__frames {

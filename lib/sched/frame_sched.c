@@ -14,10 +14,7 @@
  * after phase (bursts, a spawning loop between parks) keeps them up to
  * that cap and reaches the allocator for none; a worker that parks for
  * good holds at most CORO__FRAME_EMPTY_PARK empty slabs, plus the current
- * slab of each class it allocated from.  So does the cache of a plain
- * thread that the worker gave empty slabs back to (RETURNED in
- * lib/sched/frame_slab.c): the worker trims it to CORO__FRAME_EMPTY_PARK,
- * since that thread may never allocate, collect or exit again.
+ * slab of each class it allocated from.
  */
 #include "sched/frame_impl.h"
 
@@ -53,12 +50,6 @@ void coro__frames_flush(coro_sched_t *s)
     if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
         coro__frame_bigc_trim(p, CORO__FRAME_BIG_IDLE);
     idle_trim(p);
-    /* the thread cache we gave empty slabs back to: its thread may never
-     * allocate again, and nobody else would trim it (IDLE) */
-    if (p->ret_to) {
-        coro__frame_returned_trim(p->ret_to, CORO__FRAME_EMPTY_PARK);
-        p->ret_to = NULL;
-    }
 }
 
 int coro__frames_init(coro_sched_t *s)

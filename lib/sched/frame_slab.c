@@ -61,8 +61,7 @@
  * detached.  The owner takes from the returned stack when it needs a slab
  * (RETURNED below).  So a thread cache holds, whatever its thread does
  * next, the slab it allocates from per size class, the slabs it saw come
- * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones - at most
- * CORO__FRAME_EMPTY_PARK once the workers that gave them back are idle.
+ * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones.
  * A worker's pool does not detach: a
  * worker comes back (it collects its pending slabs when it next allocates
  * from a full slab and before it parks), and its own gives back stay
@@ -77,15 +76,15 @@
  * exchanges it with NULL, so there is no pop of single nodes and no ABA.
  * The owner takes it when it needs a slab, keeps the first and pushes the
  * rest back (at most CORO__FRAME_EMPTY_MAX links walked, once per slab it
- * fills).  Any other thread may take it too and give slabs back
+ * fills).  Any thread may take it whole and give slabs back
  * (coro__frame_returned_trim, unlinking them from fr->detached under
- * fr->lock): a worker that disposed of a slab onto a thread cache's stack
- * remembers that cache (its pool's ret_to) and trims it to
- * CORO__FRAME_EMPTY_PARK when it goes idle (coro__frames_flush, at its
- * park).  So the slabs of a plain thread that spawned a burst and never
- * calls corokit again go back within a park of the workers that ran it,
- * while a thread that spawns burst after burst still finds the slabs the
- * last one left, up to CORO__FRAME_EMPTY_PARK, without the allocator.
+ * fr->lock; the owner's at its exit).  So a thread cache's empty slabs
+ * number CORO__FRAME_EMPTY_MAX at most in all, where the owner's own
+ * list and the stack could each hold that many.  They are not trimmed
+ * further while the thread lives: a thread that spawns burst after burst
+ * of fire-and-forget jobs draws on them at every burst (spawn_many_remote),
+ * and a worker's trim at its park, which came between two bursts, made
+ * that burst allocate its slabs again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -284,11 +283,6 @@ void coro__frame_slab_dispose(struct slab *sl)
         /* (its release: the reset and the frames' last writes, acquired
          * with the count, before the taker's acquire exchange) */
         returned_push(p, sl, sl);
-        /* a worker that gave a thread cache a slab trims that cache when
-         * it goes idle (RETURNED): the thread may never allocate again */
-        struct coro__worker *w = coro__tls_worker;
-        if (p->thread && w && w->s == fr->s && w->idx < fr->npools)
-            fr->wp[w->idx]->ret_to = p;     /* the worker's own pool: owner-only */
         return;
     }
     __atomic_sub_fetch(&p->nret, 1, __ATOMIC_RELAXED);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* A plain thread's burst of fire-and-forget jobs gives its slabs back once
- * the jobs are over and the workers are idle, though the thread never
- * calls corokit again (docs/guide.md, frame memory): the pools' count of
- * slab bytes (coro__frames_held) comes back near where it was, within a
- * bound in time (a wait for the condition, never a sleep that orders). */
+ * the jobs are over, though the thread never calls corokit again
+ * (docs/guide.md, frame memory): the pools' count of slab bytes
+ * (coro__frames_held) comes back to at most the empty slabs its cache keeps
+ * for the next burst, within a bound in time (a wait for the condition,
+ * never a sleep that orders). */
 #include <criterion/criterion.h>
 #include <corokit.h>
 #include <sched.h>
@@ -50,9 +51,9 @@ static void burst(int workers)
     }
     wait_done(N);
     /* what may stay: the slab the thread allocates from, a few slabs
-     * whose last frees it has not collected, and what the idle workers
-     * leave in its cache (CORO__FRAME_EMPTY_PARK empty slabs) */
-    size_t bound = (size_t)(CORO__FRAME_EMPTY_PARK + 8) << 16;
+     * whose last frees it has not collected, and the empty slabs its cache
+     * keeps for its next burst (CORO__FRAME_EMPTY_MAX in all) */
+    size_t bound = (size_t)(CORO__FRAME_EMPTY_MAX + 8) << 16;
     int64_t end = coro_now() + 20000000000LL;
     size_t h;
     while ((h = coro__frames_held(s)) > h0 + bound && coro_now() < end)
