@@ -29,6 +29,7 @@ coro__io_woken_by
 coro__parklot_cancel_sweeps
 coro__parklot_cancel_visits
 coro__parklot_timers_count
+coro__pins_held
 coro__membarrier_fail
 coro__sharedq_claimed
 coro__sys_libc
