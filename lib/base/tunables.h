@@ -97,17 +97,16 @@
 
 /* ---- idling (sched/worker.c, sched/park.c, io/blocking.c) ------------------- */
 /* an idle worker that may spin (sched/worker.c SPINNING: the only
- * searcher, one of its last spins found work, workers no more than CPUs)
- * looks for work again, a pause instruction in between, for up to this
- * long (ns) before it parks: about what a park and its wake-up cost (two
- * system calls and two context switches), so that a spin that fails
- * costs no more than the park it could have saved.  Its steals are at
- * looks 1, 3, 7 and 15 (STEALING).  Every other idle worker parks after
- * its first look: a spin costs the CPU it holds, which on a shared machine
- * belongs to whoever we wait for.  No idle worker calls sched_yield.
- * Build with -DCORO__IDLE_SPIN_NS=N to measure another bound (0: never) */
-#ifndef CORO__IDLE_SPIN_NS
-#define CORO__IDLE_SPIN_NS 10000
+ * searcher, another worker awake, workers no more than CPUs) looks for
+ * work again up to this many times, a pause instruction in between,
+ * before it parks (its steals are at looks 1, 3, 7 and 15: STEALING).
+ * Every other idle worker parks after its first look: a park and its
+ * wake-up cost two system calls and two context switches, a spin costs
+ * the CPU it holds, which on a shared machine belongs to whoever we wait
+ * for.  No idle worker calls sched_yield.  Build with
+ * -DCORO__IDLE_SPIN_LOOKS=N to measure another bound (0: never spin) */
+#ifndef CORO__IDLE_SPIN_LOOKS
+#define CORO__IDLE_SPIN_LOOKS 16u
 #endif
 /* a worker's own look at epoll that queued this many jobs for itself
  * (besides the one it runs next) wakes one parked worker for them

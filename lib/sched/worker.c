@@ -26,18 +26,19 @@
  * often the process whose answer its jobs wait for - so it parks at once
  * after its first look, unless it may spin: it is the only searcher
  * (s->searching is 1 and counts it; searchers are at most half the
- * workers, so spinners are too, and no other is spinning: Go's rule),
- * workers are no more than CPUs (a spinner would take the CPU of the
- * worker it waits for), and a wake-up is likely soon: one of its last 8
- * spins found work (w->spin_hist), or, once in 16 idle phases that
- * qualify, as a probe.  A load whose work comes from readiness on a busy
- * set of connections, which a parked worker waiting in epoll sees at once,
- * stops spinning after 8 fruitless spins; a ping-pong between workers, or
- * a job that waits for the blocking pool, keeps it.  It then looks again
- * with a pause in between, at least 16 looks (its steals are at looks 1,
- * 3, 7 and 15) and for CORO__IDLE_SPIN_NS, and parks.  It never calls
- * sched_yield: giving the CPU away to a runnable thread hands it a time
- * slice, and giving it to
+ * workers, so spinners are too, and no other is spinning: Go's rule), some
+ * other worker is awake (one that runs a job may hand it work soon; with
+ * every other worker parked, work comes only from outside - a plain
+ * thread's submission, readiness - and each of those wakes a parked
+ * worker anyway), and workers are no more than CPUs (a spinner would take
+ * the CPU of the worker it waits for).  Then it looks again up to
+ * CORO__IDLE_SPIN_LOOKS times with a pause in between, stealing at looks
+ * 1, 3, 7 and 15, and parks.  And only where a wake-up is likely soon:
+ * one of its last 8 spins found work (w->spin_hist), or, once in 16 idle
+ * phases that qualify, as a probe - a load whose work comes from I/O or
+ * from outside stops spinning after 8 fruitless spins, and a ping-pong
+ * between workers keeps it.  It never calls sched_yield: giving the CPU
+ * away to a runnable thread hands it a time slice, and giving it to
  * nobody costs a system call for nothing.  docs/benchmarks.md ("Idle
  * workers") has the policy against its alternatives.
  */
@@ -292,12 +293,14 @@ static bool may_spin(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
 
-    if (CORO__IDLE_SPIN_NS <= 0 || s->oversubscribed || !w->searching)
+    if (CORO__IDLE_SPIN_LOOKS == 0 || s->oversubscribed || !w->searching)
         return false;
     /* relaxed: hints.  A stale count only makes this phase spin or park
      * when the other choice was better: no wake-up depends on it (a
      * spinner parks through the same protocol as any worker) */
     if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 1)
+        return false;
+    if (coro__idle_count(s) + 1 >= (unsigned)s->nworkers)
         return false;
     /* likely to pay: one of its last 8 spins found work, or a probe */
     return w->spin_hist != 0 || (++w->spin_probe & 15) == 0;
@@ -316,7 +319,6 @@ void *coro__worker_main(void *arg)
     char name[16];
     unsigned idle = 0;
     bool spun = false;          /* this idle phase spins (SPINNING) */
-    int64_t spin_end = 0;       /* until when */
     uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
@@ -385,9 +387,7 @@ void *coro__worker_main(void *arg)
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
             /* SPINNING: decided once, after the first look; then bounded */
-            if (idle == 0 && (spun = may_spin(w)))
-                spin_end = coro__now() + CORO__IDLE_SPIN_NS;
-            if (spun && (idle < 16 || coro__now() < spin_end)) {
+            if (idle < CORO__IDLE_SPIN_LOOKS && (spun || (idle == 0 && (spun = may_spin(w))))) {
                 idle++;
                 coro__cpu_relax();
                 continue;
