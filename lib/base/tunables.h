@@ -108,13 +108,6 @@
 #ifndef CORO__IDLE_SPIN_LOOKS
 #define CORO__IDLE_SPIN_LOOKS 16u
 #endif
-/* a worker's own look at epoll that queued this many jobs for itself
- * (besides the one it runs next) wakes one parked worker for them
- * (sched/worker.c IDLE: one notify per batch); fewer, it runs them
- * itself.  -DCORO__IDLE_BATCH_WAKE=N to measure another */
-#ifndef CORO__IDLE_BATCH_WAKE
-#define CORO__IDLE_BATCH_WAKE 1u
-#endif
 /* a blocking-pool thread that finished a call looks for the next one this
  * long (ns) before it sleeps: a job that issues calls one after another
  * gets them handed over without a futex wake-up */

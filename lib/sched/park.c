@@ -229,11 +229,9 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     if (!own)
         coro__start_searching(w);
     if (w->batched) {
-        /* the batch's one notify (sched/worker.c IDLE); a searcher (we,
-         * claimed) covers it */
-        uint32_t n = w->batched;
+        /* the batch's one notify; a searcher (we, claimed) covers it */
         w->batched = 0;
-        if (n >= CORO__IDLE_BATCH_WAKE && !w->searching && s->nworkers > 1)
+        if (!w->searching && s->nworkers > 1)
             notify(s, s->all_wmask, true);
     }
     j = found_(w, j);

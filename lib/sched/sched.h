@@ -330,10 +330,6 @@ struct coro__worker {
     bool batching;
     uint32_t batched;
     bool park_claimed;                  /* a notifier claimed it while it waited in epoll */
-    /* SPINNING (sched/worker.c): whether its last 8 spins found work,
-     * one bit each, and a count that lets every 16th idle phase try one */
-    uint8_t spin_hist;
-    uint8_t spin_probe;
     /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
      * the next, whether the last step yielded, when a yield last looked;
      * and a job of a narrower class that yielded, queued after the next

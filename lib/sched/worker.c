@@ -33,11 +33,7 @@
  * worker anyway), and workers are no more than CPUs (a spinner would take
  * the CPU of the worker it waits for).  Then it looks again up to
  * CORO__IDLE_SPIN_LOOKS times with a pause in between, stealing at looks
- * 1, 3, 7 and 15, and parks.  And only where a wake-up is likely soon:
- * one of its last 8 spins found work (w->spin_hist), or, once in 16 idle
- * phases that qualify, as a probe - a load whose work comes from I/O or
- * from outside stops spinning after 8 fruitless spins, and a ping-pong
- * between workers keeps it.  It never calls sched_yield: giving the CPU
+ * 1, 3, 7 and 15, and parks.  It never calls sched_yield: giving the CPU
  * away to a runnable thread hands it a time slice, and giving it to
  * nobody costs a system call for nothing.  docs/benchmarks.md ("Idle
  * workers") has the policy against its alternatives.
@@ -57,7 +53,7 @@ static void batch_end(struct coro__worker *w)
 
     w->batching = false;
     w->batched = 0;
-    if (n >= CORO__IDLE_BATCH_WAKE && w->s->nworkers > 1)
+    if (n && w->s->nworkers > 1)
         notify(w->s, w->s->all_wmask, true);
 }
 
@@ -300,16 +296,7 @@ static bool may_spin(struct coro__worker *w)
      * spinner parks through the same protocol as any worker) */
     if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 1)
         return false;
-    if (coro__idle_count(s) + 1 >= (unsigned)s->nworkers)
-        return false;
-    /* likely to pay: one of its last 8 spins found work, or a probe */
-    return w->spin_hist != 0 || (++w->spin_probe & 15) == 0;
-}
-
-/* a spin ended: found work or not */
-static inline void spin_record(struct coro__worker *w, bool found)
-{
-    w->spin_hist = (uint8_t)(w->spin_hist << 1 | found);
+    return coro__idle_count(s) + 1 < (unsigned)s->nworkers;
 }
 
 void *coro__worker_main(void *arg)
@@ -318,7 +305,6 @@ void *coro__worker_main(void *arg)
     coro_sched_t *s = w->s;
     char name[16];
     unsigned idle = 0;
-    bool spun = false;          /* this idle phase spins (SPINNING) */
     uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
@@ -387,14 +373,10 @@ void *coro__worker_main(void *arg)
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
             /* SPINNING: decided once, after the first look; then bounded */
-            if (idle < CORO__IDLE_SPIN_LOOKS && (spun || (idle == 0 && (spun = may_spin(w))))) {
+            if (idle < CORO__IDLE_SPIN_LOOKS && (idle > 0 || may_spin(w))) {
                 idle++;
                 coro__cpu_relax();
                 continue;
-            }
-            if (spun) {
-                spin_record(w, false);
-                spun = false;
             }
             j = coro__park_since(w, activity);
             idle = 0;
@@ -409,10 +391,6 @@ void *coro__worker_main(void *arg)
          * the notifies of their pushes may have counted on a searcher that
          * is gone (io_standby: four jobs from a plain thread, two workers
          * parked while two of them waited) */
-        if (spun) {
-            spin_record(w, true);
-            spun = false;
-        }
         bool more = w->took_more;
         w->took_more = false;
         if (w->searching) {
