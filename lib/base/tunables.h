@@ -96,18 +96,18 @@
 #define CORO__SPIN_PAUSES 64u
 
 /* ---- idling (sched/worker.c, sched/park.c, io/blocking.c) ------------------- */
-/* an idle worker that may spin (sched/worker.c SPINNING: the only
- * searcher, another worker awake, workers no more than CPUs) looks for
- * work again up to this many times, a pause instruction in between,
- * before it parks (its steals are at looks 1, 3, 7 and 15: STEALING).
- * Every other idle worker parks after its first look: a park and its
- * wake-up cost two system calls and two context switches, a spin costs
- * the CPU it holds, which on a shared machine belongs to whoever we wait
- * for.  No idle worker calls sched_yield.  Build with
- * -DCORO__IDLE_SPIN_LOOKS=N to measure another bound (0: never spin) */
-#ifndef CORO__IDLE_SPIN_LOOKS
-#define CORO__IDLE_SPIN_LOOKS 16u
-#endif
+/* an idle worker looks for work again this many times with a pause
+ * instruction (never when oversubscribed: the holder may need our CPU)... */
+#define CORO__IDLE_PAUSES 4u
+/* ...then up to this many times in all, giving the CPU away in between,
+ * before it parks: a park and a wake-up cost two system calls and a few
+ * microseconds, a near-miss of a job pushed just after the look */
+#define CORO__IDLE_LOOKS 16u
+/* ...or this many, all of them sched_yield, when workers outnumber CPUs:
+ * the CPU given away goes to another of our threads, which looks for the
+ * same work, and a wider window of near-misses costs a system call per
+ * look in every idle phase */
+#define CORO__IDLE_OVERSUB_YIELDS 2u
 /* a blocking-pool thread that finished a call looks for the next one this
  * long (ns) before it sleeps: a job that issues calls one after another
  * gets them handed over without a futex wake-up */
@@ -155,6 +155,10 @@
  * wakes ~20 times a second) */
 #define CORO__IO_DEEP_LOOKS 4
 #define CORO__IO_DEEP_STANDBY_NS 50000000
+/* after a round that did something the I/O thread looks again without
+ * sleeping for up to this many rounds: under load the next event usually
+ * comes within microseconds */
+#define CORO__IO_SPIN 64
 /* a worker that always has a job ready still looks at the epoll set
  * without blocking (sched/worker.c, BUSY LOOKS) after this many steps
  * since its last look (tokio's event_interval is 61 ticks): one

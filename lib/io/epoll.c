@@ -39,6 +39,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -146,6 +147,7 @@ static int64_t iot_bound(struct coro__io *io)
 static void iot_drive(struct coro__io *io)
 {
     bool kicked;
+    int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
     /* acquire: pairs with coro__io_destroy's release of stop */
@@ -177,11 +179,15 @@ static void iot_drive(struct coro__io *io)
             coro__io_wake_idle_worker(io->s);
             return;
         }
-        /* block at once, never spin or yield between rounds: we hold the
-         * token only while every worker is busy, so the CPU a spin would
-         * take is theirs (or a neighbour's); epoll_wait returns at once
-         * when something is ready */
-        (void)poll_round(io, iot_bound(io), &kicked);
+        /* after a round that did something, look again without sleeping
+         * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
+         * next event usually comes within microseconds under load */
+        int64_t tmo = idle < CORO__IO_SPIN ? 0 : iot_bound(io);
+        int did = poll_round(io, tmo, &kicked);
+        if (did)
+            idle = 0;
+        else if (++idle < CORO__IO_SPIN)
+            sched_yield();
     }
     /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);
@@ -396,8 +402,8 @@ int coro__io_poll_now(struct coro__io *io)
     if (!coro__io_pending(io))
         return 0;
     /* a worker goes idle while the I/O thread holds the token: ask for it
-     * (no kick: iot_drive sees the flag at its next round).  Else the
-     * I/O thread, woken by each event, takes every event first, and
+     * (no kick: iot_drive sees the flag at its next round).  Else a busy
+     * I/O thread polling between sched_yields takes every event first, and
      * a worker that always finds the woken job during its own idle spins
      * never parks, so never asks: the I/O thread would relay a whole
      * conversation (relaxed: a hint, as in coro__io_park) */

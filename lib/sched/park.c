@@ -84,43 +84,7 @@
 static void clear_idle(void *arg)
 {
     struct coro__worker *w = arg;
-    /* still set: nobody claimed us, what ended the wait is the events */
-    w->park_claimed = !coro__idle_clear(w->s, w->idx);
-}
-
-/* WOKEN BY ITS OWN EVENTS.  A worker that waited in epoll handles what
- * it found itself (coro__io_park), as an idle look does (sched/worker.c
- * IDLE): the first NORMAL job those events make ready comes back from the
- * park to run next, with no queue, and the others go to its own queues
- * with one notify for them all.  Such a worker does not search: the job
- * it runs was made ready where it runs, and searching would make it the
- * last searcher to stop, whose rule (sched/steal.c, SEARCHING) wakes a
- * parked worker for nothing at every event.  A worker that a notifier
- * claimed searches as before, events or not: the claimer counted on it.
- * Returns coro__io_park's: 0 when it waited in epoll, -EAGAIN when it
- * could not (the caller waits on its futex); *caught: the job to run */
-static int park_in_epoll(struct coro__worker *w, uint32_t epoch, uint32_t activity,
-                         coro_t **caught)
-{
-    coro_sched_t *s = w->s;
-
-    w->park_claimed = false;
-    w->catching = true;
-    w->batching = true;
-    int rc = s->driver->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle, w);
-    w->catching = false;
-    w->batching = false;
-    coro_t *j = w->caught;
-    w->caught = NULL;
-    if (j && prio_queued(w)) {
-        /* a HIGH or LOW job woken beside it: picked in priority order,
-         * and counted in the batch's notify */
-        coro__submit(s, j, false);
-        w->batched++;
-        j = NULL;
-    }
-    *caught = j;
-    return rc;
+    coro__idle_clear(w->s, w->idx);
 }
 
 /* activity: coro__io_activity at the start of the idle phase */
@@ -128,7 +92,6 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
 {
     coro_sched_t *s = w->s;
     coro_t *j;
-    bool own = false;           /* woken by its own events in epoll */
 
     /* our own timers (lib/wait/wtimer.c): what is due fires now, into our
      * queues, where the last look below finds it; the next one bounds our
@@ -206,14 +169,11 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
          * the look after the timeout sees it */
         int64_t until = coro__ns_add(coro__now(), CORO__LIFO_PARK_NS);
         coro__futex_wait(&w->futex, epoch, due < until ? due : until);
-    } else if (!s->io || park_in_epoll(w, epoch, activity, &j) < 0) {
+    } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
+                                           w) < 0) {
         /* another thread waits in epoll; ours end at their deadline (epoll's
          * wait too: coro__io_park reads it where we published it) */
         coro__futex_wait(&w->futex, epoch, due == INT64_MAX ? -1 : due);
-    } else {
-        /* waited in epoll: woken by its own events (WOKEN BY ITS OWN
-         * EVENTS), or claimed, or at its deadline */
-        own = (j || w->batched) && !w->park_claimed;
     }
     coro__idle_clear(s, w->idx);
     coro__trace_park(w, true);
@@ -226,15 +186,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
      * whose notifies found a searcher and woke only us still gets as
      * many workers as it has jobs (io_standby: four jobs from a plain
      * thread while one worker searched - two of them waited for good) */
-    if (!own)
-        coro__start_searching(w);
-    if (w->batched) {
-        /* the batch's one notify; a searcher (we, claimed) covers it */
-        w->batched = 0;
-        if (!w->searching && s->nworkers > 1)
-            notify(s, s->all_wmask, true);
-    }
-    j = found_(w, j);
+    coro__start_searching(w);
 out:
     return j;
 }

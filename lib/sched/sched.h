@@ -323,13 +323,6 @@ struct coro__worker {
      * wakes is kept here, not queued, and run next (sched/worker.c IDLE) */
     bool catching;
     coro_t *caught;
-    /* while it handles what its own look at epoll found (the idle look, the
-     * park, a busy look): the jobs that go to its own queues send no
-     * notify each; they are counted here, and one notify follows the
-     * batch (sched/worker.c IDLE, sched/park.c WOKEN BY ITS OWN EVENTS) */
-    bool batching;
-    uint32_t batched;
-    bool park_claimed;                  /* a notifier claimed it while it waited in epoll */
     /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
      * the next, whether the last step yielded, when a yield last looked;
      * and a job of a narrower class that yielded, queued after the next

@@ -119,14 +119,6 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         if (!own_localq_push(w, &w->local[pi], pi, job))
             local_overflow(w, pi, job);
     out:
-        if (CORO__UNLIKELY(w->batching)) {
-            /* made ready by this worker's own look at epoll, into its own
-             * queues: it looks there before it could park, so nobody
-             * needs waking for this job alone; the look sends one notify
-             * for its whole batch (sched/worker.c IDLE) */
-            w->batched++;
-            return;
-        }
         /* with one worker, the caller's seat has it for a thief */
         if (s->nworkers > 1 || w->idx == s->nslots)
             notify(s, s->all_wmask, true);

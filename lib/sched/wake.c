@@ -66,21 +66,6 @@ void coro__idle_set(coro_sched_t *s, int idx)
     __atomic_fetch_or(&s->idle[k], coro__bit((size_t)idx), __ATOMIC_SEQ_CST);
 }
 
-unsigned coro__idle_count(coro_sched_t *s)
-{
-    unsigned n = 0;
-
-    /* relaxed: a hint (the spin decision, sched/worker.c SPINNING); a
-     * field may read above its word's bits while a claimer is between
-     * its clear and its count-down */
-    for (int g = 0, groups = SUM_USED(s); g < groups; g++) {
-        uint64_t v = __atomic_load_n(&s->idle_sum[g], __ATOMIC_RELAXED);
-        for (int f = 0; f < SUM_FIELDS; f++)
-            n += (unsigned)(v >> (16 * f)) & 0xffffu;
-    }
-    return n;
-}
-
 /* a bit of word k was cleared: count it down */
 static void idle_uncount(coro_sched_t *s, size_t k)
 {

@@ -12,60 +12,21 @@
  * wait for is usually there, and taking it here runs the woken job on
  * this worker with no thread wake-up at all.  The first NORMAL job it
  * wakes is kept aside (w->caught) and run next; the rest go to its own
- * queues.  Those pushes notify nobody one by one (w->batching): this
- * worker looks at its queues before it could park, so no job of the
- * batch can be left with every worker asleep, and one notify follows the
- * batch - the only jobs another worker needs waking for are those this
- * one cannot run at once (batch_end).  Then it steals, spins (SPINNING)
- * or parks - in epoll only if no other worker
+ * queues, whose pushes notify as usual.  Then: < 4 empty looks spin,
+ * 4..15 sched_yield, then park - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
- *
- * SPINNING.  An idle worker takes CPU from whoever shares the machine -
- * often the process whose answer its jobs wait for - so it parks at once
- * after its first look, unless it may spin: it is the only searcher
- * (s->searching is 1 and counts it; searchers are at most half the
- * workers, so spinners are too, and no other is spinning: Go's rule), some
- * other worker is awake (one that runs a job may hand it work soon; with
- * every other worker parked, work comes only from outside - a plain
- * thread's submission, readiness - and each of those wakes a parked
- * worker anyway), and workers are no more than CPUs (a spinner would take
- * the CPU of the worker it waits for).  Then it looks again up to
- * CORO__IDLE_SPIN_LOOKS times with a pause in between, stealing at looks
- * 1, 3, 7 and 15, and parks.  It never calls sched_yield: giving the CPU
- * away to a runnable thread hands it a time slice, and giving it to
- * nobody costs a system call for nothing.  docs/benchmarks.md ("Idle
- * workers") has the policy against its alternatives.
+ * When workers outnumber CPUs a worker never busy-spins: it goes straight
+ * to the sched_yield phase, which hands the CPU to whoever needs it, and
+ * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "sched/frame.h"
 #include "sched/worker.h"
-
-/* the jobs our own look at epoll made ready in our queues (w->batching):
- * one notify for them all, for a worker that may take them while we run
- * the first (it wakes only if no worker searches) */
-static void batch_end(struct coro__worker *w)
-{
-    uint32_t n = w->batched;
-
-    w->batching = false;
-    w->batched = 0;
-    if (n && w->s->nworkers > 1)
-        notify(w->s, w->s->all_wmask, true);
-}
-
-/* a busy worker's look at epoll (BUSY LOOKS): what it wakes for our own
- * queues sends one notify in all */
-static int busy_look(struct coro__worker *w)
-{
-    w->batching = true;
-    int n = w->s->driver->poll_busy(w->s->io, w->idx);
-    batch_end(w);
-    return n;
-}
 
 /* DEFERRED YIELDS.  Queued at the back of its class queue, which a worker
  * looks at before the global queue and the plain threads' submission
@@ -107,7 +68,7 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
      * where others wait; look again before the yielder (BUSY LOOKS) */
     while (w->drain > 0) {
         w->drain--;
-        if (busy_look(w) <= 0)
+        if (w->s->driver->poll_busy(w->s->io, w->idx) <= 0)
             break;
         if ((j = found_(w, find_own_(w, true))))
             return j;
@@ -284,21 +245,6 @@ bool coro__look_due(struct coro__worker *w)
     return look_due_(w);
 }
 
-/* SPINNING: whether this idle worker, its first look done, may spin */
-static bool may_spin(struct coro__worker *w)
-{
-    coro_sched_t *s = w->s;
-
-    if (CORO__IDLE_SPIN_LOOKS == 0 || s->oversubscribed || !w->searching)
-        return false;
-    /* relaxed: hints.  A stale count only makes this phase spin or park
-     * when the other choice was better: no wake-up depends on it (a
-     * spinner parks through the same protocol as any worker) */
-    if (__atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 1)
-        return false;
-    return coro__idle_count(s) + 1 < (unsigned)s->nworkers;
-}
-
 void *coro__worker_main(void *arg)
 {
     struct coro__worker *w = arg;
@@ -336,10 +282,8 @@ void *coro__worker_main(void *arg)
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
                 w->catching = true;
-                w->batching = true;
                 int n = s->driver->poll_now(s->io);
                 w->catching = false;
-                batch_end(w);
                 if (n > 0 || w->caught) {
                     /* what we woke is ours to run next (w->caught, else in
                      * our own queues).  We are no searcher here (we steal
@@ -372,10 +316,18 @@ void *coro__worker_main(void *arg)
             /* acquire: pairs with stop_workers' release */
             if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                 break;
-            /* SPINNING: decided once, after the first look; then bounded */
-            if (idle < CORO__IDLE_SPIN_LOOKS && (idle > 0 || may_spin(w))) {
+            if (!s->oversubscribed && idle < CORO__IDLE_PAUSES) {
                 idle++;
                 coro__cpu_relax();
+                continue;
+            }
+            if (idle < (s->oversubscribed ? CORO__IDLE_OVERSUB_YIELDS : CORO__IDLE_LOOKS)) {
+                /* oversubscribed workers skip the pause spins and give
+                 * the CPU away only a few times before they park: the
+                 * thread that gets it is another of ours, and each
+                 * sched_yield is a system call that its phase pays */
+                idle++;
+                sched_yield();
                 continue;
             }
             j = coro__park_since(w, activity);
@@ -402,7 +354,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
-            w->drain = busy_look(w) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
+            w->drain = s->driver->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

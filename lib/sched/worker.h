@@ -28,8 +28,6 @@ CORO__HIDDEN void coro__unpark(coro_sched_t *s, int idx);
 CORO__HIDDEN void coro__idle_set(coro_sched_t *s, int idx);
 /* worker idx clears its own bit: true when it was still set (its owner) */
 CORO__HIDDEN bool coro__idle_clear(coro_sched_t *s, int idx);
-/* how many workers are parked, about (a hint: sched/wake.c IDLE SUMMARY) */
-CORO__HIDDEN unsigned coro__idle_count(coro_sched_t *s);
 /* claim worker idx if its bit is set: true when this call cleared it */
 CORO__HIDDEN bool coro__claim_one(coro_sched_t *s, int idx);
 /* claim one parked worker among wmask: its index, or -1 */
@@ -299,7 +297,7 @@ static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
         w->lifo_streak = 0;
     /* nothing, in the park's last look (after its membarrier): the quiet
      * rings (RINGS).  Not at the other idle looks: a park follows them
-     * within CORO__IDLE_SPIN_LOOKS looks, and each look would read every quiet
+     * within CORO__IDLE_LOOKS looks, and each look would read every quiet
      * ring.  acquire: a bit set after this read belongs to a take-off
      * that a later park or periodic look covers */
     if (!j && !limit_steal && CORO__UNLIKELY(__atomic_load_n(&w->s->subring_qtop, __ATOMIC_ACQUIRE)))
