@@ -122,8 +122,8 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_connect(int fd, const struct sockad
 /* coro_close - take fd out of scheduler s's epoll set, resume every job
  * of s awaiting fd with -EBADF, and close fd, before returning.  s NULL =
  * the calling job's scheduler; outside any job with s NULL it is close(2).
- * Returns 0, -EBADF (fd < 0 or not open), or another -errno of close(2)
- * (-EIO ...).
+ * Returns 0, -EBADF (fd < 0 or not open), -ENOMEM (s's fd table could
+ * not grow: fd is left open), or another -errno of close(2) (-EIO ...).
  * Any thread; never blocks. */
 CORO_EXTERN int coro_close(coro_sched_t *s, int fd);
 

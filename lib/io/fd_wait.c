@@ -322,6 +322,10 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
     return rc;
 }
 
+#ifdef CORO_TEST_HOOKS
+void (*coro__io_close_hook)(struct coro__io *io);
+#endif
+
 int coro_close(coro_sched_t *s, int fd)
 {
     CORO__IO_KEEP_ERRNO();
@@ -341,10 +345,38 @@ int coro_close(coro_sched_t *s, int fd)
         s = NULL;
     struct coro__io *io = s ? coro__sched_io(s) : NULL;
     int rc;
-    if (!io || !(e = ent_get(io, fd, false)))
+    /* The entry is looked up with create, never skipped: every close of an
+     * fd a job may wait on goes through the entry's lock (ent_reset), the
+     * lock fd_wait registers and parks under.  A missing chunk does not
+     * mean "nobody waits": a job whose read got EAGAIN may be on its way
+     * to fd_wait, which creates the chunk.  Skipping the lock there let
+     * the two go in any order; the one that lost a job: our lookup before
+     * fd_wait's chunk CAS (NULL), fd_wait's EPOLL_CTL_ADD before our
+     * close(2) (it succeeds), the job parked, then close(2) drops the file
+     * from the epoll set (no event, ever) and nobody takes the slot.
+     * With the lock, the cases (fd_wait's critical section F: register,
+     * park; ours C: take the slots, EPOLL_CTL_DEL, close(2)):
+     *   F then C: C takes the parked job and finishes it with -EBADF.
+     *   C then F: fd_wait's EPOLL_CTL_ADD fails with EBADF (closed under
+     *     C) and the read completes with -EBADF - unless the number was
+     *     reused meanwhile, which is then a new fd (docs/io.md).
+     *   C before the read's first call: that call gets EBADF itself.
+     * The chunk's creation is a CAS (acq_rel, coro__io_chunk_new): both
+     * sides get the one entry.  No chunk (-ENOMEM): the fd is left open
+     * and the caller may try again - a plain close here could lose a
+     * waiter as above.  fd beyond the table: no job can wait on it
+     * (fd_wait gives -EBADF), a plain close. */
+    if (!io || (uint32_t)fd >= MAX_FDS) {
         rc = close(fd) == 0 ? 0 : -errno;
-    else
+    } else if (!(e = ent_get(io, fd, true))) {
+        rc = -ENOMEM;
+    } else {
+#ifdef CORO_TEST_HOOKS
+        if (coro__io_close_hook)
+            coro__io_close_hook(io);
+#endif
         rc = ent_reset(io, e, fd, true);
+    }
     coro__unpin(tok);
     return rc;
 }

@@ -287,6 +287,11 @@ CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern int64_t coro__io_thread_hold_ns;
 #endif
+/* test hook: coro_close calls it (when set) after it has the fd's entry,
+ * before it takes the entry's lock to wake the waiters and close the fd */
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN extern void (*coro__io_close_hook)(struct coro__io *io);
+#endif
 /* coro__io_sleep_cancel_looks - heap entries that cancels of one sleeping
  * job (coro__io_cancel_job) have read so far (tests: one per cancel) */
 #ifdef CORO_TEST_HOOKS
