@@ -16,9 +16,12 @@
 #   CONNS="64 1000" wrk -c values
 #   WORKERS=2       corokit proxy's workers and nginx proxy's worker_processes
 #   ONE=1           also run samples/proxy with 1 worker ("proxy1")
+#   PROXY=path      the proxy binary (default build/samples/proxy)
+#   PROXY_B=path    also run this one, with WORKERS ("proxyB"): an A/B of two
+#                   builds of the library (samples/proxy.c linked against each)
 #   NO_INSTALL=1    do not apt-get nginx-light / wrk when missing
 # Ports (127.0.0.1): backend 18090, nginx proxy 18091, proxy 18092, proxy1
-# 18093.  nginx runs from a temp dir with its own configs (no root config
+# 18093, proxyB 18094.  nginx runs from a temp dir with its own configs (no root config
 # touched).  Everything started here is stopped on exit.
 set -uo pipefail
 
@@ -33,6 +36,8 @@ BACK_PORT=18090
 NGINX_PORT=18091
 PROXY_PORT=18092
 PROXY1_PORT=18093
+PROXYB_PORT=18094
+PROXY_B=${PROXY_B:-}
 
 say() { printf '== %s\n' "$*" >&2; }
 
@@ -49,8 +54,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-make -C "$ROOT" -s samples >&2 || exit 1
-PROXY=$ROOT/build/samples/proxy
+if [ -z "${PROXY:-}" ]; then
+    make -C "$ROOT" -s samples >&2 || exit 1
+    PROXY=$ROOT/build/samples/proxy
+fi
 [ -x "$PROXY" ] || { echo "no $PROXY" >&2; exit 1; }
 
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -122,12 +129,18 @@ if [ -n "$ONE" ]; then
     PROXY1_PID=$!
     PIDS+=($!)
 fi
+if [ -n "$PROXY_B" ]; then
+    "$PROXY_B" "$PROXYB_PORT" "127.0.0.1:$BACK_PORT" "$WORKERS" &
+    PROXYB_PID=$!
+    PIDS+=($!)
+fi
 
 up() { for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.1; done; return 1; }
 up "$BACK_PORT" || { echo "backend nginx did not start:" >&2; cat "$TMP/back.error.log" >&2; exit 1; }
 up "$NGINX_PORT" || { echo "nginx proxy did not start:" >&2; cat "$TMP/front.error.log" >&2; exit 1; }
 up "$PROXY_PORT" || { echo "proxy did not start" >&2; exit 1; }
 [ -n "$ONE" ] && { up "$PROXY1_PORT" || { echo "proxy (1 worker) did not start" >&2; exit 1; }; }
+[ -n "$PROXY_B" ] && { up "$PROXYB_PORT" || { echo "proxyB did not start" >&2; exit 1; }; }
 [ "$(curl -s "http://127.0.0.1:$PROXY_PORT/" | wc -c)" = 547 ] || { echo "proxy: not the 547-byte page" >&2; exit 1; }
 
 # the pids a proxy's cost is counted over: nginx's master and workers; the
@@ -137,10 +150,11 @@ pids_of() {
     n) echo "$NGINX_PID" $(pgrep -P "$NGINX_PID") ;;
     p) echo "$PROXY_PID" ;;
     o) echo "$PROXY1_PID" ;;
+    b) echo "$PROXYB_PID" ;;
     esac
 }
-port_of() { case $1 in n) echo "$NGINX_PORT" ;; p) echo "$PROXY_PORT" ;; o) echo "$PROXY1_PORT" ;; esac; }
-name_of() { case $1 in n) echo "nginx" ;; p) echo "proxy" ;; o) echo "proxy1" ;; esac; }
+port_of() { case $1 in n) echo "$NGINX_PORT" ;; p) echo "$PROXY_PORT" ;; o) echo "$PROXY1_PORT" ;; b) echo "$PROXYB_PORT" ;; esac; }
+name_of() { case $1 in n) echo "nginx" ;; p) echo "proxy" ;; o) echo "proxy1" ;; b) echo "proxyB" ;; esac; }
 # "ticks switches": utime+stime of the process (all its threads, field 14
 # and 15 of /proc/PID/stat) and voluntary+nonvoluntary switches of each thread
 cost() {
@@ -171,7 +185,8 @@ run() { # X CONNS -> "rps cpu_us_per_req cs_per_req"
 median() { sort -n | awk '{ v[n++] = $1 } END { print (n % 2) ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
 
 SERVERS="p n"
-[ -n "$ONE" ] && SERVERS="p n o"
+[ -n "$ONE" ] && SERVERS="$SERVERS o"
+[ -n "$PROXY_B" ] && SERVERS="$SERVERS b"
 echo "samples/proxy (corokit, $WORKERS workers) vs nginx-light as a proxy ($WORKERS worker processes);"
 echo "backend: nginx, 1 worker, a 547-byte file; wrk -t2 -d$DURATION on loopback; $(nproc) CPUs, $(uname -r)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -204,5 +219,11 @@ for c in $CONNS; do
         read -r or_ oc os <"$TMP/o.$c.med"
         awk -v pr="$pr" -v o="$or_" -v c="$c" -v w="$WORKERS" 'BEGIN {
             printf "-c%-5s proxy %s workers / 1 worker: req/s %.2fx\n", c, w, (o > 0 ? pr / o : 0) }'
+    fi
+    if [ -n "$PROXY_B" ]; then
+        read -r br bc bs <"$TMP/b.$c.med"
+        awk -v pr="$pr" -v pc="$pc" -v ps="$ps" -v br="$br" -v bc="$bc" -v bs="$bs" -v c="$c" 'BEGIN {
+            printf "-c%-5s proxy/proxyB: req/s %.2fx  CPU/req %.2fx  cs/req %.2fx\n", c,
+                (br > 0 ? pr / br : 0), (bc > 0 ? pc / bc : 0), (bs > 0 ? ps / bs : 0) }'
     fi
 done
