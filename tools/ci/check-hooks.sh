@@ -22,6 +22,7 @@ coro__blocking_arm_starts
 coro__blocking_spawn_hook
 coro__busy_look_off
 coro__frames_held
+coro__io_close_hook
 coro__io_sleep_cancel_looks
 coro__io_thread_hold_ns
 coro__io_thread_timers_off
