@@ -112,7 +112,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
 
 /* coro_cancel of one suspended job (lib/wait/parklot.c CANCEL ONE has the
  * argument: its awaitable is ours to read and stays put while the cancel
- * holds CORO__F_CREAD, lib/rt/runtime.c READING THE AWAITABLE): an fd wait
+ * holds CORO__F_CREAD, lib/rt/cancel_one.c READING THE AWAITABLE): an fd wait
  * takes its entry's lock and the job off its slot, as the sweep above
  * does for every entry; a wait parking concurrently takes the same lock
  * and checks the flag under it.  A signal or child wait waits on the fd
@@ -144,7 +144,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
          * and gave the handle back - a slot that names another entry, or
          * none, is then no timer of ours.  The job, woken by that fire,
          * does not run, nor write its next awaitable here, until the
-         * cancel clears CORO__F_CREAD (lib/rt/runtime.c, READING THE
+         * cancel clears CORO__F_CREAD (lib/rt/cancel_one.c, READING THE
          * AWAITABLE): the slot is the arm's or the fire's, never a later
          * await's.  seq_cst: Dekker with a sleep armed in
          * a worker's heap, which stores its slot, then reads the cancel

@@ -318,7 +318,7 @@ int coro_group_cancel(coro_group_t *g)
         return -EINVAL;
     glock(g);
     for (struct coro__ext *x = g->head; x; x = x->gnext) {
-        /* seq_cst: as coro_cancel's (lib/rt/runtime.c): the flag before the
+        /* seq_cst: as coro_cancel's (lib/rt/cancel_one.c): the flag before the
          * sweeps' loads of the registry bits */
         uint32_t old = __atomic_fetch_or(&x->job->state, CORO__F_CANCEL, __ATOMIC_SEQ_CST);
         if (old & CORO__F_CANCEL)

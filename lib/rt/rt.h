@@ -26,6 +26,12 @@ CORO__HIDDEN uint32_t coro__finish_cas(coro_t *job, uint32_t *nw);
  * the job's finish and give-back overtook. */
 CORO__HIDDEN int coro__cancel_seen(coro_t *job, uint32_t seen);
 
+/* coro__shutdown - close s, cancel its jobs for CORO_CANCEL or once
+ * timeout_ns is over, and wait until every job ended (rt/shutdown.c);
+ * coro_sched_shutdown, coro_sched_shutdown_timeout and coro_sched_destroy's
+ * drain.  0, -ETIMEDOUT (a drain that had to cancel), -EDEADLK */
+CORO__HIDDEN int coro__shutdown(coro_sched_t *s, int mode, int64_t timeout);
+
 /* coro__spawn_pinned - coro_spawn, the claim also taking one JOINERS unit
  * (sched/sched.h) for the spawner: the finish leaves the frame (a pool
  * frame is not given back, a caller-owned one cannot be spawned again)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The scheduler's life: create, spawn, cancel, shutdown, destroy.  Its
- * neighbours in rt/: finish.c (the end of a job), join.c (coro_join),
+/* The scheduler's life: create, spawn, destroy.  Its neighbours in rt/:
+ * cancel_one.c (coro_cancel), shutdown.c (the drain and cancel of every
+ * job), finish.c (the end of a job), join.c (coro_join),
  * drive.c (coro_sched_run, single-threaded driving), vtime.c (virtual
  * time), fork.c, group.c, stats.c, diag.c.
  *
@@ -38,8 +39,6 @@
 #include "sched/frame.h"
 #include "rt/rt.h"
 #include "sched/trace.h"
-
-static int shutdown_(coro_sched_t *s, int mode, int64_t timeout);
 
 /* ---- create / destroy ----------------------------------------------------------- */
 
@@ -429,7 +428,7 @@ int coro_sched_destroy(coro_sched_t *s)
     if (!s)
         return -EINVAL;
     int e = errno;      /* futex waits, joins, the trace's file: errno is the caller's */
-    int rc = shutdown_(s, CORO_DRAIN, CORO_FOREVER);
+    int rc = coro__shutdown(s, CORO_DRAIN, CORO_FOREVER);
     /* -ETIMEDOUT: a virtual scheduler's drain found that no job could
      * ever run again and cancelled them; they have finished, and s is
      * freed as after any shutdown: destroy's errors mean "not destroyed" */
@@ -438,7 +437,7 @@ int coro_sched_destroy(coro_sched_t *s)
         return rc;
     }
     /* another thread's shutdown that was inside when ours ended may still
-     * touch s: wait until it has left (shutdown_, CONCURRENT CALLS) */
+     * touch s: wait until it has left (shutdown.c, CONCURRENT CALLS) */
     pthread_mutex_lock(&s->shut_lock);
     while (s->shut_users)
         pthread_cond_wait(&s->shut_gone, &s->shut_lock);
@@ -745,264 +744,4 @@ int coro__spawn_pinned(coro_sched_t *s, coro_t *co, coro_fn fn, const coro_spawn
     if (!s || !co || !fn)
         return -EINVAL;
     return spawn_opts(s, co, fn, opts, CORO__JOINER_ONE);
-}
-
-/* ---- cancelling one job -------------------------------------------------------- */
-
-/* A pool frame goes back to its pool when its job finishes and nobody
- * holds it (a thread blocked in coro_join, a fork that has not joined
- * it).  Only the job itself and its fork's parent may cancel it
- * (docs/guide.md, "Frame lifetimes"); a cancel from anyone else races the
- * finish and the holders' leaving, and a flag set after the give-back
- * would land in a free block, or in the next job to get the frame.  So
- * the flag goes in with a CAS that fails on a finished (DONE) or idle
- * frame (a given-back block keeps its DONE state word until it is handed
- * out again, then IDLE), and with it, for a pool frame, one unit of
- * JOINERS: the frame stays until the sweeps below are done with it, and
- * whichever of us and the finish comes last gives it back (as a thread
- * joiner does, rt/join.c).  Nothing can protect a call that starts after
- * the give-back: a generation would not help, since the call carries
- * none.
- *
- * READING THE AWAITABLE.  A cancel that finds the job SUSPENDED reads its
- * awaitable to find where it waits (lib/wait/parklot.c CANCEL ONE,
- * lib/io/cancel.c): the innermost frame, aw.ops, the key, a sleep's timer
- * slot in aw.arg[2].  The CAS that saw SUSPENDED also acquired what the
- * body wrote there (its READY -> SUSPENDED RMW is a release), but any
- * waker may end the wait right after that CAS, and the job, run again,
- * would write its next awaitable over the one being read: a data race,
- * and a slot read that could name a later sleep's timer.  So the CAS sets
- * CREAD, and until the RMW that clears it the job cannot run: a wake
- * meanwhile (coro__wake) makes it READY with CQUEUE and does not queue
- * it - the clear returns CQUEUE and we queue it; an arm that completed at
- * once (the arm and our CAS overlap while the state is SUSPENDED) makes
- * it READY and its worker waits for the clear before the body goes on
- * (sched/run.c, ready_again).  Every change of the word is an RMW, so the
- * wake either came before the clear (CQUEUE seen there) or after it (it
- * sees no CREAD and queues the job itself): queued exactly once.  The
- * clear is a release and each side that lets the body run acquires it,
- * so every read of the awaitable here happens before the next write. */
-static int cancel_pinned(coro_t *job, uint32_t old);
-
-int coro__cancel_seen(coro_t *job, uint32_t old)
-{
-    uint32_t ls = old & CORO__S_MASK;
-    if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
-        return -EINVAL;
-    if (ls == CORO__S_DONE || (old & CORO__F_CANCEL))
-        return 0;
-    /* the job may end, and destroy free its scheduler, between the CAS
-     * below and our last touch of s (the sweeps, a pool frame's give-back):
-     * a caller that is not s's own pins s first, and the CAS (seq_cst)
-     * is the look at the job after the pin (sched/pin.c): one that finds
-     * it DONE leaves s alone */
-    coro_sched_t *s = job->sched;
-    struct coro__worker *w = coro__tls_worker;
-    if (w && w->s == s)
-        return cancel_pinned(job, old);
-    int tok = coro__pin_job(s);
-    int rc = cancel_pinned(job, old);
-    coro__unpin(tok);
-    return rc;
-}
-
-static int cancel_pinned(coro_t *job, uint32_t old)
-{
-    uint32_t nw;
-    for (;;) {
-        uint32_t ls = old & CORO__S_MASK;
-        if (ls == CORO__S_IDLE || ls == CORO__S_CHILD)
-            return -EINVAL;
-        if (ls == CORO__S_DONE || (old & CORO__F_CANCEL))
-            return 0;
-        nw = old | CORO__F_CANCEL;
-        if (ls == CORO__S_SUSPENDED)
-            nw |= CORO__F_CREAD;    /* READING THE AWAITABLE */
-        if (old & CORO__F_POOL) {
-            if ((old & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
-                sched_yield();      /* 255 holders already: one leaves soon */
-                old = __atomic_load_n(&job->state, __ATOMIC_ACQUIRE);
-                continue;
-            }
-            nw += CORO__JOINER_ONE;
-        }
-        /* seq_cst: the flag before the sweeps' loads of the registry bits
-         * and the I/O request (lib/wait/parklot.c REGISTRY, lib/io/cancel.c);
-         * a parker that misses it is found by them; and the look at the
-         * job after a pin (sched/pin.c): a success read it before its end.
-         * On failure, acquire as the load above (a failed look touches
-         * nothing but the frame) */
-        if (__atomic_compare_exchange_n(&job->state, &old, nw, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_ACQUIRE))
-            break;
-    }
-    coro_sched_t *s = job->sched;
-    /* what the job waits on, through its own awaitable (lib/wait/parklot.c
-     * CANCEL ONE); else every structure it may wait in */
-    if (!coro__wait_cancel_job(s, job, old) && !(s->io && coro__io_cancel_job(s->io, job))) {
-        coro__parklot_cancel_jobs(s);
-        if (s->io)
-            coro__io_cancel_jobs(s->io);
-        coro__blocking_cancel_jobs(s);
-    }
-    if (nw & CORO__F_CREAD) {
-        /* done with the awaitable (READING THE AWAITABLE).  acq_rel:
-         * release, our reads of it before the body's next writes (the
-         * worker's acquire in cread_wait, or whoever runs the job we
-         * queue); acquire, a wake's result before we queue its job */
-        uint32_t prev = __atomic_fetch_and(&job->state, ~(CORO__F_CREAD | CORO__F_CQUEUE),
-                                           __ATOMIC_ACQ_REL);
-        if (prev & CORO__F_CQUEUE)
-            coro__submit(s, job, false);    /* woken meanwhile: ours to queue */
-    }
-    if (nw & CORO__F_POOL) {
-        /* acq_rel: our reads of the frame happen before whoever gives it
-         * back; acquire: the finisher's writes before we do */
-        uint32_t left = __atomic_sub_fetch(&job->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
-        if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
-            !(left & CORO__F_EXITING))
-            coro__frame_release(job);
-    }
-    return 0;
-}
-
-int coro_cancel(coro_t *job)
-{
-    if (!job)
-        return -EINVAL;
-    /* acquire: a frame spawned by another thread has its sched set */
-    return coro__cancel_seen(job, __atomic_load_n(&job->state, __ATOMIC_ACQUIRE));
-}
-
-/* ---- shutdown ------------------------------------------------------------------- */
-
-static bool all_done(void *arg)
-{
-    coro_sched_t *s = arg;
-    /* acquire: every finished job's effects happen before shutdown returns */
-    return __atomic_load_n(&s->live, __ATOMIC_ACQUIRE) == CORO__LIVE_CLOSED;
-}
-
-struct all_late { coro_sched_t *s; int64_t deadline; };
-
-static bool all_done_or_late(void *arg)
-{
-    struct all_late *a = arg;
-    return all_done(a->s) || (a->deadline >= 0 && coro__now() >= a->deadline);
-}
-
-/* wait until every job finished or the absolute deadline (-1 = none)
- * passed; true when they all finished */
-static bool wait_all(coro_sched_t *s, int64_t deadline)
-{
-    if (s->nworkers == 0) {
-        struct all_late a = { s, deadline };
-        coro__drive_until_dl(s, NULL, all_done_or_late, &a, deadline);
-        return all_done(s);
-    }
-    for (;;) {
-        /* acquire: pairs with the finishers' acq_rel decrements */
-        uint32_t l = __atomic_load_n(&s->live, __ATOMIC_ACQUIRE);
-        if (l == CORO__LIVE_CLOSED)
-            return true;
-        if (coro__futex_wait(&s->live, l, deadline) == -ETIMEDOUT)
-            return all_done(s);
-    }
-}
-
-/* Any thread, any number of times: one walk at a time (cancel_lock), since a
- * CORO_CANCEL from one thread may meet another thread's timed drain that
- * expires. */
-static void cancel_all(coro_sched_t *s)
-{
-    pthread_mutex_lock(&s->cancel_lock);
-    /* order: the flag first, so that a job arming now either sees it or
-     * is already in a structure the walks below find */
-    __atomic_store_n(&s->cancelling, 1, __ATOMIC_SEQ_CST);
-    coro__parklot_cancel_sched(s);
-    if (s->io)
-        coro__io_cancel_all(s->io);
-    coro__blocking_cancel(s);
-    pthread_mutex_unlock(&s->cancel_lock);
-}
-
-/* no spawn succeeds from now on */
-static void close_sched(coro_sched_t *s)
-{
-    /* acq_rel: the RMW that orders every racing spawn (top of file) */
-    __atomic_fetch_or(&s->live, CORO__LIVE_CLOSED, __ATOMIC_ACQ_REL);
-    /* seq_cst: workers that batch finished jobs see it and flush at once */
-    __atomic_store_n(&s->closed, 1, __ATOMIC_SEQ_CST);
-}
-
-int coro_sched_shutdown_timeout(coro_sched_t *s, int64_t timeout)
-{
-    if (!s || timeout < CORO_FOREVER)
-        return -EINVAL;
-    int e = errno;      /* futex waits, pthread calls: errno is the caller's */
-    int rc = shutdown_(s, CORO_DRAIN, timeout);
-    errno = e;
-    return rc;
-}
-
-int coro_sched_shutdown(coro_sched_t *s, int mode)
-{
-    if (!s || (mode != CORO_DRAIN && mode != CORO_CANCEL))
-        return -EINVAL;
-    int e = errno;      /* as above */
-    int rc = shutdown_(s, mode, CORO_FOREVER);
-    errno = e;
-    return rc;
-}
-
-/* a thread that could never see the jobs finish: one that runs a job of
- * s, a worker of s, or a blocking-pool thread of s (its call's job is
- * live until the call returns) */
-static bool would_deadlock(coro_sched_t *s)
-{
-    return coro__in_job() || (coro__tls_worker && coro__tls_worker->s == s) ||
-           coro__blocking_on_pool(s);
-}
-
-/* Mode CORO_DRAIN with a timeout >= 0: drain until it passes, then cancel.
- *
- * CONCURRENT CALLS.  Every call closes s (idempotent), a CORO_CANCEL cancels
- * (cancel_all: any thread, any number of times), and then each call waits
- * on its own for live == CLOSED, with its own deadline: no call queues
- * behind another's wait, so a timed call or a CORO_CANCEL ends the jobs
- * that another thread's CORO_DRAIN (which may never end by itself) waits
- * for.  A timed call returns -ETIMEDOUT only when its own deadline passed
- * and it cancelled; jobs that another call cancelled finished in its time.
- * Each call counts itself in shut_users (under shut_lock) while it touches
- * s, so that coro_sched_destroy, which shuts down first too, frees s only
- * after every call that was inside has left. */
-static int shutdown_(coro_sched_t *s, int mode, int64_t timeout)
-{
-    int rc = 0;
-
-    if (would_deadlock(s))
-        return -EDEADLK;
-    /* acquire: pairs with the release store below: a call after the end
-     * sees the first's work and returns at once */
-    if (__atomic_load_n(&s->shut_done, __ATOMIC_ACQUIRE))
-        return 0;
-    pthread_mutex_lock(&s->shut_lock);
-    s->shut_users++;
-    pthread_mutex_unlock(&s->shut_lock);
-    close_sched(s);
-    if (mode == CORO_CANCEL)
-        cancel_all(s);
-    int64_t deadline = coro__deadline(timeout);
-    /* single-threaded: the waits take turns driving s (rt/drive.c) */
-    if (!wait_all(s, deadline)) {
-        cancel_all(s);      /* this call's drain time is up */
-        wait_all(s, -1);
-        rc = -ETIMEDOUT;
-    }
-    __atomic_store_n(&s->shut_done, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&s->shut_lock);
-    if (--s->shut_users == 0)
-        pthread_cond_broadcast(&s->shut_gone);
-    pthread_mutex_unlock(&s->shut_lock);    /* this call's last touch of s */
-    return rc;
 }

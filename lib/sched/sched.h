@@ -68,7 +68,7 @@
 /* CREAD: a coro_cancel reads the suspended job's awaitable (its innermost
  *        frame, aw.ops, the key or the sleep's timer slot in aw.arg): set
  *        by the cancel's CAS when that CAS saw SUSPENDED, cleared by one
- *        RMW when the cancel is done with it (lib/rt/runtime.c, READING THE
+ *        RMW when the cancel is done with it (lib/rt/cancel_one.c, READING THE
  *        AWAITABLE).  Meanwhile the job writes no awaitable: a wake makes
  *        it READY but leaves it unqueued, with CQUEUE, for the canceller to
  *        queue at the clear (coro__wake); a worker whose arm completed at

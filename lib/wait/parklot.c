@@ -91,12 +91,7 @@
 
 #define PARKLOT_SIZE (1u << CORO__PARKLOT_BITS)
 #define SEL_SIZE (1u << CORO__PARKLOT_SEL_BITS)
-#define NBUCKETS (PARKLOT_SIZE + SEL_SIZE)
-
-struct coro__parklot_bucket {
-    pthread_mutex_t lock;
-    coro_t *head, *tail;
-} __attribute__((aligned(64)));
+#define NBUCKETS CORO__PARKLOT_NBUCKETS
 #define bucket coro__parklot_bucket
 
 /* zero-initialised: in .bss, touched page by page (glibc's
@@ -110,17 +105,20 @@ static struct bucket sel_parklot[SEL_SIZE];
  * coro_done: a pthread mutex costs several times the instructions.  The
  * spinlock gives the CPU away after a few tries, so a pre-empted holder
  * (more workers than CPUs) is not spun against. */
-static void joiner_registry_lock(struct joiner_registry *r)
+void coro__joiner_registry_lock(struct joiner_registry *r)
 {
     coro__spin_lock(&r->lock);
 }
 
-static void joiner_registry_unlock(struct joiner_registry *r)
+void coro__joiner_registry_unlock(struct joiner_registry *r)
 {
     coro__spin_unlock(&r->lock);
 }
 
-#define PARKED_WORDS ((NBUCKETS + 63) / 64)
+#define joiner_registry_lock coro__joiner_registry_lock
+#define joiner_registry_unlock coro__joiner_registry_unlock
+#define bucket_at coro__parklot_bucket_at
+#define PARKED_WORDS CORO__PARKED_WORDS
 
 static struct bucket *bucket_of(const void *key)
 {
@@ -138,7 +136,7 @@ static unsigned bucket_index(const struct bucket *b)
     return PARKLOT_SIZE + (unsigned)(b - sel_parklot);
 }
 
-static struct bucket *bucket_at(unsigned i)
+struct coro__parklot_bucket *coro__parklot_bucket_at(unsigned i)
 {
     return i < PARKLOT_SIZE ? &lot[i] : &sel_parklot[i - PARKLOT_SIZE];
 }
@@ -645,7 +643,7 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
  *     release), so the job's innermost frame and its awaitable, written
  *     before, are visible to us and stay put until our cancel is done
  *     with them, even if a waker ends the wait meanwhile (CORO__F_CREAD,
- *     lib/rt/runtime.c READING THE AWAITABLE).  A sync
+ *     lib/rt/cancel_one.c READING THE AWAITABLE).  A sync
  *     awaitable (coro__sync_arm) parks the job on its key's bucket, and
  *     coro_done / coro_done_timeout on the target's; we lock that bucket
  *     and unlink the job if it is there.  An arm still on its way takes
@@ -775,58 +773,4 @@ void coro__parklot_sched_fini(coro_sched_t *s)
     coro__free(s, ls->parked, PARKED_WORDS * sizeof *ls->parked);
     coro__free(s, ls, sizeof *ls);
     s->parklot = NULL;
-}
-
-/* ---- coro_sched_dump (lib/rt/diag.c) ------------------------------------------------- */
-
-/* the jobs of s in the lot's buckets it parked in and in its joiner
- * registry, each under the lock that keeps them suspended */
-int coro__parklot_dump(coro_sched_t *s, struct coro__dump *d)
-{
-    struct coro__parklot_sched *ls = s->parklot;
-    int64_t now = coro__now();
-    int n = 0;
-
-    for (unsigned k = 0; k < PARKED_WORDS; k++) {
-        /* relaxed: a bit set after this load belongs to a later park */
-        uint64_t bits = __atomic_load_n(&ls->parked[k], __ATOMIC_RELAXED);
-        while (bits) {
-            unsigned i = k * 64 + (unsigned)__builtin_ctzll(bits);
-            bits &= bits - 1;
-            struct bucket *b = bucket_at(i);
-            pthread_mutex_lock(&b->lock);
-            for (coro_t *w = b->head; w; w = w->next) {
-                if ((w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) || w->sched != s)
-                    continue;
-                const coro_await_t *aw = &w->top->aw;
-                const char *kind = aw->ops ? aw->ops->name : "?";
-                /* who holds what it waits for (a mutex, a lock): its state
-                 * is under this bucket lock too */
-                const struct coro__held_ops *h = coro__held_ops_of(aw);
-                char held[96] = "";
-                if (h && h->holder)
-                    h->holder(aw, held, sizeof held);
-                if (w->flags & CORO__FL_TIMED) {
-                    /* bucket lock, then the timer's: the order of coro__parklot_timer_add */
-                    int64_t dl = w->wait_slot ? coro__parklot_timer_deadline(w) : now;
-                    coro__dump_job(d, w, "%s %p (parking lot)%s, timer %.3f ms left", kind,
-                                   w->wait_obj, held, (double)(dl - now) / 1e6);
-                } else {
-                    coro__dump_job(d, w, "%s %p (parking lot)%s", kind, w->wait_obj, held);
-                }
-                n++;
-            }
-            pthread_mutex_unlock(&b->lock);
-        }
-    }
-    for (int i = 0; i < ls->nreg; i++) {
-        struct joiner_registry *r = &ls->reg[i];
-        joiner_registry_lock(r);
-        for (coro_t *w = r->head; w; w = w->next) {
-            coro__dump_job(d, w, "done of job %p (coro_done)", w->top->aw.arg[0].p);
-            n++;
-        }
-        joiner_registry_unlock(r);
-    }
-    return n;
 }

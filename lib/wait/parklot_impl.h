@@ -6,6 +6,15 @@
 
 #include "wait/wait.h"
 
+/* the buckets: the lot's even keys, then the selects' odd ones */
+#define CORO__PARKLOT_NBUCKETS ((1u << CORO__PARKLOT_BITS) + (1u << CORO__PARKLOT_SEL_BITS))
+#define CORO__PARKED_WORDS ((CORO__PARKLOT_NBUCKETS + 63) / 64)
+
+struct coro__parklot_bucket {
+    pthread_mutex_t lock;
+    coro_t *head, *tail;
+} __attribute__((aligned(64)));
+
 struct joiner_registry {
     uint32_t lock;          /* a spinlock: a few pointer writes under it */
     coro_t *head;           /* linked through next; prev in wait_obj */
@@ -47,5 +56,11 @@ CORO__HIDDEN int coro__wt_init(coro_sched_t *s);
 CORO__HIDDEN void coro__wt_fini(coro_sched_t *s);
 /* wait/parklot.c: the bucket of key (not locked) */
 CORO__HIDDEN coro__parklot_bucket_t *coro__parklot_bucket(const void *key);
+
+/* bucket i of the CORO__PARKLOT_NBUCKETS (lib/wait/parklot.c) */
+CORO__HIDDEN struct coro__parklot_bucket *coro__parklot_bucket_at(unsigned i);
+/* a joiner registry's spinlock: a few pointer writes under it */
+CORO__HIDDEN void coro__joiner_registry_lock(struct joiner_registry *r);
+CORO__HIDDEN void coro__joiner_registry_unlock(struct joiner_registry *r);
 
 #endif
