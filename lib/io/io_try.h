@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* private: the first try shared by the constructors of lib/io/vec.c,
- * dgram.c and bufread.c - the same protocol as coro_read's in
- * lib/io/ops.c (rw_now), for an awaitable whose attempt() does the
- * operation. */
+/* private: the first try of every I/O constructor - coro_read's and
+ * coro_write's in lib/io/ops.c, and those of vec.c, dgram.c and bufread.c,
+ * whose attempt() does the operation: one non-blocking call, sockets with
+ * MSG_DONTWAIT, anything else switched to O_NONBLOCK once. */
 #ifndef COROKIT_LIB_IO_IO_TRY_H
 #define COROKIT_LIB_IO_IO_TRY_H
 
@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "io/io.h"
 
 /* a non-socket fd about to be read or written without MSG_DONTWAIT:
@@ -24,30 +25,46 @@ static inline int coro__set_nonblock(int fd)
     return 0;
 }
 
-/* one read, never blocking: sockets with recv(MSG_DONTWAIT), anything
- * else switched to O_NONBLOCK first (as coro_read); -EAGAIN, -errno or
- * the bytes */
-static inline intptr_t coro__read_now(int fd, void *buf, size_t len)
-{
-    ssize_t n;
+/* not a socket: switch it to O_NONBLOCK (once: it stays) and use
+ * read/write */
+_Static_assert(EWOULDBLOCK == EAGAIN, "a raw call's EWOULDBLOCK is taken for EAGAIN");
 
-    for (;;) {
-        n = recv(fd, buf, len, MSG_DONTWAIT);
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        if (errno != ENOTSOCK)
-            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-        break;
-    }
+__attribute__((noinline, cold, unused))
+static intptr_t coro__rw_other(int fd, void *buf, size_t len, bool out)
+{
     int rc = coro__set_nonblock(fd);
     if (rc < 0)
         return rc;
-    do
-        n = read(fd, buf, len);
-    while (n < 0 && errno == EINTR);
+    ssize_t n;
+    do {
+        n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
+    } while (n < 0 && errno == EINTR);
     return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+/* one read or write, never blocking (coro_read's and coro_write's first
+ * try, and the other constructors' here): -EAGAIN, -errno or the bytes.
+ * Inline in its callers, the rare paths out of line: the call with
+ * the fallback inside costs a prologue and an epilogue per operation */
+static inline intptr_t coro__rw_now(int fd, void *buf, size_t len, bool out)
+{
+    for (;;) {
+        long n = out ? coro__send_r(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
+                     : coro__recv_r(fd, buf, len, MSG_DONTWAIT);
+        if (CORO__LIKELY(n >= 0))
+            return n;
+        if (n == -EINTR)
+            continue;
+        if (CORO__LIKELY(n != -ENOTSOCK))
+            return n;   /* EWOULDBLOCK is EAGAIN (asserted above) */
+        return coro__rw_other(fd, buf, len, out);
+    }
+}
+
+/* one read, never blocking, as coro_read's first try */
+static inline intptr_t coro__read_now(int fd, void *buf, size_t len)
+{
+    return coro__rw_now(fd, buf, len, false);
 }
 
 /* The constructor's try: `a` is built with ops (arg[0]'s low 32 bits the

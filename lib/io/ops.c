@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
-#include "io/io.h"
+#include "io/io_try.h"
 
 #ifndef P_PIDFD
 # define P_PIDFD 3
@@ -37,62 +37,18 @@
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
 #endif
 
-static int set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0)
-        return -errno;
-    if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        return -errno;
-    return 0;
-}
-
 /* ---- the system calls, as -errno ------------------------------------------- */
 
-/* sockets: send/recv with MSG_DONTWAIT, their own flags untouched;
- * anything else (pipes, ttys, ...) is switched to O_NONBLOCK once */
-_Static_assert(EWOULDBLOCK == EAGAIN, "a raw call's EWOULDBLOCK is taken for EAGAIN");
-
-/* not a socket: switch it to O_NONBLOCK (once: it stays) and use
- * read/write */
-__attribute__((noinline, cold))
-static intptr_t do_rw_other(int fd, void *buf, size_t len, bool out)
-{
-    int rc = set_nonblock(fd);
-    if (rc < 0)
-        return rc;
-    ssize_t n;
-    do {
-        n = out ? coro__write(fd, buf, len) : coro__read(fd, buf, len);
-    } while (n < 0 && errno == EINTR);
-    return n >= 0 ? n : errno == EWOULDBLOCK ? -EAGAIN : -errno;
-}
-
-/* inline in its three callers, the rare paths out of line: the call with
- * the fallback inside costs a prologue and an epilogue per operation */
-static inline intptr_t do_rw(int fd, void *buf, size_t len, bool out)
-{
-    for (;;) {
-        long n = out ? coro__send_r(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL)
-                     : coro__recv_r(fd, buf, len, MSG_DONTWAIT);
-        if (CORO__LIKELY(n >= 0))
-            return n;
-        if (n == -EINTR)
-            continue;
-        if (CORO__LIKELY(n != -ENOTSOCK))
-            return n;   /* EWOULDBLOCK is EAGAIN (asserted above) */
-        return do_rw_other(fd, buf, len, out);
-    }
-}
-
+/* the one non-blocking try of every constructor: coro__rw_now
+ * (lib/io/io_try.h) */
 static intptr_t do_read(int fd, void *buf, size_t len)
 {
-    return do_rw(fd, buf, len, false);
+    return coro__rw_now(fd, buf, len, false);
 }
 
 static intptr_t do_write(int fd, const void *buf, size_t len)
 {
-    return do_rw(fd, (void *)buf, len, true);   /* only written from */
+    return coro__rw_now(fd, (void *)buf, len, true);   /* only written from */
 }
 
 /* write as much as possible: 0 when all is written, -EAGAIN with *buf and
@@ -129,7 +85,7 @@ static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir)
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
     uint64_t snap = coro__readiness_load(word);
-    intptr_t n = do_rw(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
+    intptr_t n = coro__rw_now(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
 
     if (n == -EAGAIN && word)
         coro__readiness_clear(word, dir, snap);
@@ -380,7 +336,7 @@ static coro_await_t accept_(int fd, struct sockaddr *addr, socklen_t *len, int64
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout) || (addr && !len) || (!addr && len))
         return coro__complete(-EINVAL);
-    int rc = set_nonblock(fd);
+    int rc = coro__set_nonblock(fd);
     if (rc < 0)
         return coro__complete(rc);
     if (CORO__UNLIKELY(coro__cancel_due()))
@@ -418,7 +374,7 @@ coro_await_t coro_connect(int fd, const struct sockaddr *addr, socklen_t len, in
         return coro__complete(-EBADF);
     if (!coro__timeout_ok(timeout) || !addr)
         return coro__complete(-EINVAL);
-    int rc = set_nonblock(fd);
+    int rc = coro__set_nonblock(fd);
     if (rc < 0)
         return coro__complete(rc);
     new_fd(fd);     /* a socket starting to connect is new to corokit */
