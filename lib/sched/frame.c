@@ -3,9 +3,10 @@
  * give-back of a spawned frame (coro__frame_release), with the check
  * coro_spawn makes first (coro__frame_check_slow).  This file holds the
  * paths every frame takes; the slabs behind them: lib/sched/frame_slab.c
- * (free lists), frame_detach.c, frame_big.c, frame_map.c (which memory is
- * a pool frame), frame_tcache.c (plain threads' pools), frame_sched.c (a
- * scheduler's pools made and given back); the layout: frame_impl.h.
+ * (free lists, remote frees, a plain thread's full slab detached),
+ * frame_big.c, frame_map.c (which memory is a pool frame), frame_tcache.c
+ * (plain threads' pools), frame_sched.c (a scheduler's pools made and
+ * given back); the layout: frame_impl.h.
  *
  * SHAPE (mimalloc's pages, "Mimalloc: Free List Sharding in Action",
  * Leijen, Zorn, de Moura 2019).  Frames come from slabs: 64 KiB blocks,

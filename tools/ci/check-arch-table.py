@@ -11,7 +11,22 @@ tools" (tests/, tools/). It fails when
     per idea), or a file another row names too (one idea per file);
   - a path named in either table does not exist (a name with * must match
     at least one file; a name ending in / must be a folder).
-So the table cannot go stale when a file is split, moved or removed."""
+So the table cannot go stale when a file is split, moved or removed.
+
+It fails too when the opening comment of a lib/*/*.[ch] file (its first
+comment, the essay that says what the file holds) names
+  - a file that does not exist: a path of the tree (lib/io/epoll.c,
+    tools/model/park.pml, docs/io.md), one under lib/ without the lib/
+    (sched/run.c), or a bare name (run.c, frame.h), which must be some
+    file's name in the tree; a path whose first folder is none of the
+    tree's (kernel/sched/membarrier.c) is someone else's and passes;
+  - a function or a name of the code that does not exist: a name followed
+    by "()" (handle(), coro_spawn()), or a coro__ / CORO__ identifier
+    (coro__io_arm, CORO__BUDGET; one ending in _ or * is a prefix, which
+    some name must start with), looked up in the code of lib/ and
+    include/ with the comments left out.
+So an essay cannot keep naming a file or function after a split or a
+rename."""
 import glob
 import os
 import re
@@ -84,6 +99,131 @@ def check(root, md_path):
     return bad
 
 
+TOP = ("lib", "tests", "tools", "include", "samples", "man", "docs")
+# a file name in prose: a word of the path characters that ends in one of
+# the tree's extensions; not part of a longer word (a URL's host)
+FILE = re.compile(r"(?<![\w.-])((?:[\w-]+/)*[\w-]+\.(?:c|h|pml|md|py|sh|supp|map|in))(?![\w-])")
+FUNC = re.compile(r"\b([A-Za-z_]\w*)\(\)")
+CORO = re.compile(r"\b((?:coro__|CORO__)\w*)(\*?)")
+
+
+def opening(src):
+    """The text of a file's first comment, its lines joined, without the
+    leading ' * ' of each; '' when the file starts with code."""
+    # the SPDX line, a comment of its own, is not the opening comment
+    src = re.sub(r"\A\s*/\*\s*SPDX-License-Identifier:[^*]*\*/", "", src)
+    m = re.match(r"\s*(?://[^\n]*\n\s*)*/\*(.*?)\*/", src, re.S)
+    if not m:
+        return ""
+    lines = [re.sub(r"^\s*\*?\s?", "", l) for l in m.group(1).split("\n")]
+    # a path broken after its '/' at the end of a line joins the next line
+    return re.sub(r"/ (?=\w)", "/", " ".join(lines))
+
+
+def code_words(root):
+    """Every identifier in the code of lib/ and include/ (comments and
+    string literals left out)."""
+    words = set()
+    paths = glob.glob(os.path.join(root, "lib/**/*.[ch]"), recursive=True)
+    paths += glob.glob(os.path.join(root, "include/**/*.h"), recursive=True)
+    strip = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+    for p in paths:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            words.update(re.findall(r"\b[A-Za-z_]\w*", strip.sub(" ", f.read())))
+    return words
+
+
+def tree_names(root):
+    """The base names of every file in the tree (.git and build output left
+    out)."""
+    names = set()
+    for d, dirs, fs in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(".") and x != "build"]
+        names.update(fs)
+    return names
+
+
+def file_exists(root, here, p, names):
+    first = p.split("/")[0]
+    if "/" not in p:
+        return p in names
+    if first in TOP:
+        return os.path.exists(os.path.join(root, p))
+    subs = [d for d in os.listdir(os.path.join(root, "lib"))
+            if os.path.isdir(os.path.join(root, "lib", d))] if os.path.isdir(os.path.join(root, "lib")) else []
+    if first in subs:
+        return os.path.exists(os.path.join(root, "lib", p))
+    if os.path.exists(os.path.join(here, p)):
+        return True
+    return None  # another project's path (a kernel source file): not ours to check
+
+
+def check_openings(root):
+    """What the opening comments of lib/*/*.[ch] name that does not exist."""
+    bad = []
+    words, names = code_words(root), tree_names(root)
+    for path in sorted(glob.glob(os.path.join(root, "lib/*/*.[ch]"))):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = opening(f.read())
+        for p in sorted(set(FILE.findall(text))):
+            if file_exists(root, os.path.dirname(path), p, names) is False:
+                bad.append(f"{rel}: its opening comment names {p}, which does not exist")
+        for fn in sorted(set(FUNC.findall(text))):
+            if fn not in words:
+                bad.append(f"{rel}: its opening comment names {fn}(), which is nowhere in lib/ or include/")
+        for name, star in sorted(set(CORO.findall(text))):
+            if star or name.endswith("_"):
+                ok = any(w.startswith(name) for w in words)
+            else:
+                ok = name in words
+            if not ok:
+                bad.append(f"{rel}: its opening comment names {name}{star}, which is nowhere in lib/ or include/")
+    return bad
+
+
+def self_test_openings():
+    """A good tree passes; each planted stale name is refused."""
+    import tempfile
+    good = ("/* SPDX-License-Identifier: MIT */\n/* The a: see lib/l/b.h, b.h, l/b.h, tools/m.pml and kernel/x/y.c;\n"
+            " * a_fn() and coro__b_fn call CORO__B_MAX and CORO__B_*, in\n"
+            " * lib/l/\n * b.h. */\nint a_fn(void) { return coro__b_fn(); }\n")
+    header = "/* private: b. */\n#define CORO__B_MAX 1\n#define CORO__B_MIN 0\nint coro__b_fn(void);\n"
+    worse = {
+        "a path that is gone": good.replace("see lib/l/b.h", "see lib/l/gone.h"),
+        "a path under lib/ without lib/ that is gone": good.replace("l/b.h", "l/gone.h"),
+        "a bare file name that is gone": good.replace(" b.h, ", " gone.c, "),
+        "a tool that is gone": good.replace("tools/m.pml", "tools/gone.pml"),
+        "a function that is gone": good.replace("a_fn() and", "gone_fn() and"),
+        "a coro__ name that is gone": good.replace("coro__b_fn call", "coro__gone call"),
+        "a CORO__ name that is gone": good.replace("CORO__B_MAX", "CORO__GONE"),
+        "a prefix nothing starts with": good.replace("CORO__B_*", "CORO__GONE_*"),
+        "a path split across lines that is gone": good.replace(" * b.h. */", " * gone.h. */"),
+    }
+
+    def tree(d, text):
+        for p, t in (("lib/l/a.c", text), ("lib/l/b.h", header), ("tools/m.pml", "")):
+            os.makedirs(os.path.dirname(os.path.join(d, p)), exist_ok=True)
+            with open(os.path.join(d, p), "w") as f:
+                f.write(t)
+
+    with tempfile.TemporaryDirectory() as d:
+        tree(d, good)
+        if check_openings(d):
+            print("check-arch-table: self-test: good opening comments were refused:",
+                  check_openings(d), file=sys.stderr)
+            return 1
+    for why, text in worse.items():
+        with tempfile.TemporaryDirectory() as d:
+            tree(d, text)
+            if not check_openings(d):
+                print(f"check-arch-table: self-test: accepted an opening comment with {why}",
+                      file=sys.stderr)
+                return 1
+    print(f"check-arch-table: self-test: good opening comments pass, {len(worse)} stale ones are refused")
+    return 0
+
+
 def self_test():
     import tempfile
     good = ("# x\n\nWhich file to open for which idea:\n\n| idea | file |\n|---|---|\n"
@@ -125,7 +265,7 @@ def self_test():
                 print(f"check-arch-table: self-test: accepted {why}", file=sys.stderr)
                 return 1
     print(f"check-arch-table: self-test: a good table passes, {len(worse)} stale ones are refused")
-    return 0
+    return self_test_openings()
 
 
 def main():
@@ -139,10 +279,18 @@ def main():
     if bad:
         print("check-arch-table: the which-file tables name every lib/ file once, one a row, "
               "and only files that exist", file=sys.stderr)
+    stale = check_openings(root)
+    for b in stale:
+        print("check-arch-table: " + b, file=sys.stderr)
+    if stale:
+        print("check-arch-table: an opening comment names only files and functions that exist "
+              "(say what the file holds now)", file=sys.stderr)
+    if bad or stale:
         return 1
     n = len(glob.glob(os.path.join(root, "lib/*/*.[ch]")))
     print(f"check-arch-table: docs/architecture.md names each of lib/'s {n} files once, "
-          "and every file it names exists")
+          "and every file it names exists; their opening comments name only files and "
+          "functions that exist")
     return 0
 
 
