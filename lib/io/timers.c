@@ -1,20 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /* The I/O context's timers: the timed fd waits and the sleeps.
  *
- * TIMERS: one heap (lib/wait/heap.c) under io->hlock, behind one
- * timerfd in the epoll set, absolute, set to the earliest deadline when it
- * changes.  Lock order: an entry lock, then the heap lock; the timer path
- * pops under the heap lock alone and then locks the entry, where the slot's
- * sequence number tells whether the wait it names is still there.  A wait
- * that ends otherwise removes its timer (O(1) amortized), found through
- * the handle the wait keeps (an fd slot's timer_handle, a sleep's awaitable:
- * lib/wait/heap.c).
+ * TWO HOMES.  A timed wait begun on a worker puts its timer in that
+ * worker's own heap (lib/wait/wtimer.c, kinds FD and SLEEP beside the
+ * lot's), fired by that worker (coro__io_fire_own) or, when it is stuck
+ * in a long step, by the I/O thread; this file gives that heap the I/O
+ * side of a fire (coro__io_timers_hook: the slot forgets its timer under
+ * the heap's lock, the wake-up after).  A wait begun elsewhere (a plain
+ * thread, the caller's seat, a scheduler without workers) goes to the
+ * context's own heap (lib/wait/heap.c) under io->hlock, behind the
+ * context's timerfd in the epoll set, absolute, armed lazily: only for a
+ * deadline earlier than the armed one, or again once the armed one has
+ * passed (coro__io_tfd_update; programmed outside hlock: lib/wait/tfd.c).
+ * The handle the wait keeps (an fd slot's timer_handle, a sleep's
+ * awaitable) says which home, so a wait that ends otherwise removes its
+ * timer there (O(1) amortized: lib/wait/heap.c).  Lock order: an entry
+ * lock, then the heap's lock (hlock or the worker's); a fire pops under
+ * the heap's lock alone and then locks the entry, where the slot's
+ * sequence number tells whether the wait it names is still there.
  *
- * FIRING.  Whoever handles the I/O events (handle() in lib/io/epoll.c)
- * fires what is due after them (coro__io_expire), a busy worker between
- * two steps (coro__io_fire_due, sched/worker.c DUE TIMERS); a sleep's
- * timer completes the sleep, an fd wait's takes the waiter off its slot
- * if the slot's sequence number still names that wait.
+ * FIRING THE CONTEXT'S HEAP.  Whoever handles the I/O events (handle() in
+ * lib/io/epoll.c) fires what is due after them (coro__io_expire), a busy
+ * worker between two steps (coro__io_fire_due, sched/worker.c DUE
+ * TIMERS); a sleep's timer completes the sleep, an fd wait's takes the
+ * waiter off its slot if the slot's sequence number still names that wait.
  */
 #include <pthread.h>
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The end of a job: the one upcall of the library (the worker calls it
- * through s->finish, docs/architecture.md).  Layer 5 (the runtime). */
+/* The end of a job (coro__finish): its awaiters and joiners woken, its
+ * group left, on_exit run, a pool frame given back, s->live counted down.
+ * The worker calls it through s->finish, which the runtime sets at create:
+ * one of the pointers through which the scheduling layer reaches a layer
+ * above it without naming its symbols (docs/architecture.md lists them).
+ * Layer 5 (the runtime). */
 #include <limits.h>
 
 #include "rt/rt.h"

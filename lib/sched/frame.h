@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* private: pool frames (lib/sched/frame*.c, thread_subring.c), used by lib/rt/runtime.c. */
+/* private: pool frames (lib/sched/frame*.c, thread_subring.c) as the rest
+ * of lib/ uses them - a scheduler's pools made and given back, the check
+ * coro_spawn makes, a frame given back at its job's end, a plain thread's
+ * submission ring; used by the runtime (rt/) and by the workers' files of
+ * sched/.  The slabs' layout is frame_impl.h. */
 #ifndef COROKIT_FRAME_H
 #define COROKIT_FRAME_H
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The parking lot: wait lists hashed by address, the timers of the waits
- * in it, and each scheduler's registry of what waits.
+/* The parking lot: wait lists hashed by address, and each scheduler's
+ * registry of what waits.  The timers of its timed waits are in
+ * lib/wait/wtimer.c; the rules they keep with the lists: TIMERS below.
  *
  * WAIT LISTS.  Jobs and plain threads wait on a key (any address: a job
  * for coro_done, an event, a mutex, a channel ...); wakers wake the oldest
@@ -53,9 +54,10 @@
  *   - every unlink (wake, withdraw, cancel) removes the timer in O(1)
  *     before the waiter's wake-up: nothing outlives the wait, and a frame
  *     may be reused at once (no stale timer, no wait counter);
- *   - the fire path (I/O thread, or coro__io_poll when single-threaded)
- *     peeks at the earliest entry under hlock, drops it, locks the entry's
- *     bucket, then hlock again, and fires the earliest entry only if it is
+ *   - the fire path (who runs it, and when: lib/wait/wtimer.c) peeks at
+ *     the earliest entry under its heap's lock (hlock, or the worker's),
+ *     drops it, locks the entry's bucket, then the heap's lock again, and
+ *     fires the earliest entry only if it is
  *     still due and of that bucket: what it fires is decided under the
  *     bucket lock, so the waiter is linked and alive.
  * Lock order: bucket (even, then odd) -> hlock; a registry lock -> hlock
