@@ -63,7 +63,7 @@
  * queues an event at once if the fd is ready then.  coro_close and
  * coro__io_forget wipe the flags and move the tick, so older snapshots
  * clear nothing.  The case analysis over each kind of event and fd is in
- * docs/io.md ("When a system call is skipped"); tools/model/ready.pml
+ * docs/architecture.md ("When a system call is skipped"); tools/model/ready.pml
  * checks the protocol, and rejects the rule that a short read clears.
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The readiness word of an fd (lib/io/fd_wait.c, READINESS; lib/io/ops.c's
- * rw_now; docs/io.md, "When a system call is skipped"): a reader job on a
+/* The readiness word of an fd (lib/io/fd_wait.c, READINESS; lib/io/io_try.h's
+ * coro__rw_now; docs/architecture.md, "When a system call is skipped"): a reader job on a
  * byte stream, the peer that sends CH chunks and then its end (FIN, a
  * pipe's last writer gone), and the thread that collects epoll's
  * edge-triggered events.  The reader either reads with a wait (coro_read:
