@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 0 (base): what every file of lib/ may use - visibility,
  * barriers, the spinlock, bit i of a word array, futexes, membarrier,
- * prefetch for writing, the clock and the deadline of a timeout, NUMA
- * nodes.  Includes nothing of lib/
+ * prefetch for writing, the clock and the deadline of a timeout, arming a
+ * timerfd, NUMA nodes, a histogram's bucket, a function's name.  Includes nothing of lib/
  * but base/.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_BASE_BASE_H
 #define COROKIT_LIB_BASE_BASE_H

@@ -85,8 +85,9 @@
  * ThreadSanitizer cannot see ck's inline-assembly atomics, so every push
  * releases and every pop acquires the queue's address for TSan (the job's
  * fields written before a push are then seen as ordered before the pop);
- * tools/ci/tsan.supp names the two ck functions whose internal races are
- * false.  The shared queues' own words are all read and written through
+ * tools/ci/tsan.supp names ck's ring functions, and our loops over its slots
+ * (coro__localq_pop_batch, coro__localq_steal), whose reads of a slot before
+ * the CAS that discards them are false races.  The shared queues' own words are all read and written through
  * ck_pr, so TSan sees no access to them at all.
  */
 #include "base/queues.h"

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* private: queues of jobs built on Concurrency Kit's ck_ring. */
+/* private: the job queues - the shared queues (our own MPMC ring on ck_pr,
+ * with an overflow list) and a worker's local ring (Concurrency Kit's
+ * ck_ring) - and their inline pops; the essay is lib/base/queues.c's. */
 #ifndef COROKIT_QUEUES_H
 #define COROKIT_QUEUES_H
 

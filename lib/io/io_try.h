@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* private: the first try of every I/O constructor - coro_read's and
- * coro_write's in lib/io/ops.c, and those of vec.c, dgram.c and bufread.c,
- * whose attempt() does the operation: one non-blocking call, sockets with
- * MSG_DONTWAIT, anything else switched to O_NONBLOCK once. */
+/* private: the first try of the I/O constructors.  coro__rw_now, one read
+ * or write that never blocks (sockets with MSG_DONTWAIT, anything else
+ * switched to O_NONBLOCK once: coro__set_nonblock), is coro_read's and
+ * coro_write's try (lib/io/ops.c) and bufread.c's reads; coro__io_start is
+ * the try of the constructors of vec.c, dgram.c and bufread.c, whose ops'
+ * attempt() makes the call, with the fd's readiness word read before it
+ * and cleared only on EAGAIN. */
 #ifndef COROKIT_LIB_IO_IO_TRY_H
 #define COROKIT_LIB_IO_IO_TRY_H
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The I/O awaitables: their constructors (run in the job's body, on the
- * worker: they try the system call first) and their attempt functions
- * (run at the arm, on the job's worker, each time readiness woke it:
- * the thread that took the readiness makes no call for it, lib/io/fd_wait.c
- * WHO CALLS).
+/* The core I/O awaitables - readable / writable, read, write, write_all,
+ * accept, connect, sleep, signal, child: their constructors (run in the
+ * job's body, on the worker: they try the system call first) and their
+ * attempt functions (run at the arm, on the job's worker, each time
+ * readiness woke it: the thread that took the readiness makes no call for
+ * it, lib/io/fd_wait.c WHO CALLS).
  *
  * Awaitable layout: arg[0] fd, arg[1] buffer (or address), arg[2] length
  * (or a number), timeout = absolute deadline (-1 = none), converted from
