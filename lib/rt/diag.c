@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Diagnostics: the stall detector's report and coro_sched_dump.
+/* Diagnostics: coro_sched_dump (the stall detector's report, and the line
+ * of one suspended job, are lib/sched/report.c's).
  *
  * THE DUMP'S REGISTRY.  There is no list of live jobs updated at spawn:
  * the dump walks what the scheduler already reaches, each part under the
@@ -13,8 +14,9 @@
  *     queues, read without locks (ring slots by relaxed loads); those jobs
  *     are shown by address only, per queue, with the reason they wait;
  *   - suspended: the parking lot's buckets this scheduler parked in and
- *     its joiner registry (lib/wait/parklot.c), the fd slots and timer heap of the
- *     I/O context (lib/io/dump.c), the blocking pool's queue and calls in
+ *     its joiner registries (lib/wait/parklot_dump.c), the fd slots and the
+ *     sleeps in the timer heaps of the I/O context (lib/io/dump.c), the
+ *     blocking pool's queue and calls in
  *     progress (lib/io/blocking.c), each under its own lock: a job found
  *     there cannot be woken (nor finish) while the lock is held, so its
  *     frame is read safely.

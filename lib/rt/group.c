@@ -43,9 +43,11 @@
  * has done NULL and done_last pointing at g itself.
  *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
- * runs one sweep per scheduler (the same as coro_cancel's, lib/wait/parklot.c
- * REGISTRY) after unlocking, each scheduler pinned under the lock so that
- * it outlives the sweep even when its last member ends first (sched/pin.c). */
+ * runs the lot's and the I/O context's sweeps of flagged jobs once per
+ * scheduler (coro_cancel's fallback, lib/rt/cancel_one.c; the lot's visits
+ * its registry, lib/wait/parklot.c REGISTRY) after unlocking, each
+ * scheduler pinned under the lock so that it outlives the sweep even when
+ * its last member ends first (sched/pin.c). */
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>

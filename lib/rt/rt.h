@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 5 (the runtime): what the files of rt/ call in each
  * other - a group member's finish, the finisher's CAS and the finish
- * itself, a pinned spawn for forks, single-threaded driving, virtual time.
+ * itself, a cancel that a job's state word showed, the shutdown drain, a
+ * pinned spawn for forks, single-threaded driving, virtual time.
  * The public calls of rt/ are declared in include/corokit/.  Includes
  * every layer below.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_RT_RT_H

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The core awaitables the worker knows: coro_ready, a completed result
- * (coro__complete), coro_call, the forced yield, coro_reschedule.  Layer 1
+ * (coro__complete), coro_call, the forced yield, coro_reschedule; and the
+ * constructors' look at a cancel once the budget is spent (coro__cancel_due).  Layer 1
  * (scheduling); coro_done is in wait/done.c. */
 #include "sched/sched.h"
 

@@ -35,7 +35,9 @@
  * picks away.  A job of a narrower class yields to the back of its class
  * queue.  Starvation
  * bound: after 32 HIGH picks in a row NORMAL is looked at first once, after
- * 128 picks above LOW in a row LOW is; so under a flood of HIGH, NORMAL
+ * 128 picks above LOW in a row LOW is (CORO__STARVE_NORMAL,
+ * CORO__STARVE_LOW); so under a flood of HIGH, NORMAL gets at least 1 pick
+ * in 33 and LOW 1 in 129.  Then it steals (sched/steal.c).
  */
 #include "sched/worker.h"
 

@@ -30,7 +30,7 @@
  * parked worker for it.  The park's look leaves the others' queues alone
  * while the searchers are at their cap (read after its own searcher
  * count is gone and its idle bit is set): each of them sweeps again, and
- *
+ * the last to stop either parks through its own full look or wakes a
  * worker in its place (SEARCHING; tools/model/search.pml).
  *
  * SEARCHING (tokio's rules; tools/model/search.pml).  A worker searching
@@ -43,6 +43,7 @@
  * and a worker whose last look before parking found a job after a
  * notifier had claimed it passes the wake on.  Without the last three, a
  * burst from a plain thread left jobs queued behind jobs that never
+ * await while workers slept.
  */
 #include "sched/worker.h"
 
