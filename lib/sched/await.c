@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The core awaitables the worker knows: coro_ready, a completed result
  * (coro__complete), coro_call, the forced yield, coro_reschedule; and the
- * constructors' look at a cancel once the budget is spent (coro__cancel_due).  Layer 1
- * (scheduling); coro_done is in wait/done.c. */
+ * constructors' look at a cancel once the budget is spent
+ * (coro__cancel_due).  Layer 1 (scheduling); coro_done is in wait/done.c. */
 #include "sched/sched.h"
 
 static int yield_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
