@@ -10,9 +10,9 @@
  * the slab is handed out and cleared before its memory is given back; a
  * region whose byte is 0 is never read.  Leaves (64 KiB, 4 GiB of address
  * space each) are made on first use and given back when the last
- * scheduler's frames are gone (map_release): every lookup is made for a
- * live scheduler, registered in g_live, so with none registered and none
- * finishing nobody can be reading a leaf.
+ * scheduler's frames are gone (coro__frame_map_release): every lookup is
+ * made for a live scheduler, registered in coro__frame_live, so with none
+ * registered and none finishing nobody can be reading a leaf.
  */
 #include <stdlib.h>
 

@@ -11,9 +11,9 @@
  * entry is never taken for a new one at the same address).  When the
  * thread exits, a pthread key destructor collects what it can, gives empty
  * slabs back, and parks the cache on its scheduler's list of unowned
- * caches (if the scheduler is still alive: checked under g_lock against
- * the list of live schedulers); the next thread that needs a cache adopts
- * it, pending frees included.  Nothing is lost; frames freed into an
+ * caches (if the scheduler is still alive: checked under coro__frame_lock
+ * against the list of live schedulers); the next thread that needs a
+ * cache adopts it, pending frees included.  Nothing is lost; frames freed into an
  * unowned cache wait there until it is adopted or the scheduler is
  * destroyed.
  */
