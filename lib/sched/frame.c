@@ -17,8 +17,8 @@
  * rounded up to 64 KiB ("big").  Every slab belongs for life to one pool:
  * a worker's (one per worker slot) or a plain thread's cache.  A pool is
  * used by one thread at a time: its worker (single-threaded mode: the
- * thread driving, handed over by drive_begin/drive_end's acquire/release),
- * or the thread whose cache it is.
+ * thread driving, handed over by coro__drive_begin/coro__drive_end's
+ * acquire/release), or the thread whose cache it is.
  */
 #include <stdio.h>
 #include <stdlib.h>

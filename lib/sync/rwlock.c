@@ -23,8 +23,8 @@
  * A WRITER THAT LEAVES.  Readers queue behind a waiting writer, not behind
  * the holders: when that writer stops waiting without being taken (its
  * timer, a cancel, a plain thread's timeout, a select branch that was not
- * chosen) the lot calls rw_left (struct coro__held_ops, lib/wait/wait.h)
- * under this same lock, which admits the readers that no writer holds
+ * chosen) the lot calls write_left (the left hook of struct
+ * coro__held_ops, lib/wait/wait.h) under this same lock, which admits the readers that no writer holds
  * back any more - so a writer that gave up never keeps readers waiting.
  * Select branches: a stale record (its select won elsewhere) may sit on
  * the writers' list until its owner withdraws it; meanwhile readers that
