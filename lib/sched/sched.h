@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 1 (scheduling): jobs and their state word, awaitables,
- * affinity classes, workers and their queues, waking and parking, frames,
- * the tracer.  Includes only base/.  See docs/architecture.md. */
+ * pins, affinity classes, workers and their queues, waking and parking,
+ * the event driver's table, the generators' hooks in the step loop, the
+ * caller's seat, reports; pool frames and the tracer have headers of their
+ * own (frame.h, trace.h).  Includes only base/.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_SCHED_SCHED_H
 #define COROKIT_LIB_SCHED_SCHED_H
 

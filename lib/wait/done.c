@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* coro_done and coro_done_timeout: waiting for a job's end, through its
  * joiner slot or the parking lot; the finisher's wake of those waiters
- * (coro__done_take_all).  Layer 2 (waiting). */
+ * (coro__done_take_all); and the cancel of one job waiting in the lot,
+ * reached through its awaitable (coro__wait_cancel_job: the dispatch,
+ * lib/wait/parklot.c CANCEL ONE the argument).  Layer 2 (waiting). */
 #include <errno.h>
 
 #include "wait/wait.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* private: what lib/wait/parklot.c (wait lists, registry) and lib/wait/wtimer.c
- * (the lot's timers) share; never installed. */
+/* private: what lib/wait/parklot.c (wait lists, registry),
+ * lib/wait/wtimer.c (the lot's timers) and lib/wait/parklot_dump.c (the
+ * lot's part of the dump) share; never installed. */
 #ifndef COROKIT_PARKLOT_IMPL_H
 #define COROKIT_PARKLOT_IMPL_H
 

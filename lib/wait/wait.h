@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* private, layer 2 (waiting): the timer heap, a timerfd programmed outside
- * its heap's lock, the parking lot (its wait lists, timers and registry,
+/* private, layer 2 (waiting): the timer heap, each worker's timers, a
+ * timerfd programmed outside its heap's lock, the parking lot (its wait lists, timers and registry,
  * the cancel of one waiting job), wake lists, the sync-awaitable machinery
  * every waitable object shares, coro_done.  Includes only sched/ and
  * base/.  See docs/architecture.md. */
