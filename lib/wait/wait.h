@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 2 (waiting): the timer heap, each worker's timers, a
- * timerfd programmed outside its heap's lock, the parking lot (its wait lists, timers and registry,
- * the cancel of one waiting job), wake lists, the sync-awaitable machinery
- * every waitable object shares, coro_done.  Includes only sched/ and
- * base/.  See docs/architecture.md. */
+ * timerfd programmed outside its heap's lock, the parking lot (its wait
+ * lists, timers and registry, the cancel of one waiting job), wake lists,
+ * the sync-awaitable machinery every waitable object shares, coro_done.
+ * Includes only sched/ and base/.  See docs/architecture.md. */
 #ifndef COROKIT_LIB_WAIT_WAIT_H
 #define COROKIT_LIB_WAIT_WAIT_H
 
