@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The timers of timed waits.  A worker's timers: one heap (lib/wait/heap.c) per worker for the timed
- * waits begun on it - the parking lot's (kind LOT) and the I/O context's
- * fd waits and sleeps (FD, SLEEP) in the same heap - under a lock of that
- * worker's, with its earliest deadline published on a line of its own
+/* The timers of timed waits: each worker's, and the scheduler's heap of
+ * the lot (THE SCHEDULER'S HEAP below).  A worker's timers: one heap
+ * (lib/wait/heap.c) per worker for the timed waits begun on it - the
+ * parking lot's (kind CORO__TK_PARKLOT) and the I/O context's fd waits and
+ * sleeps (CORO__TK_FD, CORO__TK_SLEEP) in the same heap - under a lock of
+ * that worker's, with its earliest deadline published on a line of its own
  * (coro__worker.timer_next).  Go keeps its timers per P for the same
  * reason: one scheduler-wide heap is a lock every timed wait of every
  * worker meets, and one thread firing them wakes every job across CPUs.
@@ -10,8 +12,9 @@
  * WHO TOUCHES WHAT.
  *   - A push is made by the owner only: a wait is armed on the thread
  *     that ran the job, after its step (coro__wt_here names that worker).
- *     Plain threads, blocking contexts and schedulers without workers use
- *     the scheduler's heap (home 0: THE SCHEDULER'S HEAP below, lib/io/timers.c).
+ *     Plain threads, the caller's seat (sched/seat.c WAKES), blocking
+ *     contexts and schedulers without workers use the scheduler's heaps
+ *     (home 0: THE SCHEDULER'S HEAP below, lib/io/timers.c).
  *   - A removal (the wait ended another way: woken, withdrawn, cancelled)
  *     is made by whichever thread ends the wait, under the home's lock, in
  *     O(1): the timer is marked, and leaves when it reaches the top or in
@@ -45,7 +48,8 @@
  * entry lock).  Worker timer locks never nest in each other.
  *
  * THE SCHEDULER'S HEAP.  A lot wait begun off the workers (a plain
- * thread, a blocking context, a scheduler without workers) goes to one
+ * thread, the caller's seat, a blocking context, a scheduler without
+ * workers) goes to one
  * min-heap per
  * scheduler of {deadline, waiter, key} behind its own timerfd, under its
  * own mutex (hlock), described here.  The
