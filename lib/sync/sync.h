@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* private, layer 4 (sync): what the files of sync/ share - the selectable
  * operations of events, channels, semaphores and rwlocks, the text that
- * names a holder, the destroy of an object waited on under its address.  Includes io/ and what is below it.  See docs/architecture.md. */
+ * names a holder, the destroy of an object waited on under its address.
+ * Includes io/ and what is below it.  See docs/architecture.md. */
 #ifndef COROKIT_SYNC_H_PRIV
 #define COROKIT_SYNC_H_PRIV
 
