@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* coro_select: wait for the first of several operations: channel receive
- * and send, events, a job's end (these wait in the lot), fd readiness (in
- * the fd's slot of the I/O layer: lib/io/fd_select.c) and timers (no node on
- * any list: the select's own wait on K carries the earliest deadline).
+ * and send, events, semaphores, rwlocks, a job's end (these wait in the
+ * lot), fd readiness (in the fd's slot of the I/O layer:
+ * lib/io/fd_select.c) and timers (no node on any list: the select's own
+ * wait on K carries the earliest deadline).
  *
  * A job has one `next` link, so it cannot wait on several lists.  The
  * select struct holds one coro_t-sized stand-in per branch (flag
