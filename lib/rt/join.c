@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Waiting for jobs from outside: coro_join, coro_join_timeout and
  * coro_block_on.  On a scheduler without workers the joining thread drives
- * it (rt/drive.c).  Layer 5 (the runtime). */
+ * it (rt/drive.c); with workers, coro_block_on may run the root itself on
+ * the caller's seat first (sched/seat.c).  Layer 5 (the runtime). */
 
 #include "rt/rt.h"
 #include "sched/frame.h"
