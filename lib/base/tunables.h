@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* private, layer 0 (base): every tunable of the library in one place, each
- * with its reason.  Changing one changes behaviour, not correctness: the
- * protocols do not depend on these values (the spin models in tools/model
- * do not use them).  Files of I/O keep their own limits where they are
- * sizes of a data structure (io/io_impl.h: the chunked fd table;
- * io/timers.c: the expiry batch). */
+/* private, layer 0 (base): the library's tunables, each with its reason.
+ * Changing one changes behaviour, not correctness: the protocols do not
+ * depend on these values (the spin models in tools/model do not use them).
+ * A few stay beside the one data structure or step they size, where that
+ * code explains them: the chunked fd table (io/io_impl.h), the expiry
+ * batch (io/timers.c), the dial's poll slice (io/net.c), splice's side
+ * switches (io/vec.c), a ring's batches (sched/rings.c), the seat's skip
+ * count (sched/seat.c), a pin record's slots (sched/pin.c), outboxes and
+ * thread caches (sched/frame_impl.h, frame_tcache.c), a served list's
+ * first size (sched/affinity.c). */
 #ifndef COROKIT_LIB_BASE_TUNABLES_H
 #define COROKIT_LIB_BASE_TUNABLES_H
 
