@@ -7,9 +7,10 @@
  * tries once); only when it would block (EAGAIN) is the job suspended, in its
  * fd's own slot (the fd is registered with the scheduler's epoll set once,
  * at its first wait).  The thread that sees the fd ready - an idle worker
- * waiting in epoll, or the scheduler's I/O thread while every worker is
- * busy - performs the call again and resumes the job with its result.  So
- * a ready fd costs one system call and no suspension.
+ * waiting in epoll, a busy worker between its steps, or the scheduler's
+ * I/O thread while every worker is busy - wakes the job, and the job's
+ * worker makes the call again and resumes it with its result.  So a ready
+ * fd costs one system call and no suspension.
  *
  * No I/O function or await writes errno: results are returned, and errno
  * is left as the caller set it.
@@ -41,11 +42,14 @@
  * timeout, and if the fd's number is reused for a new pipe or socket made
  * outside corokit, waits on the new fd are never woken (the old
  * registration is kept; a read or write still tries the new fd first).
- * Numbers that come back from coro_accept /
- * coro_accept_addr or that coro_connect starts on are forgotten by
- * corokit, so a connection fd from accept may be closed with close(2).
+ * Numbers that come back from coro_accept / coro_accept_addr, coro_dial
+ * or coro_recvmsg (SCM_RIGHTS), or that coro_connect starts on, are
+ * forgotten by corokit first, so they are safe even where the number's
+ * previous file was closed with close(2).  An fd no job ever waited on may
+ * be closed with close(2).
  *
- * Full guide: docs/io.md.
+ * Full guide: docs/io.md (the contract); how it is done:
+ * docs/architecture.md, "I/O (lib/io/)".
  */
 #ifndef COROKIT_IO_H
 #define COROKIT_IO_H
