@@ -24,7 +24,9 @@ comment, the essay that says what the file holds) names
     by "()" (handle(), coro_spawn()), or a coro__ / CORO__ identifier
     (coro__io_arm, CORO__BUDGET; one ending in _ or * is a prefix, which
     some name must start with), looked up in the code of lib/ and
-    include/ with the comments left out.
+    include/ with the comments left out;
+  - a paragraph that ends without a stop (. : ; ) and the like): a
+    sentence cut off when a part of the essay moved to another file.
 So an essay cannot keep naming a file or function after a split or a
 rename."""
 import glob
@@ -107,17 +109,34 @@ FUNC = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 CORO = re.compile(r"\b((?:coro__|CORO__)\w*)(\*?)")
 
 
-def opening(src):
-    """The text of a file's first comment, its lines joined, without the
-    leading ' * ' of each; '' when the file starts with code."""
+def opening_lines(src):
+    """The lines of a file's first comment, without the leading ' * ' of
+    each; [] when the file starts with code."""
     # the SPDX line, a comment of its own, is not the opening comment
     src = re.sub(r"\A\s*/\*\s*SPDX-License-Identifier:[^*]*\*/", "", src)
     m = re.match(r"\s*(?://[^\n]*\n\s*)*/\*(.*?)\*/", src, re.S)
     if not m:
-        return ""
-    lines = [re.sub(r"^\s*\*?\s?", "", l) for l in m.group(1).split("\n")]
+        return []
+    return [re.sub(r"^\s*\*?\s?", "", l).rstrip() for l in m.group(1).split("\n")]
+
+
+def opening(src):
+    """The text of a file's first comment, its lines joined."""
     # a path broken after its '/' at the end of a line joins the next line
-    return re.sub(r"/ (?=\w)", "/", " ".join(lines))
+    return re.sub(r"/ (?=\w)", "/", " ".join(opening_lines(src)))
+
+
+def cut_off(lines):
+    """The last line of each paragraph that ends without a stop."""
+    out, para = [], []
+    for l in lines + [""]:
+        if l.strip():
+            para.append(l)
+            continue
+        if para and not re.search(r"[.:;)!?\]`'\"]$", para[-1]):
+            out.append(para[-1])
+        para = []
+    return out
 
 
 def code_words(root):
@@ -165,7 +184,11 @@ def check_openings(root):
     for path in sorted(glob.glob(os.path.join(root, "lib/*/*.[ch]"))):
         rel = os.path.relpath(path, root)
         with open(path, encoding="utf-8", errors="replace") as f:
-            text = opening(f.read())
+            src = f.read()
+        text = opening(src)
+        for last in cut_off(opening_lines(src)):
+            bad.append(f"{rel}: a paragraph of its opening comment ends without a stop "
+                       f"(a sentence cut off?): ...{last[-50:]}")
         for p in sorted(set(FILE.findall(text))):
             if file_exists(root, os.path.dirname(path), p, names) is False:
                 bad.append(f"{rel}: its opening comment names {p}, which does not exist")
@@ -199,6 +222,7 @@ def self_test_openings():
         "a CORO__ name that is gone": good.replace("CORO__B_MAX", "CORO__GONE"),
         "a prefix nothing starts with": good.replace("CORO__B_*", "CORO__GONE_*"),
         "a path split across lines that is gone": good.replace(" * b.h. */", " * gone.h. */"),
+        "a sentence cut off": good.replace(" * lib/l/\n", " * lib/l/\n *\n * and then\n *\n"),
     }
 
     def tree(d, text):
