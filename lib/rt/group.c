@@ -43,11 +43,12 @@
  * has done NULL and done_last pointing at g itself.
  *
  * CANCEL sets CORO__F_CANCEL on every live member under the lock, then
- * runs the lot's and the I/O context's sweeps of flagged jobs once per
- * scheduler (coro_cancel's fallback, lib/rt/cancel_one.c; the lot's visits
- * its registry, lib/wait/parklot.c REGISTRY) after unlocking, each
- * scheduler pinned under the lock so that it outlives the sweep even when
- * its last member ends first (sched/pin.c). */
+ * runs the lot's, the I/O context's and the blocking pool's sweeps of
+ * flagged jobs once per scheduler (coro_cancel's fallback,
+ * lib/rt/cancel_one.c; the lot's visits its registry, lib/wait/parklot.c
+ * REGISTRY) after unlocking, each scheduler pinned under the lock so
+ * that it outlives the sweep even when its last member ends first
+ * (sched/pin.c). */
 #include <sched.h>
 #include <stddef.h>
 #include <string.h>
@@ -351,6 +352,7 @@ int coro_group_cancel(coro_group_t *g)
             coro__parklot_cancel_jobs(x->job->sched);
             if (x->job->sched->io)
                 coro__io_cancel_jobs(x->job->sched->io);
+            coro__blocking_cancel_jobs(x->job->sched);
         }
     }
     gunlock(g);
@@ -358,6 +360,7 @@ int coro_group_cancel(coro_group_t *g)
         coro__parklot_cancel_jobs(sw[i]);
         if (sw[i]->io)
             coro__io_cancel_jobs(sw[i]->io);
+        coro__blocking_cancel_jobs(sw[i]);      /* calls still queued for the pool */
     }
     while (nsw > 0)
         coro__unpin(tok[--nsw]);
