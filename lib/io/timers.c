@@ -262,17 +262,19 @@ static int expire_due(struct coro__io *io)
 
 /* fire what is due at now in worker home's heap (coro__wt_expire): the
  * lot's timers there, the I/O kinds' here, after the heap's lock, a
- * batch at a time */
-static int64_t expire_home(struct coro__io *io, uint32_t home, int64_t now, bool try, int *fired)
+ * batch at a time.  s->io is read only for a batch that holds timers:
+ * the I/O thread starts before create stores it, and the heap's lock,
+ * taken after a push of a job's worker, orders that store before */
+static int64_t expire_home(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
 {
     struct coro__wt_batch b;
     int64_t d;
 
     do {
         b.n = 0;
-        d = coro__wt_expire(io->s, home, now, try, fired, &b);
+        d = coro__wt_expire(s, home, now, try, fired, &b);
         for (int i = 0; i < b.n; i++)
-            coro__io_timer_fire(io, &b.t[i], 0);
+            coro__io_timer_fire(s->io, &b.t[i], 0);
         *fired += b.n;
     } while (b.n == CORO__TIMER_BATCH);
     return d;
@@ -284,7 +286,7 @@ int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try)
 
     if (!coro__wt_homes(io->s))
         return INT64_MAX;
-    return expire_home(io, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
+    return expire_home(io->s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
 }
 
 int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
@@ -295,7 +297,7 @@ int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *f
         /* relaxed: a hint; the fire decides under the worker's lock */
         int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
         if (d != INT64_MAX && d <= now - late)
-            d = expire_home(s->io, (uint32_t)i + 1, now, false, fired);
+            d = expire_home(s, (uint32_t)i + 1, now, false, fired);
         /* saturating: a far deadline (a group's, years ahead) plus the
          * slack stays a time, INT64_MAX at most */
         if (d != INT64_MAX && coro__ns_add(d, late) < next)
