@@ -38,7 +38,9 @@
 # a local variable or a second copy (`x->m = y->m`); a call through a
 # local variable or a macro other than CORO__HOOK; a designator that is
 # not the first thing of its value (`.a.b = f`); preprocessor branches (all
-# are read as one text).  It over-sees where two slots share a name.
+# are read as one text); a pointer set from above that is only compared,
+# never called (an identity: JOINING INLINE once knew coro_done's ops so).
+# It over-sees where two slots share a name: both are then one route.
 # Test hooks set only by tests (CORO__HOOK knobs) store nothing in lib/.
 #
 # NAMES IN TWO LAYERS.  It also fails when a static function of one
