@@ -105,7 +105,7 @@ static intptr_t take(coro_bufreader_t *r, size_t n)
 
 /* the record is in the buffer: true with *res (delim >= 0: until delim;
  * else r->want bytes) */
-static bool complete(coro_bufreader_t *r, intptr_t *res)
+static bool br_complete(coro_bufreader_t *r, intptr_t *res)
 {
     size_t have = r->end - r->start;
 
@@ -142,7 +142,7 @@ static bool reader_attempt(coro_await_t *aw, intptr_t *res)
     coro_bufreader_t *r = aw->arg[1].p;
 
     for (;;) {
-        if (complete(r, res))
+        if (br_complete(r, res))
             return true;
         if (r->end == r->cap) {     /* room at the end: move what is left to the front */
             memmove(r->buf, r->buf + r->start, r->end - r->start);

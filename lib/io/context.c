@@ -70,7 +70,6 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         goto fail_errno;
     /* the parking lot's timers (lib/wait/wtimer.c) have a timerfd of their
      * own: whoever handles the I/O events fires them */
-    coro__io_timers_hook(io);     /* the I/O kinds in the workers' heaps */
     if ((rc = coro__io_add_source(io, coro__parklot_timer_fd(s), coro__io_parklot_timers_cb, s)) < 0)
         goto fail;
     if (coro_sched_workers(s) > 0) {

@@ -28,7 +28,7 @@ int coro__io_dump(struct coro__io *io, struct coro__dump *d)
                     continue;
                 const char *op = job->top->aw.ops ? job->top->aw.ops->name : "?";
                 if (e->timed[dir]) {
-                    int64_t dl = coro__io_timer_deadline(io, &e->timer_handle[dir], now);
+                    int64_t dl = coro__io_timer_deadline(io, e, dir, now);
                     coro__dump_job(d, job, "fd %d %s (%s), timer %.3f ms left", fd, dirs[dir],
                                    op, (double)(dl - now) / 1e6);
                 } else {

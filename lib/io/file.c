@@ -45,7 +45,7 @@ enum { K_UNKNOWN, K_POLL = CORO__FD_POLL, K_FILE };
  * (coro__file_op in io/io.h reads it inline) */
 uint8_t coro__fd_kinds[KINDS];
 
-static int kind_of(int fd)
+static int file_kind(int fd)
 {
     struct stat st;
 
@@ -94,7 +94,7 @@ static intptr_t file_run(coro_await_t *aw)
     size_t len = (size_t)aw->arg[2].i;
     int op = (int)(aw->timeout & 3);
     int64_t timeout = (aw->timeout - op) / 4;
-    int k = kind_of(fd);
+    int k = file_kind(fd);
     ssize_t n;
 
     if (k < 0)
@@ -141,7 +141,7 @@ bool coro__file_op_(int fd, const void *buf, size_t len, int64_t timeout, int op
     if (k == K_POLL)
         return false;
     if (k == K_UNKNOWN) {
-        k = kind_of(fd);
+        k = file_kind(fd);
         if (k < 0)
             return false;       /* the caller's own call reports it (-EBADF ...) */
         if (fd < KINDS)

@@ -40,15 +40,17 @@
 #define WR_BIT 2u
 
 struct fd_entry {
-    uint32_t lock;          /* spinlock: everything below but timer_handle */
+    uint32_t lock;          /* spinlock: everything below */
     uint32_t gen;           /* of the registration, in the epoll tag */
     uint8_t reg;            /* in the epoll set under gen */
     uint8_t dirs;           /* RD_BIT | WR_BIT: the directions registered */
     uint8_t timed[2];       /* the waiter has a timer */
     uint32_t wait_seq[2];       /* numbers the waits of each slot */
     coro_t *w[2];           /* the waiting reader / writer */
-    uint32_t timer_handle[2];       /* atomic: their timers' slots (lib/wait/wait.h: home and
-                               handle + 1; NO_TIMER none), written under the home's lock */
+    uint32_t timer_handle[2];       /* their timers' slots (lib/wait/wait.h: home and
+                               handle + 1; NO_TIMER none), relaxed atomics; may
+                               name a timer that left (STALE HANDLES in
+                               lib/io/timers.c) */
     uint64_t readiness;           /* the readiness word (CORO__RDY_*, READINESS in
                                lib/io/fd_wait.c):
                                atomic; changed under the lock, except the
@@ -217,9 +219,11 @@ static inline void finish(struct coro__io *io, coro_t *job, intptr_t res)
     coro__wake(job, res);       /* from here the job is not ours */
 }
 
-/* under e's lock: the timer of slot dir's waiter off the heap (timers.c) */
+/* under e's lock: the timer of job, slot dir's waiter until now, off
+ * its heap (timers.c) */
 __attribute__((noinline))
-CORO__HIDDEN void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir);
+CORO__HIDDEN void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir,
+                                       const coro_t *job);
 
 /* under e's lock: take the waiter of dir off the slot (its timer off the heap) */
 static inline coro_t *slot_take(struct coro__io *io, struct fd_entry *e, int dir)
@@ -231,7 +235,7 @@ static inline coro_t *slot_take(struct coro__io *io, struct fd_entry *e, int dir
     e->w[dir] = NULL;
     waiters_add(io, -1);
     if (e->timed[dir])
-        coro__io_slot_untime(io, e, dir);
+        coro__io_slot_untime(io, e, dir, job);
     return job;
 }
 
@@ -345,15 +349,18 @@ CORO__HIDDEN int coro__io_expire(struct coro__io *io);
 CORO__HIDDEN int coro__io_fire_due(struct coro__io *io);
 /* worker idx's own timers (the driver's fire_own: lib/wait/wtimer.c) */
 CORO__HIDDEN int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try);
+/* the I/O thread (lib/io/epoll.c): fire the workers' heaps (lib/wait/wtimer.c)
+ * whose published deadline is more than late ns past now (stuck in a
+ * step).  Returns the earliest published deadline + late over all
+ * workers (INT64_MAX none): when to look again; *fired += the jobs woken */
+CORO__HIDDEN int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired);
 /* the workers' heaps' sleeps ended with -ECANCELED: every one (all), or
  * the cancelled jobs'; how many */
 CORO__HIDDEN int coro__io_cancel_own_sleeps(struct coro__io *io, bool all);
-/* under the entry's lock: the deadline of the timer whose slot is *timer_handle,
- * now when it just left (coro_sched_dump) */
-CORO__HIDDEN int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *timer_handle, int64_t now);
-/* at create, before any worker runs: the I/O kinds' hooks in the
- * workers' heaps (lib/wait/wtimer.c struct coro__wt_io) */
-CORO__HIDDEN void coro__io_timers_hook(struct coro__io *io);
+/* under e's lock: the deadline of the timer of slot dir's waiter, now
+ * when it just left (coro_sched_dump) */
+CORO__HIDDEN int64_t coro__io_timer_deadline(struct coro__io *io, const struct fd_entry *e, int dir,
+                                             int64_t now);
 
 /* fd_wait.c: the first wait in a direction registers the fd */
 CORO__HIDDEN int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8_t bit);

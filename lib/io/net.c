@@ -110,7 +110,7 @@ static int parse(const char *addr, struct where *w)
     return 0;
 }
 
-static int resolve(const struct where *w, int family, bool passive, struct addrinfo **out)
+static int resolve_addr(const struct where *w, int family, bool passive, struct addrinfo **out)
 {
     struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
                               .ai_flags = passive ? AI_PASSIVE : 0 };
@@ -153,7 +153,7 @@ int coro_listen(int family, const char *addr, int backlog)
     }
     if (family != AF_INET && family != AF_INET6 && family != AF_UNSPEC)
         return -EAFNOSUPPORT;
-    if ((rc = resolve(&w, family, true, &list)) < 0)
+    if ((rc = resolve_addr(&w, family, true, &list)) < 0)
         return rc;
     rc = -EADDRNOTAVAIL;
     for (struct addrinfo *ai = list; ai; ai = ai->ai_next)
@@ -218,7 +218,7 @@ static intptr_t dial_run(coro_await_t *aw)
 
     if (rc == 0 && w.unix_)
         rc = dial_one(aw, (struct sockaddr *)&w.un, w.ulen);
-    else if (rc == 0 && (rc = resolve(&w, AF_UNSPEC, false, &list)) == 0) {
+    else if (rc == 0 && (rc = resolve_addr(&w, AF_UNSPEC, false, &list)) == 0) {
         rc = -ENXIO;
         for (struct addrinfo *ai = list; ai; ai = ai->ai_next) {
             int r = dial_stop(aw);

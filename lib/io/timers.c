@@ -4,9 +4,9 @@
  * TWO HOMES.  A timed wait begun on a worker puts its timer in that
  * worker's own heap (lib/wait/wtimer.c, kinds FD and SLEEP beside the
  * lot's), fired by that worker (coro__io_fire_own) or, when it is stuck
- * in a long step, by the I/O thread; this file gives that heap the I/O
- * side of a fire (coro__io_timers_hook: the slot forgets its timer under
- * the heap's lock, the wake-up after).  A wait begun elsewhere (a plain
+ * in a long step, by the I/O thread; that heap hands the records it
+ * popped back to its caller in a struct coro__wt_batch and this file
+ * fires them (STALE HANDLES below).  A wait begun elsewhere (a plain
  * thread, the caller's seat, a scheduler without workers) goes to the
  * context's own heap (lib/wait/heap.c) under io->hlock, behind the
  * context's timerfd in the epoll set, absolute, armed lazily: only for a
@@ -19,11 +19,23 @@
  * the heap's lock alone and then locks the entry, where the slot's
  * sequence number tells whether the wait it names is still there.
  *
- * FIRING THE CONTEXT'S HEAP.  Whoever handles the I/O events (handle() in
- * lib/io/epoll.c) fires what is due after them (coro__io_expire), a busy
- * worker between two steps (coro__io_fire_due, sched/worker.c DUE
- * TIMERS); a sleep's timer completes the sleep, an fd wait's takes the
- * waiter off its slot if the slot's sequence number still names that wait.
+ * STALE HANDLES.  No pop writes the wait's handle: this heap's and the
+ * workers' heaps' (lib/wait/wtimer.c, which hands their records back in
+ * a struct coro__wt_batch) alike.  Between the pop and the fire's look
+ * under the entry lock, the slot's timer_handle names a timer that left
+ * - its handle free, or another wait's.  So every reader of a handle
+ * looks at the record under the heap's lock and takes it for the wait's
+ * only while it names the wait's job, kind and sequence (coro__heap_get:
+ * a record's p is NULL once it left), as a sleep's cancel does
+ * (lib/io/cancel.c); the fire, having matched the wait under the entry
+ * lock, clears the handle there.  Every writer of timer_handle holds the
+ * entry lock.
+ *
+ * FIRING.  Whoever handles the I/O events (handle() in lib/io/epoll.c)
+ * fires what is due after them (coro__io_expire), a busy worker between
+ * two steps (coro__io_fire_due, sched/worker.c DUE TIMERS); a sleep's
+ * timer completes the sleep, an fd wait's takes the waiter off its slot
+ * if the slot's sequence number still names that wait.
  */
 #include <pthread.h>
 
@@ -100,22 +112,11 @@ int coro__io_timer_add(struct coro__io *io, struct coro__timer_record *t, uint32
     return rc;
 }
 
-/* under hlock: out is a timer that left the heap, uncounted (the
- * caller's pending_add) */
-static void taken_(struct coro__io *io, const struct coro__timer_record *out)
-{
-    /* a sleep's awaitable keeps its handle: coro__heap_get tells a stale
-     * one from the timer's */
-    if (out->kind == CORO__TK_FD)   /* relaxed: as coro__io_timer_add's */
-        __atomic_store_n(&ent_get(io, (int)(out->aux / 2), false)->timer_handle[out->aux % 2], NO_TIMER,
-                         __ATOMIC_RELAXED);
-}
-
-/* under hlock: the earliest timer out */
+/* under hlock: the earliest timer out (its wait's handle left as it is:
+ * STALE HANDLES) */
 void coro__io_heap_pop(struct coro__io *io, struct coro__timer_record *out)
 {
     coro__heap_pop(&io->heap, out);
-    taken_(io, out);
     pending_add(io, -1);
 }
 
@@ -123,35 +124,49 @@ void coro__io_heap_pop(struct coro__io *io, struct coro__timer_record *out)
 void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__timer_record *out)
 {
     coro__heap_del(&io->heap, handle, out);
-    taken_(io, out);
     pending_add(io, -1);
 }
 
-/* under e's lock: the timer of slot dir's waiter off the heap */
+/* under e's lock and the lock of the heap slot names: the record of the
+ * fd wait of job on e's slot dir, NULL when its timer left (STALE
+ * HANDLES) */
+static const struct coro__timer_record *fd_timer(struct coro__io *io, const struct fd_entry *e,
+                                                 int dir, const coro_t *job, uint32_t slot)
+{
+    uint32_t home = coro__wt_home(slot);
+    const struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
+    const struct coro__timer_record *r = coro__heap_get(h, coro__wt_handle(slot), job);
+    return r && r->kind == CORO__TK_FD && r->seq == e->wait_seq[dir] ? r : NULL;
+}
+
+static pthread_mutex_t *slot_lock(struct coro__io *io, uint32_t slot)
+{
+    uint32_t home = coro__wt_home(slot);
+    return home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
+}
+
+/* under e's lock: the timer of job, slot dir's waiter until now, off its
+ * heap, unless it left already (its fire then finds the wait gone) */
 __attribute__((noinline))
-void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir)
+void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir, const coro_t *job)
 {
     struct coro__timer_record t;
 
     e->timed[dir] = 0;
-    /* relaxed: a fire clears it under the home's lock, read again there;
-     * only a new wait, under e's lock, which we hold, sets another home */
+    /* relaxed: written under e's lock only, which we hold */
     uint32_t slot = __atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED);
     if (slot == NO_TIMER)
         return;
+    __atomic_store_n(&e->timer_handle[dir], NO_TIMER, __ATOMIC_RELAXED);
     uint32_t home = coro__wt_home(slot);
-    pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
-    pthread_mutex_lock(lock);
-    /* relaxed: read again under the timer's lock, which its writers hold */
-    if (__atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED) != NO_TIMER) {
-        if (home) {
+    pthread_mutex_lock(slot_lock(io, slot));
+    if (fd_timer(io, e, dir, job, slot)) {
+        if (home)
             coro__wt_del_locked(coro__wt_get(io->s, home), slot, &t);
-            __atomic_store_n(&e->timer_handle[dir], NO_TIMER, __ATOMIC_RELAXED);
-        } else {
+        else
             coro__io_heap_del(io, coro__wt_handle(slot), &t);
-        }
     }
-    pthread_mutex_unlock(lock);
+    pthread_mutex_unlock(slot_lock(io, slot));
 }
 
 void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res)
@@ -172,6 +187,8 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
         ent_lock(e);
         if (e->w[dir] == t->p && e->wait_seq[dir] == t->seq) {
             e->timed[dir] = 0;      /* already off the heap */
+            /* relaxed: written under e's lock only (STALE HANDLES) */
+            __atomic_store_n(&e->timer_handle[dir], NO_TIMER, __ATOMIC_RELAXED);
             job = slot_take(io, e, dir);
         }
         ent_unlock(e);
@@ -182,14 +199,13 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
     }
 }
 
-/* the timers coro__io_expire() takes out under one hold of hlock: the adds that
- * wait for the lock meanwhile wait for a few pops, and the fires that
- * follow find their jobs already asked for (a cache miss each, overlapped) */
-#define EXPIRE_BATCH 16
-
+/* coro__io_expire() takes out CORO__TIMER_BATCH timers under one hold of
+ * hlock: the adds that wait for the lock meanwhile wait for a few pops,
+ * and the fires that follow find their jobs already asked for (a cache
+ * miss each, overlapped) */
 int coro__io_expire(struct coro__io *io)
 {
-    struct coro__timer_record t[EXPIRE_BATCH];
+    struct coro__timer_record t[CORO__TIMER_BATCH];
     int n = 0;
 
     /* relaxed: a stale value only delays the look to the next event */
@@ -200,13 +216,11 @@ int coro__io_expire(struct coro__io *io)
         int k = 0;
         bool sync = false;
         pthread_mutex_lock(&io->hlock);
-        while (k < EXPIRE_BATCH && coro__heap_next(&io->heap) <= now) {
-            coro__heap_pop(&io->heap, &t[k]);
-            taken_(io, &t[k++]);
-        }
+        while (k < CORO__TIMER_BATCH && coro__heap_next(&io->heap) <= now)
+            coro__heap_pop(&io->heap, &t[k++]);
         if (k)
             pending_add(io, -k);
-        if (k < EXPIRE_BATCH)
+        if (k < CORO__TIMER_BATCH)
             sync = coro__io_tfd_update(io, now);
         pthread_mutex_unlock(&io->hlock);
         if (sync)
@@ -216,7 +230,7 @@ int coro__io_expire(struct coro__io *io)
         for (int i = 0; i < k; i++)
             coro__io_timer_fire(io, &t[i], 0);
         n += k;
-        if (k < EXPIRE_BATCH)
+        if (k < CORO__TIMER_BATCH)
             return n;
     }
 }
@@ -255,9 +269,50 @@ static int expire_due(struct coro__io *io)
 
 /* ---- the workers' heaps (lib/wait/wtimer.c) ------------------------------------------ */
 
+/* fire what is due at now in worker home's heap (coro__wt_expire): the
+ * lot's timers there, the I/O kinds' here, after the heap's lock, a
+ * batch at a time.  s->io is read only for a batch that holds timers:
+ * the I/O thread starts before create stores it, and the heap's lock,
+ * taken after a push of a job's worker, orders that store before */
+static int64_t expire_home(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
+{
+    struct coro__wt_batch b;
+    int64_t d;
+
+    do {
+        b.n = 0;
+        d = coro__wt_expire(s, home, now, try, fired, &b);
+        for (int i = 0; i < b.n; i++)
+            coro__io_timer_fire(s->io, &b.t[i], 0);
+        *fired += b.n;
+    } while (b.n == CORO__TIMER_BATCH);
+    return d;
+}
+
 int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try)
 {
-    return coro__wt_fire_own(io->s, idx, try);
+    int fired = 0;
+
+    if (!coro__wt_homes(io->s))
+        return INT64_MAX;
+    return expire_home(io->s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
+}
+
+int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
+{
+    int64_t next = INT64_MAX;
+
+    for (int i = 0; i < (int)coro__wt_homes(s); i++) {
+        /* relaxed: a hint; the fire decides under the worker's lock */
+        int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
+        if (d != INT64_MAX && d <= now - late)
+            d = expire_home(s, (uint32_t)i + 1, now, false, fired);
+        /* saturating: a far deadline (a group's, years ahead) plus the
+         * slack stays a time, INT64_MAX at most */
+        if (d != INT64_MAX && coro__ns_add(d, late) < next)
+            next = coro__ns_add(d, late);
+    }
+    return next;
 }
 
 int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
@@ -289,38 +344,16 @@ int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
     return n;
 }
 
-/* a worker's heap gave up an I/O timer: under its lock, the fd slot
- * forgets it (a sleep's awaitable keeps its slot: coro__heap_get tells a
- * stale one); after it, the wake-up */
-static void own_taken(void *ctx, const struct coro__timer_record *t)
+int64_t coro__io_timer_deadline(struct coro__io *io, const struct fd_entry *e, int dir, int64_t now)
 {
-    taken_(ctx, t);
-}
-
-static void own_fire(void *ctx, const struct coro__timer_record *t)
-{
-    coro__io_timer_fire(ctx, t, 0);
-}
-
-void coro__io_timers_hook(struct coro__io *io)
-{
-    coro__wt_set_io(io->s, &(struct coro__wt_io){ own_taken, own_fire, io });
-}
-
-int64_t coro__io_timer_deadline(struct coro__io *io, uint32_t *timer_handle, int64_t now)
-{
-    uint32_t slot = __atomic_load_n(timer_handle, __ATOMIC_RELAXED);     /* relaxed: slot_untime's */
-    if (slot == NO_TIMER)
+    /* relaxed: written under e's lock only, which we hold */
+    uint32_t slot = __atomic_load_n(&e->timer_handle[dir], __ATOMIC_RELAXED);
+    if (slot == NO_TIMER || !e->w[dir])
         return now;
-    uint32_t home = coro__wt_home(slot);
-    pthread_mutex_t *lock = home ? &coro__wt_get(io->s, home)->lock : &io->hlock;
-    struct coro__heap *h = home ? &coro__wt_get(io->s, home)->heap : &io->heap;
-    pthread_mutex_lock(lock);
-    /* relaxed: read again under the timer's lock, which its writers hold */
-    int64_t d = __atomic_load_n(timer_handle, __ATOMIC_RELAXED) != NO_TIMER
-                    ? coro__heap_rec(h, coro__wt_handle(slot))->deadline
-                    : now;
-    pthread_mutex_unlock(lock);
+    pthread_mutex_lock(slot_lock(io, slot));
+    const struct coro__timer_record *r = fd_timer(io, e, dir, e->w[dir], slot);
+    int64_t d = r ? r->deadline : now;
+    pthread_mutex_unlock(slot_lock(io, slot));
     return d;
 }
 

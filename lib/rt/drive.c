@@ -62,7 +62,7 @@ static struct coro__drive_node **chain(coro_sched_t *s, const coro_t *co)
 }
 
 /* under drive_lock */
-static void kick(struct coro__drive_node *n)
+static void kick_node(struct coro__drive_node *n)
 {
     /* release: what made us kick (a job's end, the drive let go) is seen
      * by the sleeper's acquire exchange */
@@ -74,19 +74,19 @@ static void kick_chain(struct coro__drive_node *n, const coro_t *co)
 {
     for (; n; n = n->next)
         if (!co || n->co == co)
-            kick(n);
+            kick_node(n);
 }
 
 /* under drive_lock: one waiter, to take the drive over */
 static void kick_one(coro_sched_t *s)
 {
     if (s->drive_any) {
-        kick(s->drive_any);
+        kick_node(s->drive_any);
         return;
     }
     for (int i = 0; i < CORO__DRIVE_BUCKETS; i++)
         if (s->drive_job[i]) {
-            kick(s->drive_job[i]);
+            kick_node(s->drive_job[i]);
             return;
         }
 }

@@ -374,7 +374,6 @@ static int sched_create(coro_sched_t **out, const coro_sched_config_t *cfg)
         rc = -ENOMEM;
     }
     s->finish = coro__finish;       /* the worker's upcall (sched/sched.h) */
-    s->joins = &coro__done_ops;     /* JOINING INLINE (sched/sched.h) */
     s->driver = &coro__io_driver;      /* how idle workers wait for I/O */
     if ((rc = coro__vt_init(s, &c)) < 0)
         goto fail;

@@ -105,7 +105,7 @@ bool coro__vt_stuck(const coro_sched_t *s)
 
 /* ---- the seeded pick -------------------------------------------------------------------- */
 
-static uint64_t rng_next(struct coro__vt *vt)
+static uint64_t vt_rand(struct coro__vt *vt)
 {
     uint64_t x = vt->rng;
     x ^= x >> 12;
@@ -151,7 +151,7 @@ static coro_t *pick(coro_sched_t *s, struct coro__vt *vt, struct coro__worker *w
         if (!n)
             continue;
         /* multiply-shift: an index below n without a division */
-        uint32_t i = (uint32_t)(((unsigned __int128)rng_next(vt) * n) >> 64);
+        uint32_t i = (uint32_t)(((unsigned __int128)vt_rand(vt) * n) >> 64);
         j = vt->pool[p][i];
         vt->pool[p][i] = vt->pool[p][--vt->n[p]];
         return j;

@@ -53,6 +53,8 @@ coro_await_t coro_ready(intptr_t r)
  * (sched/run.c), before it would arm anything */
 const struct coro_await_ops coro__call_ops = { "call", NULL };
 
+const char coro__join_name[] = "done";
+
 coro_await_t coro_call(coro_t *child, coro_fn fn)
 {
     coro_await_t a = { .ops = &coro__call_ops };

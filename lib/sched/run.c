@@ -585,7 +585,7 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur->result = -ETIMEDOUT;
             continue;
         }
-        if (aw->ops == s->joins) {
+        if (aw->ops->name == coro__join_name) {
             int k = nested ? join_inline(w, job, aw, &tr0, &res, diag)
                            : join_inline_call(w, job, aw, &tr0, &res, diag);
             if (k != 0 && diag)

@@ -171,6 +171,12 @@ struct coro_await_ops {
 };
 
 extern const struct coro_await_ops coro__call_ops CORO__HIDDEN;
+/* The name of the awaitable that waits for the end of job aw->arg[0].p,
+ * with that job's result (coro_done: wait/done.c names its ops with it).
+ * The worker knows it by this pointer and may then run that job inside
+ * the awaiting step (sched/run.c, JOINING INLINE): the layer above marks
+ * its ops with a name from here, and nothing is set from above at create */
+extern const char coro__join_name[] CORO__HIDDEN;
 
 
 /* coro__wake - make suspended job READY with result res (stored into the
@@ -452,11 +458,6 @@ struct coro_sched {
     /* the end of a job (rt/runtime.c coro__finish), set at create: the one
      * upcall from the scheduling layer (docs/architecture.md) */
     void (*finish)(coro_t *job);
-    /* coro_done's awaitable (wait/done.c), set at create: it waits for
-     * the end of job aw->arg[0].p with that job's result, so the worker
-     * may run that job inside the awaiting step (sched/run.c, JOINING
-     * INLINE).  Named here so that scheduling names no symbol above it */
-    const struct coro_await_ops *joins;
     struct coro__parklot_sched *parklot;         /* lot timers + wait registry (lib/wait/parklot.c) */
     struct coro__frames *frames;        /* pool frames (lib/sched/frame.c) */
     /* atomic: every plain thread's submission ring (push-only list, each

@@ -38,7 +38,7 @@ static void push(coro_chan_t *ch, void *item)
     ch->count++;
 }
 
-static void *pop(coro_chan_t *ch)
+static void *chan_pop(coro_chan_t *ch)
 {
     void *item = ch->buf[ch->head];
     if (++ch->head == ch->cap)
@@ -67,7 +67,7 @@ static int recv_try(coro_await_t *a, intptr_t *res, coro__wakelist_t *wakes, cor
         *res = -EPIPE;
         return 1;
     }
-    *out = pop(ch);
+    *out = chan_pop(ch);
     coro_t *s = coro__parklot_take(NULL, send_key(ch));
     if (s) {
         push(ch, coro__parklot_args(s)->arg[1].p);

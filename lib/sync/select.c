@@ -81,7 +81,7 @@ static int fd_dir(const coro_t *nd)
 }
 
 /* parked: the owner may already wait on the select's own key (take it) */
-static int claim(coro_t *proxy, bool parked)
+static int sel_claim(coro_t *proxy, bool parked)
 {
     coro_select_t *sel = proxy->aw.arg[2].p;
     int rc = -1;
@@ -109,14 +109,14 @@ static int claim(coro_t *proxy, bool parked)
  * coro__parklot_take under the record's bucket lock */
 static int claim_hook(coro_t *proxy)
 {
-    return claim(proxy, true);
+    return sel_claim(proxy, true);
 }
 
 /* the owner, arming, tries a branch itself: claim for it (the owner is not
  * parked: it is the caller) */
 static int claim_self(coro_t *proxy)
 {
-    return claim(proxy, false);
+    return sel_claim(proxy, false);
 }
 
 /* ---- building ------------------------------------------------------------------- */

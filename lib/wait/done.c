@@ -56,7 +56,7 @@ static int done_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *re
     return coro__parklot_park_job(target, job, done_validate, NULL, res, -1);
 }
 
-const struct coro_await_ops coro__done_ops = { "done", done_arm };
+const struct coro_await_ops coro__done_ops = { coro__join_name, done_arm };  /* JOINING INLINE */
 
 /* a select's branch on a job's end (lib/sync/select.c): the same wait in
  * the lot, on the job's key; coro__done_take_all gives the record the

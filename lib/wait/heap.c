@@ -99,7 +99,7 @@ static size_t a_size(uint32_t cap)
     return (cap + LEAD) * sizeof(struct coro__hent);
 }
 
-static void release(struct coro__heap *h)
+static void heap_release(struct coro__heap *h)
 {
     if (h->cap) {
         coro__free_aligned(h->s, h->a - LEAD, a_size(h->cap));
@@ -131,7 +131,7 @@ static int grow(struct coro__heap *h, uint32_t cap)
     for (uint32_t k = 0; k < cap - h->cap; k++)
         fs[k] = cap - 1 - k;
     h->nfree = cap - h->cap;
-    release(h);
+    heap_release(h);
     h->a = a;
     h->rec = rec;
     h->fs = fs;
@@ -227,6 +227,6 @@ void coro__heap_del(struct coro__heap *h, uint32_t handle, struct coro__timer_re
 
 void coro__heap_fini(struct coro__heap *h)
 {
-    release(h);
+    heap_release(h);
     *h = (struct coro__heap){ .s = h->s };
 }

@@ -31,7 +31,6 @@ struct coro__parklot_sched {
     struct coro__tfd timer; /* its timerfd (lib/wait/tfd.c) */
     /* the workers' timers (lib/wait/wtimer.c), NULL without workers */
     struct coro__wtimers *wt;
-    struct coro__wt_io io;  /* the I/O layer's kinds there */
     /* registry */
     uint64_t *parked;       /* NBUCKETS bits */
     int nreg;

@@ -101,13 +101,16 @@ struct coro__wtimers {
     uint32_t npend;             /* atomic: the heap's live count, written under lock */
 } __attribute__((aligned(CORO__CACHELINE)));
 
-/* what the I/O layer does with its kinds' timers (FD, SLEEP) that leave a
- * worker's heap: taken, under the heap's lock (its slot forgets the
- * timer); fire, after that lock (the wake-up, res 0: timed out) */
-struct coro__wt_io {
-    void (*taken)(void *ctx, const struct coro__timer_record *t);
-    void (*fire)(void *ctx, const struct coro__timer_record *t);
-    void *ctx;
+/* the timers a fire takes out under one hold of a heap's lock: the adds
+ * that wait for the lock meanwhile wait for a few pops */
+#define CORO__TIMER_BATCH 16
+
+/* the I/O layer's kinds' timers (FD, SLEEP) that left a worker's heap in
+ * a fire, handed back to the caller, who wakes their waits after the
+ * heap's lock (lib/io/timers.c); the caller sets n = 0 */
+struct coro__wt_batch {
+    int n;
+    struct coro__timer_record t[CORO__TIMER_BATCH];
 };
 
 /* slot: home and handle, + 1 (0: no timer); fits an int32_t */
@@ -141,21 +144,13 @@ CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
                                       struct coro__timer_record *out);
 /* fire what is due at now in worker home's heap: by its owner (try:
  * give up if the lock is held - its holder is firing or marking) or by
- * the I/O thread for a stuck worker.  Returns the next deadline, read
- * under the lock and published (INT64_MAX none); *fired += the jobs woken */
+ * the I/O thread for a stuck worker (both through lib/io/timers.c).  The
+ * lot's timers are fired here, *fired += the jobs woken; the I/O kinds'
+ * are added to *io, for the caller to wake.  Returns the next deadline,
+ * read under the lock and published (INT64_MAX none); io full
+ * (CORO__TIMER_BATCH): more may be due, call again after the wake-ups */
 CORO__HIDDEN int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try,
-                                     int *fired);
-/* worker idx's own fire (its DUE TIMERS and park: sched/worker.c), at
- * the clock's now; INT64_MAX without workers' heaps */
-CORO__HIDDEN int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try);
-/* the I/O thread: fire the heaps of workers whose published deadline is
- * more than late ns past now (stuck in a step).  Returns the earliest
- * published deadline + late over all workers (INT64_MAX none): when to
- * look again; *fired += the jobs woken */
-CORO__HIDDEN int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late,
-                                           int *fired);
-/* the I/O layer's kinds: set once at create, before any worker runs */
-CORO__HIDDEN void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io);
+                                     int *fired, struct coro__wt_batch *io);
 /* how many workers' heaps (homes 1 ..), 0 without */
 CORO__HIDDEN uint32_t coro__wt_homes(coro_sched_t *s);
 /* the live timers of every worker's heap (racy: a hint; exact when quiet) */

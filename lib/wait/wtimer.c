@@ -43,9 +43,13 @@
  * still due and of that bucket: decided under the bucket lock, its waiter
  * is linked and alive (lib/wait/parklot.c, TIMERS).  An I/O timer keeps the
  * I/O context's: entry lock -> timer lock; its fire pops under the timer
- * lock alone, forgets it in its slot there (coro__wt_io.taken), and wakes
- * after (coro__wt_io.fire, which checks the slot's sequence under the
- * entry lock).  Worker timer locks never nest in each other.
+ * lock alone and hands the record back to its caller in the I/O layer
+ * (struct coro__wt_batch), which wakes after the lock, checking the
+ * slot's sequence under the entry lock (lib/io/timers.c).  The pop does
+ * not touch the wait: its slot names a timer that left, which every
+ * reader tells from a live one by the record, under the timer lock
+ * (coro__heap_get, as a sleep's cancel does).  Worker timer locks never
+ * nest in each other.
  *
  * THE SCHEDULER'S HEAP.  A lot wait begun off the workers (a plain
  * thread, the caller's seat, a blocking context, a scheduler without
@@ -69,8 +73,6 @@
 #include <unistd.h>
 
 #include "wait/parklot_impl.h"
-
-#define EXPIRE_BATCH 16     /* I/O timers taken per hold of the lock */
 
 uint32_t coro__wt_here(coro_sched_t *s)
 {
@@ -118,9 +120,9 @@ int coro__wt_push(coro_sched_t *s, uint32_t home, struct coro__timer_record *tn,
             rc = -ENOMEM;
         } else {
             if (slot) {
-                /* relaxed: an fd slot's timer_handle is read under the entry's
-                 * lock, which this store is under too, and written by a
-                 * fire under this lock (lib/io/timers.c) */
+                /* relaxed: an fd slot's timer_handle is read and written
+                 * under the entry's lock, which this store is under too
+                 * (lib/io/timers.c, STALE HANDLES) */
                 __atomic_store_n(slot, coro__wt_slot(home, tn->h), __ATOMIC_RELAXED);
             } else {
                 /* a sleep: its awaitable keeps the slot, which its cancel
@@ -153,14 +155,12 @@ void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot, struct coro__ti
     count(t);
 }
 
-/* under t's lock: the record of a timer that left the heap */
-static void taken(struct coro__wtimers *t, const struct coro__parklot_sched *ls,
-                  const struct coro__timer_record *out)
+/* under t's lock: the record of a timer that left the heap.  A lot
+ * waiter forgets it; an I/O wait's slot keeps naming it (top of file) */
+static void taken(struct coro__wtimers *t, const struct coro__timer_record *out)
 {
     if (out->kind == CORO__TK_PARKLOT)
         ((coro_t *)out->p)->wait_slot = 0;
-    else
-        ls->io.taken(ls->io.ctx, out);
     count(t);
 }
 
@@ -186,9 +186,9 @@ static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k)
     return n;
 }
 
-int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
+int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired,
+                        struct coro__wt_batch *io)
 {
-    struct coro__parklot_sched *ls = s->parklot;
     struct coro__wtimers *t = coro__wt_get(s, home);
 
     for (;;) {
@@ -204,19 +204,16 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
         }
         const struct coro__timer_record *top = coro__heap_first(&t->heap);
         if (top->kind != CORO__TK_PARKLOT) {
-            /* I/O timers: popped under this lock alone, woken after it */
-            struct coro__timer_record out[EXPIRE_BATCH];
-            int k = 0;
+            /* I/O timers: popped under this lock alone, woken by the
+             * caller after it */
             do {
-                coro__heap_pop(&t->heap, &out[k]);
-                taken(t, ls, &out[k]);
-                k++;
-            } while (k < EXPIRE_BATCH && coro__heap_next(&t->heap) <= now &&
+                coro__heap_pop(&t->heap, &io->t[io->n]);
+                taken(t, &io->t[io->n++]);
+            } while (io->n < CORO__TIMER_BATCH && coro__heap_next(&t->heap) <= now &&
                      coro__heap_first(&t->heap)->kind != CORO__TK_PARKLOT);
             pthread_mutex_unlock(&t->lock);
-            for (int i = 0; i < k; i++)
-                ls->io.fire(ls->io.ctx, &out[i]);
-            *fired += k;
+            if (io->n == CORO__TIMER_BATCH)
+                return now;     /* full: the caller wakes them and calls again */
             continue;
         }
         const void *key = top->key;
@@ -233,7 +230,7 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
             if (top->kind == CORO__TK_PARKLOT && coro__parklot_bucket(top->key) == b) {
                 struct coro__timer_record out;
                 coro__heap_pop(&t->heap, &out);
-                taken(t, ls, &out);
+                taken(t, &out);
                 w = out.p;
                 k = out.key;
             }
@@ -241,39 +238,6 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
         pthread_mutex_unlock(&t->lock);
         *fired += fire_popped(b, w, k);
     }
-}
-
-int64_t coro__wt_fire_own(coro_sched_t *s, int idx, bool try)
-{
-    int fired = 0;
-
-    if (!s->parklot->wt)
-        return INT64_MAX;
-    return coro__wt_expire(s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
-}
-
-int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
-{
-    int64_t next = INT64_MAX;
-
-    if (!s->parklot->wt)
-        return next;
-    for (int i = 0; i < s->nworkers; i++) {
-        /* relaxed: a hint; the fire decides under the worker's lock */
-        int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
-        if (d != INT64_MAX && d <= now - late)
-            d = coro__wt_expire(s, (uint32_t)i + 1, now, false, fired);
-        /* saturating: a far deadline (a group's, years ahead) plus the
-         * slack stays a time, INT64_MAX at most */
-        if (d != INT64_MAX && coro__ns_add(d, late) < next)
-            next = coro__ns_add(d, late);
-    }
-    return next;
-}
-
-void coro__wt_set_io(coro_sched_t *s, const struct coro__wt_io *io)
-{
-    s->parklot->io = *io;
 }
 
 uint32_t coro__wt_homes(coro_sched_t *s)

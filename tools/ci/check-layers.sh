@@ -10,17 +10,22 @@
 #   - an object file of a layer needs (nm: U) a symbol that an object of a
 #     higher layer defines;
 #   - more than 2 object files need each other's symbols in a circle (the
-#     largest strongly connected component of the "needs a symbol of" graph).
-# Within a layer files may use each other.  The two places where a lower layer
-# calls a higher one go through pointers set by the runtime at create and are
-# therefore not symbols: s->finish (the end of a job) and s->driver (the I/O
-# driver an idle worker waits in); both are written down in
-# docs/architecture.md.  Needs the library's objects: `make lib` first (the
-# Makefile's check-layers target does it).
+#     largest strongly connected component of the "needs a symbol of" graph);
+#   - (tools/ci/check-routes.py, from the source) a lower layer calls a
+#     function of a higher one through a function pointer - an upward
+#     route - that tools/ci/upward-routes.txt does not list, or that list
+#     names a route that is gone; a static function of one name, or a
+#     private macro (CORO__*), is defined in two layers.  check-routes.py
+#     says how it finds routes and which ones it cannot see.
+# Within a layer files may use each other.  Needs the library's objects:
+# `make lib` first (the Makefile's check-layers target does it).
 #
 # tools/ci/check-layers.sh --self-test: builds a tiny tree with one upward
-# include, one upward symbol and a circle of 4 objects, and requires this
-# script to refuse it (and to accept the same tree without them).
+# include, one upward symbol, a circle of 4 objects, an upward route that
+# the list does not name, a listed route that does not exist, a static
+# function and a CORO__ macro defined in two layers, and requires this
+# script to refuse it (and to accept the same tree without them, its one
+# route listed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v python3 >/dev/null || { echo "check-layers: python3 is needed (tools/dev/deps.sh)" >&2; exit 2; }
@@ -32,29 +37,61 @@ if [ "${1:-}" = "--self-test" ]; then
     mk() {  # layer name "code"
         mkdir -p "$T/src/$1" "$T/obj/$1"
         printf '%s\n' "$3" >"$T/src/$1/$2.c"
-        $CC -c -o "$T/obj/$1/$2.o" "$T/src/$1/$2.c"
+        $CC -I"$T/src" -c -o "$T/obj/$1/$2.o" "$T/src/$1/$2.c"
     }
-    # good: rt uses sched uses base; a circle of 2 inside sched
-    mk base b 'int b_fn(void) { return 1; }'
+    # good: rt uses sched uses base; a circle of 2 inside sched; rt's
+    # r_up reaches base's b_call through a table base defines (b_ops.up),
+    # a listed route; a static name and a CORO__ macro in one layer each
+    mkdir -p "$T/src/base"
+    printf 'struct b_ops { int (*up)(void); };\n#define CORO__B_ONLY 1\n' >"$T/src/base/b.h"
+    mk base b '#include "base/b.h"
+int b_fn(void) { return 1; }
+int b_call(const struct b_ops *o) { return o->up(); }
+static int helper(void) { return CORO__B_ONLY; }
+int b_g(void) { return helper(); }'
     mk sched s1 'int b_fn(void); int s2_fn(void); int s1_fn(void) { return b_fn() + s2_fn(); }'
     mk sched s2 'int s1_fn(void); int s2_fn(void) { return 2; } int s2_g(void) { return s1_fn(); }'
-    mk rt r 'int s1_fn(void); int r_fn(void) { return s1_fn(); }'
-    LAYERS_SRC="$T/src" "$0" "$T" >/dev/null || { echo "check-layers: self-test: a good tree was refused" >&2; exit 1; }
+    mk rt r '#include "base/b.h"
+int s1_fn(void); int r_fn(void) { return s1_fn(); }
+static int r_up(void) { return 3; }
+const struct b_ops r_ops = { r_up };'
+    printf 'b_ops.up   # the planted route\n' >"$T/routes"
+    LAYERS_SRC="$T/src" ROUTES="$T/routes" "$0" "$T" >/dev/null ||
+        { echo "check-layers: self-test: a good tree was refused" >&2; exit 1; }
     # bad: base calls up into rt, and includes an rt header
     mk base b 'int r_fn(void); int b_fn(void) { return r_fn(); }'
     printf '#include "rt/r.h"\n' >>"$T/src/base/b.c"
-    out=$(LAYERS_SRC="$T/src" "$0" "$T" 2>&1) && { echo "check-layers: self-test: an upward call was accepted" >&2; exit 1; }
-    for want in "uses r_fn of rt/r.o" "includes rt/r.h from the higher layer rt" "a circle of 4 object files"; do
+    # a second route into rt, through a parameter (not listed); a route
+    # listed that nothing takes; a static name and a macro in two layers
+    mk sched s2 'int s1_fn(void); int s2_fn(void) { return 2; } int s2_g(void) { return s1_fn(); }
+int s2_each(int (*visit)(int)) { return visit(1); }
+static int helper(void) { return 5; }
+int s2_h(void) { return helper(); }'
+    mk rt r 'int s1_fn(void); int r_fn(void) { return s1_fn(); }
+int s2_each(int (*visit)(int));
+static int r_visit(int x) { return x; }
+static int helper(void) { return 4; }
+#define CORO__B_ONLY 2
+int r_g(void) { return s2_each(r_visit) + helper() + CORO__B_ONLY; }'
+    printf 'b_ops.up   # listed, gone\n' >"$T/routes"
+    out=$(LAYERS_SRC="$T/src" ROUTES="$T/routes" "$0" "$T" 2>&1) &&
+        { echo "check-layers: self-test: an upward call was accepted" >&2; exit 1; }
+    for want in "uses r_fn of rt/r.o" "includes rt/r.h from the higher layer rt" \
+        "a circle of 4 object files" "calls through s2_each(visit), which holds r_visit (rt)" \
+        "b_ops.up is listed but no upward call goes through it" \
+        "static function helper is defined in 2 layers" "macro CORO__B_ONLY is defined in 2 layers"; do
         case $out in *"$want"*) ;; *) echo "check-layers: self-test: no \"$want\" in: $out" >&2; exit 1 ;; esac
     done
-    echo "check-layers: self-test: an upward include, an upward symbol and a circle of 4 are refused"
+    echo "check-layers: self-test: an upward include, an upward symbol, a circle of 4, an unlisted"
+    echo "  upward route, a listed route that is gone, a static name and a CORO__ macro in two layers are refused"
     exit 0
 fi
 
 B=${1:-build}
 [ -d "$B/obj" ] || { echo "check-layers: $B/obj is missing: run make lib first" >&2; exit 2; }
 
-LAYERS_SRC=${LAYERS_SRC:-lib} python3 - "$B/obj" <<'EOF'
+rc=0
+LAYERS_SRC=${LAYERS_SRC:-lib} python3 - "$B/obj" <<'EOF' || rc=1
 import glob, os, re, subprocess, sys
 from collections import defaultdict
 
@@ -146,3 +183,8 @@ if bad:
 print(f"check-layers: {len(objs)} objects in {len(LAYERS)} layers, no upward use; "
       f"largest circle {largest} files" + (f" ({', '.join(' '.join(c) for c in circles)})" if circles else ""))
 EOF
+
+# upward routes through function pointers, names defined in two layers
+python3 tools/ci/check-routes.py "${LAYERS_SRC:-lib}" "${ROUTES:-tools/ci/upward-routes.txt}" || rc=1
+exit $rc
+
