@@ -543,16 +543,6 @@ static inline __attribute__((always_inline)) coro_t *gen_yielded(coro_t *job, co
     return coro__gen_step(job, cur, st, pend);
 }
 
-/* an await of a generator whose body waits: its chain joins this job's,
- * and its innermost await is handled as ours.  Returns the frame whose
- * await is handled */
-static inline __attribute__((always_inline)) coro_t *gen_linked(coro_t *job, coro_t *cur)
-{
-    while (CORO__UNLIKELY(cur->aw.ops == &coro__gen_ops))
-        set_top(job, cur = coro__gen_link(job, cur));
-    return cur;
-}
-
 /* cur awaits coro_call of a child frame: claim it with one CAS, as
  * coro_spawn claims a frame: of two jobs calling one idle frame at once
  * exactly one runs it, the other gets -EBUSY.  Returns the frame that runs
@@ -590,29 +580,31 @@ static inline __attribute__((always_inline)) coro_t *call_child(coro_sched_t *s,
  * past the job's deadline (.deadline), -ETIMEDOUT.  Never the budget
  * yield: it carries the result of an operation that already completed
  * (an item received, bytes read, an fd accepted), which must reach the
- * body.  Returns the frame that goes on with that result (cur, or the
- * puller where a generator's pull ends), NULL when the await goes on */
-static inline __attribute__((always_inline)) coro_t *await_refused(coro_sched_t *s, coro_t *job,
-                                                                   coro_t *cur, coro_await_t *aw)
+ * body.  True when the await of *curp is refused so: the frame that goes
+ * on with that result is *curp (the puller, where a generator's pull
+ * ends); false when the await goes on */
+static inline __attribute__((always_inline)) bool await_refused(coro_sched_t *s, coro_t *job,
+                                                                coro_t **curp, coro_await_t *aw)
 {
+    coro_t *cur = *curp;
+
     if (aw->ops != &coro__yield_ops &&
         (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
          /* relaxed: a hint; the wait structures check it again */
          (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
         coro_t *p0 = cur != job ? coro__gen_unwind(job, cur, -ECANCELED) : NULL;
-        if (p0) {           /* a generator's pull ends at its puller */
-            set_top(job, p0);
-            return p0;
-        }
-        cur->result = -ECANCELED;
-        return cur;
+        if (p0)             /* a generator's pull ends at its puller */
+            set_top(job, *curp = p0);
+        else
+            cur->result = -ECANCELED;
+        return true;
     }
     if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
         job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
         cur->result = -ETIMEDOUT;
-        return cur;
+        return true;
     }
-    return NULL;
+    return false;
 }
 
 /* the arm left the job pending: it may already run elsewhere, do not
@@ -680,17 +672,21 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             if (!pend)
                 continue;
         }
-        cur = gen_linked(job, cur);
         aw = &cur->aw;
+    dispatch:
+        if (CORO__UNLIKELY(aw->ops == &coro__gen_ops)) {
+            /* an await of a generator whose body waits: its chain joins
+             * this job's, and its innermost await is handled as ours */
+            set_top(job, cur = coro__gen_link(job, cur));
+            aw = &cur->aw;
+            goto dispatch;
+        }
         if (aw->ops == &coro__call_ops) {
             cur = call_child(s, job, cur, aw);
             continue;
         }
-        coro_t *refused = await_refused(s, job, cur, aw);
-        if (refused) {
-            cur = refused;
+        if (await_refused(s, job, &cur, aw))
             continue;
-        }
         if (aw->ops == s->joins) {
             int k = nested ? join_inline(w, job, aw, &tr0, &res, diag)
                            : join_inline_call(w, job, aw, &tr0, &res, diag);
