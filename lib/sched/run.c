@@ -685,8 +685,9 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             cur = call_child(s, job, cur, aw);
             continue;
         }
-        if (await_refused(s, job, &cur, aw))
+        if (await_refused(s, job, &cur, aw)) {
             continue;
+        }
         if (aw->ops == s->joins) {
             int k = nested ? join_inline(w, job, aw, &tr0, &res, diag)
                            : join_inline_call(w, job, aw, &tr0, &res, diag);
