@@ -25,7 +25,8 @@
 #                   a header comment and its man page name the same error codes;
 #                   lib/'s comments carry no benchmark figures or history;
 #                   docs/architecture.md's which-file table names every lib/ file
-#   make check-layers lib/'s layers: no upward include or symbol use (nm)
+#   make check-layers lib/'s layers: no upward include or symbol use (nm);
+#                   no lib/ .c over 800 lines, no function over 80 (check-lengths.sh)
 #   make check-model the spin models of tools/model/ (in make test)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
@@ -404,10 +405,13 @@ uninstall:
 	-rmdir $(DESTDIR)$(DATADIR)/corokit
 
 # lib/ in layers (docs/architecture.md): no upward include or symbol, no
-# circle of more than 2 object files
+# circle of more than 2 object files; no lib/ .c over 800 lines and no
+# function of lib/ over 80 (tools/ci/check-lengths.sh says how it counts)
 check-layers: lib
 	$(Q)CC=$(CC) tools/ci/check-layers.sh --self-test
 	$(Q)tools/ci/check-layers.sh $(B)
+	$(Q)tools/ci/check-lengths.sh --self-test
+	$(Q)tools/ci/check-lengths.sh lib
 
 # the test hooks (lib/base/base.h TEST HOOKS) are in the test library alone
 check-hooks: lib $(TEST_LIB)

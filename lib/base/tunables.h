@@ -75,8 +75,8 @@
  * world (tokio's budget counts only its resources, not streams), yet a job
  * pulling an endless generator still yields, after 128 x 16 pulls */
 #define CORO__GEN_PULLS_PER_BUDGET 16u
-/* a worker's spare units of the scheduler's live count (rt/runtime.c
- * SHUTDOWN): it adds this many at once for the jobs it spawns, and gives
+/* a worker's spare units of the scheduler's live count (rt/spawn.c
+ * SPARE UNITS): it adds this many at once for the jobs it spawns, and gives
  * back what it holds above this many once it holds twice as many: one
  * RMW on the shared word per 64 spawns or finishes in a burst, and none
  * while spawns and finishes alternate (chains, fork-join) */

@@ -96,47 +96,50 @@ static void worker_doing(struct coro__dump *d, int i, char *buf, size_t len)
         snprintf(buf, len, "runs a step of job %p (%s)", (void *)cur, sym ? sym : "?");
 }
 
-static void dump_queues(struct coro__dump *d)
+/* worker i's queues (its ring, inbox and yield ring per priority, its
+ * LIFO slot), or the caller's seat's */
+static void dump_worker_queues(struct coro__dump *d, int i)
 {
     coro_sched_t *s = d->s;
-    char why[160], mask[96];
-    /* acquire: pairs with coro__affinity_intern's release of the count (the classes
-     * below it are published) */
-    uint32_t nclasses = __atomic_load_n(&s->nclasses, __ATOMIC_ACQUIRE);
+    struct coro__worker *w = s->w[i];
+    char why[160];
+    coro_t *lifo = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
 
-    fprintf(d->f, "queued (READY, not running; addresses only):\n");
-    for (int i = 0; i < s->nall; i++) {     /* the caller's seat last */
-        struct coro__worker *w = s->w[i];
-        worker_doing(d, i, why, sizeof why);
-        coro_t *lifo = __atomic_load_n(&w->lifo, __ATOMIC_RELAXED);
-        for (int p = CORO__NPRIO - 1; p >= 0; p--) {
-            struct qlist q = { 0 };
-            dump_ring_peek(&q, &w->local[p].ring, w->local[p].buf);
-            sharedq_list(&q, &w->inbox[p]);
-            dump_ring_peek(&q, &w->yielded[p].ring, w->yielded[p].buf);
-            if (p == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && lifo)
-                ql_add(&q, lifo);
-            unsigned n = q.n;
-            if (!n)
-                continue;
-            if (i == s->nslots) {
-                fprintf(d->f, "  the caller's seat's queue, %s:", coro__prio_name(p - 1));
-                ql_print(d, &q);
-                fprintf(d->f, "\n    %u READY; queued on the caller's seat (a thread in "
-                        "coro_block_on), which %s; idle workers steal them\n", n, why);
-                d->jobs += (int)n;
-                continue;
-            }
-            fprintf(d->f, "  worker %d's queue, %s:", i, coro__prio_name(p - 1));
+    worker_doing(d, i, why, sizeof why);
+    for (int p = CORO__NPRIO - 1; p >= 0; p--) {
+        struct qlist q = { 0 };
+        dump_ring_peek(&q, &w->local[p].ring, w->local[p].buf);
+        sharedq_list(&q, &w->inbox[p]);
+        dump_ring_peek(&q, &w->yielded[p].ring, w->yielded[p].buf);
+        if (p == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && lifo)
+            ql_add(&q, lifo);
+        unsigned n = q.n;
+        if (!n)
+            continue;
+        if (i == s->nslots) {
+            fprintf(d->f, "  the caller's seat's queue, %s:", coro__prio_name(p - 1));
             ql_print(d, &q);
-            fprintf(d->f, "\n    %u READY; queued for worker %d (CPU %d), which %s\n", n, i,
-                    w->cpu, why);
+            fprintf(d->f, "\n    %u READY; queued on the caller's seat (a thread in "
+                    "coro_block_on), which %s; idle workers steal them\n", n, why);
             d->jobs += (int)n;
+            continue;
         }
+        fprintf(d->f, "  worker %d's queue, %s:", i, coro__prio_name(p - 1));
+        ql_print(d, &q);
+        fprintf(d->f, "\n    %u READY; queued for worker %d (CPU %d), which %s\n", n, i,
+                w->cpu, why);
+        d->jobs += (int)n;
     }
-    /* acquire: pairs with coro__thread_subring's release CAS */
+}
+
+/* the plain threads' submission rings */
+static void dump_subrings(struct coro__dump *d)
+{
     int t = 0;
-    for (struct coro__subring *x = __atomic_load_n(&s->subrings, __ATOMIC_ACQUIRE); x; x = x->next, t++) {
+
+    /* acquire: pairs with coro__thread_subring's release CAS */
+    for (struct coro__subring *x = __atomic_load_n(&d->s->subrings, __ATOMIC_ACQUIRE); x;
+         x = x->next, t++) {
         struct qlist q = { 0 };
         dump_ring_peek(&q, &x->q.ring, x->q.buf);
         if (!q.n)
@@ -146,36 +149,58 @@ static void dump_queues(struct coro__dump *d)
         fprintf(d->f, "\n    %u READY; any worker may take them\n", q.n);
         d->jobs += (int)q.n;
     }
-    for (uint32_t c = 0; c < nclasses; c++) {
-        struct coro__affinity_class *cl = coro__affinity_get(s, c);
-        if (!cl)
+}
+
+/* class c's queues (c 0: the global queue), and for a class what the
+ * workers its mask allows are doing */
+static void dump_class_queues(struct coro__dump *d, uint32_t c)
+{
+    coro_sched_t *s = d->s;
+    struct coro__affinity_class *cl = coro__affinity_get(s, c);
+    char why[160], mask[96];
+
+    if (!cl)
+        return;
+    for (int p = CORO__NPRIO - 1; p >= 0; p--) {
+        struct qlist q = { 0 };
+        sharedq_list(&q, &cl->q[p]);
+        unsigned n = q.n;
+        if (!n)
             continue;
-        for (int p = CORO__NPRIO - 1; p >= 0; p--) {
-            struct qlist q = { 0 };
-            sharedq_list(&q, &cl->q[p]);
-            unsigned n = q.n;
-            if (!n)
-                continue;
-            coro__mask_text(s, c, mask, sizeof mask);
-            fprintf(d->f, "  %s queue (mask %s), %s:", c ? "class" : "global", mask,
-                    coro__prio_name(p - 1));
-            ql_print(d, &q);
-            d->jobs += (int)n;
-            fprintf(d->f, "\n    %u READY; ", n);
-            if (c == 0) {
-                fprintf(d->f, "any worker may take them\n");
-                continue;
-            }
-            fprintf(d->f, "its mask allows only %s", mask);
-            for (int i = 0; i < s->nslots; i++) {
-                if (!coro__affinity_allows(cl, i))
-                    continue;
-                worker_doing(d, i, why, sizeof why);
-                fprintf(d->f, "; worker %d (CPU %d) %s", i, s->w[i]->cpu, why);
-            }
-            fputc('\n', d->f);
+        coro__mask_text(s, c, mask, sizeof mask);
+        fprintf(d->f, "  %s queue (mask %s), %s:", c ? "class" : "global", mask,
+                coro__prio_name(p - 1));
+        ql_print(d, &q);
+        d->jobs += (int)n;
+        fprintf(d->f, "\n    %u READY; ", n);
+        if (c == 0) {
+            fprintf(d->f, "any worker may take them\n");
+            continue;
         }
+        fprintf(d->f, "its mask allows only %s", mask);
+        for (int i = 0; i < s->nslots; i++) {
+            if (!coro__affinity_allows(cl, i))
+                continue;
+            worker_doing(d, i, why, sizeof why);
+            fprintf(d->f, "; worker %d (CPU %d) %s", i, s->w[i]->cpu, why);
+        }
+        fputc('\n', d->f);
     }
+}
+
+static void dump_queues(struct coro__dump *d)
+{
+    coro_sched_t *s = d->s;
+    /* acquire: pairs with coro__affinity_intern's release of the count (the classes
+     * below it are published) */
+    uint32_t nclasses = __atomic_load_n(&s->nclasses, __ATOMIC_ACQUIRE);
+
+    fprintf(d->f, "queued (READY, not running; addresses only):\n");
+    for (int i = 0; i < s->nall; i++)       /* the caller's seat last */
+        dump_worker_queues(d, i);
+    dump_subrings(d);
+    for (uint32_t c = 0; c < nclasses; c++)
+        dump_class_queues(d, c);
 }
 
 static int dump(coro_sched_t *s, FILE *out);
@@ -186,6 +211,74 @@ int coro_sched_dump(coro_sched_t *s, FILE *out)
     int rc = dump(s, out);
     errno = e;
     return rc;
+}
+
+/* the caller's seat, when a thread holds it */
+static void dump_seat(struct coro__dump *d)
+{
+    coro_sched_t *s = d->s;
+    struct coro__worker *w = s->w[s->nslots];
+    /* relaxed: a snapshot, as the rest */
+    bool held = __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) != 0;
+    coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+
+    if (!held)      /* a free seat is no news: its queue is empty */
+        return;
+    fprintf(d->f, "  the caller's seat (a thread in coro_block_on runs jobs): ");
+    if (cur) {
+        char why[160];
+        worker_doing(d, s->nslots, why, sizeof why);
+        fprintf(d->f, "%s\n", why);
+        d->jobs++;
+    } else {
+        fprintf(d->f, "held, between jobs\n");
+    }
+}
+
+/* the job worker w runs (cur, its body fn, its name, since t0), and the
+ * jobs whose steps wait on its stack for it (lib/sched/run.c, JOINING
+ * INLINE): innermost first; addresses only */
+static void dump_running(struct coro__dump *d, struct coro__worker *w, coro_t *cur)
+{
+    coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
+    int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
+    const char *name = __atomic_load_n(&w->cur_name, __ATOMIC_RELAXED);
+    char symbuf[128];
+    const char *sym = coro__sym_of((const void *)fn, symbuf, sizeof symbuf);
+
+    fprintf(d->f, "RUNNING job %p %s", (void *)cur, sym ? sym : "?");
+    if (!sym)   /* stripped: the address, for addr2line */
+        fprintf(d->f, " (%p)", (void *)(uintptr_t)fn);
+    if (name)
+        fprintf(d->f, " \"%s\"", name);
+    if (t0 > 0 && d->now > t0)
+        fprintf(d->f, ", this step for %.3f ms", (double)(d->now - t0) / 1e6);
+    fputc('\n', d->f);
+    d->jobs++;
+    uint32_t nest = __atomic_load_n(&w->nest, __ATOMIC_RELAXED);
+    if (nest > CORO__INLINE_DEPTH)
+        nest = CORO__INLINE_DEPTH;
+    for (uint32_t k = nest; k-- > 0;) {
+        fprintf(d->f, "    inside the step of job %p, which awaits it (coro_done)\n",
+                __atomic_load_n(&w->nested[k], __ATOMIC_RELAXED));
+        d->jobs++;
+    }
+}
+
+/* worker i: what it runs, or whether it is idle */
+static void dump_worker(struct coro__dump *d, int i)
+{
+    coro_sched_t *s = d->s;
+    struct coro__worker *w = s->w[i];
+    coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
+    bool idle = __atomic_load_n(&s->idle[coro__bit_word(i)], __ATOMIC_RELAXED) & coro__bit(i);
+
+    fprintf(d->f, "  worker %d (CPU %d%s): ", i, w->cpu,
+            __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ? ", pinned" : "");
+    if (cur)
+        dump_running(d, w, cur);
+    else
+        fprintf(d->f, "%s\n", idle ? "idle (parked or about to)" : "looking for work");
 }
 
 static int dump(coro_sched_t *s, FILE *out)
@@ -206,59 +299,10 @@ static int dump(coro_sched_t *s, FILE *out)
             live & ~CORO__LIVE_CLOSED, (live & CORO__LIVE_CLOSED) ? ", shut down" : "",
             __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ? ", cancelling" : "");
     fprintf(d.f, "workers:\n");
-    for (int i = 0; i < s->nall; i++) {     /* the caller's seat last */
-        struct coro__worker *w = s->w[i];
-        if (i == s->nslots) {
-            /* relaxed: a snapshot, as the rest */
-            bool held = __atomic_load_n(&s->seat_word, __ATOMIC_RELAXED) != 0;
-            coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
-            if (!held)      /* a free seat is no news: its queue is empty */
-                continue;
-            fprintf(d.f, "  the caller's seat (a thread in coro_block_on runs jobs): ");
-            if (cur) {
-                char why[160];
-                worker_doing(&d, i, why, sizeof why);
-                fprintf(d.f, "%s\n", why);
-                d.jobs++;
-            } else {
-                fprintf(d.f, "held, between jobs\n");
-            }
-            continue;
-        }
-        coro_t *cur = __atomic_load_n(&w->cur, __ATOMIC_RELAXED);
-        coro_fn fn = __atomic_load_n(&w->cur_fn, __ATOMIC_RELAXED);
-        int64_t t0 = __atomic_load_n(&w->cur_t0, __ATOMIC_RELAXED);
-        const char *name = __atomic_load_n(&w->cur_name, __ATOMIC_RELAXED);
-        bool idle = __atomic_load_n(&s->idle[coro__bit_word(i)], __ATOMIC_RELAXED) & coro__bit(i);
-        fprintf(d.f, "  worker %d (CPU %d%s): ", i, w->cpu,
-                __atomic_load_n(&w->pinned, __ATOMIC_RELAXED) ? ", pinned" : "");
-        if (cur) {
-            char symbuf[128];
-            const char *sym = coro__sym_of((const void *)fn, symbuf, sizeof symbuf);
-            fprintf(d.f, "RUNNING job %p %s", (void *)cur, sym ? sym : "?");
-            if (!sym)   /* stripped: the address, for addr2line */
-                fprintf(d.f, " (%p)", (void *)(uintptr_t)fn);
-            if (name)
-                fprintf(d.f, " \"%s\"", name);
-            if (t0 > 0 && d.now > t0)
-                fprintf(d.f, ", this step for %.3f ms", (double)(d.now - t0) / 1e6);
-            fputc('\n', d.f);
-            d.jobs++;
-            /* the jobs whose steps wait on this worker's stack for the
-             * job it runs inside them (lib/sched/run.c, JOINING
-             * INLINE): innermost first; addresses only */
-            uint32_t nest = __atomic_load_n(&w->nest, __ATOMIC_RELAXED);
-            if (nest > CORO__INLINE_DEPTH)
-                nest = CORO__INLINE_DEPTH;
-            for (uint32_t k = nest; k-- > 0;) {
-                fprintf(d.f, "    inside the step of job %p, which awaits it (coro_done)\n",
-                        __atomic_load_n(&w->nested[k], __ATOMIC_RELAXED));
-                d.jobs++;
-            }
-        } else {
-            fprintf(d.f, "%s\n", idle ? "idle (parked or about to)" : "looking for work");
-        }
-    }
+    for (int i = 0; i < s->nslots; i++)
+        dump_worker(&d, i);
+    if (s->nall > s->nslots)        /* the caller's seat last */
+        dump_seat(&d);
     dump_queues(&d);
     fprintf(d.f, "suspended:\n");
     coro__parklot_dump(s, &d);

@@ -43,6 +43,82 @@ static bool job_over_or_late(void *arg)
     return job_over(l->co) || (l->deadline >= 0 && coro__now() >= l->deadline);
 }
 
+/* join_dl's steps */
+
+/* the job may end, and destroy free s, while we are still inside s
+ * (driving it, leaving its drive queue, giving a pool frame back): s stays
+ * pinned until we leave (*tok), and the look after the pin (seq_cst) tells
+ * whether it still lives (sched/pin.c).  Returns s, or NULL when the job
+ * ended already (nothing pinned: the caller reads the frame only) */
+static coro_sched_t *join_pin(coro_t *co, int *tok)
+{
+    coro_sched_t *s = co->sched;
+
+    *tok = coro__pin_job(s);
+    if ((__atomic_load_n(&co->state, __ATOMIC_SEQ_CST) & CORO__S_MASK) == CORO__S_DONE) {
+        coro__unpin(*tok);
+        *tok = CORO__PIN_NONE;
+        return NULL;
+    }
+    return s;
+}
+
+/* register as co's blocked joiner (*st: its state as last read, neither
+ * DONE nor IDLE): THREAD_JOIN, and for a pool frame (*pool) one more
+ * joiner, so that the frame stays until we have read the result.  True
+ * with *st the state stored; false: read the state again */
+static bool join_register(coro_t *co, uint32_t *st, bool *pool)
+{
+    *pool = *st & CORO__F_POOL;
+    if (*pool && (*st & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
+        sched_yield();      /* 255 threads join it already */
+        return false;
+    }
+    uint32_t nw = *st | CORO__F_THREAD_JOIN | (*pool ? CORO__JOINER_ONE : 0);
+    /* acq_rel: the finisher's CAS to DONE either sees our flag (and wakes
+     * us) or ours fails and we read DONE */
+    if (!__atomic_compare_exchange_n(&co->state, st, nw, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return false;
+    *st = nw;
+    return true;
+}
+
+/* one wait for co's end (st: its state as registered) until the absolute
+ * deadline (-1 none).  Single-threaded (s with no workers): drive until co
+ * is done, or sleep while another thread drives and take the drive over
+ * when it stops; -EDEADLK when virtual time finds that nothing can ever
+ * run again.  Else a futex wait on the state word.  0: look again */
+static int join_wait(coro_sched_t *s, coro_t *co, uint32_t st, int64_t deadline)
+{
+    if (!s || s->nworkers != 0) {
+        coro__futex_wait(&co->state, st, deadline);
+        return 0;
+    }
+    if (deadline < 0) {
+        drive_until(s, co, job_over, co);
+    } else {
+        struct late l = { co, deadline };
+        coro__drive_until_dl(s, co, job_over_or_late, &l, deadline);
+    }
+    if (CORO__UNLIKELY(coro__vt_stuck(s)) && !job_over(co))
+        return -EDEADLK;
+    return 0;
+}
+
+/* a registered joiner of a pool frame leaves: the last one out gives the
+ * frame back once it is over */
+static void join_leave_pool(coro_t *co)
+{
+    /* acq_rel: our read of the result happens before the frame is given
+     * back, by us or by the last other joiner (or its finisher, when it
+     * finished after we left) */
+    uint32_t left = __atomic_sub_fetch(&co->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
+    if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
+        !(left & CORO__F_EXITING))
+        coro__frame_release(co);
+}
+
 /* coro_join and coro_join_timeout: wait until co is done (and, when this
  * call was blocked, its finisher let go: EXITING clear) or timeout ns
  * (CORO_FOREVER none; on s's clock, virtual or not) pass.  0 with
@@ -53,8 +129,7 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
 {
     uint32_t st;
     bool reg = false, pool = false;
-    int rc = 0;
-    int64_t deadline = -1;
+    int rc = 0, tok;
 
     /* acquire (here and in the loop below): pairs with coro__finish's
      * release, so a DONE frame's result is complete */
@@ -67,24 +142,12 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
         *result = co->result;   /* its scheduler may be gone: do not touch it */
         return 0;
     }
-    coro_sched_t *s = co->sched;
-    /* the job may end, and destroy free s, while we are still inside s
-     * (driving it, leaving its drive queue, giving a pool frame back):
-     * s stays pinned until we leave, and the look after the pin (seq_cst)
-     * tells whether it still lives (sched/pin.c).  Ended already: the
-     * loop below reads the frame only */
-    int tok = coro__pin_job(s);
-    st = __atomic_load_n(&co->state, __ATOMIC_SEQ_CST);
-    if ((st & CORO__S_MASK) == CORO__S_DONE) {
-        coro__unpin(tok);
-        tok = CORO__PIN_NONE;
-        s = NULL;
-    }
+    coro_sched_t *s = join_pin(co, &tok);
     /* a joiner of a virtual scheduler reads its clock (rt/vtime.c) */
     const int64_t *saved_clk = coro__tls_vclock;
     if (s && s->vtime)
         coro__tls_vclock = &s->vnow;
-    deadline = coro__deadline(timeout);
+    int64_t deadline = coro__deadline(timeout);
     for (;;) {
         /* acquire: pairs with coro__finish's release (the result) */
         st = __atomic_load_n(&co->state, __ATOMIC_ACQUIRE);
@@ -100,59 +163,28 @@ static int join_dl(coro_t *co, int64_t timeout, intptr_t *result)
                 continue;
             }
         } else if ((st & CORO__S_MASK) == CORO__S_IDLE) {
-            coro__tls_vclock = saved_clk;
-            coro__unpin(tok);
-            return -EINVAL;         /* its spawn failed meanwhile (flags wiped) */
+            /* its spawn failed meanwhile: the flags are wiped, there is
+             * no registration to leave */
+            rc = -EINVAL;
+            reg = false;
+            break;
         } else if (!reg) {
-            /* register: THREAD_JOIN, and for a pool frame one more joiner,
-             * so that the frame stays until we have read the result */
-            pool = st & CORO__F_POOL;
-            if (pool && (st & CORO__JOINERS_MASK) == CORO__JOINERS_MASK) {
-                sched_yield();      /* 255 threads join it already */
-                continue;
-            }
-            uint32_t nw = st | CORO__F_THREAD_JOIN | (pool ? CORO__JOINER_ONE : 0);
-            /* acq_rel: the finisher's CAS to DONE either sees our flag
-             * (and wakes us) or ours fails and we read DONE */
-            if (!__atomic_compare_exchange_n(&co->state, &st, nw, false, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE))
+            if (!join_register(co, &st, &pool))
                 continue;
             reg = true;
-            st = nw;
         }
         if (deadline >= 0 && coro__now() >= deadline) {
             rc = -ETIMEDOUT;
             break;
         }
-        if (s && s->nworkers == 0) {
-            /* single-threaded: drive until co is done, or sleep while
-             * another thread drives and take the drive over when it stops */
-            if (deadline < 0) {
-                drive_until(s, co, job_over, co);
-            } else {
-                struct late l = { co, deadline };
-                coro__drive_until_dl(s, co, job_over_or_late, &l, deadline);
-            }
-            if (CORO__UNLIKELY(coro__vt_stuck(s)) && !job_over(co)) {
-                rc = -EDEADLK;      /* virtual: nothing can ever run again */
-                break;
-            }
-            continue;
-        }
-        coro__futex_wait(&co->state, st, deadline);
+        if ((rc = join_wait(s, co, st, deadline)) < 0)
+            break;
     }
     coro__tls_vclock = saved_clk;
     if (rc == 0)
         *result = co->result;
-    if (reg && pool) {
-        /* acq_rel: our read of the result happens before the frame is
-         * given back, by us or by the last other joiner (or its finisher,
-         * when it finished after we left) */
-        uint32_t left = __atomic_sub_fetch(&co->state, CORO__JOINER_ONE, __ATOMIC_ACQ_REL);
-        if (!(left & CORO__JOINERS_MASK) && (left & CORO__S_MASK) == CORO__S_DONE &&
-            !(left & CORO__F_EXITING))
-            coro__frame_release(co);
-    }
+    if (reg && pool)
+        join_leave_pool(co);
     coro__unpin(tok);       /* our last touch of s */
     return rc;
 }

@@ -388,24 +388,43 @@ static inline void ready_again(coro_t *job)
         cread_wait(job);
 }
 
-/* coro__run_job's body; diag is a constant: the compiler makes one copy
- * without the diagnostics (the common case) and one with them; so are
- * cont (run_next's and run_inline's copies) and nested (run_inline's) */
-static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
-                                                           const bool diag, const bool cont,
-                                                           const bool nested, intptr_t *done_res)
-{
-    coro_sched_t *s = w->s;
-    coro_t *cur = job->top;
-    coro_await_t *aw;
-    intptr_t res;
-    int64_t t0 = 0;
-    bool stalled = false;
+/* ---- the steps of a run (run_job_'s parts, inlined in each of its copies) */
 
-    /* the job stays READY while it runs: no store to its state word here
-     * (one locked instruction per step saved).  Whoever dequeued it owns
-     * it, and nothing else tells a queued job from a running one (the
-     * dump asks w->cur); the queue's pop acquired what its waker wrote */
+/* this thread's &errno, for the errno the thread's jobs left (put back
+ * before each step, kept after it: whatever the library did between their
+ * steps, include/corokit/error.h) */
+static inline __attribute__((always_inline)) int *job_errp(void)
+{
+    int *errp = tls_errp;
+    if (CORO__UNLIKELY(!errp))
+        errp = tls_errp = &errno;
+    return errp;
+}
+
+/* a generator's body waited in this job and the job was cancelled: the
+ * pull ends at its puller (sched/gen.c CANCEL).  Returns the frame that
+ * runs next.  cur != job first: a job's own step pays no load of a frame
+ * it does not run */
+static inline __attribute__((always_inline)) coro_t *pull_cancelled(coro_sched_t *s, coro_t *job,
+                                                                    coro_t *cur)
+{
+    if (CORO__UNLIKELY(cur != job) && CORO__UNLIKELY(cur->flags & CORO__FL_GEN) &&
+        cur->result == -ECANCELED &&
+        (coro__job_cancelled(job) || __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)))
+        set_top(job, cur = coro__gen_unwind(job, cur, -ECANCELED));
+    return cur;
+}
+
+/* a run of job begins on w: its budget, "in a job" (coro_join and the
+ * blocking calls refuse), and what the dump shows; returns the
+ * diagnostics' start (0 without them).  The job stays READY while it
+ * runs: no store to its state word here (one locked instruction per step
+ * saved).  Whoever dequeued it owns it, and nothing else tells a queued
+ * job from a running one (the dump asks w->cur); the queue's pop acquired
+ * what its waker wrote */
+static inline __attribute__((always_inline)) int64_t step_begin(struct coro__worker *w,
+                                                                coro_t *job, const bool diag)
+{
     coro__tls_budget = CORO__BUDGET;
     coro__tls_in_job = 1;
     stat_inc(&w->n_run);
@@ -414,112 +433,242 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     __atomic_store_n(&w->cur, job, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_fn, job->fn, __ATOMIC_RELAXED);
     __atomic_store_n(&w->cur_name, coro__job_name(job), __ATOMIC_RELAXED);
+    return diag ? diag_begin(w, job) : 0;
+}
+
+/* readiness woke the job to make its own call here: true when its await
+ * is to be armed again (the arm clears the flag; the body resumes only
+ * once the operation completed) */
+static inline __attribute__((always_inline)) bool io_woken(struct coro__worker *w, coro_t *job)
+{
+    job->flags &= (uint8_t)~CORO__FL_IOWAKE;
+    stat_inc(&w->n_io);
+    return job->flags & CORO__FL_REARM;
+}
+
+/* the run ends (the job may no longer be ours: not touched) */
+static inline __attribute__((always_inline)) void step_end(struct coro__worker *w, int64_t t0,
+                                                           const bool diag)
+{
     if (diag)
-        t0 = diag_begin(w, job);
-    /* errno: the thread's as its jobs left it, whatever the library did
-     * between their steps (include/corokit/error.h) */
-    int *errp = tls_errp;
-    if (CORO__UNLIKELY(!errp))
-        errp = tls_errp = &errno;
-    uint64_t tr0 = coro__trace_begin(w);
-    if (job->flags & CORO__FL_IOWAKE) {
-        job->flags &= (uint8_t)~CORO__FL_IOWAKE;
-        stat_inc(&w->n_io);
-        /* readiness woke it to make its own call here: its await is
-         * armed again (the arm clears the flag), the body resumes only
-         * once the operation completed */
-        if (job->flags & CORO__FL_REARM) {
-            aw = &cur->aw;
-            goto rearm;
-        }
+        diag_end(w, t0);
+    /* relaxed: as step_begin's */
+    __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);
+}
+
+/* the job's own frame finished: its result to an inline joiner, its end
+ * traced, the finish.  Returns what coro__run_job returns */
+static inline __attribute__((always_inline)) bool step_done(struct coro__worker *w, coro_t *job,
+                                                            int64_t t0, uint64_t *tr0,
+                                                            const bool diag, const bool cont,
+                                                            const bool nested, intptr_t *done_res)
+{
+    if (done_res)       /* JOINING INLINE: before the frame may go */
+        *done_res = job->result;
+    step_end(w, t0, diag);
+    /* still "in a job" while the job finishes: its on_exit hook runs on
+     * this worker, and a coro_join or blocking call there must get
+     * -EDEADLK, not block the worker */
+    trace_step(w, job, tr0, CORO__TRACE_END_DONE, NULL);
+    w->s->finish(job);     /* the end of a job, set by the runtime at create */
+    if (!nested)    /* the parent's step goes on (join_inline) */
+        coro__tls_in_job = 0;
+    /* a chain's next link, or the parent this end woke */
+    return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
+}
+
+/* an inner frame of the job finished: a generator's (its puller, or a
+ * yield-from's outer, goes on) or a coro_call child's (its caller goes on
+ * at once).  Returns the frame that runs next */
+static inline __attribute__((always_inline)) coro_t *inner_done(coro_t *job, coro_t *cur, int st)
+{
+    if (CORO__UNLIKELY(cur->flags & CORO__FL_GEN)) {
+        bool pend;
+        return coro__gen_step(job, cur, st, &pend);
     }
-#define STEP_END()                                                                 \
-    do {                                                                           \
-        if (diag)                                                                  \
-            diag_end(w, t0);                                                       \
-        __atomic_store_n(&w->cur, NULL, __ATOMIC_RELAXED);                         \
-    } while (0)
-    /* a generator's body waited in this job and the job was cancelled:
-     * the pull ends at its puller (sched/gen.c CANCEL).  cur != job first:
-     * a job's own step pays no load of a frame it does not run */
-    if (CORO__UNLIKELY(cur != job) && CORO__UNLIKELY(cur->flags & CORO__FL_GEN) &&
-        cur->result == -ECANCELED &&
-        (coro__job_cancelled(job) || __atomic_load_n(&s->cancelling, __ATOMIC_RELAXED)))
-        set_top(job, cur = coro__gen_unwind(job, cur, -ECANCELED));
+    coro_t *parent = cur->parent;
+    parent->result = cur->result;
+    /* release: the child frame's last writes before a later spawn or
+     * call of it acquires DONE */
+    __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
+    return parent;
+}
+
+/* the job yielded: it is READY already, requeue it.  Returns false (the
+ * job did not finish) */
+static inline __attribute__((always_inline)) bool step_yield(struct coro__worker *w, coro_t *job,
+                                                             int64_t t0, uint64_t *tr0,
+                                                             const bool diag)
+{
+    coro_sched_t *s = w->s;
+
+    step_end(w, t0, diag);
+    trace_step(w, job, tr0, CORO__TRACE_END_YIELD, NULL);
+    coro__tls_in_job = 0;
+    w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
+    if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
+        /* the back of everything this worker has (submit_'s yield,
+         * without the questions whose answers are known here: a class-0
+         * job, on its own worker, never the job a look at epoll caught) */
+        int pi = CORO__PRIO_IDX(job->prio);
+        if (CORO__UNLIKELY(!own_localq_push(w, &w->yielded[pi], pi, job)))
+            coro__push_global(s, job);
+        /* with one worker, the caller's seat has it for a thief */
+        if (s->nworkers > 1 || w->idx == s->nslots)
+            notify(s, s->all_wmask, true);
+        return false;
+    }
+    if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
+        w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
+        /* a job only this worker may run waits behind up to
+         * CORO__GLOBAL_INTERVAL picks; one that another may run, one
+         * pick: then it is queued where that one looks */
+        w->defer_picks = coro__affinity_get(s, job->cls)->nworkers > 1
+                             ? CORO__GLOBAL_INTERVAL - 1 : 0;
+        return false;
+    }
+    coro__submit(s, job, true);
+    return false;
+}
+
+/* a status that is neither the end, a yield nor an await with its ops: a
+ * generator's value (to its puller) or yield-from (the inner runs next),
+ * in this job's chain (sched/gen.c), else a body's plain return, refused.
+ * Returns the frame that runs next; *pend as coro__gen_step's */
+static inline __attribute__((always_inline)) coro_t *gen_yielded(coro_t *job, coro_t *cur, int st,
+                                                                 bool *pend)
+{
+    if (!(cur->flags & CORO__FL_GEN) || cur == job || (st != CORO__ST_VALUE && st != CORO__ST_FROM))
+        coro__bad_body(cur, st);
+    return coro__gen_step(job, cur, st, pend);
+}
+
+/* cur awaits coro_call of a child frame: claim it with one CAS, as
+ * coro_spawn claims a frame: of two jobs calling one idle frame at once
+ * exactly one runs it, the other gets -EBUSY.  Returns the frame that runs
+ * next: the child, set up to run as cur's and the job's top, or cur with
+ * -EBUSY when the child is busy */
+static inline __attribute__((always_inline)) coro_t *call_child(coro_sched_t *s, coro_t *job,
+                                                                coro_t *cur, coro_await_t *aw)
+{
+    coro_t *child = aw->arg[0].p;
+    /* acquire (load and CAS): a child frame that finished elsewhere is
+     * complete; the CAS makes one of two racing claimers (call or spawn)
+     * win */
+    uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE);
+    do {
+        uint32_t ls = cs & CORO__S_MASK;
+        if (ls != CORO__S_IDLE && ls != CORO__S_DONE) {
+            cur->result = -EBUSY;
+            return cur;
+        }
+    } while (!__atomic_compare_exchange_n(&child->state, &cs, CORO__S_CHILD, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    child->fn = (coro_fn)aw->arg[1].p;
+    child->resume = 0;
+    child->result = 0;
+    child->parent = cur;        /* a child's link: never its top */
+    child->joiner = NULL;
+    child->sched = s;
+    child->cls = job->cls;
+    child->prio = job->prio;
+    set_top(job, child);
+    return child;
+}
+
+/* cancel: an await that has not completed returns -ECANCELED at once;
+ * past the job's deadline (.deadline), -ETIMEDOUT.  Never the budget
+ * yield: it carries the result of an operation that already completed
+ * (an item received, bytes read, an fd accepted), which must reach the
+ * body.  True when the await of *curp is refused so: the frame that goes
+ * on with that result is *curp (the puller, where a generator's pull
+ * ends); false when the await goes on */
+static inline __attribute__((always_inline)) bool await_refused(coro_sched_t *s, coro_t *job,
+                                                                coro_t **curp, coro_await_t *aw)
+{
+    coro_t *cur = *curp;
+
+    if (aw->ops != &coro__yield_ops &&
+        (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
+         /* relaxed: a hint; the wait structures check it again */
+         (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
+        coro_t *p0 = cur != job ? coro__gen_unwind(job, cur, -ECANCELED) : NULL;
+        if (p0)             /* a generator's pull ends at its puller */
+            set_top(job, *curp = p0);
+        else
+            cur->result = -ECANCELED;
+        return true;
+    }
+    if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
+        job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
+        cur->result = -ETIMEDOUT;
+        return true;
+    }
+    return false;
+}
+
+/* the arm left the job pending: it may already run elsewhere, do not
+ * touch it.  Returns what coro__run_job returns */
+static inline __attribute__((always_inline)) bool step_pending(struct coro__worker *w, int64_t t0,
+                                                               const bool diag, const bool cont)
+{
+    step_end(w, t0, diag);
+    coro__tls_in_job = 0;
+    /* a fork's first child, which this job now awaits */
+    return !cont && w->lifo_run == w->n_run ? run_next(w, false) : false;
+}
+
+/* CORO__ARM_REQUEUE: to the back of its (possibly new) queue.  Returns
+ * false (the job did not finish) */
+static inline __attribute__((always_inline)) bool step_requeue(struct coro__worker *w, coro_t *job,
+                                                               int64_t t0, const bool diag)
+{
+    step_end(w, t0, diag);
+    ready_again(job);
+    coro__tls_in_job = 0;
+    coro__submit(w->s, job, true);
+    return false;
+}
+
+/* coro__run_job's body, the step loop: the job's innermost frame runs
+ * until the job ends, yields or suspends; what each status asks is a part
+ * above.  diag is a constant: the compiler makes one copy without the
+ * diagnostics (the common case) and one with them; so are cont (run_next's
+ * and run_inline's copies) and nested (run_inline's) */
+static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *w, coro_t *job,
+                                                           const bool diag, const bool cont,
+                                                           const bool nested, intptr_t *done_res)
+{
+    coro_sched_t *s = w->s;
+    coro_t *cur = job->top;
+    coro_await_t *aw;
+    intptr_t res;
+    bool stalled = false;
+    int64_t t0 = step_begin(w, job, diag);
+    int *errp = job_errp();
+    uint64_t tr0 = coro__trace_begin(w);
+    if ((job->flags & CORO__FL_IOWAKE) && io_woken(w, job)) {
+        aw = &cur->aw;
+        goto rearm;
+    }
+    cur = pull_cancelled(s, job, cur);
     for (;;) {
         *errp = tls_job_errno;
         int st = cur->fn(cur);
         tls_job_errno = *errp;
-
         if (diag)
             diag_check(w, job, cur->fn, t0, &stalled);
         if (st == CORO__ST_DONE) {
-            if (cur == job) {
-                if (done_res)   /* JOINING INLINE: before the frame may go */
-                    *done_res = job->result;
-                STEP_END();
-                /* still "in a job" while the job finishes: its on_exit
-                 * hook runs on this worker, and a coro_join or blocking
-                 * call there must get -EDEADLK, not block the worker */
-                trace_step(w, job, &tr0, CORO__TRACE_END_DONE, NULL);
-                w->s->finish(job);     /* the one upcall: rt/runtime.c */
-                if (!nested)    /* the parent's step goes on (join_inline) */
-                    coro__tls_in_job = 0;
-                /* a chain's next link, or the parent this end woke */
-                return !cont && w->lifo_run == w->n_run ? run_next(w, true) : true;
-            }
-            if (CORO__UNLIKELY(cur->flags & CORO__FL_GEN)) {
-                bool pend;      /* a generator's end: its puller, or a yield-from's outer */
-                set_top(job, cur = coro__gen_step(job, cur, st, &pend));
-                continue;
-            }
-            /* a coro_call child returned: its caller continues at once */
-            coro_t *parent = cur->parent;
-            parent->result = cur->result;
-            /* release: the child frame's last writes before a later
-             * spawn or call of it acquires DONE */
-            __atomic_store_n(&cur->state, CORO__S_DONE, __ATOMIC_RELEASE);
-            set_top(job, cur = parent);
+            if (cur == job)
+                return step_done(w, job, t0, &tr0, diag, cont, nested, done_res);
+            set_top(job, cur = inner_done(job, cur, st));
             continue;
         }
-        if (st == CORO__ST_YIELD) {
-            STEP_END();
-            trace_step(w, job, &tr0, CORO__TRACE_END_YIELD, NULL);
-            coro__tls_in_job = 0;     /* READY already: requeue it */
-            w->poll_yield = true;     /* a point to look at epoll (BUSY LOOKS) */
-            if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
-                /* the back of everything this worker has (submit_'s
-                 * yield, without the questions whose answers are known
-                 * here: a class-0 job, on its own worker, never the
-                 * job a look at epoll caught) */
-                int pi = CORO__PRIO_IDX(job->prio);
-                if (CORO__UNLIKELY(!own_localq_push(w, &w->yielded[pi], pi, job)))
-                    coro__push_global(s, job);
-                /* with one worker, the caller's seat has it for a thief */
-                if (s->nworkers > 1 || w->idx == s->nslots)
-                    notify(s, s->all_wmask, true);
-                return false;
-            }
-            if (job->cls != 0 && s->nworkers > 0 && !w->deferred) {
-                w->deferred = job;    /* behind the next picks (DEFERRED YIELDS) */
-                /* a job only this worker may run waits behind up to
-                 * CORO__GLOBAL_INTERVAL picks; one that another may run,
-                 * one pick: then it is queued where that one looks */
-                w->defer_picks = coro__affinity_get(s, job->cls)->nworkers > 1
-                                     ? CORO__GLOBAL_INTERVAL - 1 : 0;
-                return false;
-            }
-            coro__submit(s, job, true);
-            return false;
-        }
+        if (st == CORO__ST_YIELD)
+            return step_yield(w, job, t0, &tr0, diag);
         if (CORO__UNLIKELY(st != CORO__ST_AWAIT || !cur->aw.ops)) {
-            /* a generator's value (to its puller) or yield-from (the
-             * inner runs next), in this job's chain (sched/gen.c) */
-            if (!(cur->flags & CORO__FL_GEN) || cur == job ||
-                (st != CORO__ST_VALUE && st != CORO__ST_FROM))
-                coro__bad_body(cur, st);
             bool pend;
-            set_top(job, cur = coro__gen_step(job, cur, st, &pend));
+            set_top(job, cur = gen_yielded(job, cur, st, &pend));
             if (!pend)
                 continue;
         }
@@ -533,56 +682,10 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
             goto dispatch;
         }
         if (aw->ops == &coro__call_ops) {
-            coro_t *child = aw->arg[0].p;
-            /* claim the child with one CAS, as coro_spawn claims a frame:
-             * of two jobs calling one idle frame at once exactly one runs
-             * it, the other gets -EBUSY.  acquire (load and CAS): a child
-             * frame that finished elsewhere is complete; the CAS makes one
-             * of two racing claimers (call or spawn) win */
-            uint32_t cs = __atomic_load_n(&child->state, __ATOMIC_ACQUIRE);
-            bool busy = false;
-            do {
-                uint32_t ls = cs & CORO__S_MASK;
-                if (ls != CORO__S_IDLE && ls != CORO__S_DONE) {
-                    busy = true;
-                    break;
-                }
-            } while (!__atomic_compare_exchange_n(&child->state, &cs, CORO__S_CHILD, false,
-                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-            if (busy) {
-                cur->result = -EBUSY;
-                continue;
-            }
-            child->fn = (coro_fn)aw->arg[1].p;
-            child->resume = 0;
-            child->result = 0;
-            child->parent = cur;        /* a child's link: never its top */
-            child->joiner = NULL;
-            child->sched = s;
-            child->cls = job->cls;
-            child->prio = job->prio;
-            set_top(job, cur = child);
+            cur = call_child(s, job, cur, aw);
             continue;
         }
-        /* cancel: an await that has not completed returns -ECANCELED at
-         * once.  Never the budget yield: it carries the result of an
-         * operation that already completed (an item received, bytes read,
-         * an fd accepted), which must reach the body */
-        if (aw->ops != &coro__yield_ops &&
-            (__atomic_load_n(&s->cancelling, __ATOMIC_RELAXED) ||
-             /* relaxed: a hint; the wait structures check it again */
-             (__atomic_load_n(&job->state, __ATOMIC_RELAXED) & CORO__F_CANCEL))) {
-            coro_t *p0 = cur != job ? coro__gen_unwind(job, cur, -ECANCELED) : NULL;
-            if (p0)             /* a generator's pull ends at its puller */
-                set_top(job, cur = p0);
-            else
-                cur->result = -ECANCELED;
-            continue;
-        }
-        /* the job's deadline (.deadline): past it, the same with -ETIMEDOUT */
-        if (CORO__UNLIKELY(job->flags & CORO__FL_EXT) && aw->ops != &coro__yield_ops &&
-            job->ext->deadline > 0 && coro__now() >= job->ext->deadline) {
-            cur->result = -ETIMEDOUT;
+        if (await_refused(s, job, &cur, aw)) {
             continue;
         }
         if (aw->ops->name == coro__join_name) {
@@ -603,26 +706,13 @@ static inline __attribute__((always_inline)) bool run_job_(struct coro__worker *
     arm:
         set_state(job, CORO__S_READY, CORO__S_SUSPENDED);
         int r = aw->ops->arm(s, job, aw, &res);
-        if (r == CORO__ARM_PENDING) {
-            /* the job may already run elsewhere: do not touch it */
-            STEP_END();
-            coro__tls_in_job = 0;
-            /* a fork's first child, which this job now awaits */
-            return !cont && w->lifo_run == w->n_run ? run_next(w, false) : false;
-        }
+        if (r == CORO__ARM_PENDING)
+            return step_pending(w, t0, diag, cont);
         cur->result = res;
-        if (r == CORO__ARM_READY) {
-            ready_again(job);
-            continue;
-        }
-        /* CORO__ARM_REQUEUE: to the back of its (possibly new) queue */
-        STEP_END();
+        if (r != CORO__ARM_READY)
+            return step_requeue(w, job, t0, diag);
         ready_again(job);
-        coro__tls_in_job = 0;
-        coro__submit(s, job, true);
-        return false;
     }
-#undef STEP_END
 }
 
 bool coro__run_job(struct coro__worker *w, coro_t *job)

@@ -411,6 +411,62 @@ static const char *end_name(unsigned why)
     }
 }
 
+/* a step (event i of sn, a CORO__TRACE_STEP) as a complete event: its
+ * body, its duration, how it ended (with the await's name when the events
+ * after it say which) and the steps of its run */
+static void emit_step(struct wctx *c, const struct snap *sn, size_t i, int tid)
+{
+    const struct coro__tev *e = &sn->ev[i];
+    unsigned why = (unsigned)(e->meta >> 4 & 0xf);
+    const char *await = NULL;
+    double dur = to_us(c, sn->end[i]) - to_us(c, e->ts);
+    size_t k = i + 1;
+
+    if (!e->ts)
+        return;         /* its run began before the window (resolve) */
+    if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_LONG && sn->ev[k].a == e->a)
+        k++;
+    if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_AWAIT && sn->ev[k].a == e->a)
+        await = (const char *)(uintptr_t)sn->ev[k].b;
+    ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
+    fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
+    job_args(c, e->a, (int8_t)(e->meta >> 8), (unsigned)((e->meta >> 16) & 0xffff));
+    fn_arg(c, e->b);
+    fprintf(c->f, ",\"end\":\"%s%s%s\"", end_name(why & 3), await ? " " : "",
+            await ? await : "");
+    if (sn->run[i] > 1)
+        fprintf(c->f, ",\"run\":%" PRIu32, sn->run[i]);
+    fputs("}}", c->f);
+}
+
+/* a spawn (its body) or a wake (its waker: from, the lane's name) as an
+ * instant event */
+static void emit_spawn_wake(struct wctx *c, const struct coro__tev *e, unsigned type, int tid,
+                            const char *from)
+{
+    ev_head(c, type == CORO__TRACE_SPAWN ? "spawn" : "wake", type == CORO__TRACE_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);
+    fputs(",\"args\":{", c->f);
+    job_args(c, e->a, (int8_t)(e->meta >> 8), (unsigned)((e->meta >> 16) & 0xffff));
+    if (type == CORO__TRACE_SPAWN) {
+        fn_arg(c, e->b);
+        fputs(",\"body\":", c->f);
+    } else
+        fputs(",\"from\":", c->f);
+    json_str(c->f, type == CORO__TRACE_SPAWN ? fn_name(c, (const void *)(uintptr_t)e->b)
+                                          : from);
+    fputs("}}", c->f);
+}
+
+/* a wake of a plain thread (its record) as an instant event */
+static void emit_thread_wake(struct wctx *c, const struct coro__tev *e, int tid)
+{
+    char id[24];
+
+    ev_head(c, "wake thread", "wake", 'i', tid, e->ts);
+    addr_name(c, &c->records, e->a, id, sizeof id);
+    fprintf(c->f, ",\"args\":{\"record\":\"%s\"}}", id);
+}
+
 /* one ring's events as trace events on lane tid */
 static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
 {
@@ -421,48 +477,18 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
     from_name(tid, c->s->nslots, from, sizeof from);
     for (size_t i = 0; i < sn->n; i++) {
         const struct coro__tev *e = &sn->ev[i];
-        unsigned type = (unsigned)(e->meta & 0xf), why = (unsigned)(e->meta >> 4 & 0xf);
-        int eprio = (int8_t)(e->meta >> 8);
-        unsigned ecls = (unsigned)((e->meta >> 16) & 0xffff);
+        unsigned type = (unsigned)(e->meta & 0xf);
         unsigned x = (unsigned)(e->meta >> 32);
 
         if (!e->ts)
             continue;           /* made in a step that is not in the window */
         switch (type) {
-        case CORO__TRACE_STEP: {
-            const char *await = NULL;
-            double dur = to_us(c, sn->end[i]) - to_us(c, e->ts);
-            size_t k = i + 1;
-            if (!e->ts)
-                break;          /* its run began before the window (resolve) */
-            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_LONG && sn->ev[k].a == e->a)
-                k++;
-            if (k < sn->n && (sn->ev[k].meta & 0xf) == CORO__TRACE_AWAIT && sn->ev[k].a == e->a)
-                await = (const char *)(uintptr_t)sn->ev[k].b;
-            ev_head(c, fn_name(c, (const void *)(uintptr_t)e->b), "job", 'X', tid, e->ts);
-            fprintf(c->f, ",\"dur\":%.3f,\"args\":{", dur);
-            job_args(c, e->a, eprio, ecls);
-            fn_arg(c, e->b);
-            fprintf(c->f, ",\"end\":\"%s%s%s\"", end_name(why & 3), await ? " " : "",
-                    await ? await : "");
-            if (sn->run[i] > 1)
-                fprintf(c->f, ",\"run\":%" PRIu32, sn->run[i]);
-            fputs("}}", c->f);
+        case CORO__TRACE_STEP:
+            emit_step(c, sn, i, tid);
             break;
-        }
         case CORO__TRACE_SPAWN:
         case CORO__TRACE_WAKE:
-            ev_head(c, type == CORO__TRACE_SPAWN ? "spawn" : "wake", type == CORO__TRACE_SPAWN ? "spawn" : "wake", 'i', tid, e->ts);
-            fputs(",\"args\":{", c->f);
-            job_args(c, e->a, eprio, ecls);
-            if (type == CORO__TRACE_SPAWN) {
-                fn_arg(c, e->b);
-                fputs(",\"body\":", c->f);
-            } else
-                fputs(",\"from\":", c->f);
-            json_str(c->f, type == CORO__TRACE_SPAWN ? fn_name(c, (const void *)(uintptr_t)e->b)
-                                                  : from);
-            fputs("}}", c->f);
+            emit_spawn_wake(c, e, type, tid, from);
             break;
         case CORO__TRACE_STEAL:
             ev_head(c, "steal", "sched", 'i', tid, e->ts);
@@ -472,13 +498,9 @@ static void emit_ring(struct wctx *c, const struct snap *sn, int tid)
             ev_head(c, "unpark", "sched", 'i', tid, e->ts);
             fprintf(c->f, ",\"args\":{\"worker\":%u,\"from\":\"%s\"}}", x, from);
             break;
-        case CORO__TRACE_THREAD_WAKE: {
-            char id[24];
-            ev_head(c, "wake thread", "wake", 'i', tid, e->ts);
-            addr_name(c, &c->records, e->a, id, sizeof id);
-            fprintf(c->f, ",\"args\":{\"record\":\"%s\"}}", id);
+        case CORO__TRACE_THREAD_WAKE:
+            emit_thread_wake(c, e, tid);
             break;
-        }
         case CORO__TRACE_PARK:
             parked = true;
             park0 = e->ts;
@@ -519,18 +541,15 @@ static void lane_name(struct wctx *c, int tid, const char *name)
                   "\"args\":{\"sort_index\":%d}}", tid, tid);
 }
 
-static int write_file(coro_sched_t *s, const char *path)
+/* write_file's steps.  The rings are nr snapshots: the n workers', the I/O
+ * thread's, the shared ring, then the plain threads' */
+
+/* a snapshot of every ring: 0 or -ENOMEM */
+static int snap_all(coro_sched_t *s, struct snap *sn, int nr)
 {
     struct coro__trace *t = s->trace;
-    /* acquire: pairs with thread_ring's release (the rings in thr) */
-    int n = s->nslots, nthr = (int)__atomic_load_n(&t->nthr, __ATOMIC_ACQUIRE), rc = 0;
-    int nr = n + 2 + nthr;  /* workers, io, the shared ring, plain threads' */
-    struct snap *sn = coro__alloc(s, (size_t)nr * sizeof *sn);
-    struct wctx c = { .s = s, .first = true, .tsc0 = t->tsc0, .ns0 = t->ns0 };
+    int n = s->nslots, rc = 0;
 
-    if (!sn)
-        return -ENOMEM;
-    memset(sn, 0, (size_t)nr * sizeof *sn);
     for (int i = 0; i < nr && rc == 0; i++) {
         struct coro__trace_ring *r = i < n ? s->w[i]->trace_ring : i == n ? t->io : i == n + 1 ? t->ext
                                                                                  : t->thr[i - n - 2];
@@ -542,69 +561,119 @@ static int write_file(coro_sched_t *s, const char *path)
             rc = snapshot(s, r, t->cap, &sn[i]);
         }
     }
+    return rc;
+}
+
+/* the steps' ends resolved and the clock's scale read, now */
+static void resolve_all(coro_sched_t *s, struct snap *sn, int nr, struct wctx *c)
+{
+    struct coro__trace *t = s->trace;
     uint64_t tsc1 = clock_raw();
     int64_t ns1 = coro__now();
+
     if (s->vtime) {
         /* every event is stamped in virtual ns (coro__trace_clock,
          * coro__trace_ring_other_stamp): shown from the clock's start, unscaled */
-        c.tsc0 = CORO_VIRTUAL_TIME_START;
+        c->tsc0 = CORO_VIRTUAL_TIME_START;
         tsc1 = (uint64_t)coro__sched_clock(s);
     }
-    for (int i = 0; i < nr && rc == 0; i++) {
-        if (i < n + 2)
+    for (int i = 0; i < nr; i++) {
+        if (i < s->nslots + 2)
             resolve(&sn[i], tsc1);
         else
             resolve_thread(&sn[i], t->run_lim);
     }
-    c.ns_per_tick = s->vtime ? 1.0
-                  : tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
-    c.stable = s->vt != NULL;       /* .seed or .virtual_time: STABLE NAMES */
-    if (rc == 0 && c.stable) {
-        size_t nev = 0;
-        for (int i = 0; i < nr; i++)
-            nev += sn[i].n;
-        rc = idmap_init(s, &c.jobs, nev);
-        if (rc == 0)
-            rc = idmap_init(s, &c.records, nev);
+    c->ns_per_tick = s->vtime ? 1.0
+                   : tsc1 > t->tsc0 ? (double)(ns1 - t->ns0) / (double)(tsc1 - t->tsc0) : 1.0;
+}
+
+/* STABLE NAMES: the maps of jobs and records to their numbers, sized for
+ * every event.  0 or -ENOMEM */
+static int stable_init(coro_sched_t *s, const struct snap *sn, int nr, struct wctx *c)
+{
+    size_t nev = 0;
+    int rc;
+
+    for (int i = 0; i < nr; i++)
+        nev += sn[i].n;
+    rc = idmap_init(s, &c->jobs, nev);
+    if (rc == 0)
+        rc = idmap_init(s, &c->records, nev);
+    return rc;
+}
+
+/* the JSON file at path: the lanes' names, then every ring's events.  0,
+ * -errno of fopen or fclose, or -EIO */
+static int emit_file(coro_sched_t *s, const struct snap *sn, int nr, struct wctx *c,
+                     const char *path)
+{
+    int n = s->nslots, rc = 0;
+    char name[32];
+
+    c->f = fopen(path, "w");
+    if (!c->f)
+        return -errno;
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"corokit\"},"
+          "\"traceEvents\":[", c->f);
+    c->first = false;
+    fprintf(c->f, "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
+                  "\"args\":{\"name\":\"corokit\"}}");
+    for (int i = 0; i < n; i++) {
+        if (s->nworkers > 0)
+            snprintf(name, sizeof name, "coro-w%d", s->w[i]->cpu);
+        else
+            snprintf(name, sizeof name, "coro-run");
+        lane_name(c, i, name);
     }
-    if (rc == 0) {
-        c.f = fopen(path, "w");
-        if (!c.f)
-            rc = -errno;
-    }
-    if (rc == 0) {
-        char name[32];
-        fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"corokit\"},"
-              "\"traceEvents\":[", c.f);
-        c.first = false;
-        fprintf(c.f, "\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-                     "\"args\":{\"name\":\"corokit\"}}");
-        for (int i = 0; i < n; i++) {
-            if (s->nworkers > 0)
-                snprintf(name, sizeof name, "coro-w%d", s->w[i]->cpu);
-            else
-                snprintf(name, sizeof name, "coro-run");
-            lane_name(&c, i, name);
-        }
-        lane_name(&c, n, "coro-io");
-        lane_name(&c, n + 1, "threads");
-        for (int i = 0; i < nr; i++)
-            emit_ring(&c, &sn[i], i < n + 2 ? i : n + 1);  /* every plain thread: "threads" */
-        fputs("\n]}\n", c.f);
-        if (ferror(c.f))
-            rc = -EIO;
-        if (fclose(c.f) != 0 && rc == 0)
-            rc = -errno;
-    }
+    lane_name(c, n, "coro-io");
+    lane_name(c, n + 1, "threads");
+    for (int i = 0; i < nr; i++)
+        emit_ring(c, &sn[i], i < n + 2 ? i : n + 1);  /* every plain thread: "threads" */
+    fputs("\n]}\n", c->f);
+    if (ferror(c->f))
+        rc = -EIO;
+    if (fclose(c->f) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
+static void snaps_free(coro_sched_t *s, struct snap *sn, int nr)
+{
+    uint32_t cap = s->trace->cap;
+
     for (int i = 0; i < nr; i++) {
         if (sn[i].ev)
-            coro__free(s, sn[i].ev, (size_t)t->cap * sizeof *sn[i].ev);
+            coro__free(s, sn[i].ev, (size_t)cap * sizeof *sn[i].ev);
         if (sn[i].end)
-            coro__free(s, sn[i].end, (size_t)t->cap * sizeof *sn[i].end);
+            coro__free(s, sn[i].end, (size_t)cap * sizeof *sn[i].end);
         if (sn[i].run)
-            coro__free(s, sn[i].run, (size_t)t->cap * sizeof *sn[i].run);
+            coro__free(s, sn[i].run, (size_t)cap * sizeof *sn[i].run);
     }
     coro__free(s, sn, (size_t)nr * sizeof *sn);
+}
+
+static int write_file(coro_sched_t *s, const char *path)
+{
+    struct coro__trace *t = s->trace;
+    /* acquire: pairs with thread_ring's release (the rings in thr) */
+    int nthr = (int)__atomic_load_n(&t->nthr, __ATOMIC_ACQUIRE);
+    int nr = s->nslots + 2 + nthr;  /* workers, io, the shared ring, plain threads' */
+    struct snap *sn = coro__alloc(s, (size_t)nr * sizeof *sn);
+    struct wctx c = { .s = s, .first = true, .tsc0 = t->tsc0, .ns0 = t->ns0 };
+    int rc;
+
+    if (!sn)
+        return -ENOMEM;
+    memset(sn, 0, (size_t)nr * sizeof *sn);
+    rc = snap_all(s, sn, nr);
+    if (rc == 0)
+        resolve_all(s, sn, nr, &c);
+    c.stable = s->vt != NULL;       /* .seed or .virtual_time: STABLE NAMES */
+    if (rc == 0 && c.stable)
+        rc = stable_init(s, sn, nr, &c);
+    if (rc == 0)
+        rc = emit_file(s, sn, nr, &c, path);
+    snaps_free(s, sn, nr);
     idmap_fini(s, &c.jobs);
     idmap_fini(s, &c.records);
     return rc;

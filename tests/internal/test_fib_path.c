@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A fork's children as fib spawns them: caller-owned frames with an
  * on_exit hook and no other option, spawned from a job (SPAWNING WITH A
- * HOOK, lib/rt/runtime.c).  That path keeps coro_spawn's promises: a second
+ * HOOK, lib/rt/spawn.c).  That path keeps coro_spawn's promises: a second
  * spawn of a live frame gets -EBUSY and its hook runs once; a finished
  * frame spawned again from its awaiter runs again, its hook once per
  * life; a spawn after the close gets -ESHUTDOWN and never runs the hook;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A worker's spawn of the pool frame it has just allocated (SPAWNING A
- * FRESH FRAME, lib/rt/runtime.c) and the plain finish (FINISHING A PLAIN
+ * FRESH FRAME, lib/rt/spawn.c) and the plain finish (FINISHING A PLAIN
  * JOB, lib/rt/finish.c) keep coro_spawn's promises: a second spawn of a
  * live frame gets -EBUSY, a spawn after the close -ESHUTDOWN with the frame
  * left to its caller, and of a job and a plain thread that spawn the same

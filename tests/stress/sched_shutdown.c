@@ -2,7 +2,7 @@
 /* Scenario: shutdown (DRAIN and CANCEL) while plain threads and jobs spawn
  * and jobs wait on each other; no lost wake-up on submit-to-parked-worker.
  * The jobs' spawns take their workers' spare units of the live count
- * (lib/rt/runtime.c SPARE UNITS): each accepted job must still run before
+ * (lib/rt/spawn.c SPARE UNITS): each accepted job must still run before
  * shutdown returns, and none may be accepted after a refusal. */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -20,7 +20,7 @@
  * nothing lost), and no call is inside when both have returned (destroy
  * may free then).
  *
- * A worker's spare units (runtime.c SPARE UNITS), with a batch of 2: a
+ * A worker's spare units (spawn.c SPARE UNITS), with a batch of 2: a
  * worker spawns jobs of its own, taking a spare unit when it has one and
  * its read of s->closed says open - modelled as a read that may always be
  * stale, the worst a relaxed load can do - and adding a batch otherwise;
