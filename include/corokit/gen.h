@@ -34,7 +34,8 @@
  *
  * THE FRAME.  As a job's: the caller's memory (static, in another frame,
  * malloc, coro_frame_alloc), zeroed before coro_gen_init, never moved
- * while in use; corokit allocates nothing and frees nothing.  A generator
+ * while in use; corokit allocates nothing for it and frees nothing (it
+ * keeps one small record per thread that pulls: WHO PULLS).  A generator
  * frame cannot be spawned or coro_call'ed (-EBUSY); once ended or closed it
  * may be zeroed and initialised again.
  *
@@ -46,7 +47,11 @@
  * mutex).  The thread that pulled a generator last keeps it: its next
  * pull takes it with plain loads and stores, no atomic instruction; a pull
  * from another thread takes it over with one compare-and-swap and one
- * membarrier(2) (lib/sched/gen.c, WHO PULLS).
+ * membarrier(2) (lib/sched/gen.c, WHO PULLS).  For that corokit keeps a
+ * record of a few words per thread that pulls, made at its first pull
+ * and reused by a later thread once it ends.  Where membarrier(2) is
+ * missing (or COROKIT_MEMBARRIER=0) every pull takes the generator with
+ * one compare-and-swap instead, out of line.
  */
 #ifndef COROKIT_GEN_H
 #define COROKIT_GEN_H

@@ -6,7 +6,7 @@
  * pull takes it with a compare-and-swap, and from a keeper with a
  * membarrier(2) and a look at the keeper's mark.
  *
- * Abstracted: 2 threads, each pulls P times; gen_run is one of free,
+ * Abstracted: 2 threads, each pulls P (3) times; gen_run is one of free,
  * kept by p (K(p)), held by p (H(p)); a thread's record is its mark
  * (depth 0 or 1: slot[0] is always this generator here), stored through
  * its store buffer (FIFO, 2 entries), which drains at any time, at the
@@ -33,7 +33,7 @@
  *                     first, its look sees the mark and it puts K(p)
  *                     back over the job's hold
  */
-#define P 2
+#define P 3
 #define FREE 0
 #define K(p) (1 + (p))
 #define H(p) (3 + (p))
