@@ -209,10 +209,14 @@ static void self_exit(void *p)
     pthread_mutex_unlock(&spare_lock);
 }
 
+static bool self_off;                   /* self_on is false (read without the once) */
+
 static void self_init(void)
 {
     self_on = coro__membarrier_register() == 0 &&
               pthread_key_create(&self_key, self_exit) == 0;
+    /* relaxed: a thread that misses it goes through the once */
+    __atomic_store_n(&self_off, !self_on, __ATOMIC_RELAXED);
 }
 
 /* the calling thread's record, made at its first call; NULL where
@@ -223,6 +227,9 @@ static struct coro__gen_self *self(void)
 
     if (CORO__LIKELY(me != NULL))
         return me;
+    /* relaxed: see self_init */
+    if (__atomic_load_n(&self_off, __ATOMIC_RELAXED))
+        return NULL;
     pthread_once(&self_once, self_init);
     if (!self_on)
         return NULL;
@@ -513,7 +520,12 @@ static int next_held(coro_t *gen, intptr_t *value)
     if (s & GEN_PENDING)
         return -EWOULDBLOCK;
     coro_t *leaf = gen->gen_leaf;
-    return pull(gen, leaf, leaf->fn(leaf), value, false);
+    int st = leaf->fn(leaf);
+    if (CORO__LIKELY(st == CORO__ST_VALUE)) {   /* pull()'s first case, without its call */
+        *value = leaf->result;
+        return 1;
+    }
+    return pull(gen, leaf, st, value, false);
 }
 
 /* a pull of coro_gen_next that gen.h's inline path did not take: marked
