@@ -115,10 +115,8 @@ enum {
 #define LOCKED ((uintptr_t)2)   /* gen_run: held for one pull (WHO PULLS) */
 #define PULL_PENDING 2          /* pull(): the body waits (coro_gen_await) */
 
-_Static_assert(CORO__GEN_BUDGET_PULLS == CORO__GEN_PULLS_PER_BUDGET,
-               "gen.h's budget count is tunables.h's");
-_Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0,
-               "a power of 2: gen.h counts with %");
+_Static_assert(CORO__GEN_BUDGET_PULLS == CORO__GEN_PULLS_PER_BUDGET, "gen.h's is tunables.h's");
+_Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0, "a power of 2");
 
 const struct coro_await_ops coro__gen_ops = { "generator", NULL };
 
