@@ -34,7 +34,8 @@
  *
  * THE FRAME.  As a job's: the caller's memory (static, in another frame,
  * malloc, coro_frame_alloc), zeroed before coro_gen_init, never moved
- * while in use; corokit allocates nothing and frees nothing.  A generator
+ * while in use; corokit allocates nothing for it and frees nothing (it
+ * keeps one small record per thread that pulls: WHO PULLS).  A generator
  * frame cannot be spawned or coro_call'ed (-EBUSY); once ended or closed it
  * may be zeroed and initialised again.
  *
@@ -43,7 +44,14 @@
  * in a job, is refused with -EBUSY, as is a body that pulls its own
  * generator.  Pulls from different threads or jobs one after another are
  * fine: they only need what orders them anyway (a join, a channel, a
- * mutex).  Each pull takes the generator with one compare-and-swap.
+ * mutex).  The thread that pulled a generator last keeps it: its next
+ * pull takes it with plain loads and stores, no atomic instruction; a pull
+ * from another thread takes it over with one compare-and-swap and one
+ * membarrier(2) (lib/sched/gen.c, WHO PULLS).  For that corokit keeps a
+ * record of a few words per thread that pulls, made at its first pull
+ * and reused by a later thread once it ends.  Where membarrier(2) is
+ * missing (or COROKIT_MEMBARRIER=0) every pull takes the generator with
+ * one compare-and-swap instead, out of line.
  */
 #ifndef COROKIT_GEN_H
 #define COROKIT_GEN_H
@@ -138,60 +146,133 @@ CORO_EXTERN int coro_gen_close(coro_t *gen);
  * generator: it stays suspended there, and every coro_gen_next gives
  * -EWOULDBLOCK again until a job pulls it with coro_gen_await, which
  * completes that wait).  Never blocks by itself (a body's blocking call
- * blocks, as in any plain code).  Inline: one compare-and-swap and a call
- * of the innermost body. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)) && \
-    defined(__has_builtin) && !defined(CORO__GEN_NO_INLINE)
-# if __has_builtin(__builtin_thread_pointer)
-#  define CORO__GEN_INLINE 1
-# endif
-#endif
+ * blocks, as in any plain code).  Inline: the pull of the thread that
+ * pulled last is a few plain loads and stores and a call of the innermost
+ * body (lib/sched/gen.c, WHO PULLS). */
+CORO_EXTERN int coro_gen_next(coro_t *gen, intptr_t *value);
 
-/* private: the out-of-line parts of coro_gen_next (lib/sched/gen.c) */
-CORO_EXTERN int coro__gen_next_slow(coro_t *gen, intptr_t *value);
-CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
-CORO_EXTERN int coro__gen_next_held(coro_t *gen, intptr_t *value);
+/* ---- private: the inline fast paths --------------------------------------- */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(CORO__GEN_NO_INLINE)
+# define CORO__GEN_INLINE 1
+#endif
 
 /* The generator magic in coro_t.gen_st's top byte: a status of exactly
  * this value is "started or not, not ended, not waiting, not linked". */
 #define CORO__GEN_MAGIC 0x47000000u
+/* how many pulls one thread marks at once without an atomic instruction
+ * (a body that pulls another generator nests one more) */
+#define CORO__GEN_SLOTS 6
+/* pulls that complete at once per unit of a job's budget (a power of 2;
+ * lib/base/tunables.h CORO__GEN_PULLS_PER_BUDGET) */
+#define CORO__GEN_BUDGET_PULLS 16u
+
+/* private: a thread's pulls (lib/sched/gen.c, WHO PULLS).  Only its
+ * thread writes it; another thread reads depth and slot[] after its
+ * membarrier(2).  Its address | 1 is the thread's token in coro_t.gen_run. */
+struct coro__gen_self {
+    size_t depth;                       /* pulls marked in slot[] */
+    coro_t *slot[CORO__GEN_SLOTS];      /* the generators pulled now, outermost first */
+    unsigned pulls;                     /* completed awaits, for the job's budget */
+    struct coro__gen_self *next_free;   /* lib/sched/gen.c's list of spare ones */
+};
+
+/* private: the out-of-line parts of the pulls (lib/sched/gen.c) */
+CORO_EXTERN int coro__gen_next_slow(coro_t *gen, intptr_t *value);
+CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
+CORO_EXTERN int coro__gen_next_unmark(coro_t *gen, intptr_t *value);
+CORO_EXTERN coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value);
+CORO_EXTERN coro_await_t coro__gen_await_more(coro_t *gen, int st, intptr_t *value);
+CORO_EXTERN coro_await_t coro__gen_await_unmark(coro_t *gen, intptr_t *value);
+CORO_EXTERN coro_await_t coro__gen_await_budget(void);
 
 #ifdef CORO__GEN_INLINE
-/* a plain thread's token: its thread pointer, odd so that it is never a
- * job's frame (lib/sched/gen.c computes the same); 0x80u below is the
- * library's flag of a generator's frame */
-# define CORO__GEN_TOKEN() ((uintptr_t)__builtin_thread_pointer() | 1u)
+/* private: the calling thread's record, NULL until its first pull (and
+ * for good where membarrier(2) is missing: every pull then takes the
+ * generator with a compare-and-swap, out of line) */
+extern __thread struct coro__gen_self *coro__gen_me __attribute__((tls_model("initial-exec")));
 
-/* GNU inline: this definition is only for inlining; the library exports
- * the function (calls through a pointer, compilers that do not inline).
- * One CAS takes the generator for this pull (lib/sched/gen.c, WHO PULLS),
- * then the innermost body runs; anything but a value goes out of line. */
+/* CORO__GEN_MARK: mark gen as pulled by me, then look that the thread
+ * still keeps it (and that it waits for nothing): true when the body may
+ * run.  The fence is the compiler's only: a thread that takes gen over
+ * makes the heavy one, a membarrier(2), between its compare-and-swap and
+ * its look at slot[] (lib/sched/gen.c, WHO PULLS). */
+# define CORO__GEN_MARK(me, gen)                                                  \
+    (/* release: with the depth store, a taker that reads either sees the  \
+      * writes of this thread's pulls before them */                            \
+     __atomic_store_n(&(me)->slot[0], (gen), __ATOMIC_RELEASE),                 \
+     __atomic_store_n(&(me)->depth, 1, __ATOMIC_RELEASE),                       \
+     __atomic_signal_fence(__ATOMIC_SEQ_CST),                                   \
+     /* relaxed: a taker's compare-and-swap is seen here or it sees the mark */ \
+     __atomic_load_n(&(gen)->gen_run, __ATOMIC_RELAXED) == (uintptr_t)(me) + 1 && \
+         __atomic_load_n(&(gen)->gen_st, __ATOMIC_RELAXED) == CORO__GEN_MAGIC)
+
+/* the end of a marked pull; release: its writes to the frames before a
+ * taker's acquire */
+# define CORO__GEN_UNMARK(me) __atomic_store_n(&(me)->depth, 0, __ATOMIC_RELEASE)
+
+/* whether the calling thread keeps gen and pulls nothing now: the inline
+ * path's condition (anything else goes out of line) */
+# define CORO__GEN_KEPT(me, gen, value)                                           \
+    (__builtin_expect((gen) != NULL && (value) != NULL &&                          \
+                      __atomic_load_n(&(gen)->gen_run, __ATOMIC_RELAXED) ==        \
+                          (uintptr_t)(me) + 1 &&                                   \
+                      (me)->depth == 0, 1))
+
+/* GNU inline: these definitions are only for inlining; the library
+ * exports the functions (calls through a pointer, compilers that do not
+ * inline). */
 extern __inline __attribute__((gnu_inline, always_inline)) int
 coro_gen_next(coro_t *gen, intptr_t *value)
 {
-    uintptr_t z = 0;
+    struct coro__gen_self *me = coro__gen_me;
 
-    if (__builtin_expect(gen != NULL && value != NULL && (gen->flags & 0x80u) &&
-                         __atomic_compare_exchange_n(&gen->gen_run, &z, CORO__GEN_TOKEN(), 0,
-                                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1)) {
-        if (__builtin_expect(gen->gen_st == CORO__GEN_MAGIC, 1)) {
-            coro_t *leaf = gen->gen_leaf;
-            int st = leaf->fn(leaf);
-            if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
-                *value = leaf->result;
-                /* release: this pull's writes to the frames before the
-                 * next puller's CAS */
-                __atomic_store_n(&gen->gen_run, 0, __ATOMIC_RELEASE);
-                return 1;
-            }
-            return coro__gen_next_more(gen, st, value);
+    if (CORO__GEN_KEPT(me, gen, value)) {
+        if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
+            return coro__gen_next_unmark(gen, value);
+        coro_t *leaf = gen->gen_leaf;
+        int st = leaf->fn(leaf);
+        if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+            *value = leaf->result;
+            CORO__GEN_UNMARK(me);
+            return 1;
         }
-        return coro__gen_next_held(gen, value);     /* ended or waiting */
+        return coro__gen_next_more(gen, st, value);     /* unmarks */
     }
     return coro__gen_next_slow(gen, value);
 }
-#else
-CORO_EXTERN int coro_gen_next(coro_t *gen, intptr_t *value);
+
+extern __inline __attribute__((gnu_inline, always_inline)) coro_await_t
+coro_gen_await(coro_t *gen, intptr_t *value)
+{
+    struct coro__gen_self *me = coro__gen_me;
+
+    if (CORO__GEN_KEPT(me, gen, value)) {
+        if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
+            return coro__gen_await_unmark(gen, value);
+        coro_t *leaf = gen->gen_leaf;
+        int st = leaf->fn(leaf);
+        if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+            *value = leaf->result;
+            CORO__GEN_UNMARK(me);
+            if (__builtin_expect(++me->pulls % CORO__GEN_BUDGET_PULLS == 0, 0))
+                return coro__gen_await_budget();
+            /* completed: ops NULL, result 1, the rest 0; in 16-byte
+             * stores, as CORO_AWAIT copies it (an 8-byte store that a
+             * 16-byte load reads is not forwarded: a stall) */
+            typedef long long coro__v2 __attribute__((vector_size(16), may_alias));
+            const coro__v2 done = { 0, 1 }, zero = { 0, 0 };
+            coro_await_t a;
+            __builtin_memcpy(&a, &done, sizeof done);
+            __builtin_memcpy(&a.arg[1], &zero, sizeof zero);
+            a.timeout = 0;
+            return a;
+        }
+        return coro__gen_await_more(gen, st, value);    /* unmarks */
+    }
+    return coro__gen_await_slow(gen, value);
+}
 #endif
 
 /* ---- adapters --------------------------------------------------------------- */

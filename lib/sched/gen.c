@@ -32,23 +32,73 @@
  * body stands (the await it was in reads -ECANCELED when it is next
  * pulled), so it may be closed or pulled again.
  *
- * WHO PULLS.  One pull at a time: gen_run holds the token of the puller
- * whose pull runs or waits (0: none), taken by one CAS at the pull's start
- * (gen.h's inline coro_gen_next, coro_gen_await, claim()) and given back
- * by a release store at its end; a pull that finds it taken gets -EBUSY.
- * A token is a job's frame (coro_gen_await in a job) or a thread's thread
- * pointer | 1 (everything else), so that a body pulling its own generator
- * is told apart from another puller only in the message, never in the
- * outcome (both -EBUSY).  A pull that waits in a job keeps gen_run until
- * its value, its end or its cancel.  The frames' other fields are written
- * only by the holder of gen_run: the release and the next CAS's acquire
- * order them.  (A puller that keeps a generator without an atomic
- * instruction per pull - a sticky owner, taken over with membarrier(2) -
- * needs a mark that only its owner writes: a store of a puller that lost
- * the race lands on the shared word after the new owner's and hides it.)
+ * WHO PULLS.  One pull of a generator at a time, and no atomic
+ * instruction in the pull of the thread that pulled last.  gen_run says
+ * who may pull:
+ *   0        nobody: the first pull takes it with a compare-and-swap
+ *   T        kept by the thread whose record (struct coro__gen_self, gen.h)
+ *            is at T - 1: its pulls are marked in its record, not here
+ *   H | 2    held (LOCKED) for one pull that runs or waits: a job's frame,
+ *            or a thread's token (T, or its thread pointer | 1 for a thread
+ *            with no record); every other pull gets -EBUSY
+ * The thread T pulls without a write to the generator (gen.h
+ * coro__gen_mark): it stores gen in slot[depth] and depth + 1 in its record,
+ * and then reads gen_run again; it runs the body only if gen_run is still
+ * T, and stores depth back at the end.  Any other pull takes the
+ * generator (take()): a compare-and-swap from what it read to H | 2, and
+ * when that was another thread's T, a membarrier(2) and a look at T's
+ * record: gen in its slot[0, depth) means T pulls it now, and the taker
+ * puts T back and gets -EBUSY; else the generator is the taker's.
+ *
+ * The argument.  T's mark (slot, depth) comes before its second read of
+ * gen_run in its program order, with only the compiler's fence between;
+ * membarrier(2) makes every running thread of the process execute a full
+ * fence at some moment M between its start and its return (a thread that
+ * is not running passed one when it was switched out), and the taker's
+ * compare-and-swap comes before it, its look after.  If T's second read
+ * comes after M, it reads the compare-and-swap's value (T backs off
+ * without running the body) or T put back by a taker that refused (which
+ * touches nothing more).  Otherwise T's mark came before M too, so the look
+ * sees it or the depth T stored at the end of that pull - by then T has
+ * stopped, and the look's acquire of that release store gives the taker
+ * every write of T's pulls.  So the taker refuses whenever T may be
+ * running the body, and T never runs it once the taker may.  A refused
+ * taker's store of T back is no harm to a T that backed off: T then takes
+ * the generator itself (its own token: a compare-and-swap, no
+ * membarrier).  T's marks are in memory only T writes, so the store of a
+ * T that lost the race cannot hide another thread's mark (a mark word in
+ * the generator can: a late store of the loser lands after the new
+ * owner's).  tools/model/gen.pml checks this with T's stores in a store
+ * buffer, and rejects the protocol without the membarrier.
+ *
+ * Records.  A thread's record is made at its first slow pull (gen.c
+ * self()) when membarrier(2) works (registered once; COROKIT_MEMBARRIER=0
+ * turns it off: every pull then takes the generator with a compare-and-
+ * swap and gives it back to 0), and never freed: at the thread's exit it
+ * goes to a list for the next new thread, which then keeps what the dead
+ * thread kept (it pulls nothing any more; the list's lock orders its last
+ * pulls before the new thread's).  So a taker may read any T's record.
+ *
+ * The rest.  A held pull (H | 2) gives the generator back with a release
+ * store: to the thread's T (it keeps it) or to 0 (a job's pull that waited,
+ * an inner of a yield-from that ended, a close).  A marked pull whose body
+ * waits in a job hands the generator to the job: a compare-and-swap from T
+ * to job | 2 (a taker that raced the mark puts T back first: that wait is
+ * one membarrier long).  The inners of a yield-from are held with the
+ * root's token | 2 while linked.  A pull that takes a generator over from
+ * another thread makes it shared for GEN_SHARED_PULLS held pulls (given
+ * back to 0, a compare-and-swap each), so that threads that take turns
+ * pay a membarrier(2) once in that many pulls, not at every one.  The
+ * frames' other fields are written only by the holder or the marked
+ * keeper; a body that pulls or closes its own generator finds it held or
+ * marked in its own record: -EBUSY.
  */
 #define CORO__GEN_NO_INLINE 1
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sched/frame.h"
 #include "sched/sched.h"
@@ -57,20 +107,31 @@ enum {
     GEN_ENDED = 1u,     /* the body ended or was closed: pulls give 0 */
     GEN_PENDING = 2u,   /* its leaf waits in an await that nobody armed */
     GEN_LINKED = 4u,    /* the inner of another generator's CORO_YIELD_FROM */
+    GEN_SHARED_ONE = 0x100u,        /* held pulls left before it is kept again */
+    GEN_SHARED_MASK = 0xff00u,
 };
+#define GEN_SHARED_PULLS 64u
 
-#define TAKING ((uintptr_t)2)   /* never a token: tokens are odd or frames */
+#define LOCKED ((uintptr_t)2)   /* gen_run: held for one pull (WHO PULLS) */
 #define PULL_PENDING 2          /* pull(): the body waits (coro_gen_await) */
 
+_Static_assert(CORO__GEN_BUDGET_PULLS == CORO__GEN_PULLS_PER_BUDGET, "gen.h's is tunables.h's");
+_Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0, "a power of 2");
+
 const struct coro_await_ops coro__gen_ops = { "generator", NULL };
+
+/* the calling thread's record (gen.h; WHO PULLS, Records) */
+CORO_EXTERN __thread struct coro__gen_self *coro__gen_me
+    __attribute__((tls_model("initial-exec")));
 
 static inline bool is_gen(const coro_t *g)
 {
     return g->flags & CORO__FL_GEN;
 }
 
-/* relaxed: gen_st is written only by the holder of gen_run (OWNERS);
- * atomic because a claimer reads it before it knows it holds nothing */
+/* relaxed: gen_st is written only by the holder or the marked keeper
+ * (WHO PULLS); atomic because gen.h's inline pull reads it before it
+ * knows that it keeps the generator */
 static inline uint32_t st_get(const coro_t *g)
 {
     return __atomic_load_n(&g->gen_st, __ATOMIC_RELAXED);
@@ -79,16 +140,6 @@ static inline uint32_t st_get(const coro_t *g)
 static inline void st_set(coro_t *g, uint32_t s)
 {
     __atomic_store_n(&g->gen_st, s, __ATOMIC_RELAXED);
-}
-
-static inline uintptr_t thread_token(void)
-{
-    return (uintptr_t)__builtin_thread_pointer() | 1u;   /* gen.h's CORO__GEN_TOKEN */
-}
-
-static inline uintptr_t my_token(coro_t *job)
-{
-    return job ? (uintptr_t)job : thread_token();
 }
 
 /* coro__current_job, inlined for coro_gen_await's path */
@@ -123,22 +174,217 @@ static inline coro_await_t complete(intptr_t r)
     return a;
 }
 
-/* ---- who pulls (OWNERS) ------------------------------------------------------ */
-
-/* take g for the pull of token me: 0, or -EBUSY */
-static inline int claim(coro_t *g, uintptr_t me)
+/* gen.h's inline await counted CORO__GEN_BUDGET_PULLS pulls: one unit of
+ * the job's budget, and the yield that carries the value when it is spent */
+coro_await_t coro__gen_await_budget(void)
 {
-    uintptr_t z = 0;
-    /* acquire: the last holder's writes to the frames (its release) */
-    return __atomic_compare_exchange_n(&g->gen_run, &z, me, false, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED) ? 0 : -EBUSY;
+    coro_await_t a = coro_ready(1);
+
+    if (coro__tls_in_job && --coro__tls_budget < 0)
+        a.ops = &coro__yield_ops;       /* the yield's result: arg[0], 1 */
+    return a;
 }
 
+/* ---- records (WHO PULLS) ------------------------------------------------------ */
+
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+static pthread_key_t self_key;
+static bool self_on;                    /* written once, under self_once */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct coro__gen_self *spare;    /* records of threads that ended */
+
+/* a thread ends: its record goes to the next new thread */
+static void self_exit(void *p)
+{
+    struct coro__gen_self *me = p;
+
+    coro__gen_me = NULL;
+    /* release: as at the end of a pull (it marks nothing now) */
+    __atomic_store_n(&me->depth, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&spare_lock);
+    me->next_free = spare;
+    spare = me;
+    pthread_mutex_unlock(&spare_lock);
+}
+
+static bool self_off;                   /* self_on is false (read without the once) */
+
+static void self_init(void)
+{
+    self_on = coro__membarrier_register() == 0 &&
+              pthread_key_create(&self_key, self_exit) == 0;
+    /* relaxed: a thread that misses it goes through the once */
+    __atomic_store_n(&self_off, !self_on, __ATOMIC_RELAXED);
+}
+
+/* the calling thread's record, made at its first call; NULL where
+ * membarrier(2) is missing or memory ran out (its pulls then hold) */
+static struct coro__gen_self *self(void)
+{
+    struct coro__gen_self *me = coro__gen_me;
+
+    if (CORO__LIKELY(me != NULL))
+        return me;
+    /* relaxed: see self_init */
+    if (__atomic_load_n(&self_off, __ATOMIC_RELAXED))
+        return NULL;
+    pthread_once(&self_once, self_init);
+    if (!self_on)
+        return NULL;
+    pthread_mutex_lock(&spare_lock);
+    me = spare;
+    if (me)
+        spare = me->next_free;
+    pthread_mutex_unlock(&spare_lock);
+    if (!me) {
+        /* a cache line of its own: takers read it, its thread writes it */
+        me = aligned_alloc(64, (sizeof *me + 63) & ~(size_t)63);
+        if (!me)
+            return NULL;
+        memset(me, 0, sizeof *me);
+    }
+    if (pthread_setspecific(self_key, me) != 0) {
+        pthread_mutex_lock(&spare_lock);
+        me->next_free = spare;
+        spare = me;
+        pthread_mutex_unlock(&spare_lock);
+        return NULL;
+    }
+    coro__gen_me = me;
+    return me;
+}
+
+static inline uintptr_t tok_of(const struct coro__gen_self *me)
+{
+    return (uintptr_t)me + 1;   /* records are 64-aligned: bits 1-5 clear */
+}
+
+/* the calling thread's holder token (without LOCKED) */
+static inline uintptr_t thread_token(const struct coro__gen_self *me)
+{
+    return me ? tok_of(me) : (uintptr_t)__builtin_thread_pointer() | 1u;
+}
+
+/* me's thread marks a pull of g now (its own record: relaxed) */
+static bool marked(const struct coro__gen_self *me, const coro_t *g)
+{
+    size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < d; i++)
+        if (__atomic_load_n(&me->slot[i], __ATOMIC_RELAXED) == g)
+            return true;
+    return false;
+}
+
+/* mark a pull of g at me->slot[d] (gen.h coro__gen_mark, at any depth):
+ * true when me still keeps g after the mark */
+static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
+{
+    /* release: see gen.h coro__gen_mark */
+    __atomic_store_n(&me->slot[d], g, __ATOMIC_RELEASE);
+    __atomic_store_n(&me->depth, d + 1, __ATOMIC_RELEASE);
+    /* the compiler's fence: the taker's membarrier is the heavy side */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* relaxed: WHO PULLS, the argument */
+    return __atomic_load_n(&g->gen_run, __ATOMIC_RELAXED) == tok_of(me);
+}
+
+static inline void unmark(struct coro__gen_self *me, size_t d)
+{
+    /* release: this pull's writes before a taker's acquire of depth */
+    __atomic_store_n(&me->depth, d, __ATOMIC_RELEASE);
+}
+
+/* after a compare-and-swap took g from the thread of record o: whether
+ * o may pull it now (the taker then gives it back to o) */
+static bool keeper_pulls(const struct coro__gen_self *o, const coro_t *g)
+{
+    /* the heavy side of the fence: o's mark, or o's back-off (WHO PULLS).
+     * It cannot fail once registered; if it did, o's state is unknown */
+    if (coro__membarrier_heavy() != 0)
+        return true;
+    /* acquire: o's writes of its pulls, up to its last store of depth */
+    size_t d = __atomic_load_n(&o->depth, __ATOMIC_ACQUIRE);
+    if (d > CORO__GEN_SLOTS)
+        d = CORO__GEN_SLOTS;
+    for (size_t i = 0; i < d; i++)
+        /* acquire: a slot stored after the depth read (o moved on) brings
+         * the writes before it too */
+        if (__atomic_load_n(&o->slot[i], __ATOMIC_ACQUIRE) == g)
+            return true;
+    return false;
+}
+
+/* take g for one pull held by h (a token | LOCKED) of the calling thread,
+ * whose record is me (or NULL): 0, or -EBUSY */
+static int take(coro_t *g, uintptr_t h, struct coro__gen_self *me)
+{
+    for (;;) {
+        /* acquire: the last holder's writes (its release of gen_run) */
+        uintptr_t r = __atomic_load_n(&g->gen_run, __ATOMIC_ACQUIRE);
+        if (r & LOCKED)
+            return -EBUSY;
+        bool mine = me && r == tok_of(me);
+        if (mine && marked(me, g))
+            return -EBUSY;      /* its own pull runs further up: a body pulls itself */
+        /* acquire: as the load */
+        if (!__atomic_compare_exchange_n(&g->gen_run, &r, h, false, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        if (r == 0 || mine)
+            return 0;
+        if (keeper_pulls((const struct coro__gen_self *)(r - 1), g)) {
+            /* relaxed: nothing of ours to publish; only the keeper reads */
+            __atomic_store_n(&g->gen_run, r, __ATOMIC_RELAXED);
+            return -EBUSY;
+        }
+        /* threads that take turns: held pulls for a while (WHO PULLS) */
+        st_set(g, (st_get(g) & ~(uint32_t)GEN_SHARED_MASK) |
+                      GEN_SHARED_PULLS * GEN_SHARED_ONE);
+        return 0;
+    }
+}
+
+/* end a held pull: g is given back to 0 */
 static inline void release(coro_t *g)
 {
     /* release: this pull's writes to the frames before the next holder's
      * acquire of gen_run */
     __atomic_store_n(&g->gen_run, 0, __ATOMIC_RELEASE);
+}
+
+/* end a thread's held pull: its thread keeps g (unless it is shared) */
+static void give_back(coro_t *g, struct coro__gen_self *me)
+{
+    uintptr_t to = 0;
+
+    if (me) {
+        uint32_t s = st_get(g);
+        if (s & GEN_SHARED_MASK)
+            st_set(g, s - GEN_SHARED_ONE);
+        else
+            to = tok_of(me);
+    }
+    /* release: as release() */
+    __atomic_store_n(&g->gen_run, to, __ATOMIC_RELEASE);
+}
+
+/* a marked pull of me's thread waits in a job: g is held for h from now
+ * on.  A taker that raced the mark has seen it and puts T back: wait for
+ * that (one membarrier(2) long) */
+static void hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
+{
+    uintptr_t t = tok_of(me);
+    unsigned spins = 0;
+
+    /* relaxed: g's frames stay this thread's until the job links them */
+    while (!__atomic_compare_exchange_n(&g->gen_run, &t, h, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+        t = tok_of(me);
+        if (++spins % 64 == 0)
+            sched_yield();      /* a taker on this CPU, switched out */
+        else
+            coro__cpu_relax();
+    }
 }
 
 /* ---- the pull ------------------------------------------------------------------ */
@@ -178,8 +424,10 @@ static coro_t *yield_from(coro_t *root, coro_t *leaf, bool *pending)
         leaf->result = -EINVAL;
         return leaf;
     }
-    /* relaxed: our own token, stored when this pull claimed root */
-    if (claim(inner, __atomic_load_n(&root->gen_run, __ATOMIC_RELAXED)) < 0) {
+    /* relaxed: root's holder token, or its keeper's (a taker that races
+     * a keeper's pull may show its own for a moment: only LOCKED counts) */
+    uintptr_t h = __atomic_load_n(&root->gen_run, __ATOMIC_RELAXED) | LOCKED;
+    if (take(inner, h, coro__gen_me) < 0) {
         leaf->result = -EBUSY;  /* pulled elsewhere, or a circle of yield-froms */
         return leaf;
     }
@@ -260,41 +508,70 @@ int coro_gen_init(coro_t *gen, coro_fn fn)
     return 0;
 }
 
-/* the pull of coro_gen_next by a claimer, gen held */
+/* the pull of coro_gen_next, gen held or marked */
 static int next_held(coro_t *gen, intptr_t *value)
 {
     uint32_t s = st_get(gen);
-    int r;
 
     if (s & GEN_ENDED)
-        r = 0;
-    else if (s & GEN_PENDING)
-        r = -EWOULDBLOCK;
-    else {
-        coro_t *leaf = gen->gen_leaf;
-        r = pull(gen, leaf, leaf->fn(leaf), value, false);
+        return 0;
+    if (s & GEN_PENDING)
+        return -EWOULDBLOCK;
+    coro_t *leaf = gen->gen_leaf;
+    int st = leaf->fn(leaf);
+    if (CORO__LIKELY(st == CORO__ST_VALUE)) {   /* pull()'s first case, without its call */
+        *value = leaf->result;
+        return 1;
     }
-    release(gen);
-    return r;
+    return pull(gen, leaf, st, value, false);
 }
 
+/* a pull of coro_gen_next that gen.h's inline path did not take: marked
+ * when the thread keeps gen (nested pulls too), else held */
 int coro__gen_next_slow(coro_t *gen, intptr_t *value)
 {
     if (!gen || !value || !is_gen(gen))
         return -EINVAL;
-    int r = claim(gen, thread_token());
-    return r < 0 ? r : next_held(gen, value);
+    struct coro__gen_self *me = self();
+    if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
+        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
+            if (mark(me, gen, d)) {
+                int r = next_held(gen, value);
+                unmark(me, d);
+                return r;
+            }
+            unmark(me, d);      /* taken over meanwhile */
+        }
+    }
+    int r = take(gen, thread_token(me) | LOCKED, me);
+    if (r < 0)
+        return r;
+    r = next_held(gen, value);
+    give_back(gen, me);
+    return r;
 }
 
-int coro__gen_next_held(coro_t *gen, intptr_t *value)
+/* gen.h's mark found gen no longer kept, or not waiting for a pull */
+int coro__gen_next_unmark(coro_t *gen, intptr_t *value)
 {
-    return next_held(gen, value);
+    struct coro__gen_self *me = coro__gen_me;
+
+    /* relaxed: as in the mark */
+    if (__atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
+        int r = next_held(gen, value);  /* still kept: ended, or waiting */
+        unmark(me, 0);
+        return r;
+    }
+    unmark(me, 0);
+    return coro__gen_next_slow(gen, value);
 }
 
+/* gen.h's marked pull met something other than a value */
 int coro__gen_next_more(coro_t *gen, int st, intptr_t *value)
 {
     int r = pull(gen, gen->gen_leaf, st, value, false);
-    release(gen);
+    unmark(coro__gen_me, 0);
     return r;
 }
 
@@ -315,50 +592,89 @@ static coro_await_t await_pending(coro_t *gen, intptr_t *value)
     return a;
 }
 
-/* coro_gen_await's pull, gen held; leaf's body returned st (or, with
- * run false, has not run) */
-static coro_await_t await_held(coro_t *gen, intptr_t *value, bool run, int st)
+/* the holder token of a pull that waits: the job's frame, or outside a
+ * job the thread's token */
+static inline uintptr_t await_token(struct coro__gen_self *me)
+{
+    coro_t *job = current_job();
+    return (job ? (uintptr_t)job : thread_token(me)) | LOCKED;
+}
+
+/* coro_gen_await's pull, gen held (me NULL: given back to 0 at the end)
+ * or marked at me->slot[d] (me not NULL, kept: stays kept); leaf's body
+ * returned st, or with run false has not run */
+static coro_await_t await_held(coro_t *gen, intptr_t *value, bool run, int st,
+                               struct coro__gen_self *me, size_t d, bool kept)
 {
     int r;
 
     if (!run) {
         uint32_t s = st_get(gen);
         if (s & GEN_ENDED) {
-            release(gen);
-            return coro__complete(0);
+            r = 0;
+            goto done;
         }
-        if (s & GEN_PENDING)     /* the worker arms its leaf's await */
-            return await_pending(gen, value);
+        if (s & GEN_PENDING)    /* the worker arms its leaf's await */
+            goto pending;
         coro_t *leaf = gen->gen_leaf;
         st = leaf->fn(leaf);
     }
     r = pull(gen, gen->gen_leaf, st, value, true);
-    if (r == PULL_PENDING)
-        return await_pending(gen, value);   /* gen stays held: linked at the await */
-    release(gen);
-    return coro__complete(r);
+    if (r != PULL_PENDING)
+        goto done;
+pending:
+    if (kept) {
+        hand_over(gen, me, await_token(me));
+        unmark(me, d);
+    }
+    return await_pending(gen, value);       /* gen stays held: linked at the await */
+done:
+    if (kept)
+        unmark(me, d);
+    else
+        give_back(gen, me);
+    return complete(r);
 }
 
+/* a pull of coro_gen_await that gen.h's inline path did not take */
+coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value)
+{
+    if (!gen || !value || !is_gen(gen))
+        return coro_ready(-EINVAL);
+    struct coro__gen_self *me = self();
+    if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
+        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
+            if (mark(me, gen, d))
+                return await_held(gen, value, false, 0, me, d, true);
+            unmark(me, d);      /* taken over meanwhile */
+        }
+    }
+    if (take(gen, await_token(me), me) < 0)
+        return coro_ready(-EBUSY);
+    return await_held(gen, value, false, 0, me, 0, false);
+}
+
+coro_await_t coro__gen_await_unmark(coro_t *gen, intptr_t *value)
+{
+    struct coro__gen_self *me = coro__gen_me;
+
+    /* relaxed: as in the mark */
+    if (__atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me))
+        return await_held(gen, value, false, 0, me, 0, true);
+    unmark(me, 0);
+    return coro__gen_await_slow(gen, value);
+}
+
+coro_await_t coro__gen_await_more(coro_t *gen, int st, intptr_t *value)
+{
+    return await_held(gen, value, true, st, coro__gen_me, 0, true);
+}
+
+/* the exported coro_gen_await: gen.h's inline copy is for inlining only */
 coro_await_t coro_gen_await(coro_t *gen, intptr_t *value)
 {
-    uintptr_t me = my_token(current_job());
-
-    /* gen.h's coro_gen_next, with the job's token */
-    if (CORO__LIKELY(gen != NULL && value != NULL && is_gen(gen)) &&
-        CORO__LIKELY(claim(gen, me) == 0)) {
-        if (CORO__LIKELY(st_get(gen) == CORO__GEN_MAGIC)) {
-            coro_t *leaf = gen->gen_leaf;
-            int st = leaf->fn(leaf);
-            if (CORO__LIKELY(st == CORO__ST_VALUE)) {
-                *value = leaf->result;
-                release(gen);
-                return complete(1);
-            }
-            return await_held(gen, value, true, st);
-        }
-        return await_held(gen, value, false, 0);   /* held: ended or waiting */
-    }
-    return coro_ready(!gen || !value || !is_gen(gen) ? -EINVAL : -EBUSY);
+    return coro__gen_await_slow(gen, value);
 }
 
 /* the step loop found cur awaiting coro__gen_ops: link the generator's
@@ -458,7 +774,7 @@ int coro_gen_close(coro_t *gen)
 {
     if (!gen || !is_gen(gen))
         return -EINVAL;
-    int r = claim(gen, my_token(coro__current_job()));
+    int r = take(gen, await_token(self()), coro__gen_me);
     if (r < 0)
         return r;
     uint32_t s = st_get(gen);

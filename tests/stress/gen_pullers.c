@@ -4,7 +4,10 @@
  *   1. Two plain threads pull one counting generator as fast as they can:
  *      every pull gives a value or -EBUSY, never a value twice or a value
  *      lost (the counts and sums add up, each thread's values increase),
- *      and both see the end.
+ *      and both see the end.  Once with a pause every 64 values (the
+ *      generator mostly kept by one thread, taken over at the other's
+ *      turn), once with none (a takeover attempt at every refused pull,
+ *      while the keeper's marked pulls run).
  *   2. Jobs on 1/2/4/8 workers and a plain thread pull one generator whose
  *      body waits (a sleep of 0) between values: the same checks.
  *   3. A job pulls a generator waiting on an event while the main thread
@@ -63,6 +66,7 @@ struct plain_puller {
     pthread_t t;
     coro_t *g;
     pthread_barrier_t *start;
+    int nopause;    /* no sched_yield every 64 values */
     struct tally t_;
 };
 
@@ -77,7 +81,7 @@ static void *plain_main(void *arg)
     while ((r = coro_gen_next(p->g, &v)) != 0) {
         if (r == 1) {
             add(&p->t_, v, &last);
-            if (p->t_.count % 64 == 0)
+            if (!p->nopause && p->t_.count % 64 == 0)
                 sched_yield();      /* the other thread's turn */
         } else {
             SCEN_CHECK(r == -EBUSY || r == -EWOULDBLOCK, "pull: %s", coro_strerror(r));
@@ -89,11 +93,12 @@ static void *plain_main(void *arg)
     return NULL;
 }
 
-static void plain_threads(long n)
+static void plain_threads(long n, int nopause)
 {
     struct count g = { .n = n, .work = 200 };
     pthread_barrier_t start;
-    struct plain_puller a = { .g = &g.co, .start = &start }, b = { .g = &g.co, .start = &start };
+    struct plain_puller a = { .g = &g.co, .start = &start, .nopause = nopause },
+                        b = { .g = &g.co, .start = &start, .nopause = nopause };
 
     pthread_barrier_init(&start, NULL, 2);
     coro_gen_init(&g.co, count_body);
@@ -104,8 +109,8 @@ static void plain_threads(long n)
     pthread_barrier_destroy(&start);
     SCEN_CHECK(a.t_.count + b.t_.count == n, "%ld + %ld values of %ld", a.t_.count, b.t_.count, n);
     SCEN_CHECK(a.t_.sum + b.t_.sum == (intptr_t)(n - 1) * n / 2, "sums");
-    printf("  plain threads: %ld + %ld values, %ld + %ld refused\n", a.t_.count, b.t_.count,
-           a.t_.busy, b.t_.busy);
+    printf("  plain threads%s: %ld + %ld values, %ld + %ld refused\n", nopause ? ", no pause" : "",
+           a.t_.count, b.t_.count, a.t_.busy, b.t_.busy);
 }
 
 /* ---- 2. jobs and a thread -------------------------------------------------------------- */
@@ -245,7 +250,8 @@ int main(int argc, char **argv)
     int rounds = SCEN_N(mode, 200, 2000, 20000);
 
     printf("gen_pullers\n");
-    plain_threads(n);
+    plain_threads(n, 0);
+    plain_threads(n / 4, 1);
     for (int i = 0; i < SCEN_NWORKERS; i++)
         jobs_and_a_thread(scen_workers[i], n / 10);
     for (int i = 0; i < SCEN_NWORKERS; i++)

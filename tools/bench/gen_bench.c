@@ -122,6 +122,7 @@ static intptr_t pull_job(coro_t *g)
     intptr_t r;
 
     cfg.workers = 1;
+    cfg.pin = false;        /* as the twin's thread: no CPU of its own on a shared machine */
     if (coro_sched_create(&s, &cfg) != 0) {
         fprintf(stderr, "gen_bench: coro_sched_create failed\n");
         exit(1);
