@@ -209,9 +209,13 @@ static void returned_push(struct fpool *p, struct slab *first, struct slab *last
     do
         last->next = h;
     /* release: the slabs' resets and the frames' last writes before the
-     * acquire exchange of whoever takes the stack */
-    while (!__atomic_compare_exchange_n(&p->returned, &h, first, true, __ATOMIC_RELEASE,
+     * acquire exchange of whoever takes the stack; acquire: a trim's clear
+     * of trim_on, made before its exchange of the stack, is seen by
+     * coro__frame_trim_note below when our push came after that exchange
+     * (TRIM, lib/sched/frame_sched.c) */
+    while (!__atomic_compare_exchange_n(&p->returned, &h, first, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED));
+    coro__frame_trim_note(p);
 }
 
 /* owner of thread cache p: empty slab sl (its blocks all on its local
@@ -266,6 +270,8 @@ void coro__frame_detach(struct fpool *p, struct slab *sl)
         sl->det = 1;
         slab_unlink(&p->all, sl);
         slab_link(&fr->detached, sl);
+        /* relaxed: a hint for the trim (TRIM, frame_sched.c) */
+        __atomic_add_fetch(&p->nout, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&fr->lock);
 }
@@ -276,6 +282,9 @@ void coro__frame_slab_dispose(struct slab *sl)
     struct fpool *p = sl->pool;
     struct coro__frames *fr = sl->fr;
 
+    /* relaxed: a hint for the trim (TRIM, frame_sched.c); before the push
+     * below, whose note lists the pool with this count already lowered */
+    __atomic_sub_fetch(&p->nout, 1, __ATOMIC_RELAXED);
     /* relaxed: the count is a bound, the stack's CAS publishes the slab */
     if (__atomic_add_fetch(&p->nret, 1, __ATOMIC_RELAXED) <= CORO__FRAME_EMPTY_MAX) {
         /* relaxed: nobody reaches the slab before the push below */
@@ -347,8 +356,9 @@ void coro__frame_returned_trim(struct fpool *p, uint32_t keep)
 
     if (!__atomic_load_n(&p->returned, __ATOMIC_RELAXED))
         return;
-    /* acquire: pairs with the pushes' release (whole takes only: no ABA) */
-    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
+    /* acquire: pairs with the pushes' release (whole takes only: no ABA);
+     * release: a trim's clear of trim_on before it (TRIM, frame_sched.c) */
+    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQ_REL);
     struct slab *kept = r, *klast = NULL;
     for (uint32_t k = 0; r && k < keep; k++) {
         klast = r;
