@@ -61,7 +61,8 @@
  * detached.  The owner takes from the returned stack when it needs a slab
  * (RETURNED below).  So a thread cache holds, whatever its thread does
  * next, the slab it allocates from per size class, the slabs it saw come
- * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones.
+ * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones, until a
+ * worker goes idle after its burst (TRIM in lib/sched/frame_sched.c).
  * A worker's pool does not detach: a
  * worker comes back (it collects its pending slabs when it next allocates
  * from a full slab and before it parks), and its own gives back stay
@@ -80,11 +81,14 @@
  * (coro__frame_returned_trim, unlinking them from fr->detached under
  * fr->lock; the owner's at its exit).  So a thread cache's empty slabs
  * number CORO__FRAME_EMPTY_MAX at most in all, where the owner's own
- * list and the stack could each hold that many.  They are not trimmed
- * further while the thread lives: a thread that spawns burst after burst
- * of fire-and-forget jobs draws on them at every burst (spawn_many_remote),
- * and a worker's trim at its park, which came between two bursts, made
- * that burst allocate its slabs again.
+ * list and the stack could each hold that many.  While a burst of the
+ * thread's jobs runs (a detached slab of it still has blocks out: nout),
+ * they are kept: a thread that spawns burst after burst of fire-and-forget
+ * jobs draws on them at every burst (spawn_many_remote), and a trim at
+ * each worker's look for work, which came between the thread's slab
+ * switches, made the burst allocate them again.  Once no detached slab
+ * has blocks out, a worker going idle gives them back (TRIM in
+ * lib/sched/frame_sched.c).
  */
 #include <stdlib.h>
 #include <string.h>
