@@ -301,6 +301,7 @@ CORO__HIDDEN void coro__frame_take_returned(struct fpool *p);
 CORO__HIDDEN void coro__frame_returned_trim(struct fpool *p, uint32_t keep);
 /* a thread cache's returned stack got slabs: list it for the next trim (TRIM) */
 CORO__HIDDEN void coro__frame_trim_note(struct fpool *p);
+CORO__HIDDEN void coro__frame_trim_relist(struct coro__frames *fr, struct fpool *p);
 
 /* ---- big slabs (lib/sched/frame_big.c, BIG FRAMES) -------------------------------- */
 

@@ -20,13 +20,19 @@
  * call corokit again, and the empty slabs its cache keeps for its next
  * burst (its returned stack, lib/sched/frame_slab.c RETURNED) would wait
  * for it for good.  So whoever pushes slabs there lists the cache on its
- * scheduler's trim list (coro__frame_trim_note: a flag, trim_on, keeps it
- * there once; a Treiber stack of pushes and whole takes, no ABA), and a
- * worker about to park takes the list and gives back every slab on those
- * stacks beyond CORO__FRAME_THREAD_KEEP.  The last frees of a burst are
- * the workers' (the jobs finish there), and a worker parks once it finds
- * no job: so a plain thread's empty slabs go back at the latest when the
- * last worker that finished one of its jobs parks.  The trim takes the
+ * scheduler's trim list (coro__frame_trim_note, in frame_slab.c: a flag,
+ * trim_on, keeps it there once; a Treiber stack of pushes and whole
+ * takes, no ABA), and a worker about to park takes the list and gives
+ * back every slab on those stacks beyond CORO__FRAME_THREAD_KEEP - once
+ * the thread's burst is over: while a detached slab of its cache still
+ * has blocks out (nout), its jobs still run and their slabs come back to
+ * be drawn on, and the cache is listed again for the next look (a trim
+ * at every look for work in a burst, when the workers catch up with the
+ * spawner, made the thread allocate its slabs again).  The last frees of
+ * a burst are the workers' (the jobs finish there), and a worker looks
+ * for work, and then parks, once it has run out of jobs: so a plain
+ * thread's empty slabs go back at the latest when the worker that gave
+ * back the last block of its last detached slab goes idle.  The trim takes the
  * stack whole, as the owner does (coro__frame_returned_trim): an owner
  * drawing on it meanwhile finds it empty and asks the allocator.  Ordering:
  * the trim clears trim_on, then exchanges the stack (acq_rel); a push
@@ -34,27 +40,6 @@
  * note reads trim_on as cleared or later and lists the cache again.
  */
 #include "sched/frame_impl.h"
-
-static void relist(struct coro__frames *fr, struct fpool *p)
-{
-    struct fpool *h = __atomic_load_n(&fr->trimq, __ATOMIC_RELAXED);
-    do
-        p->trim_next = h;
-    /* release: trim_next before the trimmer's acquire exchange of the list */
-    while (!__atomic_compare_exchange_n(&fr->trimq, &h, p, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
-}
-
-void coro__frame_trim_note(struct fpool *p)
-{
-    struct coro__frames *fr = p->fr;
-
-    /* relaxed: the common case, listed already; the exchange decides */
-    if (!p->thread || __atomic_load_n(&p->trim_on, __ATOMIC_RELAXED) ||
-        __atomic_exchange_n(&p->trim_on, 1, __ATOMIC_RELAXED))
-        return;
-    relist(fr, p);
-}
 
 /* TRIM: the listed thread caches' empty slabs back, beyond a few */
 static void threads_trim(struct coro__frames *fr)
@@ -68,7 +53,7 @@ static void threads_trim(struct coro__frames *fr)
         if (__atomic_load_n(&p->nout, __ATOMIC_RELAXED)) {
             /* its burst still runs: its slabs come back to be drawn on
              * again; listed again (trim_on stays), looked at next time */
-            relist(fr, p);
+            coro__frame_trim_relist(fr, p);
             p = next;
             continue;
         }

@@ -205,6 +205,28 @@ void coro__frame_pool_slab_free(struct fpool *p, struct slab *sl)
     coro__frame_slab_free(sl);
 }
 
+/* p onto fr's trim list (TRIM, lib/sched/frame_sched.c) */
+void coro__frame_trim_relist(struct coro__frames *fr, struct fpool *p)
+{
+    struct fpool *h = __atomic_load_n(&fr->trimq, __ATOMIC_RELAXED);
+    do
+        p->trim_next = h;
+    /* release: trim_next before the trimmer's acquire exchange of the list */
+    while (!__atomic_compare_exchange_n(&fr->trimq, &h, p, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+void coro__frame_trim_note(struct fpool *p)
+{
+    struct coro__frames *fr = p->fr;
+
+    /* relaxed: the common case, listed already; the exchange decides */
+    if (!p->thread || __atomic_load_n(&p->trim_on, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&p->trim_on, 1, __ATOMIC_RELAXED))
+        return;
+    coro__frame_trim_relist(fr, p);
+}
+
 /* the chain first..last (linked by next, ours alone) onto p's returned
  * stack */
 static void returned_push(struct fpool *p, struct slab *first, struct slab *last)
