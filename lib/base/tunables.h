@@ -218,6 +218,11 @@
  * the allocator: one call per 64 KiB of frames, 256 frames of 256 B */
 #define CORO__FRAME_EMPTY_PARK 8
 #define CORO__FRAME_EMPTY_IDLE 4
+/* of a plain thread's empty slabs (its returned stack), what a worker
+ * going idle leaves it once its burst is over (sched/frame_sched.c TRIM):
+ * a thread that stops spawning has no idle hook of its own, so what stays
+ * here stays for good */
+#define CORO__FRAME_THREAD_KEEP 0
 /* big frame slabs (above the largest class) a pool keeps for reuse: as
  * many as a burst of fire-and-forget jobs has alive at once, or each spawn
  * past them maps fresh pages; a worker keeps CORO__FRAME_BIG_IDLE of them

@@ -285,7 +285,11 @@ static bool hand_over(struct coro__bpool *p, coro_t *job)
  * before it started, and wake the job with the result */
 static void run_call(struct coro__bpool *p, coro_t *job)
 {
-    coro_await_t *aw = &job->top->aw;
+    /* relaxed: the queue's hand-off (the pool lock, the word's exchange)
+     * ordered the arming step's writes of top before us, and the job does
+     * not step again before our wake; atomic because the step loop's
+     * stores of top are (sched/run.c set_top), as a cancel's read is */
+    coro_await_t *aw = &__atomic_load_n(&job->top, __ATOMIC_RELAXED)->aw;
     int64_t dl = coro__job_deadline(job);
     intptr_t r;
 

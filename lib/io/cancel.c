@@ -110,6 +110,57 @@ void coro__io_cancel_jobs(struct coro__io *io)
     }
 }
 
+/* coro__io_cancel_job's sleep: its timer, out of the heap that holds it */
+static void cancel_sleep(struct coro__io *io, coro_t *job)
+{
+    struct coro__timer_record t;
+    bool took = false;
+    /* the slot its awaitable keeps (lib/wait/wait.h: home and handle),
+     * checked against the entry: a fire that came first took the entry
+     * and gave the handle back - a slot that names another entry, or
+     * none, is then no timer of ours.  The job, woken by that fire,
+     * does not run, nor write its next awaitable here, until the
+     * cancel clears CORO__F_CREAD (lib/rt/cancel_one.c, READING THE
+     * AWAITABLE): the slot is the arm's or the fire's, never a later
+     * await's.  seq_cst: Dekker with a sleep armed in
+     * a worker's heap, which stores its slot, then reads the cancel
+     * flag (coro__wt_push) - our flag's RMW came before this load:
+     * either it sees our flag and withdraws, or we see its slot.  A
+     * sleep in the scheduler's heap is read again under hlock, which
+     * its arm holds */
+    uint32_t slot = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_SEQ_CST);
+    uint32_t home = slot ? coro__wt_home(slot) : 0;
+    /* relaxed: a count for tests (coro__io_sleep_cancel_looks) */
+    __atomic_add_fetch(&io->sleep_cancel_looks, 1, __ATOMIC_RELAXED);
+    if (home && home <= coro__wt_homes(io->s)) {
+        struct coro__wtimers *wt = coro__wt_get(io->s, home);
+        pthread_mutex_lock(&wt->lock);
+        const struct coro__timer_record *e = coro__heap_get(&wt->heap, coro__wt_handle(slot), job);
+        if (e && e->kind == CORO__TK_SLEEP) {
+            coro__wt_del_locked(wt, slot, &t);
+            took = true;
+        }
+        pthread_mutex_unlock(&wt->lock);
+        if (took)
+            coro__io_timer_fire(io, &t, -ECANCELED);
+        return;
+    }
+    pthread_mutex_lock(&io->hlock);
+    /* relaxed: its store was under hlock (coro__io_timer_add) */
+    uint32_t hd = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_RELAXED) - 1;
+    const struct coro__timer_record *e = coro__heap_get(&io->heap, hd, job);
+    if (e && e->kind == CORO__TK_SLEEP) {
+        coro__io_heap_del(io, hd, &t);
+        took = true;
+    }
+    bool sync = took && coro__io_tfd_update(io, 0);
+    pthread_mutex_unlock(&io->hlock);
+    if (sync)
+        coro__tfd_sync(&io->timer);
+    if (took)
+        coro__io_timer_fire(io, &t, -ECANCELED);
+}
+
 /* coro_cancel of one suspended job (lib/wait/parklot.c CANCEL ONE has the
  * argument: its awaitable is ours to read and stays put while the cancel
  * holds CORO__F_CREAD, lib/rt/cancel_one.c READING THE AWAITABLE): an fd wait
@@ -125,7 +176,12 @@ void coro__io_cancel_jobs(struct coro__io *io)
  * blocking pool is taken off its queue.  False for an awaitable that is not ours: the caller sweeps. */
 bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
 {
-    coro_await_t *aw = &job->top->aw;
+    /* relaxed, as coro__wait_cancel_job's (lib/wait/done.c), on the same
+     * CAS: the step loop moves top with atomic stores (sched/run.c
+     * set_top), so a read that may meet one is atomic too; the frame it
+     * names only picks the wait to cancel, and the state word's RMWs
+     * order the rest (READING THE AWAITABLE, lib/rt/cancel_one.c) */
+    coro_await_t *aw = &__atomic_load_n(&job->top, __ATOMIC_RELAXED)->aw;
 
     if (!aw->ops)
         return false;
@@ -137,52 +193,7 @@ bool coro__io_cancel_job(struct coro__io *io, coro_t *job)
         return false;
     const struct coro__io_ops *ops = coro__io_ops_of(aw);
     if (ops->kind == CORO__IOK_SLEEP) {
-        struct coro__timer_record t;
-        bool took = false;
-        /* the slot its awaitable keeps (lib/wait/wait.h: home and handle),
-         * checked against the entry: a fire that came first took the entry
-         * and gave the handle back - a slot that names another entry, or
-         * none, is then no timer of ours.  The job, woken by that fire,
-         * does not run, nor write its next awaitable here, until the
-         * cancel clears CORO__F_CREAD (lib/rt/cancel_one.c, READING THE
-         * AWAITABLE): the slot is the arm's or the fire's, never a later
-         * await's.  seq_cst: Dekker with a sleep armed in
-         * a worker's heap, which stores its slot, then reads the cancel
-         * flag (coro__wt_push) - our flag's RMW came before this load:
-         * either it sees our flag and withdraws, or we see its slot.  A
-         * sleep in the scheduler's heap is read again under hlock, which
-         * its arm holds */
-        uint32_t slot = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_SEQ_CST);
-        uint32_t home = slot ? coro__wt_home(slot) : 0;
-        /* relaxed: a count for tests (coro__io_sleep_cancel_looks) */
-        __atomic_add_fetch(&io->sleep_cancel_looks, 1, __ATOMIC_RELAXED);
-        if (home && home <= coro__wt_homes(io->s)) {
-            struct coro__wtimers *wt = coro__wt_get(io->s, home);
-            pthread_mutex_lock(&wt->lock);
-            const struct coro__timer_record *e = coro__heap_get(&wt->heap, coro__wt_handle(slot), job);
-            if (e && e->kind == CORO__TK_SLEEP) {
-                coro__wt_del_locked(wt, slot, &t);
-                took = true;
-            }
-            pthread_mutex_unlock(&wt->lock);
-            if (took)
-                coro__io_timer_fire(io, &t, -ECANCELED);
-            return true;
-        }
-        pthread_mutex_lock(&io->hlock);
-        /* relaxed: its store was under hlock (coro__io_timer_add) */
-        uint32_t hd = (uint32_t)__atomic_load_n(&sleep_slot(job)->i, __ATOMIC_RELAXED) - 1;
-        const struct coro__timer_record *e = coro__heap_get(&io->heap, hd, job);
-        if (e && e->kind == CORO__TK_SLEEP) {
-            coro__io_heap_del(io, hd, &t);
-            took = true;
-        }
-        bool sync = took && coro__io_tfd_update(io, 0);
-        pthread_mutex_unlock(&io->hlock);
-        if (sync)
-            coro__tfd_sync(&io->timer);
-        if (took)
-            coro__io_timer_fire(io, &t, -ECANCELED);
+        cancel_sleep(io, job);
         return true;
     }
     if (ops->kind != CORO__IOK_FD)

@@ -105,6 +105,13 @@ struct fpool {
      * CORO__FRAME_EMPTY_MAX */
     struct slab *returned;
     uint32_t nret;
+    /* a thread cache on its scheduler's trim list (TRIM, lib/sched/frame_sched.c):
+     * trim_on (atomic) says it is there, trim_next links it */
+    uint32_t trim_on;
+    struct fpool *trim_next;
+    /* atomic: its detached slabs whose blocks are not all back (DETACH):
+     * nonzero while a burst of its jobs is still running */
+    uint32_t nout;
     /* atomic: big slabs of this pool given back (BIG FRAMES), a Treiber
      * stack the owner takes whole; nbig counts them and bigc's (CAUTION:
      * a giver counts before it pushes, so nbig may run ahead of the lists) */
@@ -122,6 +129,10 @@ struct coro__frames {
     struct slab *big;                   /* every big slab, in use or kept (lock) */
     struct slab *detached;              /* detached slabs, and those on a returned stack (lock) */
     size_t held;                        /* atomic: bytes of every slab (coro__frames_held) */
+    /* atomic: thread caches whose returned stack got slabs since a worker
+     * last trimmed them (TRIM, lib/sched/frame_sched.c), a Treiber stack
+     * taken whole */
+    struct fpool *trimq;
     int npools;
     struct fpool *wp[];                 /* one per worker slot */
 };
@@ -288,6 +299,9 @@ CORO__HIDDEN void coro__frame_detach(struct fpool *p, struct slab *sl);
 CORO__HIDDEN void coro__frame_slab_dispose(struct slab *sl);
 CORO__HIDDEN void coro__frame_take_returned(struct fpool *p);
 CORO__HIDDEN void coro__frame_returned_trim(struct fpool *p, uint32_t keep);
+/* a thread cache's returned stack got slabs: list it for the next trim (TRIM) */
+CORO__HIDDEN void coro__frame_trim_note(struct fpool *p);
+CORO__HIDDEN void coro__frame_trim_relist(struct coro__frames *fr, struct fpool *p);
 
 /* ---- big slabs (lib/sched/frame_big.c, BIG FRAMES) -------------------------------- */
 

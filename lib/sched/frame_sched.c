@@ -15,8 +15,55 @@
  * that cap and reaches the allocator for none; a worker that parks for
  * good holds at most CORO__FRAME_EMPTY_PARK empty slabs, plus the current
  * slab of each class it allocated from.
+ *
+ * TRIM.  A plain thread has no idle hook: it may spawn a burst and never
+ * call corokit again, and the empty slabs its cache keeps for its next
+ * burst (its returned stack, lib/sched/frame_slab.c RETURNED) would wait
+ * for it for good.  So whoever pushes slabs there lists the cache on its
+ * scheduler's trim list (coro__frame_trim_note, in frame_slab.c: a flag,
+ * trim_on, keeps it there once; a Treiber stack of pushes and whole
+ * takes, no ABA), and a worker about to park takes the list and gives
+ * back every slab on those stacks beyond CORO__FRAME_THREAD_KEEP - once
+ * the thread's burst is over: while a detached slab of its cache still
+ * has blocks out (nout), its jobs still run and their slabs come back to
+ * be drawn on, and the cache is listed again for the next look (a trim
+ * at every look for work in a burst, when the workers catch up with the
+ * spawner, made the thread allocate its slabs again).  The last frees of
+ * a burst are the workers' (the jobs finish there), and a worker looks
+ * for work, and then parks, once it has run out of jobs: so a plain
+ * thread's empty slabs go back at the latest when the worker that gave
+ * back the last block of its last detached slab goes idle.  The trim takes the
+ * stack whole, as the owner does (coro__frame_returned_trim): an owner
+ * drawing on it meanwhile finds it empty and asks the allocator.  Ordering:
+ * the trim clears trim_on, then exchanges the stack (acq_rel); a push
+ * that the exchange did not take is a CAS after it (acq_rel), so its
+ * note reads trim_on as cleared or later and lists the cache again.
  */
 #include "sched/frame_impl.h"
+
+/* TRIM: the listed thread caches' empty slabs back, beyond a few */
+static void threads_trim(struct coro__frames *fr)
+{
+    if (!__atomic_load_n(&fr->trimq, __ATOMIC_RELAXED))
+        return;
+    /* acquire: pairs with the notes' release pushes */
+    struct fpool *p = __atomic_exchange_n(&fr->trimq, NULL, __ATOMIC_ACQUIRE);
+    while (p) {
+        struct fpool *next = p->trim_next;      /* before the clear: p may be listed again */
+        if (__atomic_load_n(&p->nout, __ATOMIC_RELAXED)) {
+            /* its burst still runs: its slabs come back to be drawn on
+             * again; listed again (trim_on stays), looked at next time */
+            coro__frame_trim_relist(fr, p);
+            p = next;
+            continue;
+        }
+        /* release: the read of trim_next above before a note's push of p */
+        __atomic_store_n(&p->trim_on, 0, __ATOMIC_RELEASE);
+        /* (its exchange of the stack is acq_rel: the clear comes first) */
+        coro__frame_returned_trim(p, CORO__FRAME_THREAD_KEEP);
+        p = next;
+    }
+}
 
 static void idle_trim(struct fpool *p)
 {
@@ -50,6 +97,7 @@ void coro__frames_flush(coro_sched_t *s)
     if (__atomic_load_n(&p->nbig, __ATOMIC_RELAXED) > CORO__FRAME_BIG_IDLE)
         coro__frame_bigc_trim(p, CORO__FRAME_BIG_IDLE);
     idle_trim(p);
+    threads_trim(s->frames);
 }
 
 int coro__frames_init(coro_sched_t *s)

@@ -61,7 +61,8 @@
  * detached.  The owner takes from the returned stack when it needs a slab
  * (RETURNED below).  So a thread cache holds, whatever its thread does
  * next, the slab it allocates from per size class, the slabs it saw come
- * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones.
+ * back partly free, and at most CORO__FRAME_EMPTY_MAX empty ones, until a
+ * worker goes idle after its burst (TRIM in lib/sched/frame_sched.c).
  * A worker's pool does not detach: a
  * worker comes back (it collects its pending slabs when it next allocates
  * from a full slab and before it parks), and its own gives back stay
@@ -80,11 +81,14 @@
  * (coro__frame_returned_trim, unlinking them from fr->detached under
  * fr->lock; the owner's at its exit).  So a thread cache's empty slabs
  * number CORO__FRAME_EMPTY_MAX at most in all, where the owner's own
- * list and the stack could each hold that many.  They are not trimmed
- * further while the thread lives: a thread that spawns burst after burst
- * of fire-and-forget jobs draws on them at every burst (spawn_many_remote),
- * and a worker's trim at its park, which came between two bursts, made
- * that burst allocate its slabs again.
+ * list and the stack could each hold that many.  While a burst of the
+ * thread's jobs runs (a detached slab of it still has blocks out: nout),
+ * they are kept: a thread that spawns burst after burst of fire-and-forget
+ * jobs draws on them at every burst (spawn_many_remote), and a trim at
+ * each worker's look for work, which came between the thread's slab
+ * switches, made the burst allocate them again.  Once no detached slab
+ * has blocks out, a worker going idle gives them back (TRIM in
+ * lib/sched/frame_sched.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +205,28 @@ void coro__frame_pool_slab_free(struct fpool *p, struct slab *sl)
     coro__frame_slab_free(sl);
 }
 
+/* p onto fr's trim list (TRIM, lib/sched/frame_sched.c) */
+void coro__frame_trim_relist(struct coro__frames *fr, struct fpool *p)
+{
+    struct fpool *h = __atomic_load_n(&fr->trimq, __ATOMIC_RELAXED);
+    do
+        p->trim_next = h;
+    /* release: trim_next before the trimmer's acquire exchange of the list */
+    while (!__atomic_compare_exchange_n(&fr->trimq, &h, p, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+void coro__frame_trim_note(struct fpool *p)
+{
+    struct coro__frames *fr = p->fr;
+
+    /* relaxed: the common case, listed already; the exchange decides */
+    if (!p->thread || __atomic_load_n(&p->trim_on, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&p->trim_on, 1, __ATOMIC_RELAXED))
+        return;
+    coro__frame_trim_relist(fr, p);
+}
+
 /* the chain first..last (linked by next, ours alone) onto p's returned
  * stack */
 static void returned_push(struct fpool *p, struct slab *first, struct slab *last)
@@ -209,9 +235,13 @@ static void returned_push(struct fpool *p, struct slab *first, struct slab *last
     do
         last->next = h;
     /* release: the slabs' resets and the frames' last writes before the
-     * acquire exchange of whoever takes the stack */
-    while (!__atomic_compare_exchange_n(&p->returned, &h, first, true, __ATOMIC_RELEASE,
+     * acquire exchange of whoever takes the stack; acquire: a trim's clear
+     * of trim_on, made before its exchange of the stack, is seen by
+     * coro__frame_trim_note below when our push came after that exchange
+     * (TRIM, lib/sched/frame_sched.c) */
+    while (!__atomic_compare_exchange_n(&p->returned, &h, first, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED));
+    coro__frame_trim_note(p);
 }
 
 /* owner of thread cache p: empty slab sl (its blocks all on its local
@@ -266,6 +296,8 @@ void coro__frame_detach(struct fpool *p, struct slab *sl)
         sl->det = 1;
         slab_unlink(&p->all, sl);
         slab_link(&fr->detached, sl);
+        /* relaxed: a hint for the trim (TRIM, frame_sched.c) */
+        __atomic_add_fetch(&p->nout, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&fr->lock);
 }
@@ -276,6 +308,9 @@ void coro__frame_slab_dispose(struct slab *sl)
     struct fpool *p = sl->pool;
     struct coro__frames *fr = sl->fr;
 
+    /* relaxed: a hint for the trim (TRIM, frame_sched.c); before the push
+     * below, whose note lists the pool with this count already lowered */
+    __atomic_sub_fetch(&p->nout, 1, __ATOMIC_RELAXED);
     /* relaxed: the count is a bound, the stack's CAS publishes the slab */
     if (__atomic_add_fetch(&p->nret, 1, __ATOMIC_RELAXED) <= CORO__FRAME_EMPTY_MAX) {
         /* relaxed: nobody reaches the slab before the push below */
@@ -347,8 +382,9 @@ void coro__frame_returned_trim(struct fpool *p, uint32_t keep)
 
     if (!__atomic_load_n(&p->returned, __ATOMIC_RELAXED))
         return;
-    /* acquire: pairs with the pushes' release (whole takes only: no ABA) */
-    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
+    /* acquire: pairs with the pushes' release (whole takes only: no ABA);
+     * release: a trim's clear of trim_on before it (TRIM, frame_sched.c) */
+    struct slab *r = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQ_REL);
     struct slab *kept = r, *klast = NULL;
     for (uint32_t k = 0; r && k < keep; k++) {
         klast = r;

@@ -316,9 +316,19 @@ coro_t *coro__parklot_pop_raw(coro__parklot_bucket_t *b, const void *key)
     return NULL;
 }
 
+/* a parked job's innermost frame.  Relaxed: the bucket's or registry's
+ * lock that the caller holds, taken by the job's arm too, orders its
+ * step's stores of top before us, and a parked job does not step again
+ * before its wake; atomic because those stores are (sched/run.c set_top)
+ * and a cancel reads top while the job may still run (lib/wait/done.c) */
+static inline coro_t *parked_top(coro_t *w)
+{
+    return __atomic_load_n(&w->top, __ATOMIC_RELAXED);
+}
+
 coro_await_t *coro__parklot_args(coro_t *w)
 {
-    return (w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) ? &w->aw : &w->top->aw;
+    return (w->flags & (CORO__FL_THREAD | CORO__FL_PROXY)) ? &w->aw : &parked_top(w)->aw;
 }
 
 static void wakelist_push(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
@@ -327,7 +337,7 @@ static void wakelist_push(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
     if (w->flags & CORO__FL_THREAD)
         w->result = res;
     else
-        w->top->result = res;
+        parked_top(w)->result = res;
     w->next = NULL;
     *wakes->tail = w;
     wakes->tail = &w->next;
@@ -357,7 +367,7 @@ void coro__wakelist_wake(coro__wakelist_t *wakes)
     while (w) {
         coro_t *nx = w->next;   /* the wake reuses next */
         w->next = NULL;
-        wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : w->top->result);
+        wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : parked_top(w)->result);
         w = nx;
     }
     coro__wakelist_init(wakes);
@@ -608,7 +618,7 @@ static int joiners_sweep(coro_sched_t *s, bool flagged)
         joiner_registry_lock(r);
         for (coro_t *w = r->head, *nx; w; w = nx) {
             nx = w->next;
-            coro_t *target = w->top->aw.arg[0].p, *me = w;
+            coro_t *target = parked_top(w)->aw.arg[0].p, *me = w;
             if (flagged && !coro__job_cancelled(w))
                 continue;
             /* acq_rel: against the finisher's exchange of the slot; the

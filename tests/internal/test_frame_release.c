@@ -2,8 +2,8 @@
 /* A plain thread's burst of fire-and-forget jobs gives its slabs back once
  * the jobs are over, though the thread never calls corokit again
  * (docs/guide.md, frame memory): the pools' count of slab bytes
- * (coro__frames_held) comes back to at most the empty slabs its cache keeps
- * for the next burst, within a bound in time (a wait for the condition,
+ * (coro__frames_held) comes back to the slab its class allocates from once
+ * the workers idle, within a bound in time (a wait for the condition,
  * never a sleep that orders). */
 #include <criterion/criterion.h>
 #include <corokit.h>
@@ -50,10 +50,12 @@ static void burst(int workers)
         cr_assert_eq(coro_spawn(s, &f->co, small_fn, NULL), 0);
     }
     wait_done(N);
-    /* what may stay: the slab the thread allocates from, a few slabs
-     * whose last frees it has not collected, and the empty slabs its cache
-     * keeps for its next burst (CORO__FRAME_EMPTY_MAX in all) */
-    size_t bound = (size_t)(CORO__FRAME_EMPTY_MAX + 8) << 16;
+    /* what may stay once a worker went idle after the burst (TRIM in
+     * lib/sched/frame_sched.c): the slab the thread allocates from, one
+     * whose last frees it has not collected, and CORO__FRAME_THREAD_KEEP
+     * empty ones - not the CORO__FRAME_EMPTY_MAX its cache keeps while it
+     * spawns */
+    size_t bound = (size_t)(CORO__FRAME_THREAD_KEEP + 2) << 16;
     int64_t end = coro_now() + 20000000000LL;
     size_t h;
     while ((h = coro__frames_held(s)) > h0 + bound && coro_now() < end)

@@ -4,7 +4,9 @@
  * handed between threads and freed there (cross-thread frees), plain
  * threads that exit with frames still out (their caches adopted), the
  * full slabs of a thread's cache released by whoever frees their last
- * frame, big frames back to the pool that allocated them, across
+ * frame, a thread cache's empty slabs given back by a worker going idle
+ * while the thread may be drawing on them (lib/sched/frame_sched.c TRIM),
+ * big frames back to the pool that allocated them, across
  * 1/2/4/8 workers.  Checks every job ran once and the config allocator
  * has nothing outstanding after coro_sched_destroy. */
 #define _GNU_SOURCE
