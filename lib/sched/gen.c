@@ -42,10 +42,10 @@
  *            or a thread's token (T, or its thread pointer | 1 for a thread
  *            with no record); every other pull gets -EBUSY
  * The thread T pulls without a write to the generator (gen.h
- * coro__gen_mark): it stores gen in slot[depth] and depth + 1 in its record,
+ * CORO__GEN_MARK): it stores gen in slot[depth] and depth + 1 in its record,
  * and then reads gen_run again; it runs the body only if gen_run is still
  * T, and stores depth back at the end.  Any other pull takes the
- * generator (take()): a compare-and-swap from what it read to H | 2, and
+ * generator (gen_take()): a compare-and-swap from what it read to H | 2, and
  * when that was another thread's T, a membarrier(2) and a look at T's
  * record: gen in its slot[0, depth) means T pulls it now, and the taker
  * puts T back and gets -EBUSY; else the generator is the taker's.
@@ -275,11 +275,11 @@ static bool marked(const struct coro__gen_self *me, const coro_t *g)
     return false;
 }
 
-/* mark a pull of g at me->slot[d] (gen.h coro__gen_mark, at any depth):
+/* mark a pull of g at me->slot[d] (gen.h CORO__GEN_MARK, at any depth):
  * true when me still keeps g after the mark */
 static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
 {
-    /* release: see gen.h coro__gen_mark */
+    /* release: see gen.h CORO__GEN_MARK */
     __atomic_store_n(&me->slot[d], g, __ATOMIC_RELEASE);
     __atomic_store_n(&me->depth, d + 1, __ATOMIC_RELEASE);
     /* the compiler's fence: the taker's membarrier is the heavy side */
@@ -316,7 +316,7 @@ static bool keeper_pulls(const struct coro__gen_self *o, const coro_t *g)
 
 /* take g for one pull held by h (a token | LOCKED) of the calling thread,
  * whose record is me (or NULL): 0, or -EBUSY */
-static int take(coro_t *g, uintptr_t h, struct coro__gen_self *me)
+static int gen_take(coro_t *g, uintptr_t h, struct coro__gen_self *me)
 {
     for (;;) {
         /* acquire: the last holder's writes (its release of gen_run) */
@@ -371,7 +371,7 @@ static void give_back(coro_t *g, struct coro__gen_self *me)
 /* a marked pull of me's thread waits in a job: g is held for h from now
  * on.  A taker that raced the mark has seen it and puts T back: wait for
  * that (one membarrier(2) long) */
-static void hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
+static void gen_hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
 {
     uintptr_t t = tok_of(me);
     unsigned spins = 0;
@@ -427,7 +427,7 @@ static coro_t *yield_from(coro_t *root, coro_t *leaf, bool *pending)
     /* relaxed: root's holder token, or its keeper's (a taker that races
      * a keeper's pull may show its own for a moment: only LOCKED counts) */
     uintptr_t h = __atomic_load_n(&root->gen_run, __ATOMIC_RELAXED) | LOCKED;
-    if (take(inner, h, coro__gen_me) < 0) {
+    if (gen_take(inner, h, coro__gen_me) < 0) {
         leaf->result = -EBUSY;  /* pulled elsewhere, or a circle of yield-froms */
         return leaf;
     }
@@ -544,7 +544,7 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
             unmark(me, d);      /* taken over meanwhile */
         }
     }
-    int r = take(gen, thread_token(me) | LOCKED, me);
+    int r = gen_take(gen, thread_token(me) | LOCKED, me);
     if (r < 0)
         return r;
     r = next_held(gen, value);
@@ -624,7 +624,7 @@ static coro_await_t await_held(coro_t *gen, intptr_t *value, bool run, int st,
         goto done;
 pending:
     if (kept) {
-        hand_over(gen, me, await_token(me));
+        gen_hand_over(gen, me, await_token(me));
         unmark(me, d);
     }
     return await_pending(gen, value);       /* gen stays held: linked at the await */
@@ -650,7 +650,7 @@ coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value)
             unmark(me, d);      /* taken over meanwhile */
         }
     }
-    if (take(gen, await_token(me), me) < 0)
+    if (gen_take(gen, await_token(me), me) < 0)
         return coro_ready(-EBUSY);
     return await_held(gen, value, false, 0, me, 0, false);
 }
@@ -774,7 +774,7 @@ int coro_gen_close(coro_t *gen)
 {
     if (!gen || !is_gen(gen))
         return -EINVAL;
-    int r = take(gen, await_token(self()), coro__gen_me);
+    int r = gen_take(gen, await_token(self()), coro__gen_me);
     if (r < 0)
         return r;
     uint32_t s = st_get(gen);
