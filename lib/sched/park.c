@@ -134,12 +134,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
      * the last of them to stop looks there itself or wakes a worker in
      * its place (sched/steal.c, SEARCHING; seq_cst: after our bit) */
     j = find_own_(w, false);
-    /* at their cap, the searchers cover the others' queues: mark it for
-     * the last of them to stop, which then wakes a worker (it wakes one
-     * only when marked: sched/steal.c SEARCHING); a count that fell
-     * meanwhile makes us look ourselves */
-    if (!j && (__atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s) ||
-               !coro__search_owe(s, search_max(s))))
+    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
         j = coro__steal(w);
     if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
         bool had = coro__idle_clear(s, w->idx);

@@ -437,10 +437,6 @@ struct coro_sched {
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
-    /* atomic bool: a notify skipped its wake because a worker searched,
-     * and no last searcher has answered for it yet (sched/steal.c
-     * SEARCHING); on the searchers' line, which such a notifier read */
-    uint32_t search_owed;
     /* atomic: 1 + the index of the worker that spins with its hand-off
      * slot open, 0 = none (sched/worker.c SPINNING); read by every
      * submission from outside the workers, written twice per spin: a

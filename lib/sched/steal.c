@@ -138,17 +138,10 @@ static coro_t *steal_from(struct coro__worker *w, struct coro__worker *v, int pi
 /* searching: tokio's protocol.  A worker that looks for work outside its
  * own queues is "searching"; s->searching counts them, at most half the
  * workers (at least one).  A waker that sees a searcher does not wake a
- * parked worker: the searcher will find the job.  It says so in
- * s->search_owed, and so does a parking worker whose last look leaves the
- * others' queues to the searchers at their cap (one store per search,
- * then a second read of the count, which makes it act itself if the
- * searchers are gone: sched/wake.c coro__search_owe).  A worker that
- * stops searching because it found work, and was the last searcher,
- * wakes a parked one in its place when someone counted on it (the word
- * is set: it takes it) or it took more jobs than the one it runs, so
- * work that is left is never without a searcher; a searcher that found
- * the one job it was woken for wakes nobody (tools/model/search.pml).
- * The spinning worker (sched/worker.c WAITING) is no searcher. */
+ * parked worker: the searcher will find the job.  A worker that stops
+ * searching because it found work, and was the last searcher, wakes a
+ * parked one in its place, so work that is left is never without a
+ * searcher. */
 
 bool coro__start_searching(struct coro__worker *w)
 {

@@ -7,17 +7,9 @@
  */
 #include "sched/worker.h"
 
-#ifdef CORO__SPIN_DEBUG
-#include <stdio.h>
-static void *dbg_ra[16]; static uint64_t dbg_n[16];
-__attribute__((destructor)) static void dbg_p(void) { for (int i = 0; i < 16 && dbg_ra[i]; i++) fprintf(stderr, "unpark from %p: %lu\n", dbg_ra[i], dbg_n[i]); }
-#endif
-__attribute__((noinline)) void coro__unpark(coro_sched_t *s, int idx)
+void coro__unpark(coro_sched_t *s, int idx)
 {
     struct coro__worker *w = s->w[idx];
-#ifdef CORO__SPIN_DEBUG
-    { void *ra = __builtin_return_address(0); for (int i = 0; i < 16; i++) { void *o = NULL; if (__atomic_compare_exchange_n(&dbg_ra[i], &o, ra, 0, 5, 5) || o == ra) { __atomic_add_fetch(&dbg_n[i], 1, 0); break; } } }
-#endif
 
     /* seq_cst: the push that made this wake necessary happens before the
      * epoch change the parked worker observes (release), and the change is
@@ -124,21 +116,6 @@ int coro__claim_idle(coro_sched_t *s, const uint64_t *wmask)
     return -1;
 }
 
-bool coro__search_owe(coro_sched_t *s, uint32_t max)
-{
-    /* said already (one store per search, not one per push): the last
-     * searcher reads it when it stops (relaxed: a stale 0 only costs the
-     * store below) */
-    if (__atomic_load_n(&s->search_owed, __ATOMIC_RELAXED))
-        return true;
-    /* seq_cst store, fence, load: against the last searcher's seq_cst
-     * decrement then its read of the word (Dekker): either it sees our
-     * mark, or we see it gone and act ourselves */
-    __atomic_store_n(&s->search_owed, 1, __ATOMIC_SEQ_CST);
-    coro__fence_seq_cst();
-    return __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) >= max;
-}
-
 void coro__notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any)
 {
     /* no parked worker the job may run on: nothing to do (one that parks
@@ -155,9 +132,7 @@ void coro__notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any)
         }
     if (!some)
         return;
-    /* the searchers cover the job: the last of them to stop wakes a
-     * worker for it (sched/steal.c SEARCHING) */
-    if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0 && coro__search_owe(s, 1))
+    if (any && __atomic_load_n(&s->searching, __ATOMIC_RELAXED) != 0)
         return;
     /* the woken worker counts itself as a searcher once it runs (tokio
      * counts it here, in the waker; a claim racing the worker's own

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The worker thread: its loop (look for work, spin, yield, park, run a
- * step), a yielder kept aside while others run (DEFERRED YIELDS), and the
+/* The worker thread: its loop (look for work, wait, park, run a step), a
+ * yielder kept aside while others run (DEFERRED YIELDS), and the
  * looks at epoll and at the timers that a busy worker makes between its
  * steps (BUSY LOOKS, DUE TIMERS).  The rest of the workers' code is in
  * the files beside it; sched/worker.h says which essay (QUEUES, PARKING,
@@ -12,46 +12,50 @@
  * wait for is usually there, and taking it here runs the woken job on
  * this worker with no thread wake-up at all.  The first NORMAL job it
  * wakes is kept aside (w->caught) and run next; the rest go to its own
- * queues, whose pushes notify as usual.  Then it spins (SPINNING) or
+ * queues, whose pushes notify as usual.  Then it waits (WAITING) or
  * parks at once - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
- * there would only be woken for nothing at each event).  No idle worker
- * calls sched_yield: a yield hands a runnable thread a time slice, often
- * one of the process whose answer we wait for or a neighbour's, and
- * costs a system call when there is none.
+ * there would only be woken for nothing at each event).
  *
- * SPINNING.  An idle worker holds a CPU that, on a shared machine,
- * belongs to whoever we wait for, so it spins only where a wake-up is
- * likely soon and cheap to catch: at most one worker at a time
- * (s->spinner, claimed with a CAS: Go caps its spinning threads, tokio
- * its searchers), never when workers outnumber CPUs (it would take the
- * CPU of the worker it waits for), and only while its recent spins paid
- * (one of its last 8 spins found work, w->spin_hist; else one idle phase
- * in CORO__IDLE_SPIN_PROBE spins as a probe).  A spin lasts at most
- * CORO__IDLE_SPIN_NS, about what a park and its wake-up cost, with a
- * pause between looks; its looks steal at looks 0, 1, 3, 7 and 15, as an
- * idle phase's did, then it parks as any idle worker does (sched/park.c:
- * the park protocol, not the spin, is what no wake-up is lost by).
- * The spinner is no searcher: it leaves s->searching before it spins, so
- * the job it finds makes it no last searcher, whose rule would wake a
- * parked worker for nothing at each job (the spin looks on where a
- * searcher would have; a job whose notify counted on it is in an awake
- * worker's own queues, sched/submit.c).
- * What makes the spin pay is its hand-off slot (w->handoff): a thread
+ * WAITING.  An idle worker holds a CPU that, on a shared machine, belongs
+ * to whoever we wait for, so it waits before it parks only where a
+ * wake-up is likely soon: while one of its last 8 waits found work
+ * (w->spin_hist; else one idle phase in CORO__IDLE_WAIT_PROBE waits, as
+ * a probe).  Otherwise it parks right after its first look: an idle
+ * scheduler, or a load whose work comes from epoll (where a parked worker
+ * waits), makes no sched_yield.  A wait looks again up to
+ * CORO__IDLE_LOOKS times: the first CORO__IDLE_PAUSES after pause
+ * instructions (none when workers outnumber CPUs, which then look only
+ * CORO__IDLE_OVERSUB_YIELDS times), the rest after sched_yield, which
+ * hands the CPU to the thread that answers when that thread waits for it
+ * (a blocking-pool thread that this worker's job woke is often queued on
+ * its CPU).  Waits that only pause, or that one worker only may make,
+ * measured far slower on blocking_roundtrip_par (docs/benchmarks.md, "The
+ * idle path, second attempt").  Its looks steal at looks 0, 1, 3, 7 and
+ * 15, then it parks as any idle worker does (sched/park.c: the park
+ * protocol, not the wait, is what no wake-up is lost by).
+ * One waiting worker at a time, the waiter, also opens a hand-off slot:
+ * it names itself in s->spinner (a CAS from 0) and is no searcher - its
+ * looks are not counted in s->searching, so a job it is handed or finds
+ * makes it no last searcher, whose rule (sched/steal.c SEARCHING) would
+ * wake a parked worker at each job.  One that a wake made a searcher
+ * (sched/park.c) leaves the count before it waits, and wakes a worker in
+ * its place if it was the last.
+ * What makes the wait pay is its hand-off slot (w->handoff): a thread
  * outside the workers that makes a NORMAL job of class 0 ready - the
  * blocking pool answering, the I/O thread, a plain thread that spawns -
- * hands it to the spinner named in s->spinner with one CAS (OPEN -> job)
+ * hands it to the waiter named in s->spinner with one CAS (OPEN -> job)
  * instead of pushing it and waking a parked worker (sched/submit.c).
- * The slot decides who has the job: the spinner closes it with an
- * exchange (-> NULL) when its spin ends, after it stopped naming itself,
- * and runs what the exchange returns; a hand-off whose CAS comes after
- * the close fails and takes the usual path.  So a job is handed over
- * only while the spinner has yet to close, and the close sees it: no
- * job is left in a slot, none is run twice, and the hand-off needs no
- * notify (tools/model/handoff.pml).  A job found in a queue and one in
- * the slot at the close: the second goes to this worker's queues.
- */
+ * The slot decides who has the job: the waiter names itself, then opens
+ * the slot before its first look, and when its wait ends it clears its
+ * name and closes the slot with an exchange (-> NULL), and runs what the
+ * exchange returns; a hand-off whose CAS comes after the close fails and
+ * takes the usual path.  So a job is handed over only while the waiter
+ * has yet to close, and the close sees it: no job is left in a slot,
+ * none is run twice, and the hand-off needs no notify
+ * (tools/model/handoff.pml).  A job found in a queue and one in the slot
+ * at the close: the second goes to this worker's queues. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -279,14 +283,10 @@ bool coro__look_due(struct coro__worker *w)
 /* pauses between two looks of a spin: the slot is read at each */
 #define SPIN_PAUSES 8
 
-/* WAITING: whether this idle phase waits (a hint: spin_begin's CAS
- * decides) */
+/* WAITING: whether this idle phase waits */
 static inline bool may_wait(struct coro__worker *w)
 {
-    if (!w->spin_hist && ++w->spin_probe % CORO__IDLE_WAIT_PROBE != 0)
-        return false;
-    /* relaxed: a hint */
-    return __atomic_load_n(&w->s->spinner, __ATOMIC_RELAXED) == 0;
+    return w->spin_hist || ++w->spin_probe % CORO__IDLE_WAIT_PROBE == 0;
 }
 
 /* name ourselves the waiter, then open the slot: false when another is
@@ -334,17 +334,6 @@ static inline coro_t *spin_look(struct coro__worker *w)
     return found_(w, j);
 }
 
-/* the last searcher stopped: whether a notify counted on it (sched/steal.c
- * SEARCHING) */
-static inline bool searcher_owes(coro_sched_t *s)
-{
-    /* a load first: the word is 0 on most stops.  seq_cst: after our
-     * seq_cst decrement (stop_searching), against the notifier's store
-     * and fence then its read of the count */
-    return __atomic_load_n(&s->search_owed, __ATOMIC_SEQ_CST) &&
-           __atomic_exchange_n(&s->search_owed, 0, __ATOMIC_SEQ_CST);
-}
-
 /* whether the hand-off slot holds a job (or was closed) */
 static inline bool handed(struct coro__worker *w)
 {
@@ -354,7 +343,7 @@ static inline bool handed(struct coro__worker *w)
 
 /* the waiting looks (WAITING): pauses, then sched_yield, until work
  * comes or the looks run out; true when the slot holds a job */
-static bool wait_looks(struct coro__worker *w, coro_t **j)
+static bool wait_looks(struct coro__worker *w, coro_t **j, bool slot)
 {
     coro_sched_t *s = w->s;
     unsigned pauses = s->oversubscribed ? 0 : CORO__IDLE_PAUSES;
@@ -363,7 +352,7 @@ static bool wait_looks(struct coro__worker *w, coro_t **j)
     for (unsigned n = 0; n < looks; n++) {
         if (n < pauses) {
             for (int k = 0; k < SPIN_PAUSES; k++) {
-                if (handed(w))
+                if (slot && handed(w))
                     return true;
                 coro__cpu_relax();
             }
@@ -372,7 +361,7 @@ static bool wait_looks(struct coro__worker *w, coro_t **j)
              * wait for this CPU: give it away (WAITING) */
             sched_yield();
         }
-        if (handed(w))
+        if (slot && handed(w))
             return true;
         /* acquire: pairs with stop_workers' release */
         if ((*j = spin_look(w)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
@@ -384,18 +373,19 @@ static bool wait_looks(struct coro__worker *w, coro_t **j)
 /* WAITING: the idle phase of the waiter, its slot opened by spin_begin
  * before its first look (found: that look found work).  The job to run,
  * or NULL */
-static coro_t *spin(struct coro__worker *w, coro_t *j, bool found)
+static coro_t *spin(struct coro__worker *w, coro_t *j, bool found, bool slot)
 {
     coro_sched_t *s = w->s;
 
-    /* the last searcher to stop, with a notify that counted on it: wake
-     * one in our place, as found_wake does (our wait may end in a long
-     * job) */
-    if (stop_searching(w) && s->nworkers > 1 && searcher_owes(s))
+    /* the waiter is no searcher.  Still one when a wake made it one
+     * (sched/park.c): the last to stop wakes one in our place, as
+     * found_wake does, for the jobs whose notifies counted on us (our wait
+     * may end in a job that runs long) */
+    if (slot && stop_searching(w) && s->nworkers > 1)
         notify(s, s->all_wmask, true);
     if (!found)
-        wait_looks(w, &j);
-    coro_t *h = spin_end(w);
+        wait_looks(w, &j, slot);
+    coro_t *h = slot ? spin_end(w) : NULL;
     if (h) {
         if (j)
             coro__submit(s, j, false);      /* ours to run after h */
@@ -469,15 +459,17 @@ static coro_t *idle_look(struct coro__worker *w, bool spinning, uint32_t *activi
  * others' queues, spin, park.  The job to run, or NULL (look again) */
 static coro_t *go_idle(struct coro__worker *w, uint32_t *activity)
 {
-    bool slot = may_wait(w) && spin_begin(w);
+    bool waits = may_wait(w);
+    /* relaxed: a hint; spin_begin's CAS decides */
+    bool slot = waits && !__atomic_load_n(&w->s->spinner, __ATOMIC_RELAXED) && spin_begin(w);
     bool again;
     coro_t *j = idle_look(w, slot, activity, &again);
 
-    if (slot) {
-        /* the slot is open from before our first look: a job handed over
+    if (slot || (waits && !j && !again)) {
+        /* a slot is open from before our first look: a job handed over
          * meanwhile is ours whatever that look found */
         bool found = j || again;
-        if ((j = spin(w, j, found)) || found)
+        if ((j = spin(w, j, found, slot)) || found)
             return j;
     } else if (j || again) {
         return j;
@@ -500,7 +492,7 @@ static inline void found_wake(struct coro__worker *w)
 
     w->took_more = false;
     if (w->searching) {
-        if (stop_searching(w) && s->nworkers > 1 && (more || searcher_owes(s)))
+        if (stop_searching(w) && s->nworkers > 1)
             notify(s, s->all_wmask, true);
     } else if (more && s->nworkers > 1) {
         notify(s, s->all_wmask, true);

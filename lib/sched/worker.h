@@ -34,11 +34,6 @@ CORO__HIDDEN bool coro__claim_one(coro_sched_t *s, int idx);
 CORO__HIDDEN int coro__claim_idle(coro_sched_t *s, const uint64_t *wmask);
 /* steps b-c of the park protocol, after notify_fence */
 CORO__HIDDEN void coro__notify_fenced(coro_sched_t *s, const uint64_t *wmask, bool any);
-/* a notify or a parker leaves what it found to the searchers (at least
- * max of them): mark s->search_owed for the last one to stop; false when
- * fewer than max search now (the caller acts itself: sched/steal.c
- * SEARCHING) */
-CORO__HIDDEN bool coro__search_owe(coro_sched_t *s, uint32_t max);
 /* rings.c: the submission rings' map (workers only) */
 /* a parking worker with s->use_membarrier, before its membarrier: empty rings off
  * the map, quiet in its name, noted in off[]; whether it noted any */

@@ -4,10 +4,6 @@
  * thread's submission ring, a worker that takes half of a ring into its
  * local ring and runs one, thieves, searchers, parked workers.
  *
- * The last searcher to find work wakes another only when it took more
- * than the job it runs or a notify marked s->search_owed while it
- * searched (sched/steal.c SEARCHING).
- *
  * Abstracted: every job runs for ever once started (the worst case for
  * the jobs left queued: a worker that runs one never looks again); rings
  * are counts; "half" of n is (n + 1) / 2; a worker parks on its epoch
@@ -47,11 +43,6 @@
  *                   worker's own ring, whose notify counts on searchers):
  *                   a burst left jobs queued behind running ones with
  *                   workers parked (io_standby under check-tsan)
- *   -DBROKEN_OWED   a notify that skips because a worker searches marks
- *                   s->search_owed but does not read the count again: the
- *                   last searcher, which wakes a worker only when it took
- *                   more than one job or the word is set, may have read it
- *                   before the store
  *   -DBROKEN_BATON  a worker whose last look before parking found a job
  *                   after a notifier claimed it keeps the wake (found by
  *                   this model: the job the wake was for stayed queued)
@@ -63,7 +54,6 @@
 byte X;                 /* the plain thread's submission ring */
 byte L[NW];             /* local rings */
 byte searching;         /* s->searching */
-bit owed;               /* s->search_owed */
 bit idle[NW];           /* s->idle */
 byte epoch[NW];         /* w->futex */
 byte ran;               /* jobs started */
@@ -93,38 +83,18 @@ inline drain_own(i)
     atomic { L[i] = L[i] + pL[i]; pL[i] = 0 }
 }
 
-/* claim one idle worker, if any */
-inline claim()
-{
-    if
-    :: atomic { idle[0] -> idle[0] = 0; epoch[0]++ }
-    :: atomic { idle[1] -> idle[1] = 0; epoch[1]++ }
-    :: atomic { idle[2] -> idle[2] = 0; epoch[2]++ }
-    :: atomic { !idle[0] && !idle[1] && !idle[2] -> skip }
-    fi
-}
-
-/* notify(any): a fence, then (any: no searcher) claim one idle worker.
- * A skip because a worker searches says so in s->search_owed (one store
- * per search: not when it reads set), then reads the count again: a last
- * searcher that read owed before our store answered for nothing, so if
- * the count is 0 now we wake one ourselves (sched/wake.c) */
+/* notify(any): a fence, then (any: no searcher) claim one idle worker */
 inline notify(any)
 {
     if
-    :: any && searching > 0 ->
+    :: any && searching > 0 -> skip
+    :: else ->
         if
-        :: owed -> skip
-        :: else ->
-            owed = 1;
-#ifndef BROKEN_OWED
-            if
-            :: searching > 0 -> skip
-            :: else -> claim()
-            fi
-#endif
+        :: atomic { idle[0] -> idle[0] = 0; epoch[0]++ }
+        :: atomic { idle[1] -> idle[1] = 0; epoch[1]++ }
+        :: atomic { idle[2] -> idle[2] = 0; epoch[2]++ }
+        :: atomic { !idle[0] && !idle[1] && !idle[2] -> skip }
         fi
-    :: else -> claim()
     fi
 }
 
@@ -216,14 +186,7 @@ look:
     :: atomic { L[me] == 0 && X == 0 -> skip }
     fi;
     /* the others' rings, skipping parked workers, unless the searchers
-     * are at their cap (they cover those rings: say so in owed, then read
-     * the count again, as a skipping notify does) */
-#ifndef BROKEN_OWED
-    if
-    :: !got && searching >= MAXS && !owed -> owed = 1
-    :: else -> skip
-    fi;
-#endif
+     * are at their cap (they cover those rings) */
     if
     :: !got && searching < MAXS ->
         v = 0;
@@ -274,8 +237,7 @@ found:
     :: srch ->
         searching--; srch = 0;
         if
-        :: searching == 0 && more -> notify(1)
-        :: atomic { searching == 0 && !more && owed -> owed = 0 }; notify(1)
+        :: searching == 0 -> notify(1)
         :: else -> skip
         fi
     :: !srch && more -> notify(1)
