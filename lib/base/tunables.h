@@ -96,20 +96,13 @@
 #define CORO__SPIN_PAUSES 64u
 
 /* ---- idling (sched/worker.c, sched/park.c, io/blocking.c) ------------------- */
-/* an idle worker that waits before it parks (sched/worker.c WAITING)
- * looks for work again this many times with a pause instruction (never
- * when oversubscribed: the holder may need our CPU)... */
+/* an idle worker looks for work again this many times with a pause
+ * instruction (never when oversubscribed: the holder may need our CPU)... */
 #define CORO__IDLE_PAUSES 4u
 /* ...then up to this many times in all, giving the CPU away in between,
  * before it parks: a park and a wake-up cost two system calls and a few
  * microseconds, a near-miss of a job pushed just after the look */
 #define CORO__IDLE_LOOKS 16u
-/* it waits only while one of its last 8 waits found work, and else in one
- * idle phase of this many, as a probe; otherwise it parks right after its
- * first look (1: every idle phase waits) */
-#ifndef CORO__IDLE_WAIT_PROBE
-#define CORO__IDLE_WAIT_PROBE 16u
-#endif
 /* ...or this many, all of them sched_yield, when workers outnumber CPUs:
  * the CPU given away goes to another of our threads, which looks for the
  * same work, and a wider window of near-misses costs a system call per

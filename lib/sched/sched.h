@@ -282,18 +282,10 @@ struct coro__subring {
 };
 #define CORO__XQ_WORDS (CORO__XQ_MAX / 64)
 
-/* a spinner's hand-off slot while it takes a job (sched/worker.c
- * SPINNING); NULL: closed */
-#define CORO__HANDOFF_OPEN ((coro_t *)1)
-
 struct coro__worker {
     /* touched by other threads */
     coro_t *lifo;                       /* atomic: NORMAL "any" job, stealable */
     uint32_t futex;                     /* park epoch */
-    /* atomic: NULL (closed), CORO__HANDOFF_OPEN while this worker spins
-     * and names itself in s->spinner, or the job a thread outside the
-     * workers handed it then (sched/worker.c SPINNING) */
-    coro_t *handoff;
     struct coro__localq local[CORO__NPRIO];
     struct coro__sharedq inbox[CORO__NPRIO];
     struct coro__localq yielded[CORO__NPRIO];   /* jobs that yielded: run after the rest */
@@ -327,10 +319,6 @@ struct coro__worker {
     bool searching;                     /* counted in s->searching */
     unsigned idle_looks;                /* failed looks in this idle phase (sched/park.c) */
     bool took_more;                     /* the last look took jobs besides the one it runs */
-    /* SPINNING (sched/worker.c): one bit per recent idle phase that spun,
-     * 1 when its spin found work; idle phases since the last probe */
-    uint8_t spin_hist;
-    uint8_t spin_probe;
     /* while it polls epoll between jobs: the first NORMAL job the poll
      * wakes is kept here, not queued, and run next (sched/worker.c IDLE) */
     bool catching;
@@ -437,11 +425,6 @@ struct coro_sched {
      * own: thieves change it at every steal, and a notifier that finds no
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
-    /* atomic: 1 + the index of the worker that spins with its hand-off
-     * slot open, 0 = none (sched/worker.c SPINNING); read by every
-     * submission from outside the workers, written twice per spin: a
-     * line of its own, away from the searchers' count */
-    uint32_t spinner __attribute__((aligned(CORO__CACHELINE)));
 
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */

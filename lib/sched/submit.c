@@ -53,23 +53,6 @@ static void spill_half(coro_sched_t *s, struct coro__localq *q, int pi)
         coro__sharedq_push_batch(&coro__affinity_get(s, 0)->q[pi], batch, n);
 }
 
-/* from outside the workers: hand a NORMAL job of class 0 to the worker
- * that spins, if one does and its slot is still open (sched/worker.c
- * SPINNING): it runs the job next, and nobody is woken.  True when it
- * took it */
-static inline bool handoff(coro_sched_t *s, coro_t *job)
-{
-    /* relaxed: a hint; a stale name meets a closed slot, or the open slot
-     * of that worker's next spin, which sees the job as well */
-    uint32_t sp = __atomic_load_n(&s->spinner, __ATOMIC_RELAXED);
-    coro_t *open = CORO__HANDOFF_OPEN;
-
-    /* release: the job's fields and READY state before the spinner's
-     * acquire exchange; relaxed on failure (the usual path follows) */
-    return sp && __atomic_compare_exchange_n(&s->w[sp - 1]->handoff, &open, job, false,
-                                             __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
 void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -148,8 +131,6 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * for it.  HIGH and LOW jobs, and a full ring: an inbox,
      * looked at by its worker at that priority at every pick. */
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
-        if (handoff(s, job))
-            return;
         struct coro__subring *subring = coro__thread_subring(s);
         bool pushed = subring && coro__localq_push(&subring->q, job);
         if (subring && !pushed) {
