@@ -225,12 +225,12 @@ test: deps
 # that take a second or more of CPU on 2 CPUs (10,000 connections, a
 # million jobs or frames, 100,000 timers, bursts from plain threads, every
 # allocation failing in turn)
-QUICK_SKIP := samples/*|recipes/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
-	io/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
+QUICK_SKIP := samples/*|samples_recipes/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io_priority/a_high_job_woken*|\
+	io_echo/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
 	wait/timed_waits_of_1ns*|sync/a_plain_thread_and_jobs_share*|sync/channel_carries_1m*|\
 	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*|\
 	coro/a_million_frames*|coro_switch/a_million_frames*|submit/a_burst_from_a_plain_thread*|\
-	enomem/pool_frames_classes*|frame_mem/a_burst_from_a_plain_thread*|io/hundred_thousand*|\
+	sched_enomem/pool_frames_classes*|frame_mem/a_burst_from_a_plain_thread*|io_sleep/hundred_thousand*|\
 	frame/frames_given_back_by_workers*|sched/submissions_to_parked*|sync/mutex_counter_of_1000*|\
 	wait/timed_waits_of_60s*
 quick: lib $(TEST_BIN)
@@ -299,8 +299,8 @@ run-tests:
 # scenarios in the default park mode only: a bad access shows the first
 # time its path runs, and the plain suite runs them all.  check-asan-full
 # runs everything, the scenarios in both modes.
-ASAN_SKIP := io_ready/a_ping_pong_of_100000*|sched/a_million_jobs*|io/echo_server_holds_10000*|\
-	coro/a_million_frames*|coro_switch/a_million_frames*|io/hundred_thousand*
+ASAN_SKIP := io_ready/a_ping_pong_of_100000*|sched/a_million_jobs*|io_echo/echo_server_holds_10000*|\
+	coro/a_million_frames*|coro_switch/a_million_frames*|io_sleep/hundred_thousand*
 ASAN_ENV := LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
 	ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
 check-asan: deps
