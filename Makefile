@@ -547,6 +547,6 @@ check-doc-commands: all
 # ---- end of install block ---------------------------------------------------------
 
 clean:
-	rm -rf build build-asan build-tsan corokit.pc
+	rm -rf build build-asan build-tsan build-fuzz corokit.pc
 
 -include $(wildcard $(B)/*/*.d $(B)/*/*/*.d $(B)/*/*/*/*.d)
