@@ -220,22 +220,24 @@ deps:
 #                    for TEST_FUZZ_SECONDS
 #   make check-full  the long runs: the full supertrace, fuzz for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
-# make test is one make run of its parts (test-parts), so that builds,
-# the suite, the scenarios, each spin search and the one-CPU checks share
-# every CPU from the first second; each part's output is printed whole
-# when it ends (-Otarget), and the parts start in the order listed (the
-# suite's build first, then the longest searches).  JOBS=N overrides the
-# CPU count; a -jN given to make itself is kept.
+# make test builds everything it runs first (every CPU compiling), then
+# runs its parts in one make run, so that the suite, the scenarios, each
+# spin search (a make job each) and the one-CPU checks share every CPU;
+# each part's output is printed whole when it ends (-Otarget), and the
+# parts start in the order listed (the suite first, then fuzz and the
+# scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
+# count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
 TEST_FUZZ_SECONDS ?= 20
-TEST_PARTS := test-suite model-runs fuzz test-scenarios test-scenarios-fence check-doc-commands \
+TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence check-doc-commands \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
+	$(Q)$(MAKE) --no-print-directory $(PAR) $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
 		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
 	@echo "make test: every part passed"
