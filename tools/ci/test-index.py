@@ -216,13 +216,14 @@ class Obj:
 
 def test_objects(build):
     objs = []
-    for d in ("api", "internal"):
+    for d in ("api", "internal", ""):    # a tests/test_*.c not yet filed
         objs += sorted(glob.glob(os.path.join(build, "tests", d, "test_*.o")))
     return objs
 
 
 def source_of(obj):
     d = os.path.basename(os.path.dirname(obj))
+    d = "" if d == "tests" else d
     src = os.path.join("tests", d, os.path.basename(obj)[:-2] + ".c")
     if not os.path.exists(src) and obj.endswith("test_coro_switch.o"):
         src = os.path.join("tests", d, "test_coro.c")
@@ -320,7 +321,8 @@ def index(build, check):
     targets = set(public) | set(helpers)
     if not objs:
         sys.exit(f"test-index: no test objects in {build}/tests (build them first)")
-    srcs = sorted(glob.glob("tests/api/test_*.c") + glob.glob("tests/internal/test_*.c"))
+    srcs = sorted(glob.glob("tests/api/test_*.c") + glob.glob("tests/internal/test_*.c") +
+                  glob.glob("tests/test_*.c"))
     check_homes(srcs, errors)
     check_slow(build, errors)
     calls = defaultdict(set)
