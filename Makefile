@@ -270,12 +270,13 @@ check-unit: lib $(TEST_BIN)
 
 # the long runs, one after another: the whole supertrace of search.pml,
 # 10 minutes of fuzzing, the stress scenarios (minutes), tools/bench/scale.sh
+# (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
 check-full: deps
 	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 check-model
 	$(Q)$(MAKE) --no-print-directory FUZZ_SECONDS=600 fuzz
 	$(Q)$(MAKE) --no-print-directory stress
 	$(Q)$(MAKE) --no-print-directory tools $(TEST_BIN)
-	$(Q)tools/bench/scale.sh
+	$(Q)flock /tmp/corokit-bench.lock tools/bench/scale.sh $(B)
 
 # make quick: the unit tests of make check and the compile-fail cases,
 # without the static checks
