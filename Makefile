@@ -352,9 +352,9 @@ run-tests:
 
 # check-asan leaves out the tests that only repeat at scale what smaller
 # tests run under it too (tests/slow.txt's scale ones: a fifth of its
-# time), and runs the
-# scenarios in the default park mode only: a bad access shows the first
-# time its path runs, and the plain suite runs them all.  check-asan-full
+# time), and runs the scenarios in the default park mode only: a bad
+# access shows the first time its path runs, and the plain suite runs
+# them all.  check-asan-full
 # runs everything, the scenarios in both modes.
 ASAN_ENV := LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
 	ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
