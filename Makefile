@@ -131,7 +131,7 @@ TOOL_BIN += $(B)/tools/gen_bench
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test quick run-tests check check-unit check-full test-suite test-scenarios test-scenarios-fence model-runs test-index demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
+.PHONY: all lib samples tools test quick run-tests check check-unit check-full test-build test-suite test-scenarios test-scenarios-fence model-runs test-index demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -237,7 +237,7 @@ TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence che
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
-	$(Q)$(MAKE) --no-print-directory $(PAR) $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
+	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
 		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
 	@echo "make test: every part passed"
@@ -339,6 +339,8 @@ fuzz: deps
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
+# what make test runs, built before any of it runs (the fuzz harnesses too)
+test-build: $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)
 TEST_FILTER ?=
