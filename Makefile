@@ -5,7 +5,7 @@
 #                   the unit tests without those of tests/slow.txt, beside
 #                   check-docs, check-layers, check-hooks, check-compile-fail
 #                   and check-locals
-#   make test       what CI runs (under 3 minutes on 2 CPUs from make clean):
+#   make test       what CI runs (.ci/run):
 #                   dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
