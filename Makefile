@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
 # corokit - one plain Makefile (liburing's model).
 #   make            libraries and samples (corokit.pc is written by make install)
-#   make test       dependencies, then the whole suite (both coroutine back ends),
+#   make check      between edits, from a built tree (under a minute on 2 CPUs):
+#                   the unit tests without those of tests/slow.txt, beside
+#                   check-docs, check-layers, check-hooks, check-compile-fail
+#                   and check-locals
+#   make test       what CI runs (.ci/run):
+#                   dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model, fuzz and check-doc-commands; builds with every CPU and runs those
-#                   one-CPU checks side by side (JOBS=N: N at a time)
-#   make quick      the unit tests without the slow ones and the compile-fail
-#                   cases (under a minute on 2 CPUs): for contributors between
-#                   edits; make test stays the one full check
+#                   check-model (search.pml bounded), fuzz (20 s) and
+#                   check-doc-commands, all in one make run over every CPU (JOBS=N)
+#   make check-full the long runs: search.pml's whole supertrace, fuzz for 10
+#                   minutes, make stress, tools/bench/scale.sh
+#   make quick      the unit tests of make check and the compile-fail cases
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan, without the tests
 #                   that only repeat at scale; make check-asan-full: all of it
@@ -21,13 +26,15 @@
 #   make uninstall  the same PREFIX and DESTDIR: removes what install put there
 #   make check-build  install into a scratch DESTDIR, build C and C++ programs
 #                   against it through pkg-config (static and shared), run them
-#   make check-docs every exported function has a man page; docs/api.md is current;
+#   make check-docs every exported function has a man page and a test (make
+#                   test-index writes docs/tests.md); docs/api.md is current;
 #                   a header comment and its man page name the same error codes;
 #                   lib/'s comments carry no benchmark figures or history;
 #                   docs/architecture.md's which-file table names every lib/ file
 #   make check-layers lib/'s layers: no upward include or symbol use (nm);
 #                   no lib/ .c over 800 lines, no function over 80 (check-lengths.sh)
-#   make check-model the spin models of tools/model/ (in make test)
+#   make check-model the spin models of tools/model/ (in make test; MODEL_BITS=N:
+#                   search.pml's bitstate table, 25 in make test, 30 in check-full)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
 #   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
 #                   (in make test)
@@ -125,7 +132,7 @@ TOOL_BIN += $(B)/tools/gen_bench
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test quick run-tests demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
+.PHONY: all lib samples tools test quick run-tests check check-unit check-full test-build test-suite test-scenarios test-scenarios-fence model-runs test-index demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -206,42 +213,92 @@ $(B)/stress/%: tests/stress/%.c tests/stress/scenario.h $(TEST_LIB)
 deps:
 	@tools/dev/deps.sh
 
-# make test builds with every CPU, runs the Criterion suite and the
-# scenarios (which load every CPU themselves), then the checks that use
-# one CPU each (spin, libFuzzer, valgrind, the doc and packaging checks)
-# side by side, each one's output printed whole when it ends (-Otarget),
-# the longest first (make starts them in this order).  JOBS=N overrides
-# the CPU count; a -jN given to make itself is kept.
+# Three tiers (README.md, "Testing"):
+#   make check       between edits, from a built tree: the unit tests but
+#                    those of tests/slow.txt, beside the static checks
+#   make test        what CI runs (.ci/run): everything below, every model
+#                    exhaustive but search.pml (bounded: MODEL_BITS), fuzz
+#                    for TEST_FUZZ_SECONDS
+#   make check-full  the long runs: the full supertrace, fuzz for 10
+#                    minutes, the stress scenarios, tools/bench/scale.sh
+# make test builds everything it runs first (every CPU compiling), then
+# runs its parts in one make run, so that the suite, the scenarios, each
+# spin search (a make job each) and the one-CPU checks share every CPU;
+# each part's output is printed whole when it ends (-Otarget), and the
+# parts start in the order listed (the suite first, then fuzz and the
+# scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
+# count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-TEST_CHECKS := check-model fuzz check-valgrind check-locals check-docs check-layers check-hooks \
-	check-build check-compile-fail check-doc-commands
+# search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
+# why a bitstate search is sound enough there); check-full: 2^30
+TEST_MODEL_BITS ?= 25
+TEST_FUZZ_SECONDS ?= 20
+TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence check-doc-commands \
+	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
-	$(Q)$(MAKE) --no-print-directory run-tests
-	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget $(TEST_CHECKS)
+	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
+		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
+	@echo "make test: every part passed"
 
-# make quick leaves to make test: the programs run from outside (samples,
-# recipes: quick does not build them), the stress-like loops and the tests
-# that take a second or more of CPU on 2 CPUs (10,000 connections, a
-# million jobs or frames, 100,000 timers, bursts from plain threads, every
-# allocation failing in turn)
-QUICK_SKIP := samples/*|recipes/*|scale/*|io_ready/a_ping_pong*|io_ready/a_write_racing*|io/a_high_job_woken*|\
-	io/echo_server_holds*|sched/a_million_jobs*|sched/shutdown_while_4_threads*|\
-	wait/timed_waits_of_1ns*|sync/a_plain_thread_and_jobs_share*|sync/channel_carries_1m*|\
-	cancel/an_accepted_fd*|trace/a_thread_spawning_into_two*|\
-	coro/a_million_frames*|coro_switch/a_million_frames*|submit/a_burst_from_a_plain_thread*|\
-	enomem/pool_frames_classes*|frame_mem/a_burst_from_a_plain_thread*|io/hundred_thousand*|\
-	frame/frames_given_back_by_workers*|sched/submissions_to_parked*|sync/mutex_counter_of_1000*|\
-	wait/timed_waits_of_60s*
+# the Criterion suite, whole (tests/api/test_samples.c runs the samples)
+test-suite: $(STATIC) $(SHARED) $(SAMPLES) $(TEST_BIN)
+	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
+
+# the scenarios of tests/stress, in both park modes
+test-scenarios: $(SCEN_BIN)
+	$(Q)tools/ci/run-scenarios.sh $(B) quick
+test-scenarios-fence: $(SCEN_BIN)
+	$(Q)echo "scenarios with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)"
+	$(Q)COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick
+
+# the tests of tests/slow.txt: make check leaves out every kind of them,
+# check-asan the scale ones
+slow_tests = $(shell awk '$$1 ~ /^($(1))$$/ { print $$2 }' tests/slow.txt | paste -sd'|')
+QUICK_SKIP = $(call slow_tests,program|scale|slow)
+ASAN_SKIP = $(call slow_tests,scale)
+
+# make check: the unit tests without the slow ones beside the static
+# checks, each a make job (under a minute on 2 CPUs from a built tree)
+CHECK_PARTS := check-unit check-docs check-layers check-hooks check-compile-fail check-locals
+check: deps
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget $(CHECK_PARTS)
+	@echo "make check: every part passed"
+check-unit: lib $(TEST_BIN)
+	$(Q)$(TEST_BIN) -j2 --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
+
+# the long runs, one after another: the whole supertrace of search.pml,
+# 10 minutes of fuzzing, the stress scenarios (minutes), tools/bench/scale.sh
+# (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
+check-full: deps
+	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 check-model
+	$(Q)$(MAKE) --no-print-directory FUZZ_SECONDS=600 fuzz
+	$(Q)$(MAKE) --no-print-directory stress
+	$(Q)$(MAKE) --no-print-directory tools $(TEST_BIN)
+	$(Q)flock /tmp/corokit-bench.lock tools/bench/scale.sh $(B)
+
+# make quick: the unit tests of make check and the compile-fail cases,
+# without the static checks
 quick: lib $(TEST_BIN)
-	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(subst $(space),,$(QUICK_SKIP)))' $(TEST_ARGS)
+	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
 	$(Q)tools/ci/check-compile-fail.sh $(CC) >/dev/null || tools/ci/check-compile-fail.sh $(CC)
 
 # the spin models of tools/model/: each verifies, each broken variant is
-# rejected; JOBS searches at a time (each on one CPU)
+# rejected; JOBS searches at a time (each on one CPU); MODEL_BITS: the
+# bitstate table of the largest model (tools/ci/check-model.sh)
+MODEL_BITS ?= $(TEST_MODEL_BITS)
 check-model: deps
-	$(Q)MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
+	$(Q)MODEL_BITS=$(MODEL_BITS) MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
+
+# the same as make jobs (make test): one target a search, in the order
+# tools/ci/check-model.sh --list gives (the longest first), then the report
+MODEL_VERDICTS = $(addprefix $(B)/model/,$(addsuffix /verdict,$(shell tools/ci/check-model.sh --list)))
+$(B)/model/%/verdict: FORCE
+	$(Q)s='$*'; m=$${s%%-D*}; MODEL_BITS=$(MODEL_BITS) tools/ci/check-model.sh --one $(B) $$m $${s#$$m}
+model-runs: $(MODEL_VERDICTS)
+	$(Q)tools/ci/check-model.sh --report $(B)
 
 # every mode of every model exhaustively (search.pml's membarrier mode:
 # about 8.7 GB and 84 minutes of CPU; make test checks it by supertrace),
@@ -283,6 +340,8 @@ fuzz: deps
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
+# what make test runs, built before any of it runs (the fuzz harnesses too)
+test-build: $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)
 TEST_FILTER ?=
@@ -295,18 +354,16 @@ run-tests:
 	$(Q)$(if $(SCEN_FENCE),COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick,:)
 
 # check-asan leaves out the tests that only repeat at scale what smaller
-# tests run under it too (a million jobs or frames, 10,000 connections,
-# 100,000 round trips or timers: a fifth of its time), and runs the
-# scenarios in the default park mode only: a bad access shows the first
-# time its path runs, and the plain suite runs them all.  check-asan-full
+# tests run under it too (tests/slow.txt's scale ones: a fifth of its
+# time), and runs the scenarios in the default park mode only: a bad
+# access shows the first time its path runs, and the plain suite runs
+# them all.  check-asan-full
 # runs everything, the scenarios in both modes.
-ASAN_SKIP := io_ready/a_ping_pong_of_100000*|sched/a_million_jobs*|io/echo_server_holds_10000*|\
-	coro/a_million_frames*|coro_switch/a_million_frames*|io/hundred_thousand*
 ASAN_ENV := LSAN_OPTIONS="suppressions=$(CURDIR)/tools/ci/lsan.supp print_suppressions=0" \
 	ASAN_OPTIONS="detect_leaks=1 abort_on_error=0"
 check-asan: deps
 	$(Q)$(ASAN_ENV) $(MAKE) --no-print-directory ASAN=1 \
-		TEST_FILTER='!($(subst $(space),,$(ASAN_SKIP)))' run-tests
+		TEST_FILTER='!($(ASAN_SKIP))' run-tests
 
 check-asan-full: deps
 	$(Q)$(ASAN_ENV) $(MAKE) --no-print-directory ASAN=1 SCEN_FENCE=1 run-tests
@@ -418,7 +475,16 @@ check-hooks: lib $(TEST_LIB)
 	$(Q)CC=$(CC) tools/ci/check-hooks.sh --self-test
 	$(Q)tools/ci/check-hooks.sh $(B)
 
-check-docs: lib
+# docs/tests.md: each public function and the tests that call it; fails
+# when one has none, or a test is away from its home (a suite's name is
+# its file's name: tools/dev/rename-tests.py)
+test-index: lib $(TEST_BIN)
+	$(Q)tools/ci/test-index.py --self-test
+	$(Q)tools/ci/test-index.py $(B)
+
+check-docs: lib $(TEST_BIN)
+	$(Q)tools/ci/test-index.py --self-test
+	$(Q)tools/ci/test-index.py $(B)
 	$(Q)tools/ci/check-man.sh $(B)/$(SONAME)
 	$(Q)tools/dev/gen-man.sh --check
 	$(Q)tools/ci/check-errors.sh
@@ -490,6 +556,6 @@ check-doc-commands: all
 # ---- end of install block ---------------------------------------------------------
 
 clean:
-	rm -rf build build-asan build-tsan corokit.pc
+	rm -rf build build-asan build-tsan build-fuzz corokit.pc
 
 -include $(wildcard $(B)/*/*.d $(B)/*/*/*.d $(B)/*/*/*/*.d)

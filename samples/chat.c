@@ -14,7 +14,7 @@
  * line to its client.  The room keeps the text of the last lines in a log
  * under a pthread mutex held for one short copy (docs/guide.md, "Short
  * locks and CPU work in a job"); the channel carries each line's number.
- * tests/api/test_chat.c includes this file with CHAT_NO_MAIN defined and
+ * tests/api/test_samples_chat.c includes this file with CHAT_NO_MAIN defined and
  * runs 500 bots. */
 #define _GNU_SOURCE
 #include <corokit.h>
@@ -274,7 +274,7 @@ static int chat_listen(const char *ip, int port, int *bound)
     return fd;
 }
 
-/* ---- bots: clients that talk in rounds (the self-test, tests/api/test_chat.c) ---------- */
+/* ---- bots: clients that talk in rounds (the self-test, tests/api/test_samples_chat.c) ---------- */
 
 /* A bot sends one line per round and reads until it has every bot's line
  * of that round before it sends the next: so no bot is ever more than two

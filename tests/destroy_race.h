@@ -5,7 +5,7 @@
  * started before destroy returned, so it must be done with s before s is
  * freed (coro_sched_destroy(3)); under ASan a touch of s after the free
  * is a heap-use-after-free, under TSan a race.  Public API only: used by
- * tests/api/test_destroy_race.c (ASan) and tests/stress/destroy_wake.c
+ * tests/api/test_sched_destroy_race.c (ASan) and tests/stress/destroy_wake.c
  * (TSan, minutes in make stress). */
 #ifndef COROKIT_TESTS_DESTROY_RACE_H
 #define COROKIT_TESTS_DESTROY_RACE_H

@@ -6,7 +6,7 @@
  * children's finishers, on other threads, must be done with the children's
  * frames before they wake the parent: under ASan a later touch is a
  * use after free, under TSan a race.  Public API only: used by
- * tests/api/test_fork_free.c and tests/stress/fork_free.c. */
+ * tests/api/test_sched_fork_free.c and tests/stress/fork_free.c. */
 #ifndef COROKIT_TESTS_FORK_FREE_H
 #define COROKIT_TESTS_FORK_FREE_H
 

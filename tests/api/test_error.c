@@ -102,7 +102,7 @@ Test(error, every_map_entry_has_a_distinct_value_and_text, .timeout = 10)
     }
 }
 
-Test(abi, option_structs_start_zeroed_with_room_to_grow, .timeout = 10)
+Test(error, abi_option_structs_start_zeroed_with_room_to_grow, .timeout = 10)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_config_t f = coro_sched_config_default();

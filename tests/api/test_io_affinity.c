@@ -48,7 +48,7 @@ static int pinned_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, after_each_wake_up_the_job_runs_inside_its_mask, .timeout = 60)
+Test(io_affinity, after_each_wake_up_the_job_runs_inside_its_mask, .timeout = 60)
 {
     int cpus[CORO_MAX_CPUS], n = 0;
     cpu_set_t set;

@@ -45,7 +45,7 @@ static int conn_try_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, connect_and_accept_errors, .timeout = 30)
+Test(io_connect, connect_and_accept_errors, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {

@@ -210,17 +210,17 @@ static void echo_10000(int workers)
     close(lfd);
 }
 
-Test(io, echo_server_holds_10000_concurrent_connections_single_threaded, .timeout = 240)
+Test(io_echo, echo_server_holds_10000_concurrent_connections_single_threaded, .timeout = 240)
 {
     echo_10000(0);
 }
 
-Test(io, echo_server_holds_10000_concurrent_connections_on_1_worker, .timeout = 240)
+Test(io_echo, echo_server_holds_10000_concurrent_connections_on_1_worker, .timeout = 240)
 {
     echo_10000(1);
 }
 
-Test(io, echo_server_holds_10000_concurrent_connections_on_4_workers, .timeout = 240)
+Test(io_echo, echo_server_holds_10000_concurrent_connections_on_4_workers, .timeout = 240)
 {
     echo_10000(4);
 }

@@ -32,7 +32,7 @@ static void *kill_later(void *arg)
     return NULL;
 }
 
-Test(io, sigusr1_is_awaited, .timeout = 30)
+Test(io_signal, sigusr1_is_awaited, .timeout = 30)
 {
     sigset_t set;
     sigemptyset(&set);
@@ -56,7 +56,7 @@ Test(io, sigusr1_is_awaited, .timeout = 30)
     }
 }
 
-Test(io, a_childs_exit_status_is_awaited, .timeout = 30)
+Test(io_signal, a_childs_exit_status_is_awaited, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {

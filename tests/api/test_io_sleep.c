@@ -93,7 +93,7 @@ static void *ref_sleeper_fn(void *arg)
  * before any timer is looked at), which under ASan took 3 ms and made a
  * 0.5 ms sleep 2 ms late; that is the burst's length, not a timer's
  * lateness, which is what this measures. */
-Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60)
+Test(io_sleep, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60)
 {
     enum { N = 300 };
     int w;
@@ -134,7 +134,7 @@ Test(io, sleeps_never_wake_early_and_median_lateness_is_under_2ms, .timeout = 60
     }
 }
 
-Test(io, hundred_thousand_concurrent_timers_all_fire, .timeout = 120)
+Test(io_sleep, hundred_thousand_concurrent_timers_all_fire, .timeout = 120)
 {
     enum { N = 100000 };
     int counts[] = { 1, 4 };
@@ -159,7 +159,7 @@ Test(io, hundred_thousand_concurrent_timers_all_fire, .timeout = 120)
     }
 }
 
-Test(io, sleep_edge_cases, .timeout = 30)
+Test(io_sleep, sleep_edge_cases, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -175,7 +175,7 @@ Test(io, sleep_edge_cases, .timeout = 30)
     }
 }
 
-Test(io, single_threaded_run_returns_once_the_sleepers_are_done, .timeout = 30)
+Test(io_sleep, single_threaded_run_returns_once_the_sleepers_are_done, .timeout = 30)
 {
     coro_sched_t *s = mk(0);
     struct napper n[3] = { { .ns = 5 * MS }, { .ns = 10 * MS }, { .ns = 1 * MS } };

@@ -327,7 +327,7 @@ static int closer_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, a_second_coro_child_waiter_of_one_pid_gets_esrch, .timeout = 60)
+Test(cancel, io_a_second_coro_child_waiter_of_one_pid_gets_esrch, .timeout = 60)
 {
     static const int wk[] = { 0, 1, 2, 4 };
     for (unsigned k = 0; k < sizeof wk / sizeof wk[0]; k++) {

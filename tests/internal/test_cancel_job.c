@@ -406,7 +406,7 @@ static int dl_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(deadline, a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .timeout = 60)
+Test(cancel_job, deadline_a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         for (int kind = 0; kind < NDKIND; kind++) {
@@ -456,7 +456,7 @@ Test(deadline, a_50ms_deadline_ends_a_wait_that_has_no_timeout_of_its_own, .time
 /* a wait's own shorter timeout still wins; a completed await keeps its
  * result after the deadline; a frame spawned again without a deadline has
  * none */
-Test(deadline, an_earlier_own_timeout_wins_and_completed_awaits_keep_their_result, .timeout = 60)
+Test(cancel_job, deadline_an_earlier_own_timeout_wins_and_completed_awaits_keep_their_result, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -486,7 +486,7 @@ Test(deadline, an_earlier_own_timeout_wins_and_completed_awaits_keep_their_resul
     }
 }
 
-Test(deadline, bad_spawn_options_give_einval, .timeout = 10)
+Test(cancel_job, deadline_bad_spawn_options_give_einval, .timeout = 10)
 {
     coro_sched_t *s = mk(1);
     struct dl w = { .kind = D_EVENT };
@@ -515,7 +515,7 @@ static void gate_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
-Test(deadline, a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothing, .timeout = 30)
+Test(cancel_job, deadline_a_deadline_record_that_cannot_be_had_gives_enomem_and_leaks_nothing, .timeout = 30)
 {
     coro_alloc_t gate = { .alloc = gate_malloc, .free = gate_free };
     for (unsigned k = 0; k < NW; k++) {
@@ -557,7 +557,7 @@ static int neg_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(join_timeout, returns_a_jobs_own_negative_result_as_a_result, .timeout = 60)
+Test(cancel_job, join_timeout_returns_a_jobs_own_negative_result_as_a_result, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -593,7 +593,7 @@ static int jt_in_job_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(join_timeout, error_paths, .timeout = 30)
+Test(cancel_job, join_timeout_error_paths, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     coro_t idle;
@@ -636,7 +636,7 @@ static int dto_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(done_timeout, times_out_then_returns_the_jobs_own_result_apart, .timeout = 60)
+Test(cancel_job, done_timeout_times_out_then_returns_the_jobs_own_result_apart, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -670,7 +670,7 @@ Test(done_timeout, times_out_then_returns_the_jobs_own_result_apart, .timeout = 
     }
 }
 
-Test(done_timeout, a_cancelled_awaiter_gets_ecanceled, .timeout = 60)
+Test(cancel_job, done_timeout_a_cancelled_awaiter_gets_ecanceled, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -715,7 +715,7 @@ static int dto_err_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(done_timeout, error_paths, .timeout = 30)
+Test(cancel_job, done_timeout_error_paths, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     struct dto_err e;
@@ -730,7 +730,7 @@ Test(done_timeout, error_paths, .timeout = 30)
 
 /* ---- coro_sched_shutdown_timeout (issue 12, item 4) ------------------------------ */
 
-Test(shutdown_timeout, drains_in_time_or_cancels_the_rest_after_the_timeout, .timeout = 60)
+Test(cancel_job, shutdown_timeout_drains_in_time_or_cancels_the_rest_after_the_timeout, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         /* drains: every job finishes by itself */
@@ -784,7 +784,7 @@ static int sd_in_job_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(shutdown_timeout, error_paths, .timeout = 30)
+Test(cancel_job, shutdown_timeout_error_paths, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     struct sd_in_job j = { .s = s, .rc = 1 };
@@ -822,7 +822,7 @@ static void *drv_main(void *arg)
     return NULL;
 }
 
-Test(group, members_sleeping_10s_all_see_ecanceled_soon_after_coro_group_cancel, .timeout = 60)
+Test(cancel_job, group_members_sleeping_10s_all_see_ecanceled_soon_after_coro_group_cancel, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -876,7 +876,7 @@ static int gw_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(group, a_job_waits_for_the_group_with_a_timeout, .timeout = 60)
+Test(cancel_job, group_a_job_waits_for_the_group_with_a_timeout, .timeout = 60)
 {
     for (unsigned k = 0; k < NW; k++) {
         coro_sched_t *s = mk(worker_counts[k]);
@@ -924,7 +924,7 @@ static int gb_in_job_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(group, error_paths, .timeout = 30)
+Test(cancel_job, group_error_paths, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     coro_group_t g;

@@ -564,7 +564,7 @@ Test(hostile, a_frame_spawned_again_right_after_coro_done_is_never_busy, .timeou
 /* The select's job-end branch (like coro_done) is woken before the
  * finisher's last touch; a coro_join made at once then met DONE with
  * EXITING, did not register, and slept on the state word that the
- * finisher never woke: a hang (tests/api/test_select.c caught it under ASan). */
+ * finisher never woke: a hang (tests/api/test_sync_select.c caught it under ASan). */
 Test(hostile, a_join_right_after_a_select_saw_the_job_end_returns, .timeout = 120)
 {
     for (size_t wi = 1; wi < 4; wi++) {

@@ -73,7 +73,7 @@ static void *closer_main(void *arg)
     return NULL;
 }
 
-Test(io, coro_close_resumes_a_waiting_job_once_with_ebadf, .timeout = 30)
+Test(io_close, coro_close_resumes_a_waiting_job_once_with_ebadf, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -127,7 +127,7 @@ static int canceller_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, shutdown_cancel_resumes_every_pending_wait_once_with_ecanceled, .timeout = 60)
+Test(io_close, shutdown_cancel_resumes_every_pending_wait_once_with_ecanceled, .timeout = 60)
 {
     sigset_t set;
     sigemptyset(&set);

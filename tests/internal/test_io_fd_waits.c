@@ -65,7 +65,7 @@ static void later_start(struct later *l, int fd, int ms, const char *data, coro_
 
 /* ---- readiness on pipes and socketpairs ------------------------------------------- */
 
-Test(io, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
+Test(io_fd_waits, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -93,7 +93,7 @@ Test(io, pipe_read_waits_for_data_then_gets_it, .timeout = 30)
     }
 }
 
-Test(io, readable_on_a_socketpair_completes_once_data_arrives, .timeout = 30)
+Test(io_fd_waits, readable_on_a_socketpair_completes_once_data_arrives, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -168,7 +168,7 @@ static void *drainer_main(void *arg)
     return NULL;
 }
 
-Test(io, a_reader_and_a_writer_wait_on_one_socket_at_once, .timeout = 60)
+Test(io_fd_waits, a_reader_and_a_writer_wait_on_one_socket_at_once, .timeout = 60)
 {
     int w;
     FOR_WORKERS(w) {
@@ -199,7 +199,7 @@ Test(io, a_reader_and_a_writer_wait_on_one_socket_at_once, .timeout = 60)
     }
 }
 
-Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
+Test(io_fd_waits, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -243,7 +243,7 @@ Test(io, a_second_reader_on_one_fd_gets_ebusy, .timeout = 30)
 
 /* ---- timeouts and bad input ------------------------------------------------------------ */
 
-Test(io, waits_time_out_with_etimedout_and_the_fd_stays_usable, .timeout = 30)
+Test(io_fd_waits, waits_time_out_with_etimedout_and_the_fd_stays_usable, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {
@@ -276,7 +276,7 @@ Test(io, waits_time_out_with_etimedout_and_the_fd_stays_usable, .timeout = 30)
     }
 }
 
-Test(io, bad_fds_and_bad_arguments_complete_at_once, .timeout = 30)
+Test(io_fd_waits, bad_fds_and_bad_arguments_complete_at_once, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {

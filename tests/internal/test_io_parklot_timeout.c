@@ -57,7 +57,7 @@ static int lw_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, a_parking_parklot_wait_times_out_through_the_io_timer, .timeout = 30)
+Test(io_parklot_timeout, a_parking_parklot_wait_times_out_through_the_io_timer, .timeout = 30)
 {
     int w;
     FOR_WORKERS(w) {

@@ -126,7 +126,7 @@ static void echo_rounds(coro_sched_t *s, int fd, int peer_fd, int n, int64_t tim
     cr_assert_eq(p.bad, 0);
 }
 
-Test(io, an_fd_is_registered_once_however_often_a_job_waits_on_it, .timeout = 60)
+Test(io_path, an_fd_is_registered_once_however_often_a_job_waits_on_it, .timeout = 60)
 {
     int w;
     FOR_IO_WORKERS(w) {
@@ -162,7 +162,7 @@ Test(io, an_fd_is_registered_once_however_often_a_job_waits_on_it, .timeout = 60
     }
 }
 
-Test(io, an_idle_worker_waits_in_epoll_itself_and_runs_the_job_it_wakes, .timeout = 60)
+Test(io_path, an_idle_worker_waits_in_epoll_itself_and_runs_the_job_it_wakes, .timeout = 60)
 {
     /* the library makes its hot system calls itself (lib/base/sys.h), past
      * libc's epoll_wait: route them through libc, where the stand-in above
@@ -225,7 +225,7 @@ static int flagged_read_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, the_io_thread_wakes_a_reader_while_every_worker_runs_a_long_job_and_leaves_it_the_read, .timeout = 60)
+Test(io_path, the_io_thread_wakes_a_reader_while_every_worker_runs_a_long_job_and_leaves_it_the_read, .timeout = 60)
 {
     int counts[] = { 1, 2, 4 };
     for (int k = 0; k < 3; k++) {
@@ -274,7 +274,7 @@ Test(io, the_io_thread_wakes_a_reader_while_every_worker_runs_a_long_job_and_lea
     }
 }
 
-Test(io, coro_close_deregisters_and_a_new_fd_of_the_same_number_works, .timeout = 60)
+Test(io_path, coro_close_deregisters_and_a_new_fd_of_the_same_number_works, .timeout = 60)
 {
     int w;
     FOR_IO_WORKERS(w) {
@@ -341,7 +341,7 @@ static void *dribble_peer(void *arg)
     return NULL;
 }
 
-Test(io, data_left_after_an_edge_is_read_and_the_next_edge_wakes_the_reader, .timeout = 60)
+Test(io_path, data_left_after_an_edge_is_read_and_the_next_edge_wakes_the_reader, .timeout = 60)
 {
     int w;
     FOR_IO_WORKERS(w) {
@@ -362,7 +362,7 @@ Test(io, data_left_after_an_edge_is_read_and_the_next_edge_wakes_the_reader, .ti
     }
 }
 
-Test(io, a_stale_readiness_edge_never_completes_coro_readable, .timeout = 60)
+Test(io_path, a_stale_readiness_edge_never_completes_coro_readable, .timeout = 60)
 {
     int w;
     FOR_IO_WORKERS(w) {
@@ -407,7 +407,7 @@ static int acceptor_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io, coro_accept_addr_gives_the_peer_address_and_a_nonblocking_cloexec_fd, .timeout = 60)
+Test(io_path, coro_accept_addr_gives_the_peer_address_and_a_nonblocking_cloexec_fd, .timeout = 60)
 {
     int w;
     FOR_IO_WORKERS(w) {
@@ -480,7 +480,7 @@ static long other_threads_switches(void)
 /* issue 10: while a worker waits in epoll (it holds the poll token and
  * sees every event and timer), the I/O thread used to look at the token
  * every millisecond: 1000 wake-ups a second of an idle process */
-Test(io, an_idle_scheduler_with_two_workers_rarely_wakes_up, .timeout = 60)
+Test(io_path, an_idle_scheduler_with_two_workers_rarely_wakes_up, .timeout = 60)
 {
     coro_sched_t *s = mk(2);
     sleep_ms(50);       /* the workers park, one of them in epoll */

@@ -71,7 +71,7 @@ static int two_writes_body(coro_t *co)
  * it next, before the HIGH job was woken).  A round in which the I/O
  * thread took an event is left out: it may take the first before the
  * second is written, and then the NORMAL job is rightly first */
-Test(io, a_high_job_woken_by_the_same_look_at_epoll_runs_before_a_normal_one, .timeout = 60)
+Test(io_priority, a_high_job_woken_by_the_same_look_at_epoll_runs_before_a_normal_one, .timeout = 60)
 {
     enum { ROUNDS = 64 };
     coro_sched_t *s = mk(1);

@@ -21,7 +21,7 @@ static coro_t *jobs_new(unsigned n)
     return j;
 }
 
-Test(sharedq, overflow_batch_take_keeps_fifo)
+Test(mq, overflow_batch_take_keeps_fifo)
 {
     static struct coro__sharedq_slot buf[RING];
     struct coro__sharedq q;
@@ -112,7 +112,7 @@ static void *consumer(void *a)
     return NULL;
 }
 
-Test(sharedq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
+Test(mq, overflow_flood_nothing_lost_or_doubled, .timeout = 120)
 {
     static struct coro__sharedq_slot buf[RING];
     static struct flood f;

@@ -7,7 +7,7 @@
  * A job or a plain thread selects over channels and events.  No sleep
  * orders events: the tests wait for the selecting job to be SUSPENDED (its
  * state word) or parked in the lot under the select's key before they make
- * a branch ready.  The contract's own tests: tests/api/test_select.c. */
+ * a branch ready.  The contract's own tests: tests/api/test_sync_select.c. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <corokit.h>

@@ -91,6 +91,9 @@ ECHO = "doc-commands+ "     # the commands as they run, in the log (never an ans
 MAKE_TARGETS = {
     "test": ("dry", "meta: make test runs this check"),
     "quick": ("dry", "the unit tests, which make test runs whole"),
+    "check": ("dry", "the unit tests and static checks, which make test runs whole"),
+    "check-full": ("dry", "the long runs: an hour and more"),
+    "test-index": ("dry", "in make test already (check-docs)"),
     "check-asan": ("dry", "the suite under ASan: its own CI step"),
     "check-asan-full": ("dry", "the suite under ASan: its own CI step"),
     "check-tsan": ("dry", "the scenarios under TSan: its own CI step"),

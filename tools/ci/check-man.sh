@@ -10,28 +10,55 @@
 set -eu
 so=${1:-build/libcorokit.so.0}
 [ -f "$so" ] || { echo "check-man: no $so (build it first)" >&2; exit 1; }
-bad=0
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | grep -v '^coro__' | sort -u)
-for f in $exports; do
-    page=man/man3/$f.3
-    if [ ! -f "$page" ]; then
-        echo "check-man: $f is exported by $so but has no man page (man/src/*.ref)" >&2
-        bad=1; continue
-    fi
-    target=$page
-    if head -n 1 "$page" | grep -q '^\.so '; then
-        target=man/$(sed -n '1s/^\.so man[0-9]*\///p' "$page" | sed 's/^/man3\//')
-        [ -f "$target" ] || { echo "check-man: $page points to missing $target" >&2; bad=1; continue; }
-    fi
-    # the SYNOPSIS (between .SH SYNOPSIS and the next .SH) declares it
-    if ! sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$target" | grep -q "[ *]$f("; then
-        echo "check-man: $target does not declare $f in its SYNOPSIS" >&2
-        bad=1
-    fi
-done
-for p in man/man3/*.3; do
-    n=$(basename "$p" .3)
-    printf '%s\n' $exports | grep -qx "$n" || echo "check-man: note: $n has a page but $so does not export it (inline, a macro, or not merged yet)"
-done
-[ $bad -eq 0 ] && echo "check-man: all $(printf '%s\n' $exports | wc -l) exported functions have a man page"
-exit $bad
+# one awk run over every page (a process per function would cost seconds):
+# each page's ".so" target, the functions its SYNOPSIS declares ("[ *]f("
+# between .SH SYNOPSIS and .SH DESCRIPTION), then the verdicts
+awk -v so="$so" -v exports="$(printf '%s ' $exports)" '
+    BEGIN { n = split(exports, E, " "); for (i = 1; i <= n; i++) ex[E[i]] = 1 }
+    FNR == 1 {
+        page = FILENAME; have[page] = 1; syn = 0
+        if ($1 == ".so") { t = $2; sub(/^man[0-9]*\//, "", t); target[page] = "man/man3/" t }
+    }
+    /^\.SH SYNOPSIS/ { syn = 1 }
+    syn {
+        line = $0
+        while (match(line, /[ *][A-Za-z_0-9]+\(/)) {
+            decl[page, substr(line, RSTART + 1, RLENGTH - 2)] = 1
+            line = substr(line, RSTART + RLENGTH)
+        }
+    }
+    /^\.SH DESCRIPTION/ { syn = 0 }
+    END {
+        bad = 0
+        for (i = 1; i <= n; i++) {
+            f = E[i]; page = "man/man3/" f ".3"
+            if (!(page in have)) {
+                printf "check-man: %s is exported by %s but has no man page (man/src/*.ref)\n", f, so > "/dev/stderr"
+                bad = 1; continue
+            }
+            t = page
+            if (page in target) {
+                t = target[page]
+                if (!(t in have)) {
+                    printf "check-man: %s points to missing %s\n", page, t > "/dev/stderr"
+                    bad = 1; continue
+                }
+            }
+            if (!((t, f) in decl)) {
+                printf "check-man: %s does not declare %s in its SYNOPSIS\n", t, f > "/dev/stderr"
+                bad = 1
+            }
+        }
+        for (p in have) {
+            nm = p; sub(/^man\/man3\//, "", nm); sub(/\.3$/, "", nm)
+            if (!(nm in ex)) notes[nm] = 1
+        }
+        m = 0
+        for (nm in notes) L[++m] = nm
+        for (i = 2; i <= m; i++) { v = L[i]; for (j = i - 1; j >= 1 && L[j] > v; j--) L[j + 1] = L[j]; L[j + 1] = v }
+        for (i = 1; i <= m; i++)
+            printf "check-man: note: %s has a page but %s does not export it (inline, a macro, or not merged yet)\n", L[i], so
+        if (!bad) printf "check-man: all %d exported functions have a man page\n", n
+        exit bad
+    }' man/man3/*.3

@@ -52,7 +52,7 @@ static int fdsend_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(chan_typed, ints_travel_by_value_and_zero_is_an_item, .timeout = 30)
+Test(sync_chan_typed, ints_travel_by_value_and_zero_is_an_item, .timeout = 30)
 {
     for (int w = 0; w <= 2; w += 2) {
         coro_sched_t *s = mk(w);
@@ -71,7 +71,7 @@ Test(chan_typed, ints_travel_by_value_and_zero_is_an_item, .timeout = 30)
     }
 }
 
-Test(chan_typed, small_structs_and_pointers_round_trip_through_the_try_forms, .timeout = 10)
+Test(sync_chan_typed, small_structs_and_pointers_round_trip_through_the_try_forms, .timeout = 10)
 {
     ptchan_t pc;
     strchan_t sc;

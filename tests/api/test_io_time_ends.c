@@ -57,17 +57,17 @@ static void run_returns_while_a_job_sleeps_forever(bool by_until)
     fin(s);
 }
 
-Test(time_ends, run_returns_while_a_job_sleeps_with_coro_forever, .timeout = 20)
+Test(io_time_ends, run_returns_while_a_job_sleeps_with_coro_forever, .timeout = 20)
 {
     run_returns_while_a_job_sleeps_forever(false);
 }
 
-Test(time_ends, run_returns_while_a_job_sleeps_until_no_deadline, .timeout = 20)
+Test(io_time_ends, run_returns_while_a_job_sleeps_until_no_deadline, .timeout = 20)
 {
     run_returns_while_a_job_sleeps_forever(true);
 }
 
-Test(time_ends, a_sleep_without_end_still_ends_at_the_jobs_deadline, .timeout = 20)
+Test(io_time_ends, a_sleep_without_end_still_ends_at_the_jobs_deadline, .timeout = 20)
 {
     coro_sched_t *s = mk0(false);
     struct nap n = { 0 };
@@ -81,7 +81,7 @@ Test(time_ends, a_sleep_without_end_still_ends_at_the_jobs_deadline, .timeout = 
     fin(s);
 }
 
-Test(time_ends, an_advance_to_exactly_int64_max_ends_there, .timeout = 20)
+Test(io_time_ends, an_advance_to_exactly_int64_max_ends_there, .timeout = 20)
 {
     coro_sched_t *s = mk0(true);
     struct nap forever = { 0 };
@@ -102,7 +102,7 @@ Test(time_ends, an_advance_to_exactly_int64_max_ends_there, .timeout = 20)
     fin(s);
 }
 
-Test(time_ends, an_advance_past_int64_max_stops_the_clock_at_int64_max, .timeout = 20)
+Test(io_time_ends, an_advance_past_int64_max_stops_the_clock_at_int64_max, .timeout = 20)
 {
     coro_sched_t *s = mk0(true);
 
@@ -114,7 +114,7 @@ Test(time_ends, an_advance_past_int64_max_stops_the_clock_at_int64_max, .timeout
     fin(s);
 }
 
-Test(time_ends, a_virtual_run_returns_while_a_job_sleeps_forever, .timeout = 20)
+Test(io_time_ends, a_virtual_run_returns_while_a_job_sleeps_forever, .timeout = 20)
 {
     coro_sched_t *s = mk0(true);
     struct nap n = { 0 };

@@ -220,13 +220,13 @@ static void run_kind(int trigger)
     }
 }
 
-Test(select, a_recv_branch_is_chosen_and_no_other_branch_acts, .timeout = 60) { run_kind(K_RECV); }
-Test(select, a_send_branch_is_chosen_and_sends_its_item, .timeout = 60) { run_kind(K_SEND); }
-Test(select, an_event_branch_is_chosen, .timeout = 60) { run_kind(K_EVENT); }
-Test(select, a_readable_branch_is_chosen_and_leaves_the_bytes, .timeout = 60) { run_kind(K_READ); }
-Test(select, a_writable_branch_is_chosen_when_room_appears, .timeout = 60) { run_kind(K_WRITE); }
-Test(select, a_done_branch_is_chosen_with_the_jobs_result, .timeout = 60) { run_kind(K_DONE); }
-Test(select, a_timer_branch_fires_at_its_deadline, .timeout = 60) { run_kind(K_TIMER); }
+Test(sync_select, a_recv_branch_is_chosen_and_no_other_branch_acts, .timeout = 60) { run_kind(K_RECV); }
+Test(sync_select, a_send_branch_is_chosen_and_sends_its_item, .timeout = 60) { run_kind(K_SEND); }
+Test(sync_select, an_event_branch_is_chosen, .timeout = 60) { run_kind(K_EVENT); }
+Test(sync_select, a_readable_branch_is_chosen_and_leaves_the_bytes, .timeout = 60) { run_kind(K_READ); }
+Test(sync_select, a_writable_branch_is_chosen_when_room_appears, .timeout = 60) { run_kind(K_WRITE); }
+Test(sync_select, a_done_branch_is_chosen_with_the_jobs_result, .timeout = 60) { run_kind(K_DONE); }
+Test(sync_select, a_timer_branch_fires_at_its_deadline, .timeout = 60) { run_kind(K_TIMER); }
 
 /* ---- several ready at once: the lowest wins, the rest take nothing ---------------- */
 
@@ -246,7 +246,7 @@ static int loop_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(select, unchosen_ready_branches_take_nothing_and_put_nothing, .timeout = 60)
+Test(sync_select, unchosen_ready_branches_take_nothing_and_put_nothing, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -319,7 +319,7 @@ static void *set_one(void *arg)
     return NULL;
 }
 
-Test(select, sixteen_branches_and_the_seventeenth_is_enospc, .timeout = 60)
+Test(sync_select, sixteen_branches_and_the_seventeenth_is_enospc, .timeout = 60)
 {
     cr_assert_geq(CORO_SELECT_MAX, 16);
     for (int i = 0; i < NW; i++) {
@@ -364,7 +364,7 @@ static void *cancel_it(void *arg)
     return NULL;
 }
 
-Test(select, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 60)
+Test(sync_select, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -400,7 +400,7 @@ Test(select, coro_cancel_ends_a_select_and_no_branch_acts, .timeout = 60)
     }
 }
 
-Test(select, a_job_deadline_ends_a_select_without_timeout, .timeout = 60)
+Test(sync_select, a_job_deadline_ends_a_select_without_timeout, .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -429,7 +429,7 @@ Test(select, a_job_deadline_ends_a_select_without_timeout, .timeout = 60)
     }
 }
 
-Test(select, the_selects_own_timeout_is_etimedout_and_a_later_timer_does_not_win,
+Test(sync_select, the_selects_own_timeout_is_etimedout_and_a_later_timer_does_not_win,
      .timeout = 60)
 {
     for (int i = 0; i < NW; i++) {
@@ -456,7 +456,7 @@ Test(select, the_selects_own_timeout_is_etimedout_and_a_later_timer_does_not_win
 
 /* ---- select on a job's end -------------------------------------------------------- */
 
-Test(select, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout = 30)
+Test(sync_select, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout = 30)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -481,7 +481,7 @@ Test(select, a_done_branch_on_a_finished_job_is_ready_at_once, .timeout = 30)
 
 /* ---- plain threads ---------------------------------------------------------------- */
 
-Test(select, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd, .timeout = 30)
+Test(sync_select, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     coro_event_t ev;
@@ -523,7 +523,7 @@ Test(select, blocking_select_takes_a_timer_and_a_done_branch_but_no_fd, .timeout
 
 /* ---- error paths ------------------------------------------------------------------ */
 
-Test(select, every_error_path_of_the_new_branches, .timeout = 30)
+Test(sync_select, every_error_path_of_the_new_branches, .timeout = 30)
 {
     coro_select_t sel, bad;
     coro_t never;
@@ -551,7 +551,7 @@ Test(select, every_error_path_of_the_new_branches, .timeout = 30)
     cr_assert_eq(coro_select_blocking(&sel, -5), -EINVAL);
 }
 
-Test(select, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
+Test(sync_select, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
 {
     for (int i = 0; i < NW; i++) {
         coro_sched_t *s = mk(nworkers[i]);
@@ -573,7 +573,7 @@ Test(select, a_closed_fd_is_an_ebadf_branch_result, .timeout = 30)
     }
 }
 
-Test(select, sizeof_select_is_documented, .timeout = 10)
+Test(sync_select, sizeof_select_is_documented, .timeout = 10)
 {
     cr_assert_eq(sizeof(coro_select_t), CORO_SELECT_MAX * sizeof(coro_t) + 16);
     cr_assert_eq(sizeof(coro_select_t), 2064);
@@ -581,7 +581,7 @@ Test(select, sizeof_select_is_documented, .timeout = 10)
 
 /* ---- bad arguments, and a timer branch without a deadline ---- */
 
-Test(select, select_errors, .timeout = 10)
+Test(sync_select, select_errors, .timeout = 10)
 {
     coro_select_t sel;
     coro_chan_t ch;
@@ -603,7 +603,7 @@ Test(select, select_errors, .timeout = 10)
     cr_assert_eq(coro_select(NULL, 0).arg[0].i, -EINVAL);
 }
 
-Test(select, a_select_timer_with_no_deadline_is_never_chosen, .timeout = 10)
+Test(sync_select, a_select_timer_with_no_deadline_is_never_chosen, .timeout = 10)
 {
     static coro_select_t sel;
 

@@ -186,7 +186,7 @@ static void proxy_term(void)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "proxy status %#x", status);
 }
 
-Test(proxy, forwards_kept_alive_and_pipelined_requests_over_pooled_connections, .timeout = 60,
+Test(samples_proxy, forwards_kept_alive_and_pipelined_requests_over_pooled_connections, .timeout = 60,
      .fini = proxy_stop)
 {
     int port = proxy_start(back_start());
@@ -217,7 +217,7 @@ Test(proxy, forwards_kept_alive_and_pipelined_requests_over_pooled_connections, 
     proxy_term();
 }
 
-Test(proxy, answers_502_with_the_reason_and_keeps_the_client_when_the_backend_is_down,
+Test(samples_proxy, answers_502_with_the_reason_and_keeps_the_client_when_the_backend_is_down,
      .timeout = 60, .fini = proxy_stop)
 {
     int port = proxy_start(dead_port());
@@ -240,7 +240,7 @@ Test(proxy, answers_502_with_the_reason_and_keeps_the_client_when_the_backend_is
     proxy_term();
 }
 
-Test(proxy, answers_a_client_that_half_closes_after_its_request, .timeout = 60,
+Test(samples_proxy, answers_a_client_that_half_closes_after_its_request, .timeout = 60,
      .fini = proxy_stop)
 {
     int port = proxy_start(back_start());
@@ -260,7 +260,7 @@ Test(proxy, answers_a_client_that_half_closes_after_its_request, .timeout = 60,
     proxy_term();
 }
 
-Test(proxy, sends_again_on_a_new_connection_when_the_backend_closed_a_pooled_one, .timeout = 60,
+Test(samples_proxy, sends_again_on_a_new_connection_when_the_backend_closed_a_pooled_one, .timeout = 60,
      .fini = proxy_stop)
 {
     __atomic_store_n(&back_close_each, true, __ATOMIC_RELAXED);

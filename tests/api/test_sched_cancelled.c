@@ -25,7 +25,7 @@ static int cruncher_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(cancelled, a_yielding_loop_stops_when_its_job_is_cancelled, .timeout = 10)
+Test(sched_cancelled, a_yielding_loop_stops_when_its_job_is_cancelled, .timeout = 10)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -42,7 +42,7 @@ Test(cancelled, a_yielding_loop_stops_when_its_job_is_cancelled, .timeout = 10)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(cancelled, shutdown_with_cancel_reaches_a_yielding_loop, .timeout = 10)
+Test(sched_cancelled, shutdown_with_cancel_reaches_a_yielding_loop, .timeout = 10)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;

@@ -37,13 +37,13 @@ static void run_chat(int workers, int bots, int rounds)
     cr_assert_eq(coro_bcast_destroy(&room.bc), 0);
 }
 
-Test(chat, five_hundred_clients_lose_nothing_and_a_slow_one_is_told_what_it_missed,
+Test(samples_chat, five_hundred_clients_lose_nothing_and_a_slow_one_is_told_what_it_missed,
      .timeout = 240)
 {
     run_chat(2, 500, 12);
 }
 
-Test(chat, the_sample_works_single_threaded_too, .timeout = 120)
+Test(samples_chat, the_sample_works_single_threaded_too, .timeout = 120)
 {
     run_chat(0, 20, 150);
 }

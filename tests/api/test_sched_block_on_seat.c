@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The caller's seat: a plain thread in coro_block_on runs the root job,
  * and the "any CPU" jobs it queues, itself (sched/seat.c), while every
- * promise of test_block_on.c holds - a root with a mask runs only where
+ * promise of test_sched_block_on.c holds - a root with a mask runs only where
  * its mask allows, jobs queued on the caller are stolen by idle workers
  * while it runs a long step, a job that suspends there and is woken after
  * the call returned still runs, one thread at a time holds the seat,
@@ -158,7 +158,7 @@ static int chainer_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on_seat, a_chain_of_spawns_runs_on_the_calling_thread, .timeout = 20)
+Test(sched_block_on_seat, a_chain_of_spawns_runs_on_the_calling_thread, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk_fit(counts[k]);
@@ -199,7 +199,7 @@ static int where_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on_seat, a_root_with_a_mask_does_not_run_on_the_caller, .timeout = 20)
+Test(sched_block_on_seat, a_root_with_a_mask_does_not_run_on_the_caller, .timeout = 20)
 {
     cpu_set_t os;
     cr_assert_eq(sched_getaffinity(0, sizeof os, &os), 0);
@@ -265,7 +265,7 @@ static int long_root_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on_seat, jobs_queued_on_the_caller_are_stolen_while_it_runs_a_long_step, .timeout = 30)
+Test(sched_block_on_seat, jobs_queued_on_the_caller_are_stolen_while_it_runs_a_long_step, .timeout = 30)
 {
     for (int workers = 1; workers <= 2; workers++) {
         coro_sched_t *s = mk_fit(workers);
@@ -323,7 +323,7 @@ static int starter_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on_seat, a_job_suspended_on_the_caller_runs_after_the_call_returned, .timeout = 20)
+Test(sched_block_on_seat, a_job_suspended_on_the_caller_runs_after_the_call_returned, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         for (int timed = 0; timed <= 1; timed++) {
@@ -367,7 +367,7 @@ static int nester_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on_seat, a_nested_block_on_on_the_caller_gets_edeadlk, .timeout = 20)
+Test(sched_block_on_seat, a_nested_block_on_on_the_caller_gets_edeadlk, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk_fit(counts[k]);
@@ -421,7 +421,7 @@ static void *caller_main(void *arg)
     return NULL;
 }
 
-Test(block_on_seat, two_threads_in_block_on_at_once_both_get_their_results, .timeout = 30)
+Test(sched_block_on_seat, two_threads_in_block_on_at_once_both_get_their_results, .timeout = 30)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk_fit(counts[k]);
@@ -468,7 +468,7 @@ static void *cancel_main(void *arg)
     return NULL;
 }
 
-Test(block_on_seat, cancel_and_deadline_end_a_root_that_began_on_the_caller, .timeout = 20)
+Test(sched_block_on_seat, cancel_and_deadline_end_a_root_that_began_on_the_caller, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk_fit(counts[k]);
@@ -530,7 +530,7 @@ static void *stop_main(void *arg)
     return NULL;
 }
 
-Test(block_on_seat, shutdown_while_a_caller_runs_its_root_waits_or_cancels_it, .timeout = 30)
+Test(sched_block_on_seat, shutdown_while_a_caller_runs_its_root_waits_or_cancels_it, .timeout = 30)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         for (int mode = 0; mode <= 1; mode++) {
@@ -557,7 +557,7 @@ Test(block_on_seat, shutdown_while_a_caller_runs_its_root_waits_or_cancels_it, .
 
 /* ---- while tracing, the seat stays off: every step is on a worker's lane ---- */
 
-Test(block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a_worker_lane, .timeout = 30)
+Test(sched_block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a_worker_lane, .timeout = 30)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     c.workers = 2;
@@ -589,7 +589,7 @@ Test(block_on_seat, while_tracing_the_caller_runs_nothing_and_every_step_is_on_a
 
 /* ---- a root that fans out keeps the next calls off the seat --------------- */
 
-Test(block_on_seat, after_a_root_that_fanned_out_the_next_calls_run_on_the_workers, .timeout = 30)
+Test(sched_block_on_seat, after_a_root_that_fanned_out_the_next_calls_run_on_the_workers, .timeout = 30)
 {
     coro_sched_t *s = mk_fit(2);
     static struct counter_root fan;

@@ -71,7 +71,7 @@ static int drop_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(await_ctor, sync_and_io_constructors_try_at_once_and_the_rest_wait_for_the_await,
+Test(sync_await_ctor, sync_and_io_constructors_try_at_once_and_the_rest_wait_for_the_await,
      .timeout = 30)
 {
     static const int workers[] = { 0, 1 };
@@ -124,7 +124,7 @@ static intptr_t zero(coro_sched_t *s, int fd, int write, int all)
     return j.r;
 }
 
-Test(await_ctor, zero_length_reads_and_writes_give_what_the_system_call_gives, .timeout = 30)
+Test(sync_await_ctor, zero_length_reads_and_writes_give_what_the_system_call_gives, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     int p[2], sp[2];

@@ -236,7 +236,7 @@ static void kill_fwd(void)
     }
 }
 
-Test(recipes, forwarder_passes_a_half_close_closes_an_idle_connection_and_drains_on_sigint,
+Test(samples_recipes, forwarder_passes_a_half_close_closes_an_idle_connection_and_drains_on_sigint,
      .timeout = 60, .fini = kill_fwd)
 {
     struct upstream u;
@@ -298,7 +298,7 @@ Test(recipes, forwarder_passes_a_half_close_closes_an_idle_connection_and_drains
     upstream_stop(&u);
 }
 
-Test(recipes, forwarder_with_a_bad_upstream_or_usage_exits_non_zero, .timeout = 30)
+Test(samples_recipes, forwarder_with_a_bad_upstream_or_usage_exits_non_zero, .timeout = 30)
 {
     char *bad_host[] = { "0", "no-colon-here", NULL };
     char *no_args[] = { NULL };
@@ -347,7 +347,7 @@ static void remove_tree(void)
     }
 }
 
-Test(recipes, walker_hashes_a_known_tree_and_reports_an_unreadable_file, .timeout = 60,
+Test(samples_recipes, walker_hashes_a_known_tree_and_reports_an_unreadable_file, .timeout = 60,
      .fini = remove_tree)
 {
     enum { BIG = 300000 };
@@ -433,12 +433,12 @@ static void check_latency(int how)
     }
 }
 
-Test(recipes, latency_prints_sane_figures_on_every_cpu, .timeout = 60)
+Test(samples_recipes, latency_prints_sane_figures_on_every_cpu, .timeout = 60)
 {
     check_latency(AS_IS);
 }
 
-Test(recipes, latency_prints_sane_figures_on_one_cpu, .timeout = 60)
+Test(samples_recipes, latency_prints_sane_figures_on_one_cpu, .timeout = 60)
 {
     check_latency(ON_ONE_CPU);
 }

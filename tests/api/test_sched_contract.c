@@ -34,7 +34,7 @@ static void cnt_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
-Test(api, the_allocators_context_reaches_both_functions, .timeout = 10)
+Test(sched_contract, the_allocators_context_reaches_both_functions, .timeout = 10)
 {
     struct counts c = {0};
     coro_alloc_t a = { .alloc = cnt_alloc, .free = cnt_free, .ctx = &c };
@@ -57,7 +57,7 @@ Test(api, the_allocators_context_reaches_both_functions, .timeout = 10)
     cr_assert_eq(cc.frees, 1);
 }
 
-Test(api, an_allocator_without_both_functions_is_einval, .timeout = 10)
+Test(sched_contract, an_allocator_without_both_functions_is_einval, .timeout = 10)
 {
     coro_alloc_t no_free = { .alloc = cnt_alloc };
     coro_alloc_t no_alloc = { .free = cnt_free };
@@ -87,7 +87,7 @@ static int sleep_none(coro_t *co)
     CORO_END(co);
 }
 
-Test(api, sleep_until_no_deadline_sleeps_until_cancelled, .timeout = 10)
+Test(sched_contract, sleep_until_no_deadline_sleeps_until_cancelled, .timeout = 10)
 {
     coro_sched_t *s = mk(1);
     struct sleeper j = {0};
@@ -100,7 +100,7 @@ Test(api, sleep_until_no_deadline_sleeps_until_cancelled, .timeout = 10)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(api, a_negative_keepalive_is_einval, .timeout = 10)
+Test(sched_contract, a_negative_keepalive_is_einval, .timeout = 10)
 {
     coro_sched_config_t cfg = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -124,7 +124,7 @@ static int returns_ecanceled(coro_t *co)
     CORO_END(co);
 }
 
-Test(api, a_joined_jobs_negative_result_is_not_an_error, .timeout = 10)
+Test(sched_contract, a_joined_jobs_negative_result_is_not_an_error, .timeout = 10)
 {
     coro_sched_t *s = mk(0);
     struct neg j = {0}, k = {0};
@@ -142,7 +142,7 @@ Test(api, a_joined_jobs_negative_result_is_not_an_error, .timeout = 10)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(api, a_null_result_pointer_is_einval_and_spawns_nothing, .timeout = 10)
+Test(sched_contract, a_null_result_pointer_is_einval_and_spawns_nothing, .timeout = 10)
 {
     coro_sched_t *s = mk(0);
     struct neg j = {0};
@@ -168,7 +168,7 @@ static int done_waiter(coro_t *co)
     CORO_END(co);
 }
 
-Test(api, done_timeout_takes_the_result_pointer_before_the_timeout, .timeout = 10)
+Test(sched_contract, done_timeout_takes_the_result_pointer_before_the_timeout, .timeout = 10)
 {
     coro_sched_t *s = mk(1);
     struct neg j = {0};
@@ -214,7 +214,7 @@ static int locker_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(api, a_job_unlocks_from_any_of_its_frames_with_the_mutex_alone, .timeout = 10)
+Test(sched_contract, a_job_unlocks_from_any_of_its_frames_with_the_mutex_alone, .timeout = 10)
 {
     coro_sched_t *s = mk(2);
     coro_mutex_t m;
@@ -235,7 +235,7 @@ Test(api, a_job_unlocks_from_any_of_its_frames_with_the_mutex_alone, .timeout = 
 
 /* ---- sizes are size_t ---------------------------------------------------- */
 
-Test(api, cpuset_format_takes_a_size_and_a_null_buffer_of_size_0, .timeout = 10)
+Test(sched_contract, cpuset_format_takes_a_size_and_a_null_buffer_of_size_0, .timeout = 10)
 {
     coro_cpuset_t set = {0};
     char buf[8];

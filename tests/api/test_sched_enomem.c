@@ -611,7 +611,7 @@ static void scen_shutdown(int workers)
 
 /* ---- the tests --------------------------------------------------------------------------- */
 #define SWEEP(name, fn)                                                         \
-    Test(enomem, name##_every_allocation_fails_cleanly, .timeout = 240)       \
+    Test(sched_enomem, name##_every_allocation_fails_cleanly, .timeout = 240)       \
     {                                                                           \
         sweep(#name, fn, 0);                                                    \
         sweep(#name, fn, 1);                                                    \

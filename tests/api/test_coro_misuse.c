@@ -80,7 +80,7 @@ static void expect_abort(int workers, int ret, int awaited)
     cr_assert(strstr(msg, "addr2line"), "%s", msg);
 }
 
-Test(misuse, stray_return_of_7_aborts_naming_the_body, .timeout = 30)
+Test(coro_misuse, stray_return_of_7_aborts_naming_the_body, .timeout = 30)
 {
     for (int w = 0; w <= 1; w++) {
         expect_abort(w, 7, 0);
@@ -88,13 +88,13 @@ Test(misuse, stray_return_of_7_aborts_naming_the_body, .timeout = 30)
     }
 }
 
-Test(misuse, stray_return_of_small_status_values_aborts, .timeout = 30)
+Test(coro_misuse, stray_return_of_small_status_values_aborts, .timeout = 30)
 {
     for (int ret = -1; ret <= 2; ret++)
         expect_abort(0, ret, ret & 1);
 }
 
-Test(misuse, the_message_names_the_body_or_its_offset, .timeout = 30)
+Test(coro_misuse, the_message_names_the_body_or_its_offset, .timeout = 30)
 {
     char msg[1024];
     run_child(0, 7, 0, msg, sizeof msg);
@@ -104,7 +104,7 @@ Test(misuse, the_message_names_the_body_or_its_offset, .timeout = 30)
               "%s", msg);
 }
 
-Test(misuse, the_message_names_a_static_body_of_an_unstripped_program, .timeout = 30)
+Test(coro_misuse, the_message_names_a_static_body_of_an_unstripped_program, .timeout = 30)
 {
     char msg[1024];
     run_child(0, 7, 0, msg, sizeof msg);

@@ -83,7 +83,7 @@ static coro_sched_t *mk_stall(int workers, int64_t stall_ns, struct stall_log *l
     return s;
 }
 
-Test(diag, stall_detector_fires_for_a_20ms_step_with_name_worker_and_body, .timeout = 30)
+Test(sched_diag, stall_detector_fires_for_a_20ms_step_with_name_worker_and_body, .timeout = 30)
 {
     for (int workers = 0; workers <= 2; workers += 2) {
         struct spinner sp = { .steps = 1, .step_ns = 20 * 1000000LL };
@@ -172,7 +172,7 @@ static void on_stall_step(const coro_stall_t *info, void *arg)
 /* Rounds go on until 20 steps surely lasted under the threshold: on a
  * loaded machine most steps of a round can lose their CPU past it, so the
  * number of rounds is bounded by time (40 s), not by a count. */
-Test(diag, stall_detector_is_silent_for_1ms_steps, .timeout = 90)
+Test(sched_diag, stall_detector_is_silent_for_1ms_steps, .timeout = 90)
 {
     struct stepper st = { .steps = 20, .step_ns = 1000000LL, .stall_ns = 15 * 1000000LL };
     int reports = 0, short_steps = 0, rounds = 0;
@@ -206,7 +206,7 @@ Test(diag, stall_detector_is_silent_for_1ms_steps, .timeout = 90)
  * the job) may be too, when the machine took its CPU for a millisecond,
  * so the test reads what was written: 1 or 2 lines, as many as the stats
  * count, one of them for diag_spinner_body and at least 3 ms. */
-Test(diag, stall_detector_symbol_and_stderr_default, .timeout = 30)
+Test(sched_diag, stall_detector_symbol_and_stderr_default, .timeout = 30)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -251,7 +251,7 @@ Test(diag, stall_detector_symbol_and_stderr_default, .timeout = 30)
     cr_assert_geq(longest, 3.0, "the 3 ms step was reported as %.3f ms", longest);
 }
 
-Test(diag, negative_stall_ns_is_refused)
+Test(sched_diag, negative_stall_ns_is_refused)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s = (coro_sched_t *)&c;
@@ -297,7 +297,7 @@ static int reader_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(diag, histograms_count_what_ran, .timeout = 30)
+Test(sched_diag, histograms_count_what_ran, .timeout = 30)
 {
     for (int on = 0; on < 2; on++) {
         coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
@@ -357,7 +357,7 @@ Test(diag, histograms_count_what_ran, .timeout = 30)
 
 /* ---- per-worker stats ---------------------------------------------------------------- */
 
-Test(diag, worker_stats_per_index_and_errors)
+Test(sched_diag, worker_stats_per_index_and_errors)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -462,7 +462,7 @@ static bool has_line(const char *text, const char *a, const char *b)
     return false;
 }
 
-Test(diag, dump_names_what_each_job_waits_on, .timeout = 60)
+Test(sched_diag, dump_names_what_each_job_waits_on, .timeout = 60)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -546,7 +546,7 @@ static int holder_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(diag, dump_says_why_a_ready_job_is_not_running, .timeout = 60)
+Test(sched_diag, dump_says_why_a_ready_job_is_not_running, .timeout = 60)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -595,7 +595,7 @@ Test(diag, dump_says_why_a_ready_job_is_not_running, .timeout = 60)
  * shown with its name and its body, and the bodies are static functions
  * of this program (not in the dynamic symbol table even with -rdynamic):
  * their names come from the program's own symbol table */
-Test(diag, dump_names_running_and_suspended_jobs_with_static_bodies, .timeout = 30)
+Test(sched_diag, dump_names_running_and_suspended_jobs_with_static_bodies, .timeout = 30)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -631,7 +631,7 @@ Test(diag, dump_names_running_and_suspended_jobs_with_static_bodies, .timeout = 
     coro_sched_destroy(s);
 }
 
-Test(diag, dump_error_paths)
+Test(sched_diag, dump_error_paths)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;

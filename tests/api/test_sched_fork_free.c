@@ -31,23 +31,23 @@ static void rounds(bool use_fork, bool other)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(fork_free, a_fork_joined_parent_is_freed_right_after_its_join, .timeout = 120)
+Test(sched_fork_free, a_fork_joined_parent_is_freed_right_after_its_join, .timeout = 120)
 {
     rounds(true, false);
 }
 
-Test(fork_free, a_parent_awaiting_coro_done_is_freed_right_after_its_join, .timeout = 120)
+Test(sched_fork_free, a_parent_awaiting_coro_done_is_freed_right_after_its_join, .timeout = 120)
 {
     rounds(false, false);
 }
 
-Test(fork_free, children_on_another_scheduler_leave_the_freed_parent_alone, .timeout = 120)
+Test(sched_fork_free, children_on_another_scheduler_leave_the_freed_parent_alone, .timeout = 120)
 {
     rounds(true, true);
     rounds(false, true);
 }
 
-Test(fork_free, a_parent_whose_child_cannot_spawn_fails_and_is_freed, .timeout = 30)
+Test(sched_fork_free, a_parent_whose_child_cannot_spawn_fails_and_is_freed, .timeout = 30)
 {
     /* the error path: the children's scheduler is shut down, the spawn
      * fails, the parent returns -1 and its frame still goes at once */

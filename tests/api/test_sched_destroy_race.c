@@ -24,7 +24,7 @@ static void rounds(enum dr_kind kind, int workers, int n)
 }
 
 #define RACE_TEST(name, kind)                                                      \
-    Test(destroy_race, name, .timeout = 120)                                       \
+    Test(sched_destroy_race, name, .timeout = 120)                                       \
     {                                                                              \
         rounds(kind, 0, ROUNDS);                                                   \
         rounds(kind, 1, ROUNDS / 4);                                               \
@@ -45,7 +45,7 @@ RACE_TEST(a_thread_in_coro_join_timeout_leaves_before_destroy_frees, DR_JOIN_TIM
 RACE_TEST(another_schedulers_worker_ending_a_coro_done_leaves_before_destroy_frees, DR_DONE_CROSS)
 RACE_TEST(another_schedulers_fork_child_leaves_before_destroy_frees, DR_FORK_CROSS)
 
-Test(destroy_race, every_call_of_a_round_succeeds_without_a_race, .timeout = 30)
+Test(sched_destroy_race, every_call_of_a_round_succeeds_without_a_race, .timeout = 30)
 {
     /* the error path beside the races: a round with nobody racing reports
      * a spawn that fails (destroyed first) as an error, not a hang */

@@ -62,7 +62,7 @@ static int sleeper_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, ten_thousand_sleepers_of_up_to_an_hour_wake_at_their_deadlines_in_order,
+Test(sched_vtime, ten_thousand_sleepers_of_up_to_an_hour_wake_at_their_deadlines_in_order,
      .timeout = 30)
 {
     coro_sched_t *s = mkv(true, 0);
@@ -96,7 +96,7 @@ Test(vtime, ten_thousand_sleepers_of_up_to_an_hour_wake_at_their_deadlines_in_or
     free(order);
 }
 
-Test(vtime, advance_by_9s_leaves_a_10s_sleeper_asleep_and_1s_more_wakes_it, .timeout = 10)
+Test(sched_vtime, advance_by_9s_leaves_a_10s_sleeper_asleep_and_1s_more_wakes_it, .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 0);
     struct sleeper z = { .dur = 10 * SEC };
@@ -118,7 +118,7 @@ Test(vtime, advance_by_9s_leaves_a_10s_sleeper_asleep_and_1s_more_wakes_it, .tim
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(vtime, advance_stops_at_each_timer_on_the_way_and_ends_exactly_at_its_limit, .timeout = 10)
+Test(sched_vtime, advance_stops_at_each_timer_on_the_way_and_ends_exactly_at_its_limit, .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 0);
     struct sleeper z[3] = { { .dur = 3 * SEC }, { .dur = 1 * SEC }, { .dur = 2 * SEC } };
@@ -184,7 +184,7 @@ static int timed_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, every_timeout_of_a_job_is_on_the_virtual_clock, .timeout = 10)
+Test(sched_vtime, every_timeout_of_a_job_is_on_the_virtual_clock, .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 0);
     static struct timed t;
@@ -222,7 +222,7 @@ static int dl_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, a_spawn_deadline_and_a_timed_join_are_on_the_virtual_clock, .timeout = 10)
+Test(sched_vtime, a_spawn_deadline_and_a_timed_join_are_on_the_virtual_clock, .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 0);
     struct dl_job d = { 0 };
@@ -242,7 +242,7 @@ Test(vtime, a_spawn_deadline_and_a_timed_join_are_on_the_virtual_clock, .timeout
 
 /* ---- deadlock ---------------------------------------------------------------------------- */
 
-Test(vtime, a_join_on_a_job_waiting_for_an_event_nobody_sets_returns_edeadlk_at_once,
+Test(sched_vtime, a_join_on_a_job_waiting_for_an_event_nobody_sets_returns_edeadlk_at_once,
      .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 0);
@@ -355,7 +355,7 @@ static void run_seed(uint64_t seed, bool vtime, char *out, char **trace)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(vtime, the_same_seed_twice_gives_the_same_order_of_steps_and_the_same_trace, .timeout = 20)
+Test(sched_vtime, the_same_seed_twice_gives_the_same_order_of_steps_and_the_same_trace, .timeout = 20)
 {
     char a[NJOB * NSTEP + 1], b[NJOB * NSTEP + 1];
     char *ta, *tb;
@@ -378,7 +378,7 @@ Test(vtime, the_same_seed_twice_gives_the_same_order_of_steps_and_the_same_trace
     free(tb);
 }
 
-Test(vtime, a_virtual_trace_is_stamped_with_the_virtual_clock, .timeout = 10)
+Test(sched_vtime, a_virtual_trace_is_stamped_with_the_virtual_clock, .timeout = 10)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s = NULL;
@@ -410,7 +410,7 @@ Test(vtime, a_virtual_trace_is_stamped_with_the_virtual_clock, .timeout = 10)
     cr_assert_eq(coro_sched_destroy(s), 0);
 }
 
-Test(vtime, a_hundred_seeds_give_more_than_one_order, .timeout = 20)
+Test(sched_vtime, a_hundred_seeds_give_more_than_one_order, .timeout = 20)
 {
     char first[NJOB * NSTEP + 1], o[NJOB * NSTEP + 1];
     int differ = 0;
@@ -455,7 +455,7 @@ static bool race_fails(uint64_t seed)
     return balance < 0;
 }
 
-Test(vtime, a_racy_check_then_act_fails_for_some_seed_under_1000_and_always_for_it,
+Test(sched_vtime, a_racy_check_then_act_fails_for_some_seed_under_1000_and_always_for_it,
      .timeout = 30)
 {
     uint64_t bad = 0;
@@ -474,7 +474,7 @@ Test(vtime, a_racy_check_then_act_fails_for_some_seed_under_1000_and_always_for_
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
-Test(vtime, virtual_time_or_a_seed_with_workers_is_einval, .timeout = 10)
+Test(sched_vtime, virtual_time_or_a_seed_with_workers_is_einval, .timeout = 10)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s = (coro_sched_t *)&c;
@@ -504,7 +504,7 @@ static int adv_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, advance_is_einval_on_a_real_clock_or_backwards_and_edeadlk_from_a_job,
+Test(sched_vtime, advance_is_einval_on_a_real_clock_or_backwards_and_edeadlk_from_a_job,
      .timeout = 10)
 {
     coro_sched_t *r = mkv(false, 0), *v = mkv(true, 0);
@@ -574,7 +574,7 @@ static int napper_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, the_clock_does_not_jump_while_a_job_waits_on_an_fd_or_a_blocking_call,
+Test(sched_vtime, the_clock_does_not_jump_while_a_job_waits_on_an_fd_or_a_blocking_call,
      .timeout = 20)
 {
     coro_sched_t *s = mkv(true, 0);
@@ -620,7 +620,7 @@ static int tagged_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(vtime, a_seed_draws_among_the_highest_ready_priority_only, .timeout = 20)
+Test(sched_vtime, a_seed_draws_among_the_highest_ready_priority_only, .timeout = 20)
 {
     for (uint64_t seed = 1; seed <= 50; seed++) {
         coro_sched_t *s = mkv(false, seed);
@@ -640,7 +640,7 @@ Test(vtime, a_seed_draws_among_the_highest_ready_priority_only, .timeout = 20)
     }
 }
 
-Test(vtime, destroy_drains_sleepers_of_an_hour_at_once_on_the_virtual_clock, .timeout = 10)
+Test(sched_vtime, destroy_drains_sleepers_of_an_hour_at_once_on_the_virtual_clock, .timeout = 10)
 {
     coro_sched_t *s = mkv(true, 3);
     struct sleeper z[4];
@@ -660,7 +660,7 @@ Test(vtime, destroy_drains_sleepers_of_an_hour_at_once_on_the_virtual_clock, .ti
     cr_assert_lt(real_ns() - r0, 5 * SEC);
 }
 
-Test(vtime, a_seed_on_the_real_clock_still_waits_for_timers, .timeout = 10)
+Test(sched_vtime, a_seed_on_the_real_clock_still_waits_for_timers, .timeout = 10)
 {
     coro_sched_t *s = mkv(false, 9);
     struct sleeper z[3];

@@ -136,7 +136,7 @@ static void port_alone(const char *name, const char *req, const char *expect, si
     close(err);
 }
 
-Test(samples, httpd_and_echo_server_given_a_port_alone_start_answer_and_exit_0,
+Test(samples_args, httpd_and_echo_server_given_a_port_alone_start_answer_and_exit_0,
      .timeout = 120, .fini = kill_child)
 {
     port_alone("httpd", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\n", 69);
@@ -148,7 +148,7 @@ struct refused {
     const char *args[6];
 };
 
-Test(samples, a_malformed_number_on_a_samples_command_line_gets_its_usage_and_status_2,
+Test(samples_args, a_malformed_number_on_a_samples_command_line_gets_its_usage_and_status_2,
      .timeout = 120, .fini = kill_child)
 {
     static const struct refused cases[] = {

@@ -50,7 +50,7 @@ static int ev_body(coro_t *co)
 
 /* ---- the scheduler's functions ----------------------------------------------------- */
 
-Test(errno_kept, sched_create_destroy_spawn_join_and_shutdown_keep_errno, .timeout = 60)
+Test(error_errno, sched_create_destroy_spawn_join_and_shutdown_keep_errno, .timeout = 60)
 {
     static const int workers[] = { 0, 1, 2 };
     coro_sched_config_t bad = CORO_SCHED_CONFIG_DEFAULT;
@@ -114,7 +114,7 @@ Test(errno_kept, sched_create_destroy_spawn_join_and_shutdown_keep_errno, .timeo
     KEEP(coro_sched_destroy(NULL));
 }
 
-Test(errno_kept, trace_writes_keep_errno_on_success_and_failure, .timeout = 30)
+Test(error_errno, trace_writes_keep_errno_on_success_and_failure, .timeout = 30)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
@@ -157,7 +157,7 @@ static void plain_free(void *ctx, void *p, size_t n)
     free(p);
 }
 
-Test(errno_kept, frames_cpusets_errors_and_version_keep_errno, .timeout = 30)
+Test(error_errno, frames_cpusets_errors_and_version_keep_errno, .timeout = 30)
 {
     static coro_alloc_t failing = { .alloc = failing_malloc, .free = plain_free };
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
@@ -201,7 +201,7 @@ Test(errno_kept, frames_cpusets_errors_and_version_keep_errno, .timeout = 30)
 
 /* ---- the sync objects from plain threads -------------------------------------------- */
 
-Test(errno_kept, sync_objects_from_plain_threads_keep_errno, .timeout = 30)
+Test(error_errno, sync_objects_from_plain_threads_keep_errno, .timeout = 30)
 {
     coro_event_t ev;
     coro_waitgroup_t wg;
@@ -297,7 +297,7 @@ Test(errno_kept, sync_objects_from_plain_threads_keep_errno, .timeout = 30)
     coro_event_destroy(&ev);
 }
 
-Test(errno_kept, coro_close_keeps_errno, .timeout = 30)
+Test(error_errno, coro_close_keeps_errno, .timeout = 30)
 {
     coro_sched_t *s = mk(1);
     int p[2];
@@ -561,18 +561,18 @@ static void run_awaits(int workers, coro_fn body)
     free(a);
 }
 
-Test(errno_kept, every_await_keeps_errno_with_no_worker, .timeout = 60)
+Test(error_errno, every_await_keeps_errno_with_no_worker, .timeout = 60)
 {
     run_awaits(0, awaits_body);
 }
 
-Test(errno_kept, every_await_keeps_errno_with_one_worker, .timeout = 60)
+Test(error_errno, every_await_keeps_errno_with_one_worker, .timeout = 60)
 {
     run_awaits(1, awaits_body);
 }
 
 /* fixed on branch io27 */
-Test(errno_kept, accept_and_child_awaits_that_fail_at_once_keep_errno, .timeout = 60)
+Test(error_errno, accept_and_child_awaits_that_fail_at_once_keep_errno, .timeout = 60)
 {
     run_awaits(0, io27_body);
     run_awaits(1, io27_body);

@@ -40,7 +40,7 @@ static coro_sched_t *deadlocked(coro_event_t *ev, struct stuck *j)
     return s;
 }
 
-Test(vtime_deadlock_end, destroy_frees_a_deadlocked_virtual_scheduler_and_returns_0, .timeout = 20)
+Test(sched_vtime_deadlock_end, destroy_frees_a_deadlocked_virtual_scheduler_and_returns_0, .timeout = 20)
 {
     coro_event_t ev;
     struct stuck j = { 0 };
@@ -51,7 +51,7 @@ Test(vtime_deadlock_end, destroy_frees_a_deadlocked_virtual_scheduler_and_return
     coro_event_destroy(&ev);
 }
 
-Test(vtime_deadlock_end, a_drain_of_a_deadlocked_virtual_scheduler_cancels_and_says_etimedout,
+Test(sched_vtime_deadlock_end, a_drain_of_a_deadlocked_virtual_scheduler_cancels_and_says_etimedout,
      .timeout = 20)
 {
     coro_event_t ev;
@@ -65,7 +65,7 @@ Test(vtime_deadlock_end, a_drain_of_a_deadlocked_virtual_scheduler_cancels_and_s
     coro_event_destroy(&ev);
 }
 
-Test(vtime_deadlock_end, a_cancel_shutdown_of_a_deadlocked_virtual_scheduler_returns_0,
+Test(sched_vtime_deadlock_end, a_cancel_shutdown_of_a_deadlocked_virtual_scheduler_returns_0,
      .timeout = 20)
 {
     coro_event_t ev;

@@ -32,7 +32,7 @@ static int where_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on, the_root_job_runs_only_where_its_mask_allows, .timeout = 20)
+Test(sched_block_on, the_root_job_runs_only_where_its_mask_allows, .timeout = 20)
 {
     cpu_set_t os;
     cr_assert_eq(sched_getaffinity(0, sizeof os, &os), 0);
@@ -95,7 +95,7 @@ static void *cancel_main(void *arg)
     return NULL;
 }
 
-Test(block_on, a_cancel_from_another_thread_ends_the_root_jobs_await, .timeout = 20)
+Test(sched_block_on, a_cancel_from_another_thread_ends_the_root_jobs_await, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk(counts[k]);
@@ -117,7 +117,7 @@ Test(block_on, a_cancel_from_another_thread_ends_the_root_jobs_await, .timeout =
     }
 }
 
-Test(block_on, the_root_jobs_deadline_ends_its_await_with_etimedout, .timeout = 20)
+Test(sched_block_on, the_root_jobs_deadline_ends_its_await_with_etimedout, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk(counts[k]);
@@ -153,7 +153,7 @@ static int nest_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(block_on, a_block_on_inside_a_job_is_refused_with_edeadlk, .timeout = 20)
+Test(sched_block_on, a_block_on_inside_a_job_is_refused_with_edeadlk, .timeout = 20)
 {
     for (size_t k = 0; k < NCOUNTS; k++) {
         coro_sched_t *s = mk(counts[k]);

@@ -150,13 +150,13 @@ static void far_run(int workers)
     coro_event_destroy(&f.back);
 }
 
-Test(far_deadlines, every_timed_wait_at_int64_max_minus_1_ends_as_a_near_one_on_2_workers,
+Test(sched_far_deadlines, every_timed_wait_at_int64_max_minus_1_ends_as_a_near_one_on_2_workers,
      .timeout = 60)
 {
     far_run(2);
 }
 
-Test(far_deadlines, every_timed_wait_at_int64_max_minus_1_ends_as_a_near_one_without_workers,
+Test(sched_far_deadlines, every_timed_wait_at_int64_max_minus_1_ends_as_a_near_one_without_workers,
      .timeout = 60)
 {
     far_run(0);
@@ -174,7 +174,7 @@ static int member_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(far_deadlines, a_group_wait_at_int64_max_minus_1_ends_when_its_members_do, .timeout = 60)
+Test(sched_far_deadlines, a_group_wait_at_int64_max_minus_1_ends_when_its_members_do, .timeout = 60)
 {
     coro_sched_t *s = mk(2);
     coro_group_t g;
