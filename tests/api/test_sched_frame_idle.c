@@ -110,13 +110,13 @@ static void burst_then_idle(int workers, long n, int slack)
 
 /* slack: the slab the class allocates from now (the one before the burst
  * may have filled), and one whose last frees the thread has not collected */
-Test(frame_idle, a_plain_threads_burst_into_two_workers_gives_its_slabs_back_once_they_idle,
+Test(sched_frame_idle, a_plain_threads_burst_into_two_workers_gives_its_slabs_back_once_they_idle,
      .timeout = 240)
 {
     burst_then_idle(2, 250000, 2);
 }
 
-Test(frame_idle, a_plain_threads_burst_into_one_worker_gives_its_slabs_back_once_it_idles,
+Test(sched_frame_idle, a_plain_threads_burst_into_one_worker_gives_its_slabs_back_once_it_idles,
      .timeout = 240)
 {
     burst_then_idle(1, 250000, 2);
@@ -139,7 +139,7 @@ static int holder_fn(coro_t *co)
     CORO_END(co);
 }
 
-Test(frame_idle, a_burst_with_a_job_still_waiting_gives_its_slabs_back_when_it_ends,
+Test(sched_frame_idle, a_burst_with_a_job_still_waiting_gives_its_slabs_back_when_it_ends,
      .timeout = 240)
 {
     enum { N = 100000 };

@@ -60,7 +60,7 @@ static bool dump_shows_queued(coro_sched_t *s)
     return yes;
 }
 
-Test(group_cancel_pool, a_member_queued_for_the_pool_ends_cancelled_without_waiting, .timeout = 20)
+Test(sched_group_cancel_pool, a_member_queued_for_the_pool_ends_cancelled_without_waiting, .timeout = 20)
 {
     coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
     coro_sched_t *s;
