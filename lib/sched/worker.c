@@ -268,7 +268,8 @@ static void worker_boot(struct coro__worker *w)
 
 /* the job our look at epoll woke and kept aside (w->caught), to run next;
  * NULL when there is none, or when it queued instead */
-static inline __attribute__((always_inline)) coro_t *take_caught(struct coro__worker *w)
+static inline __attribute__((always_inline)) coro_t *take_caught(coro_sched_t *s,
+                                                                 struct coro__worker *w)
 {
     coro_t *j = w->caught;
     w->caught = NULL;
@@ -276,17 +277,16 @@ static inline __attribute__((always_inline)) coro_t *take_caught(struct coro__wo
      * the caught one queues as any other, to be picked in
      * priority order (PRIORITIES) */
     if (j && prio_queued(w)) {
-        coro__submit(w->s, j, false);
+        coro__submit(s, j, false);
         j = NULL;
     }
     return j;
 }
 
 /* we found a job: hand the search on to another worker if it is ours to */
-static inline __attribute__((always_inline)) void pass_search_on(struct coro__worker *w)
+static inline __attribute__((always_inline)) void pass_search_on(coro_sched_t *s,
+                                                                 struct coro__worker *w)
 {
-    coro_sched_t *s = w->s;
-
     /* the last searcher to find work wakes another in its place.  A
      * worker that was not searching (woken, or in its last look before
      * parking) but took more jobs than the one it runs - half a
@@ -338,7 +338,7 @@ void *coro__worker_main(void *arg)
                      * only after this look), so no last searcher's wake is
                      * ours to send: the submits of what the look queued
                      * notified as any push does */
-                    if (!(j = take_caught(w)))
+                    if (!(j = take_caught(s, w)))
                         continue;
                     j = found_(w, j);
                 } else {
@@ -374,7 +374,7 @@ void *coro__worker_main(void *arg)
             if (!j)
                 continue;
         }
-        pass_search_on(w);
+        pass_search_on(s, w);
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
