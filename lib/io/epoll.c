@@ -209,14 +209,99 @@ static void wake_standby(struct coro__io *io)
     coro__futex_wake(&io->standby, 1);
 }
 
+/* what the I/O thread saw at its last look: the token's take and look
+ * generations, and the worker hold it counts looks of (DEEP STANDBY) */
+struct iot_seen {
+    uint32_t gen, look;         /* poll_gen and look_gen */
+    uint32_t held_gen, held_looks;
+};
+
+/* one look's first step: take the token and drive the set if every
+ * worker is busy.  Returns the token's holder after it (TOKEN_IOT when
+ * we drove); *now is read again when we did */
+static uint32_t iot_take_if_idle(struct coro__io *io, struct iot_seen *seen, uint32_t gen,
+                                 uint32_t holder, int64_t *now, int64_t next)
+{
+    uint32_t free_ = TOKEN_FREE;
+    /* relaxed: a hint, as poll_gen */
+    uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+    /* the token is free and no worker took it or looked since our last
+     * look (or a timer is due): every worker is busy, so we wait in
+     * epoll.  A busy worker's look does not wait for us: it looks
+     * beside us (coro__io_poll_busy) */
+    if (holder == TOKEN_FREE && ((gen == seen->gen && look == seen->look) || next <= *now) &&
+        /* seq_cst: the token word is RMWed by every taker */
+        __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED)) {
+        /* the test hook: we hold the token and do not run, as when
+         * preempted or waiting for a CPU that the busy workers hold */
+        int64_t hold = CORO__HOOK(coro__io_thread_hold_ns, 0);
+        if (hold > 0)
+            nanosleep(&(struct timespec){ hold / 1000000000, hold % 1000000000 }, NULL);
+        iot_drive(io);
+        seen->gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+        seen->look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+        *now = coro__now();
+        return TOKEN_IOT;
+    }
+    seen->gen = gen;
+    seen->look = look;
+    return holder;
+}
+
+/* DEEP STANDBY: returns true when this look slept in it (the caller looks
+ * again), false when the look goes on to the short standby wait */
+static bool iot_deep_standby(struct coro__io *io, struct iot_seen *seen, uint32_t gen,
+                             uint32_t holder, uint32_t sb, int64_t stuck, int64_t now)
+{
+    /* DEEP STANDBY.  A worker holds the token and has held it, the
+     * same hold (poll_gen moves at every take), for CORO__IO_DEEP_LOOKS looks:
+     * it is blocked in epoll_wait, timerfd included, and sees every
+     * event itself.  Nothing is left for us to watch until it lets go,
+     * so we sleep until it does (the safety net below aside) instead
+     * of looking 1000 times a second (an idle process stays idle).  Dekker with wake_standby:
+     * we store iot_asleep then read the token; the worker stores the
+     * token then reads iot_asleep (both seq_cst).  Either we see the
+     * token gone and keep watch, or the worker sees us asleep and
+     * wakes us (the standby bump makes our futex_wait return). */
+    if (holder != TOKEN_FREE && !(holder & TOKEN_LOOK) && gen == seen->held_gen) {
+        if (++seen->held_looks >= CORO__IO_DEEP_LOOKS) {
+            __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) == holder &&
+                __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
+                /* bounded (CORO__IO_DEEP_STANDBY_NS): a safety net, not part
+                 * of the argument above - 20 looks a second at most
+                 * while idle, instead of 1,000 */
+                coro__futex_wait(&io->standby, sb,
+                                 stuck < now + CORO__IO_DEEP_STANDBY_NS
+                                     ? stuck
+                                     : now + CORO__IO_DEEP_STANDBY_NS);
+            __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
+            /* the safety net's timeout, the same hold going on: back
+             * to deep sleep at the next look, not after CORO__IO_DEEP_LOOKS
+             * more short looks (an idle process woke twice as often
+             * with them); a new hold or a free
+             * token resets the count below */
+            seen->held_looks = CORO__IO_DEEP_LOOKS - 1;
+            return true;
+        }
+    } else {
+        seen->held_gen = gen;
+        seen->held_looks = 0;
+    }
+    return false;
+}
+
 void *coro__io_main(void *arg)
 {
     struct coro__io *io = arg;
+    struct iot_seen seen;
     /* relaxed: generation counters, compared for change only; what a
      * look handled is ordered by the poll token, not by these */
-    uint32_t seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
-    uint32_t seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-    uint32_t held_gen = seen_gen, held_looks = 0;
+    seen.gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
+    seen.look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
+    seen.held_gen = seen.gen;
+    seen.held_looks = 0;
 
     pthread_setname_np(pthread_self(), "coro-io");
     coro__trace_io_thread(io->s);
@@ -226,31 +311,7 @@ void *coro__io_main(void *arg)
         uint32_t holder = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
         int64_t now = coro__now();
         int64_t next = __atomic_load_n(&io->next_deadline, __ATOMIC_RELAXED);
-        uint32_t free_ = TOKEN_FREE;
-        /* relaxed: a hint, as poll_gen */
-        uint32_t look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-        /* the token is free and no worker took it or looked since our last
-         * look (or a timer is due): every worker is busy, so we wait in
-         * epoll.  A busy worker's look does not wait for us: it looks
-         * beside us (coro__io_poll_busy) */
-        if (holder == TOKEN_FREE && ((gen == seen_gen && look == seen_look) || next <= now) &&
-            /* seq_cst: the token word is RMWed by every taker */
-            __atomic_compare_exchange_n(&io->poll_token, &free_, TOKEN_IOT, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED)) {
-            /* the test hook: we hold the token and do not run, as when
-             * preempted or waiting for a CPU that the busy workers hold */
-            int64_t hold = CORO__HOOK(coro__io_thread_hold_ns, 0);
-            if (hold > 0)
-                nanosleep(&(struct timespec){ hold / 1000000000, hold % 1000000000 }, NULL);
-            iot_drive(io);
-            seen_gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
-            seen_look = __atomic_load_n(&io->look_gen, __ATOMIC_RELAXED);
-            now = coro__now();
-            holder = TOKEN_IOT;
-        } else {
-            seen_gen = gen;
-            seen_look = look;
-        }
+        holder = iot_take_if_idle(io, &seen, gen, holder, &now, next);
         /* acquire: pairs with the release increments of coro__io_timer_add,
          * destroy and wake_standby */
         uint32_t sb = __atomic_load_n(&io->standby, __ATOMIC_ACQUIRE);
@@ -263,41 +324,8 @@ void *coro__io_main(void *arg)
         int64_t stuck = coro__wt_expire_stuck(io->s, now, CORO__IO_STANDBY_NS, &fired);
         if (stuck <= now)
             stuck = now + CORO__IO_STANDBY_NS;
-        /* DEEP STANDBY.  A worker holds the token and has held it, the
-         * same hold (poll_gen moves at every take), for CORO__IO_DEEP_LOOKS looks:
-         * it is blocked in epoll_wait, timerfd included, and sees every
-         * event itself.  Nothing is left for us to watch until it lets go,
-         * so we sleep until it does (the safety net below aside) instead
-         * of looking 1000 times a second (an idle process stays idle).  Dekker with wake_standby:
-         * we store iot_asleep then read the token; the worker stores the
-         * token then reads iot_asleep (both seq_cst).  Either we see the
-         * token gone and keep watch, or the worker sees us asleep and
-         * wakes us (the standby bump makes our futex_wait return). */
-        if (holder != TOKEN_FREE && !(holder & TOKEN_LOOK) && gen == held_gen) {
-            if (++held_looks >= CORO__IO_DEEP_LOOKS) {
-                __atomic_store_n(&io->iot_asleep, 1, __ATOMIC_SEQ_CST);
-                if (__atomic_load_n(&io->poll_token, __ATOMIC_SEQ_CST) == holder &&
-                    __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) == gen)
-                    /* bounded (CORO__IO_DEEP_STANDBY_NS): a safety net, not part
-                     * of the argument above - 20 looks a second at most
-                     * while idle, instead of 1,000 */
-                    coro__futex_wait(&io->standby, sb,
-                                     stuck < now + CORO__IO_DEEP_STANDBY_NS
-                                         ? stuck
-                                         : now + CORO__IO_DEEP_STANDBY_NS);
-                __atomic_store_n(&io->iot_asleep, 0, __ATOMIC_RELAXED);
-                /* the safety net's timeout, the same hold going on: back
-                 * to deep sleep at the next look, not after CORO__IO_DEEP_LOOKS
-                 * more short looks (an idle process woke twice as often
-                 * with them); a new hold or a free
-                 * token resets the count below */
-                held_looks = CORO__IO_DEEP_LOOKS - 1;
-                continue;
-            }
-        } else {
-            held_gen = gen;
-            held_looks = 0;
-        }
+        if (iot_deep_standby(io, &seen, gen, holder, sb, stuck, now))
+            continue;
         int64_t until = now + CORO__IO_STANDBY_NS;
         if (next > now && next < until)
             until = next;   /* due ones: the token holder has the timerfd */

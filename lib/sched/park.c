@@ -87,11 +87,11 @@ static void clear_idle(void *arg)
     coro__idle_clear(w->s, w->idx);
 }
 
-/* activity: coro__io_activity at the start of the idle phase */
-coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
+/* our own timers before we park: returns the deadline of the earliest
+ * left, INT64_MAX for none */
+static inline __attribute__((always_inline)) int64_t fire_own_timers(struct coro__worker *w)
 {
     coro_sched_t *s = w->s;
-    coro_t *j;
 
     /* our own timers (lib/wait/wtimer.c): what is due fires now, into our
      * queues, where the last look below finds it; the next one bounds our
@@ -103,9 +103,17 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     int64_t due = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     if (due != INT64_MAX)
         due = s->driver->fire_own(s->io, w->idx, false);
-    stop_searching(w);          /* the last look below covers what we leave */
-    coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
-    coro__frames_flush(s);      /* their owners may be waiting for frames */
+    return due;
+}
+
+/* protocol steps 1 and 2: returns the park epoch, with our bit set and,
+ * with s->use_membarrier, the barrier run; *timed: it failed, sleep with
+ * a timeout only */
+static inline __attribute__((always_inline)) uint32_t set_idle(struct coro__worker *w,
+                                                               bool *timed)
+{
+    coro_sched_t *s = w->s;
+
     /* acquire: pairs with the waker's release increment */
     uint32_t epoch = __atomic_load_n(&w->futex, __ATOMIC_ACQUIRE);
     /* the bit is visible before our last look (protocol step 2) */
@@ -123,34 +131,22 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
         memset(off, 0, sizeof off);
         took = coro__subring_unlist_empty(s, off);
     }
-    bool timed = s->use_membarrier && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
+    *timed = s->use_membarrier && CORO__UNLIKELY(coro__membarrier_heavy() < 0);
     /* the rings taken off before the membarrier: after it, a push their
      * producer made without listing them is visible (RINGS) */
     if (took)
-        coro__subring_relook(s, off, timed);
-    w->idle_looks = 0;
-    /* the last look: our own queues, then the others' unless the
-     * searchers are at their cap - they cover the others' queues, and
-     * the last of them to stop looks there itself or wakes a worker in
-     * its place (sched/steal.c, SEARCHING; seq_cst: after our bit) */
-    j = find_own_(w, false);
-    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
-        j = coro__steal(w);
-    if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
-        bool had = coro__idle_clear(s, w->idx);
-        /* a notifier claimed us meanwhile: its wake was for a job pushed
-         * after our look began, which we may not be taking (the job we
-         * found may be another, and may run for long).  Pass the wake on
-         * (tools/model/search.pml: without it a job stayed queued with a
-         * worker asleep).  The claimer's mask is not known here: a job
-         * of a narrower class may wake a worker that cannot run it, and
-         * then waits for us as before */
-        if (j && !had && s->nworkers > 1)
-            notify(s, s->all_wmask, false);
-        goto out;
-    }
-    stat_inc(&w->n_parks);
-    coro__trace_park(w, false);
+        coro__subring_relook(s, off, *timed);
+    return epoch;
+}
+
+/* protocol step 4: sleep on our futex, or in epoll, until woken, the epoch
+ * moved or our earliest timer (due) is due */
+static inline __attribute__((always_inline)) void sleep_parked(struct coro__worker *w,
+                                                               uint32_t epoch, int64_t due,
+                                                               bool timed, uint32_t activity)
+{
+    coro_sched_t *s = w->s;
+
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
         if (s->io && s->driver->pending(s->io)) {
@@ -175,6 +171,44 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
          * wait too: coro__io_park reads it where we published it) */
         coro__futex_wait(&w->futex, epoch, due == INT64_MAX ? -1 : due);
     }
+}
+
+/* activity: coro__io_activity at the start of the idle phase */
+coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
+{
+    coro_sched_t *s = w->s;
+    coro_t *j;
+    bool timed;
+
+    int64_t due = fire_own_timers(w);
+    stop_searching(w);          /* the last look below covers what we leave */
+    coro__flush_live(w, 0);     /* shutdown may be waiting for our units */
+    coro__frames_flush(s);      /* their owners may be waiting for frames */
+    uint32_t epoch = set_idle(w, &timed);
+    w->idle_looks = 0;
+    /* the last look: our own queues, then the others' unless the
+     * searchers are at their cap - they cover the others' queues, and
+     * the last of them to stop looks there itself or wakes a worker in
+     * its place (sched/steal.c, SEARCHING; seq_cst: after our bit) */
+    j = find_own_(w, false);
+    if (!j && __atomic_load_n(&s->searching, __ATOMIC_SEQ_CST) < search_max(s))
+        j = coro__steal(w);
+    if ((j = found_(w, j)) || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+        bool had = coro__idle_clear(s, w->idx);
+        /* a notifier claimed us meanwhile: its wake was for a job pushed
+         * after our look began, which we may not be taking (the job we
+         * found may be another, and may run for long).  Pass the wake on
+         * (tools/model/search.pml: without it a job stayed queued with a
+         * worker asleep).  The claimer's mask is not known here: a job
+         * of a narrower class may wake a worker that cannot run it, and
+         * then waits for us as before */
+        if (j && !had && s->nworkers > 1)
+            notify(s, s->all_wmask, false);
+        goto out;
+    }
+    stat_inc(&w->n_parks);
+    coro__trace_park(w, false);
+    sleep_parked(w, epoch, due, timed, activity);
     coro__idle_clear(s, w->idx);
     coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);

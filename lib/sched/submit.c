@@ -53,104 +53,117 @@ static void spill_half(coro_sched_t *s, struct coro__localq *q, int pi)
         coro__sharedq_push_batch(&coro__affinity_get(s, 0)->q[pi], batch, n);
 }
 
-void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+/* a job of an affinity class: its class's queue, and a worker the class
+ * allows woken for it */
+static inline __attribute__((always_inline)) void submit_class(coro_sched_t *s, coro_t *job,
+                                                               int pi)
 {
-    struct coro__worker *w = coro__tls_worker;
-    int pi = CORO__PRIO_IDX(job->prio);
+    struct coro__affinity_class *c = coro__affinity_get(s, job->cls);
+    prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
+    coro__sharedq_push(&c->q[pi], job);
+    notify(s, c->wmask, false);
+}
 
-    if (CORO__UNLIKELY(s->hist))
-        /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
-         * the job is ours until the push below publishes it */
-        job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
-    if (job->cls != 0) {
-        struct coro__affinity_class *c = coro__affinity_get(s, job->cls);
-        prio_add(&c->nprio, pi, 1);         /* PRIORITIES */
-        coro__sharedq_push(&c->q[pi], job);
-        notify(s, c->wmask, false);
+/* a step's first NORMAL hand-off on this worker: into the LIFO slot.
+ * Returns the job it displaced, for the back of the local ring, or NULL
+ * when nothing is left to queue (and no one to wake) */
+static inline __attribute__((always_inline)) coro_t *submit_lifo(struct coro__worker *w,
+                                                                 coro_t *job)
+{
+    /* the first job a step hands off goes to the LIFO slot; the
+     * one it displaces to the back of the local ring.  The step's
+     * later ones go to the ring behind it: a burst keeps its order
+     * and pays one exchange, not one per job (tokio exchanges
+     * every time; its slot is not stealable, a plain store) */
+    w->lifo_run = w->n_run;
+    /* Only this worker fills the slot; thieves and this worker
+     * only empty it.  Seen empty, it stays empty until our store:
+     * a plain release store fills it (no locked instruction; the
+     * chain's and a woken parent's usual case).  Seen full, a
+     * thief may take the job meanwhile: the exchange says which
+     * of us has it.  relaxed load: a stale "full" only costs the
+     * exchange; a stale "empty" cannot be (only we fill it;
+     * tools/model/lifo.pml).
+     * release / acq_rel: publishes the job's fields to a thief
+     * that takes the slot, and acquires the displaced job's */
+    if (!__atomic_load_n(&w->lifo, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
+        return NULL;    /* this worker runs it next: no one to wake (tokio) */
+    }
+    job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
+    return job;         /* NULL: a thief took the old one: as above */
+}
+
+/* submitted by one of s's own workers, w: kept aside for the worker's
+ * look at epoll, the yielded ring, the LIFO slot or the local ring */
+static inline __attribute__((always_inline)) void submit_own(coro_sched_t *s,
+                                                             struct coro__worker *w,
+                                                             coro_t *job, int pi, bool yield)
+{
+    if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
+        pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
+        /* a HIGH or LOW job queued where we look sends this one the
+         * usual way, to be picked in priority order */
+        !prio_queued(w)) {
+        /* woken by this worker's own look at epoll (worker_main): it
+         * runs the job next, straight from here.  Private until then,
+         * as a job in a step's hands is: no queue, no atomic, nobody
+         * to wake (the LIFO slot would cost an exchange to put it
+         * there and one to take it back) */
+        w->caught = job;
         return;
     }
-    if (w && w->s == s) {
-        if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
-            pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
-            /* a HIGH or LOW job queued where we look sends this one the
-             * usual way, to be picked in priority order */
-            !prio_queued(w)) {
-            /* woken by this worker's own look at epoll (worker_main): it
-             * runs the job next, straight from here.  Private until then,
-             * as a job in a step's hands is: no queue, no atomic, nobody
-             * to wake (the LIFO slot would cost an exchange to put it
-             * there and one to take it back) */
-            w->caught = job;
-            return;
-        }
-        if (yield) {
-            /* the back of everything this worker has (tokio defers a
-             * yielding task the same way); full: the global queue */
-            if (!own_localq_push(w, &w->yielded[pi], pi, job))
-                coro__push_global(s, job);
-            goto out;
-        }
-        if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_run != w->n_run) {
-            /* the first job a step hands off goes to the LIFO slot; the
-             * one it displaces to the back of the local ring.  The step's
-             * later ones go to the ring behind it: a burst keeps its order
-             * and pays one exchange, not one per job (tokio exchanges
-             * every time; its slot is not stealable, a plain store) */
-            w->lifo_run = w->n_run;
-            /* Only this worker fills the slot; thieves and this worker
-             * only empty it.  Seen empty, it stays empty until our store:
-             * a plain release store fills it (no locked instruction; the
-             * chain's and a woken parent's usual case).  Seen full, a
-             * thief may take the job meanwhile: the exchange says which
-             * of us has it.  relaxed load: a stale "full" only costs the
-             * exchange; a stale "empty" cannot be (only we fill it;
-             * tools/model/lifo.pml).
-             * release / acq_rel: publishes the job's fields to a thief
-             * that takes the slot, and acquires the displaced job's */
-            if (!__atomic_load_n(&w->lifo, __ATOMIC_RELAXED)) {
-                __atomic_store_n(&w->lifo, job, __ATOMIC_RELEASE);
-                return;     /* this worker runs it next: no one to wake (tokio) */
-            }
-            job = __atomic_exchange_n(&w->lifo, job, __ATOMIC_ACQ_REL);
-            if (!job)
-                return;     /* a thief took the old one: as above */
-            pi = CORO__PRIO_IDX(job->prio);
-        }
-        if (!own_localq_push(w, &w->local[pi], pi, job))
-            local_overflow(w, pi, job);
-    out:
-        /* with one worker, the caller's seat has it for a thief */
-        if (s->nworkers > 1 || w->idx == s->nslots)
-            notify(s, s->all_wmask, true);
-        return;
+    if (yield) {
+        /* the back of everything this worker has (tokio defers a
+         * yielding task the same way); full: the global queue */
+        if (!own_localq_push(w, &w->yielded[pi], pi, job))
+            coro__push_global(s, job);
+        goto out;
     }
-    /* from outside the workers.  A NORMAL job goes to the thread's own
-     * submission ring: one lock-free push, no mutex (spawn_many_remote
-     * spent half its spawning thread's time in the inbox's); the workers
-     * take it as they take the global queue's, and an idle one is woken
-     * for it.  HIGH and LOW jobs, and a full ring: an inbox,
-     * looked at by its worker at that priority at every pick. */
-    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL)) {
-        struct coro__subring *subring = coro__thread_subring(s);
-        bool pushed = subring && coro__localq_push(&subring->q, job);
-        if (subring && !pushed) {
-            /* full: its older half to the global queue (one inbox lock
-             * per job past the ring is a large share of a spawning thread) */
-            spill_half(s, &subring->q, pi);
-            pushed = coro__localq_push(&subring->q, job);
-        }
-        if (pushed) {
-            notify_fence(s);
-            /* relaxed: after the fence (RINGS); 1 on every push of a
-             * burst, one read of a line that workers rarely write */
-            if (CORO__UNLIKELY(!__atomic_load_n(&subring->listed, __ATOMIC_RELAXED)))
-                subring_list(s, subring);
-            /* any = false: wake an idle worker even when one searches,
-             * as the inboxes' hand-off to an idle worker did */
-            coro__notify_fenced(s, s->all_wmask, false);
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_run != w->n_run) {
+        if (!(job = submit_lifo(w, job)))
             return;
-        }
+        pi = CORO__PRIO_IDX(job->prio);
     }
+    if (!own_localq_push(w, &w->local[pi], pi, job))
+        local_overflow(w, pi, job);
+out:
+    /* with one worker, the caller's seat has it for a thief */
+    if (s->nworkers > 1 || w->idx == s->nslots)
+        notify(s, s->all_wmask, true);
+}
+
+/* from outside the workers, a NORMAL job: the thread's own submission
+ * ring.  Returns false when the thread has none or it stays full */
+static inline __attribute__((always_inline)) bool submit_subring(coro_sched_t *s, coro_t *job,
+                                                                 int pi)
+{
+    struct coro__subring *subring = coro__thread_subring(s);
+    bool pushed = subring && coro__localq_push(&subring->q, job);
+    if (subring && !pushed) {
+        /* full: its older half to the global queue (one inbox lock
+         * per job past the ring is a large share of a spawning thread) */
+        spill_half(s, &subring->q, pi);
+        pushed = coro__localq_push(&subring->q, job);
+    }
+    if (!pushed)
+        return false;
+    notify_fence(s);
+    /* relaxed: after the fence (RINGS); 1 on every push of a
+     * burst, one read of a line that workers rarely write */
+    if (CORO__UNLIKELY(!__atomic_load_n(&subring->listed, __ATOMIC_RELAXED)))
+        subring_list(s, subring);
+    /* any = false: wake an idle worker even when one searches,
+     * as the inboxes' hand-off to an idle worker did */
+    coro__notify_fenced(s, s->all_wmask, false);
+    return true;
+}
+
+/* from outside the workers, to an inbox: an idle worker's, else the next
+ * one round-robin, and someone woken for it */
+static inline __attribute__((always_inline)) void submit_inbox(coro_sched_t *s, coro_t *job,
+                                                               int pi)
+{
     /* hand it to an idle worker if there is one (Coop), else round-robin,
      * then make sure someone is awake for it */
     int idx = coro__claim_idle(s, s->all_wmask);
@@ -176,6 +189,34 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
         return;
     }
     coro__notify_fenced(s, s->all_wmask, true);
+}
+
+void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
+{
+    struct coro__worker *w = coro__tls_worker;
+    int pi = CORO__PRIO_IDX(job->prio);
+
+    if (CORO__UNLIKELY(s->hist))
+        /* the ready stamp for the histograms (diag_begin); coro_t.reserved,
+         * the job is ours until the push below publishes it */
+        job->reserved = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
+    if (job->cls != 0) {
+        submit_class(s, job, pi);
+        return;
+    }
+    if (w && w->s == s) {
+        submit_own(s, w, job, pi, yield);
+        return;
+    }
+    /* from outside the workers.  A NORMAL job goes to the thread's own
+     * submission ring: one lock-free push, no mutex (spawn_many_remote
+     * spent half its spawning thread's time in the inbox's); the workers
+     * take it as they take the global queue's, and an idle one is woken
+     * for it.  HIGH and LOW jobs, and a full ring: an inbox,
+     * looked at by its worker at that priority at every pick. */
+    if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && submit_subring(s, job, pi))
+        return;
+    submit_inbox(s, job, pi);
 }
 
 void coro__submit_spawned(coro_sched_t *s, coro_t *job)

@@ -245,13 +245,12 @@ bool coro__look_due(struct coro__worker *w)
     return look_due_(w);
 }
 
-void *coro__worker_main(void *arg)
+/* the worker thread's start: its thread-local pointer, its name, and its
+ * CPU when the scheduler pins */
+static void worker_boot(struct coro__worker *w)
 {
-    struct coro__worker *w = arg;
     coro_sched_t *s = w->s;
     char name[16];
-    unsigned idle = 0;
-    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
 
     coro__tls_worker = w;
     snprintf(name, sizeof name, "coro-w%d", w->cpu);
@@ -265,6 +264,55 @@ void *coro__worker_main(void *arg)
                          pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0,
                          __ATOMIC_RELAXED);
     }
+}
+
+/* the job our look at epoll woke and kept aside (w->caught), to run next;
+ * NULL when there is none, or when it queued instead */
+static inline __attribute__((always_inline)) coro_t *take_caught(coro_sched_t *s,
+                                                                 struct coro__worker *w)
+{
+    coro_t *j = w->caught;
+    w->caught = NULL;
+    /* a HIGH or LOW job woken after it, by the same look:
+     * the caught one queues as any other, to be picked in
+     * priority order (PRIORITIES) */
+    if (j && prio_queued(w)) {
+        coro__submit(s, j, false);
+        j = NULL;
+    }
+    return j;
+}
+
+/* we found a job: hand the search on to another worker if it is ours to */
+static inline __attribute__((always_inline)) void pass_search_on(coro_sched_t *s,
+                                                                 struct coro__worker *w)
+{
+    /* the last searcher to find work wakes another in its place.  A
+     * worker that was not searching (woken, or in its last look before
+     * parking) but took more jobs than the one it runs - half a
+     * submission ring, half a victim's ring - wakes one for the rest:
+     * they sit in its local ring behind a step that may be long, and
+     * the notifies of their pushes may have counted on a searcher that
+     * is gone (io_standby: four jobs from a plain thread, two workers
+     * parked while two of them waited) */
+    bool more = w->took_more;
+    w->took_more = false;
+    if (w->searching) {
+        if (stop_searching(w) && s->nworkers > 1)
+            notify(s, s->all_wmask, true);
+    } else if (more && s->nworkers > 1) {
+        notify(s, s->all_wmask, true);
+    }
+}
+
+void *coro__worker_main(void *arg)
+{
+    struct coro__worker *w = arg;
+    coro_sched_t *s = w->s;
+    unsigned idle = 0;
+    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
+
+    worker_boot(w);
     for (;;) {
         coro_t *j;
         if (idle == 0 && s->io) {
@@ -290,16 +338,7 @@ void *coro__worker_main(void *arg)
                      * only after this look), so no last searcher's wake is
                      * ours to send: the submits of what the look queued
                      * notified as any push does */
-                    j = w->caught;
-                    w->caught = NULL;
-                    /* a HIGH or LOW job woken after it, by the same look:
-                     * the caught one queues as any other, to be picked in
-                     * priority order (PRIORITIES) */
-                    if (j && prio_queued(w)) {
-                        coro__submit(s, j, false);
-                        j = NULL;
-                    }
-                    if (!j)
+                    if (!(j = take_caught(s, w)))
                         continue;
                     j = found_(w, j);
                 } else {
@@ -335,22 +374,7 @@ void *coro__worker_main(void *arg)
             if (!j)
                 continue;
         }
-        /* the last searcher to find work wakes another in its place.  A
-         * worker that was not searching (woken, or in its last look before
-         * parking) but took more jobs than the one it runs - half a
-         * submission ring, half a victim's ring - wakes one for the rest:
-         * they sit in its local ring behind a step that may be long, and
-         * the notifies of their pushes may have counted on a searcher that
-         * is gone (io_standby: four jobs from a plain thread, two workers
-         * parked while two of them waited) */
-        bool more = w->took_more;
-        w->took_more = false;
-        if (w->searching) {
-            if (stop_searching(w) && s->nworkers > 1)
-                notify(s, s->all_wmask, true);
-        } else if (more && s->nworkers > 1) {
-            notify(s, s->all_wmask, true);
-        }
+        pass_search_on(s, w);
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
