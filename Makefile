@@ -233,7 +233,7 @@ PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_FUZZ_SECONDS ?= 20
+TEST_FUZZ_SECONDS ?= 10
 TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence check-doc-commands \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
