@@ -87,12 +87,12 @@ def suite_of(path):
     return base[len("test_"):base.rindex(".")]
 
 
-def source_suites(path):
-    """the literal suites of a file's Test()s (a suite that is a parameter
-    of the #define around it is left to the object check)"""
-    found = []
+def literal_tests(lines):
+    """(i, match) of each Test() in lines whose suite is a literal name, i
+    its line's index (a suite that is a parameter of the #define around it
+    is left to the object check); tools/dev/rename-tests.py uses it too"""
     params, cont = set(), False
-    for no, line in enumerate(open(path), 1):
+    for i, line in enumerate(lines):
         m = DEFINE_RE.match(line)
         if m:
             params = {p.strip() for p in m.group(1).split(",")}
@@ -100,12 +100,18 @@ def source_suites(path):
             params = set()
         cont = line.rstrip().endswith("\\")
         for t in TEST_RE.finditer(line):
-            kind, ptype, suite, name = t.groups()
+            kind, ptype, suite, _ = t.groups()
             if kind == "ParameterizedTest" and not ptype:
                 continue
             if suite not in params:
-                found.append((no, suite, name))
-    return found
+                yield i, t
+
+
+def source_suites(path):
+    """(line number, suite, name) of a file's Test()s with a literal suite"""
+    with open(path) as f:
+        lines = f.readlines()
+    return [(i + 1, t.group(3), t.group(4)) for i, t in literal_tests(lines)]
 
 
 class Obj:

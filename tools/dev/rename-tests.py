@@ -24,6 +24,7 @@ it can be re-run after merging branches that added tests or files):
 Prints each rename.  Usage: tools/dev/rename-tests.py [--dry-run]
 """
 import fnmatch
+import importlib.util
 import os
 import re
 import subprocess
@@ -55,10 +56,11 @@ RENAMES = [
     ("tests/api/test_vtime_deadlock_end.c", "tests/api/test_sched_vtime_deadlock_end.c"),
 ]
 
-TEST_RE = re.compile(r"\b(Test|ParameterizedTest|ParameterizedTestParameters)\(\s*"
-                     r"((?:[^,()]|\([^()]*\))+,\s*)?"  # ParameterizedTest's type
-                     r"(\w+)\s*,\s*(\w+)")
-DEFINE_RE = re.compile(r"^\s*#\s*define\s+\w+\(([^)]*)\)")
+# the Test() parser is test-index's (tools/ci/test-index.py, literal_tests)
+_spec = importlib.util.spec_from_file_location(
+    "test_index", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ci", "test-index.py"))
+TEST_INDEX = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(TEST_INDEX)
 
 
 def suite_of(path):
@@ -66,25 +68,11 @@ def suite_of(path):
 
 
 def tests_in(text):
-    """(match, suite, name) of each Test() whose suite is a literal name"""
-    out = []
-    params = set()
-    cont = False
-    for line_start, line in _lines(text):
-        m = DEFINE_RE.match(line)
-        if m:
-            params = {p.strip() for p in m.group(1).split(",")}
-        elif not cont:
-            params = set()
-        cont = line.rstrip().endswith("\\")
-        for t in TEST_RE.finditer(line):
-            kind, ptype, suite, name = t.groups()
-            if kind == "ParameterizedTest" and not ptype:
-                continue
-            if suite in params:
-                continue
-            out.append((line_start + t.start(3), line_start + t.end(4), suite, name))
-    return out
+    """(start, end, suite, name) of each Test() whose suite is a literal
+    name, start and end the offsets of its "suite, name" in text"""
+    spans = list(_lines(text))
+    return [(spans[i][0] + t.start(3), spans[i][0] + t.end(4), t.group(3), t.group(4))
+            for i, t in TEST_INDEX.literal_tests([line for _, line in spans])]
 
 
 def _lines(text):
