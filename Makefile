@@ -9,7 +9,7 @@
 #                   dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model (search.pml bounded), fuzz (20 s) and
+#                   check-model (search.pml bounded), fuzz (10 s) and
 #                   check-doc-commands, all in one make run over every CPU (JOBS=N)
 #   make check-full the long runs: search.pml's whole supertrace, fuzz for 10
 #                   minutes, make stress, tools/bench/scale.sh
@@ -243,9 +243,10 @@ test: deps
 		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
-# the Criterion suite, whole (tests/api/test_samples.c runs the samples)
-test-suite: $(STATIC) $(SHARED) $(SAMPLES) $(TEST_BIN)
-	$(Q)$(TEST_BIN) -j2 $(TEST_ARGS)
+# the Criterion suite, whole (tests/api/test_samples.c runs the samples),
+# or what TEST_FILTER (a Criterion --filter) selects
+test-suite: $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN)
+	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 
 # the scenarios of tests/stress, in both park modes
 test-scenarios: $(SCEN_BIN)
@@ -346,12 +347,10 @@ test-build: $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 # the full-fence mode (the plain tree's default)
 TEST_FILTER ?=
 SCEN_FENCE ?= $(if $(SAN),,1)
+# the parts of make test that a sanitizer tree runs, one after another
 run-tests:
 	$(Q)$(MAKE) --no-print-directory $(PAR) $(RUN_BIN)
-	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
-	$(Q)tools/ci/run-scenarios.sh $(B) quick
-	$(Q)$(if $(SCEN_FENCE),echo "scenarios again with COROKIT_MEMBARRIER=0 (the park protocol's full-fence mode)",:)
-	$(Q)$(if $(SCEN_FENCE),COROKIT_MEMBARRIER=0 tools/ci/run-scenarios.sh $(B) quick,:)
+	$(Q)$(MAKE) --no-print-directory -j1 test-suite test-scenarios $(if $(SCEN_FENCE),test-scenarios-fence)
 
 # check-asan leaves out the tests that only repeat at scale what smaller
 # tests run under it too (tests/slow.txt's scale ones: a fifth of its
@@ -482,9 +481,7 @@ test-index: lib $(TEST_BIN)
 	$(Q)tools/ci/test-index.py --self-test
 	$(Q)tools/ci/test-index.py $(B)
 
-check-docs: lib $(TEST_BIN)
-	$(Q)tools/ci/test-index.py --self-test
-	$(Q)tools/ci/test-index.py $(B)
+check-docs: lib test-index
 	$(Q)tools/ci/check-man.sh $(B)/$(SONAME)
 	$(Q)tools/dev/gen-man.sh --check
 	$(Q)tools/ci/check-errors.sh

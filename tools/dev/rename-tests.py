@@ -20,7 +20,7 @@ it can be re-run after merging branches that added tests or files):
      twice-built tests/api/test_coro.c) is left alone;
   3. rewrites the old paths (tests/api/test_x.c, and test_x.c alone where
      that name was unique) in every file git tracks, and the suite/test
-     patterns of tests/slow.txt and the Makefile by the same map.
+     patterns of tests/slow.txt by the same map.
 Prints each rename.  Usage: tools/dev/rename-tests.py [--dry-run]
 """
 import fnmatch
@@ -63,8 +63,7 @@ TEST_INDEX = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(TEST_INDEX)
 
 
-def suite_of(path):
-    return os.path.basename(path)[len("test_"):-len(".c")]
+suite_of = TEST_INDEX.suite_of
 
 
 def tests_in(text):
@@ -160,16 +159,12 @@ def main():
               file=sys.stderr)
         return p
 
-    pat_files = [f for f in ("tests/slow.txt", "Makefile") if os.path.exists(f)]
-    for f in pat_files:
+    # the suite/test patterns of tests/slow.txt (the one list of them)
+    f = "tests/slow.txt"
+    if os.path.exists(f):
         text = open(f).read()
         pat = r"(?<![\w/.-])([a-z][a-z0-9_]*/[A-Za-z0-9_*?]+)"
-        if f == "Makefile":    # the *_SKIP := filter lists alone
-            new = re.sub(r"^\w+_SKIP\s*:?=(?:.*\\\n)*.*$",
-                         lambda b: re.sub(pat, lambda m: map_pattern(m.group(1)), b.group(0)),
-                         text, flags=re.M)
-        else:
-            new = re.sub(pat, lambda m: map_pattern(m.group(1)), text)
+        new = re.sub(pat, lambda m: map_pattern(m.group(1)), text)
         if new != text:
             print(f"  patterns rewritten in {f}")
             if not dry:
