@@ -30,7 +30,7 @@ static int sweep(struct coro__io *io)
         }
         coro__io_heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
-        coro__io_timer_fire(io, &t, -ECANCELED);
+        coro__io_timer_fire(io, &t, -ECANCELED, NULL);
         n++;
     }
     n += coro__io_cancel_own_sleeps(io, true);
@@ -89,7 +89,7 @@ void coro__io_cancel_jobs(struct coro__io *io)
         if (sync)
             coro__tfd_sync(&io->timer);
         if (again)
-            coro__io_timer_fire(io, &t, -ECANCELED);
+            coro__io_timer_fire(io, &t, -ECANCELED, NULL);
     }
     coro__io_cancel_own_sleeps(io, false);
     for (uint32_t c = 0; c < NCHUNKS; c++) {
@@ -142,7 +142,7 @@ static void cancel_sleep(struct coro__io *io, coro_t *job)
         }
         pthread_mutex_unlock(&wt->lock);
         if (took)
-            coro__io_timer_fire(io, &t, -ECANCELED);
+            coro__io_timer_fire(io, &t, -ECANCELED, NULL);
         return;
     }
     pthread_mutex_lock(&io->hlock);
@@ -158,7 +158,7 @@ static void cancel_sleep(struct coro__io *io, coro_t *job)
     if (sync)
         coro__tfd_sync(&io->timer);
     if (took)
-        coro__io_timer_fire(io, &t, -ECANCELED);
+        coro__io_timer_fire(io, &t, -ECANCELED, NULL);
 }
 
 /* coro_cancel of one suspended job (lib/wait/parklot.c CANCEL ONE has the

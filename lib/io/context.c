@@ -16,7 +16,8 @@
 
 #include "io/io_impl.h"
 
-int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void *arg)
+int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg, struct coro__woken *b),
+                        void *arg)
 {
     uint32_t i = __atomic_load_n(&io->nsrc, __ATOMIC_RELAXED);
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_SRC | i };
@@ -31,9 +32,9 @@ int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg), void
     return 0;
 }
 
-void coro__io_parklot_timers_cb(void *arg)
+void coro__io_parklot_timers_cb(void *arg, struct coro__woken *b)
 {
-    coro__parklot_timers_fire(arg);     /* reads the lot's timerfd */
+    coro__parklot_timers_fire(arg, b);  /* reads the lot's timerfd */
 }
 
 int coro__io_create(coro_sched_t *s, struct coro__io **out)

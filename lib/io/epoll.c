@@ -59,7 +59,7 @@ int64_t coro__io_thread_hold_ns;
 #endif
 
 static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
-                  bool holder, int who)
+                  bool holder, int who, struct coro__woken *b)
 {
     int done = 0, woke = 0;
     /* the test hook: the I/O thread (who 1) leaves the timers to workers */
@@ -80,10 +80,10 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         } else if (tag & TAG_SRC) {
             struct source *src = &io->src[tag & (MAX_SOURCES - 1)];
             if (timers || src->cb != coro__io_parklot_timers_cb)
-                src->cb(src->arg);
+                src->cb(src->arg, b);
             done++;
         } else {
-            woke += fd_event(io, tag, evs[i].events);
+            woke += fd_event(io, tag, evs[i].events, b);
             done++;
         }
     }
@@ -95,7 +95,7 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
         __atomic_store_n(&io->n_woke[who],
                          __atomic_load_n(&io->n_woke[who], __ATOMIC_RELAXED) + (uint64_t)woke,
                          __ATOMIC_RELAXED);
-    return done + (timers ? coro__io_expire(io) : 0);
+    return done + (timers ? coro__io_expire(io, b) : 0);
 }
 
 static int ms_of(int64_t timeout_ns)
@@ -116,7 +116,7 @@ static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
     coro__trace_poll(io->s, -1);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
     coro__trace_poll(io->s, n);
-    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0);
+    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0, NULL);
 }
 
 /* how long the I/O thread, holding the token, may block in epoll_wait (ns,
@@ -370,7 +370,7 @@ static int epoll_wait_until(int epfd, struct epoll_event *evs, int max, int64_t 
 }
 
 int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
-                  uint32_t activity, void (*awake)(void *), void *arg)
+                  uint32_t activity, struct coro__woken *b)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
     uint32_t me = (uint32_t)idx + 1, free_ = TOKEN_FREE;
@@ -416,12 +416,11 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
      * (release), and is the store half of wake_standby's Dekker */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
-    awake(arg);
-    handle(io, evs, n > 0 ? n : 0, &kicked, false, 0);   /* not the holder now */
+    handle(io, evs, n > 0 ? n : 0, &kicked, false, 0, b);    /* not the holder now */
     return 0;
 }
 
-int coro__io_poll_now(struct coro__io *io)
+int coro__io_poll_now(struct coro__io *io, struct coro__woken *b)
 {
     struct epoll_event evs[CORO__IO_POLL_NOW_EVENTS];
     bool kicked;
@@ -451,7 +450,7 @@ int coro__io_poll_now(struct coro__io *io)
      * coro__io_park's choice of futex or epoll), never a wake-up */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    return handle(io, evs, n, &kicked, false, 0);
+    return handle(io, evs, n, &kicked, false, 0, b);
 }
 
 /* BUSY WORKERS LOOK TOO.  A worker that always has a job ready never
@@ -488,7 +487,7 @@ int coro__io_poll_now(struct coro__io *io)
  *   A kick seen while we hold the token is the holder's (coro__io_park:
  * only the holder reads the eventfd), read before we let go.  Returns
  * how many events woke something. */
-int coro__io_poll_busy(struct coro__io *io, int idx)
+int coro__io_poll_busy(struct coro__io *io, int idx, struct coro__woken *b)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
     uint32_t me = ((uint32_t)idx + 1) | TOKEN_LOOK, cur;
@@ -534,7 +533,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx)
      * store only hides a bump, never a wake-up) */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    return handle(io, evs, n, &kicked, false, 0);
+    return handle(io, evs, n, &kicked, false, 0, b);
 }
 
 bool coro__io_wake_poller(struct coro__io *io, int idx)

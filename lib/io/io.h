@@ -245,8 +245,7 @@ CORO__HIDDEN bool coro__io_fd_waiting(struct coro__io *io);
  * latest (coro__worker.timer_next: lib/wait/wtimer.c).  See lib/io/epoll.c
  * (THE POLL TOKEN) and sched/park.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
-                               uint32_t epoch, uint32_t activity, void (*awake)(void *),
-                               void *arg);
+                               uint32_t epoch, uint32_t activity, struct coro__woken *b);
 /* coro__io_activity - a number that changes whenever a worker handles I/O
  * events or takes the poll token; coro__io_park(activity) declines (the
  * caller parks on its futex) when it changed since the caller read it at
@@ -256,13 +255,13 @@ CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
  * what is ready (any thread, token or not: a worker about to go idle takes
  * the readiness its own jobs are waiting for instead of waiting for
  * another thread to wake up).  Returns how many events woke something. */
-CORO__HIDDEN int coro__io_poll_now(struct coro__io *io);
+CORO__HIDDEN int coro__io_poll_now(struct coro__io *io, struct coro__woken *b);
 /* coro__io_poll_busy - worker idx, between two steps while it has jobs to
  * run: if it can take the poll token, look at the epoll set without
  * blocking and handle what is ready; if the I/O thread holds it, ask for
  * it.  Never blocks.  Returns how many events woke something (0 when it
  * did not look).  See lib/io/epoll.c (BUSY WORKERS LOOK TOO). */
-CORO__HIDDEN int coro__io_poll_busy(struct coro__io *io, int idx);
+CORO__HIDDEN int coro__io_poll_busy(struct coro__io *io, int idx, struct coro__woken *b);
 /* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
  * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
  * false: it does not (wake its futex). */
@@ -272,8 +271,8 @@ CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
  * the I/O events (a worker, the I/O thread, or the single-threaded driver)
  * each time epoll reports fd readable; cb must read what made it readable.
  * At most 4.  Returns 0, -ENOSPC, or -errno of epoll_ctl. */
-CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd, void (*cb)(void *arg),
-                                     void *arg);
+CORO__HIDDEN int coro__io_add_source(struct coro__io *io, int fd,
+                                     void (*cb)(void *arg, struct coro__woken *b), void *arg);
 /* coro__io_woken_by - fd waiters taken by a readiness event so far, by the
  * I/O thread (io_thread) or by workers / the single-threaded driver (tests;
  * the workers' count is kept without a locked add and may miss a few when

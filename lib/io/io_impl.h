@@ -59,7 +59,7 @@ struct fd_entry {
 
 struct source {
     int fd;
-    void (*cb)(void *arg);
+    void (*cb)(void *arg, struct coro__woken *b);   /* b: coro__io_add_source */
     void *arg;
 };
 
@@ -212,11 +212,19 @@ static inline void fd_done(struct coro__io *io, coro_await_t *aw, intptr_t res)
         coro__io_fd_done_(io, aw, res);
 }
 
-static inline void finish(struct coro__io *io, coro_t *job, intptr_t res)
+/* b: the batch of the worker whose driver call completes it (WOKEN
+ * BATCHES, sched/sched.h), NULL on any other thread */
+static inline void finish_into(struct coro__io *io, coro_t *job, intptr_t res,
+                               struct coro__woken *b)
 {
     fd_done(io, &job->top->aw, res);
     job->flags |= CORO__FL_IOWAKE;  /* counted by the worker that runs it */
-    coro__wake(job, res);       /* from here the job is not ours */
+    coro__wake_into(b, job, res);   /* from here the job is not ours */
+}
+
+static inline void finish(struct coro__io *io, coro_t *job, intptr_t res)
+{
+    finish_into(io, job, res, NULL);
 }
 
 /* under e's lock: the timer of job, slot dir's waiter until now, off
@@ -263,14 +271,15 @@ static inline void proxy_fire(struct fd_entry *e, int dir, coro_t *p, intptr_t r
  * (coro__io_arm, CORO__FL_REARM): fd_wait finds the bits this event set
  * and tries, or parks it again after an EAGAIN - the waiter's protocol,
  * with no call made here */
-static inline void fd_resume(coro_t *job)
+static inline void fd_resume(coro_t *job, struct coro__woken *b)
 {
     job->flags |= CORO__FL_IOWAKE | CORO__FL_REARM;
-    coro__wake(job, 0);         /* from here the job is not ours */
+    coro__wake_into(b, job, 0);     /* from here the job is not ours */
 }
 
-/* returns how many waiters the event took */
-static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
+/* returns how many waiters the event took; b: as finish_into's */
+static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events,
+                           struct coro__woken *b)
 {
     static const uint32_t want[2] = {
         EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
@@ -325,10 +334,10 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events)
     }
     ent_unlock(e);
     if (wakes.head)        /* a select's record fired: rare */
-        coro__wakelist_wake(&wakes);
+        coro__wakelist_wake_into(&wakes, b);
     for (int dir = 0; dir < 2; dir++)
         if (job[dir])
-            fd_resume(job[dir]);
+            fd_resume(job[dir], b);
     return n + (job[0] != NULL) + (job[1] != NULL);
 }
 
@@ -343,12 +352,13 @@ CORO__HIDDEN bool coro__io_tfd_update(struct coro__io *io, int64_t now);
 CORO__HIDDEN void coro__io_heap_pop(struct coro__io *io, struct coro__timer_record *out);
 CORO__HIDDEN void coro__io_heap_del(struct coro__io *io, uint32_t handle, struct coro__timer_record *out);
 CORO__HIDDEN void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t,
-                                      intptr_t res);
-CORO__HIDDEN int coro__io_expire(struct coro__io *io);
+                                      intptr_t res, struct coro__woken *b);
+CORO__HIDDEN int coro__io_expire(struct coro__io *io, struct coro__woken *b);
 /* the driver's fire_due (sched/worker.c DUE TIMERS) */
-CORO__HIDDEN int coro__io_fire_due(struct coro__io *io);
+CORO__HIDDEN int coro__io_fire_due(struct coro__io *io, struct coro__woken *b);
 /* worker idx's own timers (the driver's fire_own: lib/wait/wtimer.c) */
-CORO__HIDDEN int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try);
+CORO__HIDDEN int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try,
+                                       struct coro__woken *b);
 /* the I/O thread (lib/io/epoll.c): fire the workers' heaps (lib/wait/wtimer.c)
  * whose published deadline is more than late ns past now (stuck in a
  * step).  Returns the earliest published deadline + late over all
@@ -370,6 +380,6 @@ CORO__HIDDEN void *coro__io_main(void *arg);
 
 /* context.c: the source of the parking lot's timerfd (handle() leaves it
  * to workers under the coro__io_thread_timers_off test hook) */
-CORO__HIDDEN void coro__io_parklot_timers_cb(void *arg);
+CORO__HIDDEN void coro__io_parklot_timers_cb(void *arg, struct coro__woken *b);
 
 #endif

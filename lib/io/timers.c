@@ -169,7 +169,8 @@ void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir, cons
     pthread_mutex_unlock(slot_lock(io, slot));
 }
 
-void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res)
+void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res,
+                         struct coro__woken *b)
 {
     switch (t->kind) {
     case CORO__IOK_SLEEP: {
@@ -177,7 +178,7 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
         /* a sleep cut short by the job's deadline times out */
         if (res == 0 && t->deadline < job->top->aw.timeout)
             res = -ETIMEDOUT;
-        finish(io, job, res);       /* the heap owned its wake-up */
+        finish_into(io, job, res, b);   /* the heap owned its wake-up */
         break;
     }
     case CORO__IOK_FD: {
@@ -193,7 +194,7 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
         }
         ent_unlock(e);
         if (job)
-            finish(io, job, res == 0 ? -ETIMEDOUT : res);
+            finish_into(io, job, res == 0 ? -ETIMEDOUT : res, b);
         break;
     }
     }
@@ -203,7 +204,7 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
  * hlock: the adds that wait for the lock meanwhile wait for a few pops,
  * and the fires that follow find their jobs already asked for (a cache
  * miss each, overlapped) */
-int coro__io_expire(struct coro__io *io)
+int coro__io_expire(struct coro__io *io, struct coro__woken *b)
 {
     struct coro__timer_record t[CORO__TIMER_BATCH];
     int n = 0;
@@ -228,7 +229,7 @@ int coro__io_expire(struct coro__io *io)
         for (int i = 0; i < k; i++)
             __builtin_prefetch(t[i].p);
         for (int i = 0; i < k; i++)
-            coro__io_timer_fire(io, &t[i], 0);
+            coro__io_timer_fire(io, &t[i], 0, b);
         n += k;
         if (k < CORO__TIMER_BATCH)
             return n;
@@ -242,7 +243,7 @@ int coro__io_expire(struct coro__io *io)
  * it would race that holder with a system call per look); and not
  * waiting for a heap's lock: held, its holder is adding or firing, and
  * the next look comes soon */
-static int expire_due(struct coro__io *io)
+static int expire_due(struct coro__io *io, struct coro__woken *b)
 {
     struct coro__timer_record t;
     int n = 0;
@@ -262,7 +263,7 @@ static int expire_due(struct coro__io *io)
         }
         coro__io_heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
-        coro__io_timer_fire(io, &t, 0);
+        coro__io_timer_fire(io, &t, 0, b);
         n++;
     }
 }
@@ -274,28 +275,29 @@ static int expire_due(struct coro__io *io)
  * batch at a time.  s->io is read only for a batch that holds timers:
  * the I/O thread starts before create stores it, and the heap's lock,
  * taken after a push of a job's worker, orders that store before */
-static int64_t expire_home(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired)
+static int64_t expire_home(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired,
+                           struct coro__woken *woken)
 {
     struct coro__wt_batch b;
     int64_t d;
 
     do {
         b.n = 0;
-        d = coro__wt_expire(s, home, now, try, fired, &b);
+        d = coro__wt_expire(s, home, now, try, fired, &b, woken);
         for (int i = 0; i < b.n; i++)
-            coro__io_timer_fire(s->io, &b.t[i], 0);
+            coro__io_timer_fire(s->io, &b.t[i], 0, woken);
         *fired += b.n;
     } while (b.n == CORO__TIMER_BATCH);
     return d;
 }
 
-int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try)
+int64_t coro__io_fire_own(struct coro__io *io, int idx, bool try, struct coro__woken *b)
 {
     int fired = 0;
 
     if (!coro__wt_homes(io->s))
         return INT64_MAX;
-    return expire_home(io->s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired);
+    return expire_home(io->s, (uint32_t)idx + 1, coro__due_by(coro__now()), try, &fired, b);
 }
 
 int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *fired)
@@ -306,7 +308,7 @@ int64_t coro__wt_expire_stuck(coro_sched_t *s, int64_t now, int64_t late, int *f
         /* relaxed: a hint; the fire decides under the worker's lock */
         int64_t d = __atomic_load_n(&s->w[i]->timer_next, __ATOMIC_RELAXED);
         if (d != INT64_MAX && d <= now - late)
-            d = expire_home(s, (uint32_t)i + 1, now, false, fired);
+            d = expire_home(s, (uint32_t)i + 1, now, false, fired, NULL);
         /* saturating: a far deadline (a group's, years ahead) plus the
          * slack stays a time, INT64_MAX at most */
         if (d != INT64_MAX && coro__ns_add(d, late) < next)
@@ -336,7 +338,7 @@ int coro__io_cancel_own_sleeps(struct coro__io *io, bool all)
             }
             pthread_mutex_unlock(&wt->lock);
             if (again) {
-                coro__io_timer_fire(io, &t, -ECANCELED);
+                coro__io_timer_fire(io, &t, -ECANCELED, NULL);
                 n++;
             }
         }
@@ -357,9 +359,9 @@ int64_t coro__io_timer_deadline(struct coro__io *io, const struct fd_entry *e, i
     return d;
 }
 
-int coro__io_fire_due(struct coro__io *io)
+int coro__io_fire_due(struct coro__io *io, struct coro__woken *b)
 {
-    return expire_due(io) + coro__parklot_timers_expire(io->s, true);
+    return expire_due(io, b) + coro__parklot_timers_expire(io->s, true, b);
 }
 
 int64_t coro__io_next_timer(struct coro__io *io)

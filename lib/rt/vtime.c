@@ -193,7 +193,7 @@ static int fire_due(coro_sched_t *s)
             n += r;
     }
     if (coro__parklot_timers_next(s) <= now)
-        n += coro__parklot_timers_fire(s);
+        n += coro__parklot_timers_fire(s, NULL);
     return n;
 }
 

@@ -69,23 +69,18 @@
  * epoll_wait (the eventfd is read only by the token holder, so a look at
  * epoll without the token cannot swallow that wake).  A submitter that
  * sees no token calls futex_wake as before; the worker then is, or will
- * be, on its futex (it failed to take the token) or saw the epoch.  Once
- * epoll_wait returns the worker clears its idle bit before it handles the
- * events, so the jobs it wakes into its own queues wake no one: it runs
- * them when it returns from park.
+ * be, on its futex (it failed to take the token) or saw the epoch.  The
+ * jobs the events wake come back from the park in the worker's batch
+ * (WOKEN BATCHES, sched/sched.h), not queued: the worker clears its idle
+ * bit first, then queues them with one notify - which so never claims the
+ * worker itself - and runs the first.  Only the jobs past a full batch
+ * are queued from inside the park, while the bit is still set: a notify
+ * of theirs may claim this worker, one futex wake for nothing.
  */
 #include <string.h>
 
 #include "sched/frame.h"
 #include "sched/worker.h"
-
-/* epoll_wait returned in coro__io_park: we are no longer idle, so that the
- * jobs we wake do not send a wake-up back to us */
-static void clear_idle(void *arg)
-{
-    struct coro__worker *w = arg;
-    coro__idle_clear(w->s, w->idx);
-}
 
 /* our own timers before we park: returns the deadline of the earliest
  * left, INT64_MAX for none */
@@ -101,8 +96,13 @@ static inline __attribute__((always_inline)) int64_t fire_own_timers(struct coro
      * so none there means none at all (relaxed: our own line).  Only we
      * add to them: nothing earlier can come while we sleep */
     int64_t due = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
-    if (due != INT64_MAX)
-        due = s->driver->fire_own(s->io, w->idx, false);
+    if (due != INT64_MAX) {
+        struct coro__woken b;
+        b.n = 0;
+        due = s->driver->fire_own(s->io, w->idx, false, &b);
+        if (b.n)
+            coro__submit_woken(w, &b, false);
+    }
     return due;
 }
 
@@ -140,10 +140,12 @@ static inline __attribute__((always_inline)) uint32_t set_idle(struct coro__work
 }
 
 /* protocol step 4: sleep on our futex, or in epoll, until woken, the epoch
- * moved or our earliest timer (due) is due */
+ * moved or our earliest timer (due) is due; what epoll's events woke
+ * into b */
 static inline __attribute__((always_inline)) void sleep_parked(struct coro__worker *w,
                                                                uint32_t epoch, int64_t due,
-                                                               bool timed, uint32_t activity)
+                                                               bool timed, uint32_t activity,
+                                                               struct coro__woken *b)
 {
     coro_sched_t *s = w->s;
 
@@ -165,8 +167,7 @@ static inline __attribute__((always_inline)) void sleep_parked(struct coro__work
          * the look after the timeout sees it */
         int64_t until = coro__ns_add(coro__now(), CORO__LIFO_PARK_NS);
         coro__futex_wait(&w->futex, epoch, due < until ? due : until);
-    } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, clear_idle,
-                                           w) < 0) {
+    } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, b) < 0) {
         /* another thread waits in epoll; ours end at their deadline (epoll's
          * wait too: coro__io_park reads it where we published it) */
         coro__futex_wait(&w->futex, epoch, due == INT64_MAX ? -1 : due);
@@ -179,6 +180,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     coro_sched_t *s = w->s;
     coro_t *j;
     bool timed;
+    struct coro__woken b;
 
     int64_t due = fire_own_timers(w);
     stop_searching(w);          /* the last look below covers what we leave */
@@ -208,13 +210,18 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     }
     stat_inc(&w->n_parks);
     coro__trace_park(w, false);
-    sleep_parked(w, epoch, due, timed, activity);
+    b.n = 0;
+    sleep_parked(w, epoch, due, timed, activity, &b);
     coro__idle_clear(s, w->idx);
     coro__trace_park(w, true);
     stat_inc(&w->n_wakeups);
     /* woken at our own deadline (or later): fire before we look again */
     if (due != INT64_MAX && coro__now() >= due)
-        s->driver->fire_own(s->io, w->idx, false);
+        s->driver->fire_own(s->io, w->idx, false, &b);
+    /* what we woke: queued now that our bit is clear (their notify does
+     * not claim us), the first run next (WAITING IN EPOLL INSTEAD) */
+    if (b.n)
+        j = found_(w, coro__submit_woken(w, &b, true));
     /* a woken worker searches (tokio's notified worker does): when it
      * finds work and is the last searcher it wakes another, so a burst
      * whose notifies found a searcher and woke only us still gets as

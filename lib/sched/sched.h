@@ -185,6 +185,28 @@ extern const char coro__join_name[] CORO__HIDDEN;
  * thread that removed the job from the wait structure.  Any thread. */
 CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
 
+/* WOKEN BATCHES (sched/submit.c).  A driver call a worker makes (its
+ * looks at epoll, its park there, its fire of due timers) does not queue
+ * the jobs it wakes: it makes them READY and hands them back in one of
+ * these, which the worker owns on its stack, and the worker submits them
+ * itself - with one notify for the batch, the first one run at once when
+ * the worker has nothing else (sched/worker.c IDLE).  The I/O layer never
+ * re-enters the scheduler's queues while a worker is inside it, save for
+ * the jobs past a full batch, which it wakes by the downward coro__wake
+ * as every other thread does. */
+#define CORO__WOKEN_MAX 32
+struct coro__woken {
+    int n;
+    coro_t *job[CORO__WOKEN_MAX];
+};
+
+/* coro__wake_into - coro__wake for a driver call made by a worker of
+ * job's scheduler: READY with result res as coro__wake makes it, then
+ * into b, not a queue (b full or NULL: coro__wake's queueing, by the
+ * calling thread, which may be any).  The caller of the driver submits b
+ * (coro__submit_woken). */
+CORO__HIDDEN void coro__wake_into(struct coro__woken *b, coro_t *job, intptr_t res);
+
 /* Pins (sched/pin.c): a thread that is not s's own and may touch s after
  * a job's state changed holds s pinned meanwhile; destroy waits for every
  * pin on s once the jobs ended.  Each returns a token for coro__unpin.
@@ -327,10 +349,6 @@ struct coro__worker {
     bool searching;                     /* counted in s->searching */
     unsigned idle_looks;                /* failed looks in this idle phase (sched/park.c) */
     bool took_more;                     /* the last look took jobs besides the one it runs */
-    /* while it polls epoll between jobs: the first NORMAL job the poll
-     * wakes is kept here, not queued, and run next (sched/worker.c IDLE) */
-    bool catching;
-    coro_t *caught;
     /* busy looks at epoll (sched/worker.c, BUSY LOOKS): steps left before
      * the next, whether the last step yielded, when a yield last looked;
      * and a job of a narrower class that yielded, queued after the next
@@ -561,19 +579,21 @@ struct coro__driver {
     void (*kick)(struct coro__io *io);
     bool (*pending)(struct coro__io *io);
     bool (*fd_waiting)(struct coro__io *io);   /* fd waiters alone, no timers */
+    /* the calls below a worker makes: the jobs they wake come back in b
+     * (WOKEN BATCHES above), for the worker to queue */
     int (*park)(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
-                uint32_t activity, void (*awake)(void *), void *arg);
+                uint32_t activity, struct coro__woken *b);
     uint32_t (*activity)(struct coro__io *io);
-    int (*poll_now)(struct coro__io *io);
-    int (*poll_busy)(struct coro__io *io, int idx);
+    int (*poll_now)(struct coro__io *io, struct coro__woken *b);
+    int (*poll_busy)(struct coro__io *io, int idx, struct coro__woken *b);
     bool (*wake_poller)(struct coro__io *io, int idx);
     /* fire the I/O layer's and the lot's timers that are due (a busy
      * worker's look: sched/worker.c DUE TIMERS); the number fired */
-    int (*fire_due)(struct coro__io *io);
+    int (*fire_due)(struct coro__io *io, struct coro__woken *b);
     /* fire worker idx's own timers that are due (lib/wait/wtimer.c), by
      * that worker; try: give up if their lock is held.  Returns their next
      * deadline, INT64_MAX none */
-    int64_t (*fire_own)(struct coro__io *io, int idx, bool try);
+    int64_t (*fire_own)(struct coro__io *io, int idx, bool try, struct coro__woken *b);
 };
 
 /* s's clock: its virtual one (.virtual_time), else coro__now()'s; for
@@ -643,7 +663,7 @@ CORO__HIDDEN void coro__submit_spawned(coro_sched_t *s, coro_t *job);
  * False: nothing done, coro__submit_spawned's whole path is needed */
 static inline bool coro__submit_spawned_lifo(struct coro__worker *w, coro_sched_t *s, coro_t *job)
 {
-    if (w->lifo_run == w->n_run || w->catching || s->hist ||
+    if (w->lifo_run == w->n_run || s->hist ||
         /* relaxed: as coro__submit's look at the slot */
         __atomic_load_n(&w->lifo, __ATOMIC_RELAXED))
         return false;

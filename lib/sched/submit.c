@@ -94,43 +94,45 @@ static inline __attribute__((always_inline)) coro_t *submit_lifo(struct coro__wo
     return job;         /* NULL: a thief took the old one: as above */
 }
 
-/* submitted by one of s's own workers, w: kept aside for the worker's
- * look at epoll, the yielded ring, the LIFO slot or the local ring */
-static inline __attribute__((always_inline)) void submit_own(coro_sched_t *s,
-                                                             struct coro__worker *w,
-                                                             coro_t *job, int pi, bool yield)
+/* submitted by one of s's own workers, w: the yielded ring, the LIFO
+ * slot or the local ring.  True when the push needs a notify (false: it
+ * filled the LIFO slot, which this worker runs next) */
+static inline __attribute__((always_inline)) bool own_push(coro_sched_t *s,
+                                                           struct coro__worker *w,
+                                                           coro_t *job, int pi, bool yield)
 {
-    if (CORO__UNLIKELY(w->catching) && !yield && !w->caught &&
-        pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) &&
-        /* a HIGH or LOW job queued where we look sends this one the
-         * usual way, to be picked in priority order */
-        !prio_queued(w)) {
-        /* woken by this worker's own look at epoll (worker_main): it
-         * runs the job next, straight from here.  Private until then,
-         * as a job in a step's hands is: no queue, no atomic, nobody
-         * to wake (the LIFO slot would cost an exchange to put it
-         * there and one to take it back) */
-        w->caught = job;
-        return;
-    }
     if (yield) {
         /* the back of everything this worker has (tokio defers a
          * yielding task the same way); full: the global queue */
         if (!own_localq_push(w, &w->yielded[pi], pi, job))
             coro__push_global(s, job);
-        goto out;
+        return true;
     }
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && w->lifo_run != w->n_run) {
         if (!(job = submit_lifo(w, job)))
-            return;
+            return false;
         pi = CORO__PRIO_IDX(job->prio);
     }
     if (!own_localq_push(w, &w->local[pi], pi, job))
         local_overflow(w, pi, job);
-out:
+    return true;
+}
+
+/* the notify after a push of one of s's own workers, w */
+static inline __attribute__((always_inline)) void own_notify(coro_sched_t *s,
+                                                             struct coro__worker *w)
+{
     /* with one worker, the caller's seat has it for a thief */
     if (s->nworkers > 1 || w->idx == s->nslots)
         notify(s, s->all_wmask, true);
+}
+
+static inline __attribute__((always_inline)) void submit_own(coro_sched_t *s,
+                                                             struct coro__worker *w,
+                                                             coro_t *job, int pi, bool yield)
+{
+    if (own_push(s, w, job, pi, yield))
+        own_notify(s, w);
 }
 
 /* from outside the workers, a NORMAL job: the thread's own submission
@@ -219,6 +221,54 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
     submit_inbox(s, job, pi);
 }
 
+/* WOKEN BATCHES (sched/sched.h): the jobs of b from `from` on, queued
+ * as coro__submit queues a wake-up of w's, with one notify for them all */
+static void submit_woken_from(struct coro__worker *w, struct coro__woken *b, int from)
+{
+    coro_sched_t *s = w->s;
+    bool wake = false;
+
+    for (int i = from; i < b->n; i++) {
+        coro_t *job = b->job[i];
+        int pi = CORO__PRIO_IDX(job->prio);
+        if (job->cls != 0)
+            submit_class(s, job, pi);
+        else
+            wake |= own_push(s, w, job, pi, false);
+    }
+    if (wake)
+        own_notify(s, w);
+}
+
+coro_t *coro__submit_woken(struct coro__worker *w, struct coro__woken *b, bool run_first)
+{
+    coro_t *first = b->job[0];
+
+    if (CORO__UNLIKELY(w->s->hist)) {
+        /* the ready stamps (coro__submit's), the first's included */
+        uint32_t t = (uint32_t)((uint64_t)coro__now() >> CORO__READY_SHIFT);
+        for (int i = 0; i < b->n; i++)
+            b->job[i]->reserved = t;
+    }
+    /* a class-0 NORMAL job first runs next, on this worker, from here:
+     * private until then as a job in a step's hands is (no queue, no
+     * atomic, nobody to wake).  Any other first job queues with the rest,
+     * to be picked in priority order (PRIORITIES) */
+    if (!run_first || first->cls != 0 || first->prio != CORO_PRIO_NORMAL) {
+        submit_woken_from(w, b, 0);
+        return NULL;
+    }
+    if (b->n > 1)
+        submit_woken_from(w, b, 1);
+    /* a HIGH or LOW job woken with it, or queued before, goes first: the
+     * first one then queues as any other */
+    if (CORO__UNLIKELY(prio_queued(w))) {
+        submit_own(w->s, w, first, CORO__PRIO_IDX(CORO_PRIO_NORMAL), false);
+        return NULL;
+    }
+    return first;
+}
+
 void coro__submit_spawned(coro_sched_t *s, coro_t *job)
 {
     struct coro__worker *w = coro__tls_worker;
@@ -247,9 +297,9 @@ void coro__flush_live(struct coro__worker *w, uint32_t keep)
     coro__live_sub(&s->live, n);
 }
 
-/* the one way a suspended job becomes READY (sched/sched.h) */
-static inline __attribute__((always_inline)) void wake_(coro_sched_t *s, coro_t *job,
-                                                         intptr_t res)
+/* the one way a suspended job becomes READY (sched/sched.h): false when
+ * a coro_cancel reads its awaitable and will queue it (CQUEUE) */
+static inline __attribute__((always_inline)) bool make_ready(coro_t *job, intptr_t res)
 {
     job->top->result = res;
     coro__trace_wake(job);
@@ -263,9 +313,17 @@ static inline __attribute__((always_inline)) void wake_(coro_sched_t *s, coro_t 
         nw = (old - (CORO__S_SUSPENDED - CORO__S_READY)) | (old & CORO__F_CREAD ? CORO__F_CQUEUE : 0);
     while (!__atomic_compare_exchange_n(&job->state, &old, nw, true, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED));
-    if (CORO__UNLIKELY(nw & CORO__F_CQUEUE))
+    return !CORO__UNLIKELY(nw & CORO__F_CQUEUE);
+}
+
+void coro__wake_into(struct coro__woken *b, coro_t *job, intptr_t res)
+{
+    if (!b || b->n == CORO__WOKEN_MAX) {
+        coro__wake(job, res);   /* any thread, or the batch is full */
         return;
-    coro__submit(s, job, false);
+    }
+    if (make_ready(job, res))
+        b->job[b->n++] = job;   /* the caller, a worker of s, queues it */
 }
 
 void coro__wake(coro_t *job, intptr_t res)
@@ -274,7 +332,9 @@ void coro__wake(coro_t *job, intptr_t res)
     struct coro__worker *w = coro__tls_worker;
 
     if (CORO__LIKELY(w && w->s == s)) {
-        wake_(s, job, res);     /* s's own threads outlive s's jobs */
+        /* s's own threads outlive s's jobs */
+        if (make_ready(job, res))
+            coro__submit(s, job, false);
         return;
     }
     /* a waker that is not s's own (a plain thread, another scheduler's
@@ -282,6 +342,7 @@ void coro__wake(coro_t *job, intptr_t res)
      * end: it holds s pinned until it leaves, and destroy waits for it
      * (sched/pin.c) */
     int tok = coro__pin_owned(s);
-    wake_(s, job, res);
+    if (make_ready(job, res))
+        coro__submit(s, job, false);
     coro__unpin(tok);
 }

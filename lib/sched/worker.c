@@ -10,9 +10,10 @@
  * epoll set without blocking (coro__io_poll_now, once per idle phase,
  * before it steals): readiness its jobs
  * wait for is usually there, and taking it here runs the woken job on
- * this worker with no thread wake-up at all.  The first NORMAL job it
- * wakes is kept aside (w->caught) and run next; the rest go to its own
- * queues, whose pushes notify as usual.  Then: < 4 empty looks spin,
+ * this worker with no thread wake-up at all.  The look hands the jobs it
+ * woke back (WOKEN BATCHES, sched/sched.h): the first, if NORMAL, runs
+ * next straight from there, with no queue; the rest go to this worker's
+ * own queues with one notify for them all.  Then: < 4 empty looks spin,
  * 4..15 sched_yield, then park - in epoll only if no other worker
  * handled I/O since the idle phase began (coro__io_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
@@ -67,8 +68,14 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
     /* nothing else here: what the yield's look woke has run and written
      * where others wait; look again before the yielder (BUSY LOOKS) */
     while (w->drain > 0) {
+        struct coro__woken b;
+        b.n = 0;
         w->drain--;
-        if (w->s->driver->poll_busy(w->s->io, w->idx) <= 0)
+        int n = w->s->driver->poll_busy(w->s->io, w->idx, &b);
+        /* the first job it woke runs now, ahead of the yielder */
+        if (b.n && (j = coro__submit_woken(w, &b, true)))
+            return found_(w, j);
+        if (n <= 0)
             break;
         if ((j = found_(w, find_own_(w, true))))
             return j;
@@ -173,13 +180,28 @@ __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, in
                                                      int64_t own)
 {
     int64_t now = coro__now();
+    struct coro__woken b;
 
     if (now < d)
         return;
+    b.n = 0;
     if (own <= now)
-        w->s->driver->fire_own(w->s->io, w->idx, true);
+        w->s->driver->fire_own(w->s->io, w->idx, true, &b);
     if (d < own && !CORO__HOOK(coro__busy_look_off, false))
-        w->s->driver->fire_due(w->s->io);
+        w->s->driver->fire_due(w->s->io, &b);
+    if (b.n)
+        coro__submit_woken(w, &b, false);
+}
+
+/* our own timers, due: fired, what they woke queued */
+__attribute__((noinline)) static void fire_own_due(struct coro__worker *w)
+{
+    struct coro__woken b;
+
+    b.n = 0;
+    w->s->driver->fire_own(w->s->io, w->idx, true, &b);
+    if (b.n)
+        coro__submit_woken(w, &b, false);
 }
 
 static inline void timers_due(struct coro__worker *w)
@@ -204,7 +226,7 @@ static inline void own_timers_due(struct coro__worker *w)
     /* relaxed: our own line's hint (timers_due) */
     int64_t own = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     if (CORO__UNLIKELY(own != INT64_MAX) && coro__now() >= own)
-        w->s->driver->fire_own(w->s->io, w->idx, true);
+        fire_own_due(w);
 }
 
 /* a yield: the timers (DUE TIMERS: at yields only, not at the count's
@@ -266,21 +288,36 @@ static void worker_boot(struct coro__worker *w)
     }
 }
 
-/* the job our look at epoll woke and kept aside (w->caught), to run next;
- * NULL when there is none, or when it queued instead */
-static inline __attribute__((always_inline)) coro_t *take_caught(coro_sched_t *s,
-                                                                 struct coro__worker *w)
+/* the idle look at epoll (IDLE): -1 when it found nothing; else the
+ * job it woke for us to run next (*j, NULL when it queued them all) */
+static inline __attribute__((always_inline)) int idle_look(coro_sched_t *s,
+                                                           struct coro__worker *w, coro_t **j)
 {
-    coro_t *j = w->caught;
-    w->caught = NULL;
-    /* a HIGH or LOW job woken after it, by the same look:
-     * the caught one queues as any other, to be picked in
-     * priority order (PRIORITIES) */
-    if (j && prio_queued(w)) {
-        coro__submit(s, j, false);
-        j = NULL;
-    }
-    return j;
+    struct coro__woken b;
+
+    b.n = 0;
+    int n = s->driver->poll_now(s->io, &b);
+    if (n <= 0 && !b.n)
+        return -1;
+    /* what we woke is ours to run next (the first), else in our own
+     * queues.  We are no searcher here (we steal only after this look),
+     * so no last searcher's wake is ours to send: the batch's push
+     * notified for the rest */
+    *j = b.n ? coro__submit_woken(w, &b, true) : NULL;
+    return 0;
+}
+
+/* the busy look after a step (BUSY LOOKS): what it woke queued, ahead
+ * of the job that yielded; the looks to drain if it woke something */
+static __attribute__((noinline)) unsigned busy_look(coro_sched_t *s, struct coro__worker *w)
+{
+    struct coro__woken b;
+
+    b.n = 0;
+    int n = s->driver->poll_busy(s->io, w->idx, &b);
+    if (b.n)
+        coro__submit_woken(w, &b, false);
+    return n > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
 }
 
 /* we found a job: hand the search on to another worker if it is ours to */
@@ -329,16 +366,8 @@ void *coro__worker_main(void *arg)
                 /* acquire: pairs with stop_workers' release */
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
-                w->catching = true;
-                int n = s->driver->poll_now(s->io);
-                w->catching = false;
-                if (n > 0 || w->caught) {
-                    /* what we woke is ours to run next (w->caught, else in
-                     * our own queues).  We are no searcher here (we steal
-                     * only after this look), so no last searcher's wake is
-                     * ours to send: the submits of what the look queued
-                     * notified as any push does */
-                    if (!(j = take_caught(s, w)))
+                if (idle_look(s, w, &j) == 0) {
+                    if (!j)
                         continue;
                     j = found_(w, j);
                 } else {
@@ -378,7 +407,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
-            w->drain = s->driver->poll_busy(s->io, w->idx) > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
+            w->drain = busy_look(s, w);
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

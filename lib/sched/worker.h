@@ -60,8 +60,15 @@ CORO__HIDDEN bool coro__start_searching(struct coro__worker *w);
 /* one sweep of the other workers' queues: a job, or NULL */
 CORO__HIDDEN coro_t *coro__steal(struct coro__worker *w);
 /* park.c: park w; activity: coro__io_activity at the start of the idle
- * phase.  Returns a job its last look found, else NULL once woken */
+ * phase.  Returns a job its last look found, or the first its wait in
+ * epoll woke (as coro__submit_woken's), else NULL once woken */
 CORO__HIDDEN coro_t *coro__park_since(struct coro__worker *w, uint32_t activity);
+/* submit.c: queue what a driver call of w woke (b, n > 0; WOKEN BATCHES
+ * in sched/sched.h) with one notify.  run_first: a class-0 NORMAL first
+ * job, no HIGH or LOW one queued at w, is not queued but returned, for w
+ * to run next; NULL when it queued them all.  w's owner */
+CORO__HIDDEN coro_t *coro__submit_woken(struct coro__worker *w, struct coro__woken *b,
+                                        bool run_first);
 
 /* move the job's lifecycle bits from `from` to `to`.  Only the job's owner
  * (the thread that dequeued it, or its waker) changes these bits, and it

@@ -172,8 +172,9 @@ static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
 }
 
 /* w: a job or a thread's record (select branches never get here:
- * coro__wakelist_add turns them into their owner) */
-static void wake_waiter(coro_t *w, intptr_t res)
+ * coro__wakelist_add turns them into their owner); b: a job goes there
+ * (coro__wake_into) */
+static void wake_waiter(coro_t *w, intptr_t res, struct coro__woken *b)
 {
     if (w->flags & CORO__FL_THREAD) {
         coro__trace_thread_wake(w);
@@ -183,7 +184,7 @@ static void wake_waiter(coro_t *w, intptr_t res)
         __atomic_store_n(&w->state, 1, __ATOMIC_RELEASE);
         coro__futex_wake(&w->state, 1);
     } else {
-        coro__wake(w, res);
+        coro__wake_into(b, w, res);
     }
 }
 
@@ -360,17 +361,22 @@ void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
     wakelist_push(wakes, w, res);
 }
 
-void coro__wakelist_wake(coro__wakelist_t *wakes)
+void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
 {
     coro_t *w = wakes->head;
 
     while (w) {
         coro_t *nx = w->next;   /* the wake reuses next */
         w->next = NULL;
-        wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : parked_top(w)->result);
+        wake_waiter(w, (w->flags & CORO__FL_THREAD) ? w->result : parked_top(w)->result, b);
         w = nx;
     }
     coro__wakelist_init(wakes);
+}
+
+void coro__wakelist_wake(coro__wakelist_t *wakes)
+{
+    coro__wakelist_wake_into(wakes, NULL);
 }
 
 intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, coro_t *me, int64_t deadline)

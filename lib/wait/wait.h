@@ -150,7 +150,8 @@ CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
  * read under the lock and published (INT64_MAX none); io full
  * (CORO__TIMER_BATCH): more may be due, call again after the wake-ups */
 CORO__HIDDEN int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try,
-                                     int *fired, struct coro__wt_batch *io);
+                                     int *fired, struct coro__wt_batch *io,
+                                     struct coro__woken *woken);
 /* how many workers' heaps (homes 1 ..), 0 without */
 CORO__HIDDEN uint32_t coro__wt_homes(coro_sched_t *s);
 /* the live timers of every worker's heap (racy: a hint; exact when quiet) */
@@ -274,12 +275,14 @@ CORO__HIDDEN uint64_t coro__parklot_cancel_sweeps(coro_sched_t *s);
  * in coro__io_poll; returns jobs woken), and whether any is pending (for
  * coro__io_pending). */
 CORO__HIDDEN int coro__parklot_timer_fd(coro_sched_t *s);
-CORO__HIDDEN int coro__parklot_timers_fire(coro_sched_t *s);
+CORO__HIDDEN int coro__parklot_timers_fire(coro_sched_t *s, struct coro__woken *b);
 /* the same without reading the timerfd: fire what is due now; worker: a
  * busy worker's look (sched/worker.c DUE TIMERS), which leaves the
  * timerfd to its holder and gives up when hlock is held.  The number
- * fired */
-CORO__HIDDEN int coro__parklot_timers_expire(coro_sched_t *s, bool worker);
+ * fired.  b (both): the batch of the worker whose driver call fires them
+ * (WOKEN BATCHES, sched/sched.h), NULL on any other thread */
+CORO__HIDDEN int coro__parklot_timers_expire(coro_sched_t *s, bool worker,
+                                             struct coro__woken *b);
 CORO__HIDDEN bool coro__parklot_timers_pending(coro_sched_t *s);
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN uint32_t coro__parklot_timers_count(coro_sched_t *s);     /* armed now (tests) */
@@ -359,6 +362,8 @@ CORO__HIDDEN coro_await_t *coro__parklot_args(coro_t *w);
 CORO__HIDDEN void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res);
 /* after unlocking: wake everyone on wakes */
 CORO__HIDDEN void coro__wakelist_wake(coro__wakelist_t *wakes);
+/* the same, the jobs into b (coro__wake_into: NULL is coro__wakelist_wake) */
+CORO__HIDDEN void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b);
 
 /* coro__done_take_all - the finisher's take of key's lot waiters (jobs
  * awaiting coro_done / coro_done_timeout of job key), given result res,

@@ -168,7 +168,8 @@ static void taken(struct coro__wtimers *t, const struct coro__timer_record *out)
  * key k, locked; w the waiter whose timer was popped under both locks, or
  * NULL when the top was no longer due or of b.  Ends w's wait with
  * -ETIMEDOUT if it is still linked, unlocks b and wakes after; 1 if fired */
-static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k)
+static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k,
+                       struct coro__woken *woken)
 {
     int n = 0;
     coro__wakelist_t wakes;
@@ -182,12 +183,12 @@ static int fire_popped(coro__parklot_bucket_t *b, coro_t *w, const void *k)
         n = 1;
     }
     coro__parklot_unlock(b);
-    coro__wakelist_wake(&wakes);
+    coro__wakelist_wake_into(&wakes, woken);
     return n;
 }
 
 int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, int *fired,
-                        struct coro__wt_batch *io)
+                        struct coro__wt_batch *io, struct coro__woken *woken)
 {
     struct coro__wtimers *t = coro__wt_get(s, home);
 
@@ -236,7 +237,7 @@ int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try, i
             }
         }
         pthread_mutex_unlock(&t->lock);
-        *fired += fire_popped(b, w, k);
+        *fired += fire_popped(b, w, k, woken);
     }
 }
 
@@ -393,19 +394,19 @@ int64_t coro__parklot_timer_deadline(coro_t *w)
 
 /* ---- firing timers ------------------------------------------------------------- */
 
-int coro__parklot_timers_fire(coro_sched_t *s)
+int coro__parklot_timers_fire(coro_sched_t *s, struct coro__woken *b)
 {
     uint64_t v;
 
     ssize_t r = read(s->parklot->timer.fd, &v, sizeof v);    /* non-blocking: clear readiness */
     (void)r;
-    return coro__parklot_timers_expire(s, false);
+    return coro__parklot_timers_expire(s, false, b);
 }
 
 /* worker: a busy worker's look (sched/worker.c DUE TIMERS), which leaves
  * the timerfd armed for its holder and does not wait for hlock (see
  * lib/io/timers.c expire_due) */
-int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
+int coro__parklot_timers_expire(coro_sched_t *s, bool worker, struct coro__woken *woken)
 {
     struct coro__parklot_sched *ls = s->parklot;
     int n = 0;
@@ -446,7 +447,7 @@ int coro__parklot_timers_expire(coro_sched_t *s, bool worker)
             k = t.key;
         }
         pthread_mutex_unlock(&ls->hlock);
-        n += fire_popped(b, w, k);
+        n += fire_popped(b, w, k, woken);
     }
 }
 

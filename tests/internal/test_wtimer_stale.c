@@ -65,7 +65,7 @@ Test(wtimer_stale, an_fd_wait_ended_after_its_timer_left_leaves_the_timer_that_t
      * still names the handle */
     struct coro__wt_batch b = { .n = 0 };
     int fired = 0;
-    coro__wt_expire(s, 1, INT64_MAX - 1, false, &fired, &b);
+    coro__wt_expire(s, 1, INT64_MAX - 1, false, &fired, &b, NULL);
     cr_assert_eq(b.n, 1, "the fd wait's timer is handed back");
     cr_assert_eq(b.t[0].p, &r.co);
     cr_assert_eq(fired, 0, "nothing woken in the wait layer");
@@ -86,7 +86,7 @@ Test(wtimer_stale, an_fd_wait_ended_after_its_timer_left_leaves_the_timer_that_t
     cr_assert_eq(coro__wt_count(s), 1, "the sleep's timer went with the read's wait");
 
     /* the late fire of the popped record finds the wait gone: no wake-up */
-    coro__io_timer_fire(coro__sched_io(s), &b.t[0], 0);
+    coro__io_timer_fire(coro__sched_io(s), &b.t[0], 0, NULL);
     cr_assert_eq(coro__wt_count(s), 1);
     cr_assert_eq(__atomic_load_n(&sl.state, __ATOMIC_ACQUIRE) & CORO__S_MASK, CORO__S_SUSPENDED,
                  "the sleep still waits");
