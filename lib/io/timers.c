@@ -169,8 +169,9 @@ void coro__io_slot_untime(struct coro__io *io, struct fd_entry *e, int dir, cons
     pthread_mutex_unlock(slot_lock(io, slot));
 }
 
-void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res,
-                         struct coro__woken *b)
+static inline __attribute__((always_inline)) void timer_fire(struct coro__io *io,
+                                                              const struct coro__timer_record *t,
+                                                              intptr_t res, struct coro__woken *b)
 {
     switch (t->kind) {
     case CORO__IOK_SLEEP: {
@@ -198,6 +199,12 @@ void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t
         break;
     }
     }
+}
+
+void coro__io_timer_fire(struct coro__io *io, const struct coro__timer_record *t, intptr_t res,
+                         struct coro__woken *b)
+{
+    timer_fire(io, t, res, b);
 }
 
 /* coro__io_expire() takes out CORO__TIMER_BATCH timers under one hold of
@@ -229,7 +236,7 @@ int coro__io_expire(struct coro__io *io, struct coro__woken *b)
         for (int i = 0; i < k; i++)
             __builtin_prefetch(t[i].p);
         for (int i = 0; i < k; i++)
-            coro__io_timer_fire(io, &t[i], 0, b);
+            timer_fire(io, &t[i], 0, b);
         n += k;
         if (k < CORO__TIMER_BATCH)
             return n;
@@ -263,7 +270,7 @@ static int expire_due(struct coro__io *io, struct coro__woken *b)
         }
         coro__io_heap_pop(io, &t);
         pthread_mutex_unlock(&io->hlock);
-        coro__io_timer_fire(io, &t, 0, b);
+        timer_fire(io, &t, 0, b);
         n++;
     }
 }
@@ -285,7 +292,7 @@ static int64_t expire_home(coro_sched_t *s, uint32_t home, int64_t now, bool try
         b.n = 0;
         d = coro__wt_expire(s, home, now, try, fired, &b, woken);
         for (int i = 0; i < b.n; i++)
-            coro__io_timer_fire(s->io, &b.t[i], 0, woken);
+            timer_fire(s->io, &b.t[i], 0, woken);
         *fired += b.n;
     } while (b.n == CORO__TIMER_BATCH);
     return d;

@@ -142,6 +142,11 @@ static coro_t *find_work_(struct coro__worker *w, bool limit_steal)
     return found_(w, j ? j : find_others_(w, limit_steal));
 }
 
+coro_t *coro__find_own(struct coro__worker *w)
+{
+    return find_own_(w, true);
+}
+
 coro_t *coro__find_work(struct coro__worker *w)
 {
     coro_t *j = find_work_(w, true);

@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) int64_t fire_own_timers(struct coro
     int64_t due = __atomic_load_n(&w->timer_next, __ATOMIC_RELAXED);
     if (due != INT64_MAX) {
         struct coro__woken b;
-        b.n = 0;
+        coro__woken_init(&b, w->s);
         due = s->driver->fire_own(s->io, w->idx, false, &b);
         if (b.n)
             coro__submit_woken(w, &b, false);
@@ -210,7 +210,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     }
     stat_inc(&w->n_parks);
     coro__trace_park(w, false);
-    b.n = 0;
+    coro__woken_init(&b, w->s);
     sleep_parked(w, epoch, due, timed, activity, &b);
     coro__idle_clear(s, w->idx);
     coro__trace_park(w, true);

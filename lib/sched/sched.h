@@ -196,15 +196,23 @@ CORO__HIDDEN void coro__wake(coro_t *job, intptr_t res);
  * as every other thread does. */
 #define CORO__WOKEN_MAX 32
 struct coro__woken {
+    coro_sched_t *s;            /* whose worker owns it */
     int n;
     coro_t *job[CORO__WOKEN_MAX];
 };
 
-/* coro__wake_into - coro__wake for a driver call made by a worker of
- * job's scheduler: READY with result res as coro__wake makes it, then
- * into b, not a queue (b full or NULL: coro__wake's queueing, by the
- * calling thread, which may be any).  The caller of the driver submits b
- * (coro__submit_woken). */
+static inline void coro__woken_init(struct coro__woken *b, coro_sched_t *s)
+{
+    b->s = s;
+    b->n = 0;
+}
+
+/* coro__wake_into - coro__wake for a driver call made by a worker of b's
+ * scheduler: READY with result res as coro__wake makes it, then into b,
+ * not a queue.  b NULL or full, or a job of another scheduler (a lock
+ * shared across schedulers hands over to it): coro__wake's queueing, by
+ * the calling thread, which may be any.  The caller of the driver submits
+ * b (coro__submit_woken). */
 CORO__HIDDEN void coro__wake_into(struct coro__woken *b, coro_t *job, intptr_t res);
 
 /* Pins (sched/pin.c): a thread that is not s's own and may touch s after

@@ -318,8 +318,8 @@ static inline __attribute__((always_inline)) bool make_ready(coro_t *job, intptr
 
 void coro__wake_into(struct coro__woken *b, coro_t *job, intptr_t res)
 {
-    if (!b || b->n == CORO__WOKEN_MAX) {
-        coro__wake(job, res);   /* any thread, or the batch is full */
+    if (!b || b->n == CORO__WOKEN_MAX || job->sched != b->s) {
+        coro__wake(job, res);   /* any thread, a full batch, another scheduler */
         return;
     }
     if (make_ready(job, res))

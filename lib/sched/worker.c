@@ -29,6 +29,29 @@
 #include "sched/frame.h"
 #include "sched/worker.h"
 
+/* the looks of BUSY LOOKS before a kept yielder runs again, while each
+ * wakes something: the first job woken, or one found in our own queues */
+static __attribute__((noinline)) coro_t *drain_looks(struct coro__worker *w)
+{
+    coro_t *j;
+
+    while (w->drain > 0) {
+        struct coro__woken b;
+        coro__woken_init(&b, w->s);
+        w->drain--;
+        int n = w->s->driver->poll_busy(w->s->io, w->idx, &b);
+        /* the first job it woke runs now, ahead of the yielder */
+        if (b.n && (j = coro__submit_woken(w, &b, true)))
+            return found_(w, j);
+        if (n <= 0)
+            break;
+        if ((j = found_(w, coro__find_own(w))))
+            return j;
+    }
+    w->drain = 0;
+    return NULL;
+}
+
 /* DEFERRED YIELDS.  Queued at the back of its class queue, which a worker
  * looks at before the global queue and the plain threads' submission
  * rings (coro__pop_level), a job pinned to this worker's CPU that keeps yielding
@@ -67,20 +90,8 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
     }
     /* nothing else here: what the yield's look woke has run and written
      * where others wait; look again before the yielder (BUSY LOOKS) */
-    while (w->drain > 0) {
-        struct coro__woken b;
-        b.n = 0;
-        w->drain--;
-        int n = w->s->driver->poll_busy(w->s->io, w->idx, &b);
-        /* the first job it woke runs now, ahead of the yielder */
-        if (b.n && (j = coro__submit_woken(w, &b, true)))
-            return found_(w, j);
-        if (n <= 0)
-            break;
-        if ((j = found_(w, find_own_(w, true))))
-            return j;
-    }
-    w->drain = 0;
+    if (w->drain > 0 && (j = drain_looks(w)))
+        return j;
     /* nothing of ours either: the other workers' queues, before the
      * yielder runs again (tokio steals before it runs its deferred
      * tasks).  A busy worker's look takes every event there is, so the
@@ -184,7 +195,7 @@ __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, in
 
     if (now < d)
         return;
-    b.n = 0;
+    coro__woken_init(&b, w->s);
     if (own <= now)
         w->s->driver->fire_own(w->s->io, w->idx, true, &b);
     if (d < own && !CORO__HOOK(coro__busy_look_off, false))
@@ -198,7 +209,7 @@ __attribute__((noinline)) static void fire_own_due(struct coro__worker *w)
 {
     struct coro__woken b;
 
-    b.n = 0;
+    coro__woken_init(&b, w->s);
     w->s->driver->fire_own(w->s->io, w->idx, true, &b);
     if (b.n)
         coro__submit_woken(w, &b, false);
@@ -290,12 +301,12 @@ static void worker_boot(struct coro__worker *w)
 
 /* the idle look at epoll (IDLE): -1 when it found nothing; else the
  * job it woke for us to run next (*j, NULL when it queued them all) */
-static inline __attribute__((always_inline)) int idle_look(coro_sched_t *s,
-                                                           struct coro__worker *w, coro_t **j)
+static inline __attribute__((always_inline)) int idle_look(coro_sched_t *s, struct coro__worker *w,
+                                               coro_t **j)
 {
     struct coro__woken b;
 
-    b.n = 0;
+    coro__woken_init(&b, w->s);
     int n = s->driver->poll_now(s->io, &b);
     if (n <= 0 && !b.n)
         return -1;
@@ -313,7 +324,7 @@ static __attribute__((noinline)) unsigned busy_look(coro_sched_t *s, struct coro
 {
     struct coro__woken b;
 
-    b.n = 0;
+    coro__woken_init(&b, w->s);
     int n = s->driver->poll_busy(s->io, w->idx, &b);
     if (b.n)
         coro__submit_woken(w, &b, false);

@@ -59,6 +59,8 @@ CORO__HIDDEN coro_t *coro__take_half_localq(struct coro__worker *w, struct coro_
 CORO__HIDDEN bool coro__start_searching(struct coro__worker *w);
 /* one sweep of the other workers' queues: a job, or NULL */
 CORO__HIDDEN coro_t *coro__steal(struct coro__worker *w);
+/* find.c: find_own_(w, true) out of line, for the looks' cold paths */
+CORO__HIDDEN coro_t *coro__find_own(struct coro__worker *w);
 /* park.c: park w; activity: coro__io_activity at the start of the idle
  * phase.  Returns a job its last look found, or the first its wait in
  * epoll woke (as coro__submit_woken's), else NULL once woken */
@@ -265,7 +267,8 @@ static inline coro_t *found_(struct coro__worker *w, coro_t *j)
 
 /* our own queues, the shared ones and the submission rings: everything
  * but the other workers' queues */
-static inline coro_t *find_own_(struct coro__worker *w, bool limit_steal)
+static inline __attribute__((always_inline)) coro_t *find_own_(struct coro__worker *w,
+                                                             bool limit_steal)
 {
     static const int normal_order[] = { PI_HIGH, PI_NORMAL, PI_LOW };
     static const int normal_first[] = { PI_NORMAL, PI_HIGH, PI_LOW };

@@ -174,7 +174,8 @@ static void unlink_after(struct bucket *b, coro_t *prev, coro_t *w)
 /* w: a job or a thread's record (select branches never get here:
  * coro__wakelist_add turns them into their owner); b: a job goes there
  * (coro__wake_into) */
-static void wake_waiter(coro_t *w, intptr_t res, struct coro__woken *b)
+static inline __attribute__((always_inline)) void wake_waiter(coro_t *w, intptr_t res,
+                                                               struct coro__woken *b)
 {
     if (w->flags & CORO__FL_THREAD) {
         coro__trace_thread_wake(w);
@@ -183,8 +184,10 @@ static void wake_waiter(coro_t *w, intptr_t res, struct coro__woken *b)
          * the store the record may be gone: only its address is used */
         __atomic_store_n(&w->state, 1, __ATOMIC_RELEASE);
         coro__futex_wake(&w->state, 1);
-    } else {
+    } else if (b) {
         coro__wake_into(b, w, res);
+    } else {
+        coro__wake(w, res);
     }
 }
 
@@ -361,7 +364,8 @@ void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
     wakelist_push(wakes, w, res);
 }
 
-void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
+static inline __attribute__((always_inline)) void wakelist_wake(coro__wakelist_t *wakes,
+                                                                struct coro__woken *b)
 {
     coro_t *w = wakes->head;
 
@@ -374,9 +378,14 @@ void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
     coro__wakelist_init(wakes);
 }
 
+void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
+{
+    wakelist_wake(wakes, b);
+}
+
 void coro__wakelist_wake(coro__wakelist_t *wakes)
 {
-    coro__wakelist_wake_into(wakes, NULL);
+    wakelist_wake(wakes, NULL);
 }
 
 intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, coro_t *me, int64_t deadline)
