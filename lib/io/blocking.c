@@ -210,7 +210,7 @@ static void call_done(struct coro__bpool *p)
 {
     /* release: the wake's push before the count a driver acquires */
     if (__atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE) == 0 && p->s->io)
-        p->s->driver->kick(p->s->io);     /* the driver table: no I/O symbol */
+        coro__io_kick(p->s->io);
 }
 
 /* start one pool thread, reserved (nthreads, nstarting, started) under

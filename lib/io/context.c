@@ -48,6 +48,11 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
         return -ENOMEM;
     memset(io, 0, sizeof *io);
     io->s = s;
+    /* THE DRIVER'S HINTS (sched/sched.h): our words, which the workers
+     * read; before any worker runs */
+    s->hints = (struct coro__driver_hints){
+        .fd_waiters = &io->nfd, .pending = &io->npending, .activity = &io->poll_gen,
+    };
     io->evfd = -1;
     coro__tfd_init(&io->timer, -1);
     io->next_deadline = INT64_MAX;
@@ -127,18 +132,42 @@ void coro__io_destroy(struct coro__io *io)
     coro__free_aligned(io->s, io, sizeof *io);
 }
 
+int coro__io_turn(struct coro__io *io, const struct coro__turn *t, struct coro__woken *b)
+{
+    /* the looks first, without the switch's table: a look is on the path
+     * of every wake-up an idle worker takes */
+    if (CORO__LIKELY(t->mode == CORO__TURN_LOOK))
+        return coro__io_poll_now(io, b);
+    switch (t->mode) {
+    case CORO__TURN_LOOK:
+        return coro__io_poll_now(io, b);
+    case CORO__TURN_BUSY:
+        return coro__io_poll_busy(io, t->idx, b);
+    case CORO__TURN_PARK:
+        return coro__io_park(io, t->idx, t->epoch_word, t->epoch, t->activity, b);
+    case CORO__TURN_WAIT:
+        return coro__io_poll(io, t->timeout_ns);
+    case CORO__TURN_OWN_TIMERS:
+        *t->next = coro__io_fire_own(io, t->idx, t->try_, b);
+        return 0;
+    case CORO__TURN_DUE_TIMERS:
+        return coro__io_fire_due(io, b);
+    }
+    return -EINVAL;
+}
+
+bool coro__io_unpark(struct coro__io *io, int idx)
+{
+    if (!io->threaded) {
+        kick(io);       /* the driving thread may wait in epoll */
+        return false;
+    }
+    return coro__io_wake_poller(io, idx);
+}
+
 /* the event driver of the scheduling layer (sched/sched.h struct
  * coro__driver): the workers reach these through s->driver */
 const struct coro__driver coro__io_driver = {
-    .poll = coro__io_poll,
-    .kick = coro__io_kick,
-    .pending = coro__io_pending,
-    .fd_waiting = coro__io_fd_waiting,
-    .park = coro__io_park,
-    .activity = coro__io_activity,
-    .poll_now = coro__io_poll_now,
-    .poll_busy = coro__io_poll_busy,
-    .wake_poller = coro__io_wake_poller,
-    .fire_due = coro__io_fire_due,
-    .fire_own = coro__io_fire_own,
+    .turn = coro__io_turn,
+    .unpark = coro__io_unpark,
 };

@@ -47,8 +47,8 @@
 #include "io/io_impl.h"
 #include "sched/trace.h"
 
-/* handle what epoll_wait returned; *kicked: the eventfd fired.  Only the
- * token holder reads the eventfd (holder): a kick is meant for it, and a
+/* handle what epoll_wait returned (the jobs woken into b: coro__wake_into).
+ * Only the token holder reads the eventfd (holder): a kick is meant for it, and a
  * look without the token (coro__io_poll_now) that drained it could leave
  * the holder asleep; the eventfd is level-triggered, so the holder still
  * sees it. */
@@ -58,8 +58,8 @@ bool coro__io_thread_timers_off;
 int64_t coro__io_thread_hold_ns;
 #endif
 
-static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool *kicked,
-                  bool holder, int who, struct coro__woken *b)
+static int handle(struct coro__io *io, const struct epoll_event *evs, int n, bool holder,
+                  int who, struct coro__woken *b)
 {
     int done = 0, woke = 0;
     /* the test hook: the I/O thread (who 1) leaves the timers to workers */
@@ -73,7 +73,6 @@ static int handle(struct coro__io *io, const struct epoll_event *evs, int n, boo
                 ssize_t r = coro__read(io->evfd, &v, sizeof v);
                 (void)r;
             }
-            *kicked = true;
         } else if (tag == TAG_TFD) {
             ssize_t r = coro__read(io->timer.fd, &v, sizeof v);
             (void)r;
@@ -108,15 +107,14 @@ static int ms_of(int64_t timeout_ns)
 
 /* wait in epoll up to timeout_ns and handle what is ready; the caller
  * holds the token */
-static int poll_round(struct coro__io *io, int64_t timeout_ns, bool *kicked)
+static int poll_round(struct coro__io *io, int64_t timeout_ns)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
 
-    *kicked = false;
     coro__trace_poll(io->s, -1);
     int n = coro__epoll_wait(io->epfd, evs, CORO__IO_EVENTS, ms_of(timeout_ns));
     coro__trace_poll(io->s, n);
-    return handle(io, evs, n > 0 ? n : 0, kicked, true, io->threaded ? 1 : 0, NULL);
+    return handle(io, evs, n > 0 ? n : 0, true, io->threaded ? 1 : 0, NULL);
 }
 
 /* how long the I/O thread, holding the token, may block in epoll_wait (ns,
@@ -146,7 +144,6 @@ static int64_t iot_bound(struct coro__io *io)
  * for it (and an idle worker was woken to take it) or the thread stops */
 static void iot_drive(struct coro__io *io)
 {
-    bool kicked;
     int idle = 0;
     uint32_t gen = __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
 
@@ -183,7 +180,7 @@ static void iot_drive(struct coro__io *io)
          * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
          * next event usually comes within microseconds under load */
         int64_t tmo = idle < CORO__IO_SPIN ? 0 : iot_bound(io);
-        int did = poll_round(io, tmo, &kicked);
+        int did = poll_round(io, tmo);
         if (did)
             idle = 0;
         else if (++idle < CORO__IO_SPIN)
@@ -350,11 +347,6 @@ static void take_kick(struct coro__io *io, const struct epoll_event *evs, int n)
         }
 }
 
-uint32_t coro__io_activity(struct coro__io *io)
-{
-    return __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED);
-}
-
 /* epoll_wait until the absolute deadline (ns): epoll_pwait2's
  * nanoseconds where the kernel has it, else milliseconds rounded up */
 static int epoll_wait_until(int epfd, struct epoll_event *evs, int max, int64_t deadline)
@@ -374,7 +366,6 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
 {
     struct epoll_event evs[CORO__IO_EVENTS];
     uint32_t me = (uint32_t)idx + 1, free_ = TOKEN_FREE;
-    bool kicked;
 
     /* relaxed: a hint.  Another worker handled I/O while we looked for
      * work: it will wait in epoll when it runs out, and its jobs' readiness
@@ -416,14 +407,13 @@ int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word, uint
      * (release), and is the store half of wake_standby's Dekker */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_SEQ_CST);
     wake_standby(io);
-    handle(io, evs, n > 0 ? n : 0, &kicked, false, 0, b);    /* not the holder now */
+    handle(io, evs, n > 0 ? n : 0, false, 0, b);    /* not the holder now */
     return 0;
 }
 
 int coro__io_poll_now(struct coro__io *io, struct coro__woken *b)
 {
     struct epoll_event evs[CORO__IO_POLL_NOW_EVENTS];
-    bool kicked;
 
     /* relaxed: a hint; nothing waits means nothing to find */
     if (!coro__io_pending(io))
@@ -450,7 +440,7 @@ int coro__io_poll_now(struct coro__io *io, struct coro__woken *b)
      * coro__io_park's choice of futex or epoll), never a wake-up */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    return handle(io, evs, n, &kicked, false, 0, b);
+    return handle(io, evs, n, false, 0, b);
 }
 
 /* BUSY WORKERS LOOK TOO.  A worker that always has a job ready never
@@ -491,7 +481,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx, struct coro__woken *b)
 {
     struct epoll_event evs[CORO__IO_EVENTS];
     uint32_t me = ((uint32_t)idx + 1) | TOKEN_LOOK, cur;
-    bool kicked, holder = false;
+    bool holder = false;
 
     /* relaxed: a hint; the CAS below decides */
     cur = __atomic_load_n(&io->poll_token, __ATOMIC_RELAXED);
@@ -533,7 +523,7 @@ int coro__io_poll_busy(struct coro__io *io, int idx, struct coro__woken *b)
      * store only hides a bump, never a wake-up) */
     __atomic_store_n(&io->poll_gen, __atomic_load_n(&io->poll_gen, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    return handle(io, evs, n, &kicked, false, 0, b);
+    return handle(io, evs, n, false, 0, b);
 }
 
 bool coro__io_wake_poller(struct coro__io *io, int idx)
@@ -557,17 +547,6 @@ bool coro__io_pending(struct coro__io *io)
            coro__parklot_timers_pending(io->s);
 }
 
-bool coro__io_fd_waiting(struct coro__io *io)
-{
-    /* with no I/O thread (no workers: the single-threaded driver asks),
-     * nobody else fires the timers: they count too */
-    if (coro_sched_workers(io->s) == 0)
-        return coro__io_pending(io);
-    /* a hint (BUSY LOOKS in sched/worker.c); a wait begun on the asking
-     * worker is its own store, seen in program order */
-    return coro__io_fd_waiters(io) != 0;
-}
-
 uint32_t coro__io_fd_waiters(struct coro__io *io)
 {
     /* relaxed: a count, for the virtual driver's "anything outside
@@ -585,13 +564,12 @@ uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread)
 
 int coro__io_poll(struct coro__io *io, int64_t timeout_ns)
 {
-    bool kicked;
 
     if (io->threaded)
         return -EINVAL;
     if (!coro__io_pending(io))
         return -EAGAIN;     /* nothing waits on I/O: never block */
     /* the driving thread is the only poller: the token is free */
-    int n = poll_round(io, timeout_ns, &kicked);
+    int n = poll_round(io, timeout_ns);
     return n;
 }

@@ -228,43 +228,43 @@ CORO__HIDDEN int64_t coro__io_next_timer(struct coro__io *io);
 CORO__HIDDEN void coro__io_kick(struct coro__io *io);
 /* pending: something waits on I/O or a timer */
 CORO__HIDDEN bool coro__io_pending(struct coro__io *io);
-/* fd_waiting: a job waits on an fd's readiness (timers not counted): what a
- * busy worker's look is for, the timers being the timerfd's holder's
- * (sched/worker.c BUSY LOOKS); with no workers, pending's answer (the
- * single-threaded driver is the only one to fire timers) */
-CORO__HIDDEN bool coro__io_fd_waiting(struct coro__io *io);
-/* coro__io_park - worker idx (multi-threaded), about to sleep with its
- * park epoch read as `epoch` from *epoch_word and its idle bit set: if no
- * other thread waits in epoll and no worker handled I/O since `activity`
- * was read, wait there instead of on the futex (unless
- * *epoch_word already moved on), call awake(arg) as soon as epoll_wait
- * returns, then handle the events (jobs woken go to this worker's queues
- * when their masks allow: coro__wake).  Returns 0 when it waited (or saw
- * the epoch move), -EAGAIN when another thread holds the poll token: then
- * park on the futex.  The wait ends at the worker's own next timer at the
- * latest (coro__worker.timer_next: lib/wait/wtimer.c).  See lib/io/epoll.c
- * (THE POLL TOKEN) and sched/park.c. */
+
+/* ---- the event driver (sched/sched.h struct coro__driver) --------------------------
+ * coro__io_turn - a turn of t->mode (CORO__TURN_*, whose contracts are in
+ * sched/sched.h), dispatched to the functions below; the jobs a turn wakes
+ * go into b (coro__wake_into: the caller, a worker of io's scheduler,
+ * queues them; NULL for the single-threaded WAIT).  coro__io_unpark -
+ * after bumping worker idx's epoch with a seq_cst RMW: wake it from epoll
+ * if it waits there (true); single-threaded, kick the driving thread
+ * (false: its futex is woken too).  Both: lib/io/context.c. */
+CORO__HIDDEN int coro__io_turn(struct coro__io *io, const struct coro__turn *t,
+                               struct coro__woken *b);
+CORO__HIDDEN bool coro__io_unpark(struct coro__io *io, int idx);
+/* coro__io_park - TURN_PARK: worker idx (multi-threaded), about to sleep
+ * with its park epoch read as `epoch` from *epoch_word and its idle bit
+ * set: if no other thread waits in epoll and no worker handled I/O since
+ * `activity` was read, wait there instead of on the futex (unless
+ * *epoch_word already moved on), then handle the events (the jobs woken
+ * into b).  Returns 0 when it waited (or saw the epoch move), -EAGAIN when
+ * another thread holds the poll token: then park on the futex.  The wait
+ * ends at the worker's own next timer at the latest
+ * (coro__worker.timer_next: lib/wait/wtimer.c).  See lib/io/epoll.c (THE
+ * POLL TOKEN) and sched/park.c. */
 CORO__HIDDEN int coro__io_park(struct coro__io *io, int idx, const uint32_t *epoch_word,
                                uint32_t epoch, uint32_t activity, struct coro__woken *b);
-/* coro__io_activity - a number that changes whenever a worker handles I/O
- * events or takes the poll token; coro__io_park(activity) declines (the
- * caller parks on its futex) when it changed since the caller read it at
- * the start of its idle phase: another worker is driving I/O. */
-CORO__HIDDEN uint32_t coro__io_activity(struct coro__io *io);
-/* coro__io_poll_now - look at the epoll set without blocking and handle
- * what is ready (any thread, token or not: a worker about to go idle takes
+/* coro__io_poll_now - TURN_LOOK: look at the epoll set without blocking
+ * and handle what is ready (token or not: a worker about to go idle takes
  * the readiness its own jobs are waiting for instead of waiting for
  * another thread to wake up).  Returns how many events woke something. */
 CORO__HIDDEN int coro__io_poll_now(struct coro__io *io, struct coro__woken *b);
-/* coro__io_poll_busy - worker idx, between two steps while it has jobs to
- * run: if it can take the poll token, look at the epoll set without
- * blocking and handle what is ready; if the I/O thread holds it, ask for
- * it.  Never blocks.  Returns how many events woke something (0 when it
- * did not look).  See lib/io/epoll.c (BUSY WORKERS LOOK TOO). */
+/* coro__io_poll_busy - TURN_BUSY: worker idx, between two steps while it
+ * has jobs to run: if it can take the poll token, look at the epoll set
+ * without blocking and handle what is ready; if the I/O thread holds it,
+ * ask for it.  Never blocks.  Returns how many events woke something (0
+ * when it did not look).  See lib/io/epoll.c (BUSY WORKERS LOOK TOO). */
 CORO__HIDDEN int coro__io_poll_busy(struct coro__io *io, int idx, struct coro__woken *b);
-/* coro__io_wake_poller - after bumping worker idx's epoch with a seq_cst
- * RMW: if that worker waits in epoll, wake it (eventfd) and return true;
- * false: it does not (wake its futex). */
+/* coro__io_wake_poller - coro__io_unpark with workers: if worker idx
+ * waits in epoll, wake it (eventfd) and return true */
 CORO__HIDDEN bool coro__io_wake_poller(struct coro__io *io, int idx);
 /* coro__io_add_source - one more fd in the I/O context's epoll set
  * (level-triggered, EPOLLIN): cb(arg) runs on whichever thread handles

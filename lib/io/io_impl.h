@@ -83,7 +83,7 @@ struct coro__io {
      * token's, which idle workers and the I/O thread read */
     uint32_t npending __attribute__((aligned(CORO__CACHELINE)));   /* waiters + timers
                                                                       (coro__io_pending) */
-    uint32_t nfd;           /* fd waiters alone (coro__io_fd_waiting) */
+    uint32_t nfd;           /* fd waiters alone (THE DRIVER'S HINTS, sched/sched.h) */
     uint64_t n_woke[2] __attribute__((aligned(CORO__CACHELINE)));  /* fd waiters taken by an
                                event: [0] a worker or the single-threaded driver,
                                [1] the I/O thread */
@@ -188,7 +188,7 @@ static inline void pending_add(struct coro__io *io, int d)
 }
 
 /* an fd waiter set or taken: counted apart from the timers as well, for
- * the busy workers' question (coro__io_fd_waiting) */
+ * the busy workers' question (coro__driver_waiting) */
 static inline void waiters_add(struct coro__io *io, int d)
 {
     /* relaxed: a hint, as npending */

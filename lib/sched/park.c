@@ -86,8 +86,6 @@
  * left, INT64_MAX for none */
 static inline __attribute__((always_inline)) int64_t fire_own_timers(struct coro__worker *w)
 {
-    coro_sched_t *s = w->s;
-
     /* our own timers (lib/wait/wtimer.c): what is due fires now, into our
      * queues, where the last look below finds it; the next one bounds our
      * sleep.  Read under their lock: a removal's rebuild or the I/O
@@ -99,7 +97,7 @@ static inline __attribute__((always_inline)) int64_t fire_own_timers(struct coro
     if (due != INT64_MAX) {
         struct coro__woken b;
         coro__woken_init(&b, w->s);
-        due = s->driver->fire_own(s->io, w->idx, false, &b);
+        due = driver_own_timers(w, false, &b);
         if (b.n)
             coro__submit_woken(w, &b, false);
     }
@@ -139,6 +137,18 @@ static inline __attribute__((always_inline)) uint32_t set_idle(struct coro__work
     return epoch;
 }
 
+/* WAITING IN EPOLL INSTEAD: true when we waited there (or saw our epoch
+ * move), false when we are to wait on our futex */
+static inline bool park_turn(struct coro__worker *w, uint32_t epoch, uint32_t activity,
+                             struct coro__woken *b)
+{
+    struct coro__turn t = {
+        .mode = CORO__TURN_PARK, .idx = w->idx,
+        .epoch_word = &w->futex, .epoch = epoch, .activity = activity,
+    };
+    return w->s->driver->turn(w->s->io, &t, b) >= 0;
+}
+
 /* protocol step 4: sleep on our futex, or in epoll, until woken, the epoch
  * moved or our earliest timer (due) is due; what epoll's events woke
  * into b */
@@ -151,12 +161,14 @@ static inline __attribute__((always_inline)) void sleep_parked(struct coro__work
 
     if (s->nworkers == 0) {
         int64_t dl = coro__tls_drive_deadline;      /* coro_join_timeout */
-        if (s->io && s->driver->pending(s->io)) {
+        struct coro__turn t = { .mode = CORO__TURN_WAIT };
+        if (s->io) {
             int64_t left = dl ? dl - coro__now() : -1;
-            s->driver->poll(s->io, dl && left < 0 ? 0 : left);    /* single-threaded: wait in epoll */
-        } else {
-            coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
+            t.timeout_ns = dl && left < 0 ? 0 : left;
         }
+        /* single-threaded: wait in epoll while anything waits there */
+        if (!s->io || s->driver->turn(s->io, &t, NULL) == -EAGAIN)
+            coro__futex_wait(&w->futex, epoch, dl ? dl : -1);
     } else if (w->lifo_watch >= 0 || timed) {
         /* our last look saw a job in another worker's LIFO slot and left
          * it there (steal_lifo: the slot's owner may be about to run it).
@@ -167,14 +179,14 @@ static inline __attribute__((always_inline)) void sleep_parked(struct coro__work
          * the look after the timeout sees it */
         int64_t until = coro__ns_add(coro__now(), CORO__LIFO_PARK_NS);
         coro__futex_wait(&w->futex, epoch, due < until ? due : until);
-    } else if (!s->io || s->driver->park(s->io, w->idx, &w->futex, epoch, activity, b) < 0) {
+    } else if (!s->io || !park_turn(w, epoch, activity, b)) {
         /* another thread waits in epoll; ours end at their deadline (epoll's
          * wait too: coro__io_park reads it where we published it) */
         coro__futex_wait(&w->futex, epoch, due == INT64_MAX ? -1 : due);
     }
 }
 
-/* activity: coro__io_activity at the start of the idle phase */
+/* activity: coro__driver_activity at the start of the idle phase */
 coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
 {
     coro_sched_t *s = w->s;
@@ -217,7 +229,7 @@ coro_t *coro__park_since(struct coro__worker *w, uint32_t activity)
     stat_inc(&w->n_wakeups);
     /* woken at our own deadline (or later): fire before we look again */
     if (due != INT64_MAX && coro__now() >= due)
-        s->driver->fire_own(s->io, w->idx, false, &b);
+        driver_own_timers(w, false, &b);
     /* what we woke: queued now that our bit is clear (their notify does
      * not claim us), the first run next (WAITING IN EPOLL INSTEAD) */
     if (b.n)
@@ -234,5 +246,5 @@ out:
 
 coro_t *coro__park(struct coro__worker *w)
 {
-    return coro__park_since(w, w->s->io ? w->s->driver->activity(w->s->io) : 0);
+    return coro__park_since(w, coro__driver_activity(w->s));
 }

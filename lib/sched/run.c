@@ -193,7 +193,7 @@ static __attribute__((noinline)) bool looks_idle_slow(struct coro__worker *w)
         w->tick = CORO__GLOBAL_INTERVAL;
     }
     if (s->io && (w->poll_steps <= 1 || w->poll_yield)) {
-        if (w->poll_yield || s->driver->fd_waiting(s->io))
+        if (w->poll_yield || coro__driver_waiting(s))
             return false;
         w->poll_steps = CORO__IO_POLL_STEPS;
     }

@@ -409,6 +409,19 @@ struct coro__worker {
 struct coro__drive_node;            /* rt/drive.c */
 #define CORO__DRIVE_BUCKETS 64          /* coro_sched's drive_job chains */
 
+/* THE DRIVER'S HINTS: words of the I/O context, each written by the I/O
+ * layer where it changes, read here with relaxed loads (a stale value
+ * delays a look or makes one for nothing, never loses a wake-up: the
+ * turns decide again).  Set with s->io (io/context.c). */
+struct coro__driver_hints {
+    const uint32_t *fd_waiters;     /* jobs waiting on an fd's readiness (timers not counted) */
+    const uint32_t *pending;        /* those and the I/O layer's timers */
+    /* changes whenever a worker handles I/O events or takes the poll
+     * token: a park reads it at the start of its idle phase, and its
+     * turn declines when it moved (another worker drives I/O) */
+    const uint32_t *activity;
+};
+
 struct coro_sched {
     int nworkers;                       /* 0 = single-threaded */
     int nslots;                         /* worker structs (max(1, nworkers)) */
@@ -481,6 +494,7 @@ struct coro_sched {
 
     struct coro__io *io;
     const struct coro__driver *driver;     /* s->io's functions (io/io.h), set with io */
+    struct coro__driver_hints hints;    /* s->io's words, set with io */
     /* the end of a job (rt/runtime.c coro__finish), set at create: the one
      * upcall from the scheduling layer (docs/architecture.md) */
     void (*finish)(coro_t *job);
@@ -575,34 +589,89 @@ extern __thread int coro__tls_in_job CORO__HIDDEN;
 extern __thread int64_t coro__tls_drive_deadline CORO__HIDDEN;
 
 /* ---- the event driver ---------------------------------------------------------
- * How an idle worker waits for events other than work (readiness, timers)
- * and how a worker that waits there is woken.  The scheduling layer
+ * How a worker takes the events other than work (readiness, timers) and
+ * how a worker that waits for them is woken.  The scheduling layer
  * defines the interface; the I/O layer (io/context.c, coro__io_driver)
  * implements it and the runtime plugs it in at create (s->driver, with s->io
  * its context): scheduling never names a symbol of a layer above it.
- * Contracts: io/io.h, where each function is declared under its own name. */
+ * Two calls, as a poller needs them (Go's netpoll, tokio's driver): a
+ * worker's turn, which fills the worker's batch with the jobs it woke
+ * (WOKEN BATCHES) and never queues them itself, and the wake-up of a
+ * worker that waits in the driver.  What the workers only ask - does
+ * anything wait on an fd, did another worker handle I/O - the I/O layer
+ * publishes in words they read without a call (s->hints).  Contracts:
+ * io/io.h, coro__io_turn and the functions it dispatches to. */
+enum {
+    /* an idle worker's look: take what is ready, no wait (sched/worker.c
+     * IDLE); returns the events that woke something */
+    CORO__TURN_LOOK,
+    /* a busy worker's look between two steps (sched/worker.c BUSY LOOKS);
+     * the same return */
+    CORO__TURN_BUSY,
+    /* a parking worker waits in epoll instead of its futex (sched/park.c
+     * WAITING IN EPOLL INSTEAD): 0 when it waited or saw its epoch move,
+     * -EAGAIN when another thread holds the poll token or drives I/O
+     * (then it parks on its futex); the wait ends at the worker's own
+     * next timer at the latest */
+    CORO__TURN_PARK,
+    /* the single-threaded driver (no workers, b NULL): wait up to
+     * timeout_ns (-1 forever, 0 just look); -EAGAIN at once when nothing
+     * waits on I/O or a timer */
+    CORO__TURN_WAIT,
+    /* fire the worker's own timers that are due (lib/wait/wtimer.c);
+     * try: give up if their lock is held.  Their next deadline into
+     * *next, INT64_MAX none */
+    CORO__TURN_OWN_TIMERS,
+    /* a busy worker fires the I/O layer's and the lot's timers that are
+     * due (sched/worker.c DUE TIMERS); returns how many */
+    CORO__TURN_DUE_TIMERS,
+};
+struct coro__turn {
+    int mode;                           /* CORO__TURN_* */
+    int idx;                            /* the worker (not WAIT) */
+    int64_t timeout_ns;                 /* WAIT */
+    /* PARK: the worker's park epoch word and the value it read there
+     * (it waits only while they agree), and the activity hint read at
+     * the start of its idle phase */
+    const uint32_t *epoch_word;
+    uint32_t epoch, activity;
+    bool try_;                          /* OWN_TIMERS */
+    int64_t *next;                      /* OWN_TIMERS: out */
+};
 struct coro__io;
 struct coro__driver {
-    int (*poll)(struct coro__io *io, int64_t timeout_ns);
-    void (*kick)(struct coro__io *io);
-    bool (*pending)(struct coro__io *io);
-    bool (*fd_waiting)(struct coro__io *io);   /* fd waiters alone, no timers */
-    /* the calls below a worker makes: the jobs they wake come back in b
-     * (WOKEN BATCHES above), for the worker to queue */
-    int (*park)(struct coro__io *io, int idx, const uint32_t *epoch_word, uint32_t epoch,
-                uint32_t activity, struct coro__woken *b);
-    uint32_t (*activity)(struct coro__io *io);
-    int (*poll_now)(struct coro__io *io, struct coro__woken *b);
-    int (*poll_busy)(struct coro__io *io, int idx, struct coro__woken *b);
-    bool (*wake_poller)(struct coro__io *io, int idx);
-    /* fire the I/O layer's and the lot's timers that are due (a busy
-     * worker's look: sched/worker.c DUE TIMERS); the number fired */
-    int (*fire_due)(struct coro__io *io, struct coro__woken *b);
-    /* fire worker idx's own timers that are due (lib/wait/wtimer.c), by
-     * that worker; try: give up if their lock is held.  Returns their next
-     * deadline, INT64_MAX none */
-    int64_t (*fire_own)(struct coro__io *io, int idx, bool try, struct coro__woken *b);
+    /* a turn (t->mode; only the fields of its mode are read); the jobs
+     * it woke into b, which the caller (a worker of s; NULL for WAIT)
+     * queues */
+    int (*turn)(struct coro__io *io, const struct coro__turn *t, struct coro__woken *b);
+    /* worker idx's park epoch was just bumped with a seq_cst RMW: if it
+     * waits in the driver, wake it there and return true (nothing else
+     * to do); false: wake its futex.  Single-threaded: the driving thread
+     * is woken from epoll too, and false all the same */
+    bool (*unpark)(struct coro__io *io, int idx);
 };
+/* what a busy worker's look is for (sched/worker.c BUSY LOOKS): a job
+ * waits on an fd's readiness; with no workers (the single-threaded
+ * driver, the only one to fire timers) any I/O wait or timer, the lot's
+ * included.  s->io set */
+static inline bool coro__driver_waiting(const coro_sched_t *s)
+{
+    /* relaxed: hints (THE DRIVER'S HINTS); a wait begun on the asking
+     * worker is its own store, seen in program order */
+    if (CORO__LIKELY(s->nworkers > 0))
+        return __atomic_load_n(s->hints.fd_waiters, __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(s->hints.pending, __ATOMIC_RELAXED) != 0 ||
+           /* the lot's earliest deadline, INT64_MAX while it has none
+            * (lib/wait/wtimer.c keeps it no later than its heap's top) */
+           __atomic_load_n(&s->timers_next[1], __ATOMIC_RELAXED) != INT64_MAX;
+}
+
+/* the activity hint (THE DRIVER'S HINTS); 0 without I/O */
+static inline uint32_t coro__driver_activity(const coro_sched_t *s)
+{
+    /* relaxed: a hint, compared for change only */
+    return s->io ? __atomic_load_n(s->hints.activity, __ATOMIC_RELAXED) : 0;
+}
 
 /* s's clock: its virtual one (.virtual_time), else coro__now()'s; for
  * threads that neither drive nor join s (a blocking pool thread) */

@@ -17,11 +17,9 @@ void coro__unpark(coro_sched_t *s, int idx)
      * (Dekker with the worker's token CAS and epoch read, coro__io_park) */
     __atomic_add_fetch(&w->futex, 1, __ATOMIC_SEQ_CST);
     coro__trace_nudge(s, idx);
-    if (s->nworkers > 0 && s->io && s->driver->wake_poller(s->io, idx))
+    if (s->io && s->driver->unpark(s->io, idx))
         return;     /* it waits in epoll: the eventfd woke it */
     coro__futex_wake(&w->futex, 1);
-    if (s->nworkers == 0 && s->io)
-        s->driver->kick(s->io);
 }
 
 /* IDLE SUMMARY.  s->idle_sum holds, for each word k of s->idle, a 16-bit

@@ -15,7 +15,7 @@
  * next straight from there, with no queue; the rest go to this worker's
  * own queues with one notify for them all.  Then: < 4 empty looks spin,
  * 4..15 sched_yield, then park - in epoll only if no other worker
- * handled I/O since the idle phase began (coro__io_activity: that worker
+ * handled I/O since the idle phase began (coro__driver_activity: that worker
  * will wait in epoll itself when it runs out, and a second thread blocked
  * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
@@ -39,7 +39,7 @@ static __attribute__((noinline)) coro_t *drain_looks(struct coro__worker *w)
         struct coro__woken b;
         coro__woken_init(&b, w->s);
         w->drain--;
-        int n = w->s->driver->poll_busy(w->s->io, w->idx, &b);
+        int n = driver_turn(w, CORO__TURN_BUSY, &b);
         /* the first job it woke runs now, ahead of the yielder */
         if (b.n && (j = coro__submit_woken(w, &b, true)))
             return found_(w, j);
@@ -156,7 +156,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
          * ends that at once: lib/io/epoll.c pending_add): a job that
          * yields in a tight loop with nothing to look for pays neither the
          * question nor a clock read at each yield */
-        if (!s->driver->fd_waiting(s->io)) {
+        if (!coro__driver_waiting(s)) {
             w->poll_idle = CORO__IO_POLL_IDLE_YIELDS;
             return false;
         }
@@ -164,7 +164,7 @@ __attribute__((noinline)) static bool look_due_slow(struct coro__worker *w, bool
         if (now - w->poll_t < CORO__IO_POLL_YIELD_NS)
             return false;
         w->poll_t = now;
-    } else if (!s->driver->fd_waiting(s->io)) {
+    } else if (!coro__driver_waiting(s)) {
         w->poll_steps = CORO__IO_POLL_STEPS;
         return false;
     }
@@ -197,9 +197,9 @@ __attribute__((noinline)) static void timers_due_slow(struct coro__worker *w, in
         return;
     coro__woken_init(&b, w->s);
     if (own <= now)
-        w->s->driver->fire_own(w->s->io, w->idx, true, &b);
+        driver_own_timers(w, true, &b);
     if (d < own && !CORO__HOOK(coro__busy_look_off, false))
-        w->s->driver->fire_due(w->s->io, &b);
+        driver_turn(w, CORO__TURN_DUE_TIMERS, &b);
     if (b.n)
         coro__submit_woken(w, &b, false);
 }
@@ -210,7 +210,7 @@ __attribute__((noinline)) static void fire_own_due(struct coro__worker *w)
     struct coro__woken b;
 
     coro__woken_init(&b, w->s);
-    w->s->driver->fire_own(w->s->io, w->idx, true, &b);
+    driver_own_timers(w, true, &b);
     if (b.n)
         coro__submit_woken(w, &b, false);
 }
@@ -301,13 +301,12 @@ static void worker_boot(struct coro__worker *w)
 
 /* the idle look at epoll (IDLE): -1 when it found nothing; else the
  * job it woke for us to run next (*j, NULL when it queued them all) */
-static inline __attribute__((always_inline)) int idle_look(coro_sched_t *s, struct coro__worker *w,
-                                               coro_t **j)
+static inline __attribute__((always_inline)) int idle_look(struct coro__worker *w, coro_t **j)
 {
     struct coro__woken b;
 
     coro__woken_init(&b, w->s);
-    int n = s->driver->poll_now(s->io, &b);
+    int n = driver_turn(w, CORO__TURN_LOOK, &b);
     if (n <= 0 && !b.n)
         return -1;
     /* what we woke is ours to run next (the first), else in our own
@@ -320,12 +319,12 @@ static inline __attribute__((always_inline)) int idle_look(coro_sched_t *s, stru
 
 /* the busy look after a step (BUSY LOOKS): what it woke queued, ahead
  * of the job that yielded; the looks to drain if it woke something */
-static __attribute__((noinline)) unsigned busy_look(coro_sched_t *s, struct coro__worker *w)
+static __attribute__((noinline)) unsigned busy_look(struct coro__worker *w)
 {
     struct coro__woken b;
 
     coro__woken_init(&b, w->s);
-    int n = s->driver->poll_busy(s->io, w->idx, &b);
+    int n = driver_turn(w, CORO__TURN_BUSY, &b);
     if (b.n)
         coro__submit_woken(w, &b, false);
     return n > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
@@ -358,7 +357,7 @@ void *coro__worker_main(void *arg)
     struct coro__worker *w = arg;
     coro_sched_t *s = w->s;
     unsigned idle = 0;
-    uint32_t activity = 0;      /* coro__io_activity at the start of the idle phase */
+    uint32_t activity = 0;      /* coro__driver_activity at the start of the idle phase */
 
     worker_boot(w);
     for (;;) {
@@ -377,13 +376,13 @@ void *coro__worker_main(void *arg)
                 /* acquire: pairs with stop_workers' release */
                 if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
                     break;
-                if (idle_look(s, w, &j) == 0) {
+                if (idle_look(w, &j) == 0) {
                     if (!j)
                         continue;
                     j = found_(w, j);
                 } else {
                     /* our own queues were just looked at: the others' */
-                    activity = s->driver->activity(s->io);
+                    activity = coro__driver_activity(s);
                     if (!(j = found_(w, find_others_(w, true))))
                         coro__trace_idle(w);
                 }
@@ -418,7 +417,7 @@ void *coro__worker_main(void *arg)
         idle = 0;
         coro__run_job(w, j);
         if (s->io && look_due_(w) && !CORO__HOOK(coro__busy_look_off, false))
-            w->drain = busy_look(s, w);
+            w->drain = busy_look(w);
     }
     coro__frames_flush(s);      /* the frames of other pools it still holds */
     coro__tls_worker = NULL;

@@ -59,9 +59,33 @@ CORO__HIDDEN coro_t *coro__take_half_localq(struct coro__worker *w, struct coro_
 CORO__HIDDEN bool coro__start_searching(struct coro__worker *w);
 /* one sweep of the other workers' queues: a job, or NULL */
 CORO__HIDDEN coro_t *coro__steal(struct coro__worker *w);
+/* a turn of worker w at s's event driver (sched/sched.h), of a mode that
+ * needs nothing but the worker: the jobs it woke into b.  s->io set */
+static inline int driver_turn(struct coro__worker *w, int mode, struct coro__woken *b)
+{
+    struct coro__turn t;
+    /* the fields the mode reads, no more (a look is on the idle path of
+     * every wake-up) */
+    t.mode = mode;
+    t.idx = w->idx;
+    return w->s->driver->turn(w->s->io, &t, b);
+}
+
+/* fire w's own timers that are due (try: unless their lock is held),
+ * what they woke into b: their next deadline, INT64_MAX none */
+static inline int64_t driver_own_timers(struct coro__worker *w, bool try_, struct coro__woken *b)
+{
+    int64_t next = INT64_MAX;
+    struct coro__turn t = {
+        .mode = CORO__TURN_OWN_TIMERS, .idx = w->idx, .try_ = try_, .next = &next,
+    };
+    w->s->driver->turn(w->s->io, &t, b);
+    return next;
+}
+
 /* find.c: find_own_(w, true) out of line, for the looks' cold paths */
 CORO__HIDDEN coro_t *coro__find_own(struct coro__worker *w);
-/* park.c: park w; activity: coro__io_activity at the start of the idle
+/* park.c: park w; activity: coro__driver_activity at the start of the idle
  * phase.  Returns a job its last look found, or the first its wait in
  * epoll woke (as coro__submit_woken's), else NULL once woken */
 CORO__HIDDEN coro_t *coro__park_since(struct coro__worker *w, uint32_t activity);
