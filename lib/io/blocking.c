@@ -102,7 +102,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "io/io.h"
+#include "io/io_impl.h"     /* kick: the eventfd, inline (no symbol of the context's files) */
 
 
 enum { B_IDLE, B_WORK, B_SLEEP, B_STOP };
@@ -210,7 +210,7 @@ static void call_done(struct coro__bpool *p)
 {
     /* release: the wake's push before the count a driver acquires */
     if (__atomic_sub_fetch(&p->calls, 1, __ATOMIC_RELEASE) == 0 && p->s->io)
-        coro__io_kick(p->s->io);
+        kick(p->s->io);
 }
 
 /* start one pool thread, reserved (nthreads, nstarting, started) under

@@ -364,8 +364,7 @@ void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res)
     wakelist_push(wakes, w, res);
 }
 
-static inline __attribute__((always_inline)) void wakelist_wake(coro__wakelist_t *wakes,
-                                                                struct coro__woken *b)
+void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
 {
     coro_t *w = wakes->head;
 
@@ -378,15 +377,7 @@ static inline __attribute__((always_inline)) void wakelist_wake(coro__wakelist_t
     coro__wakelist_init(wakes);
 }
 
-void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b)
-{
-    wakelist_wake(wakes, b);
-}
 
-void coro__wakelist_wake(coro__wakelist_t *wakes)
-{
-    wakelist_wake(wakes, NULL);
-}
 
 intptr_t coro__parklot_wait_thread(coro__parklot_bucket_t *b, const void *key, coro_t *me, int64_t deadline)
 {

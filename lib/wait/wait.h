@@ -360,10 +360,13 @@ CORO__HIDDEN coro_t *coro__parklot_pop_raw(coro__parklot_bucket_t *b, const void
 CORO__HIDDEN coro_await_t *coro__parklot_args(coro_t *w);
 /* under the lock that took w: record w's result res and queue its wake-up */
 CORO__HIDDEN void coro__wakelist_add(coro__wakelist_t *wakes, coro_t *w, intptr_t res);
-/* after unlocking: wake everyone on wakes */
-CORO__HIDDEN void coro__wakelist_wake(coro__wakelist_t *wakes);
-/* the same, the jobs into b (coro__wake_into: NULL is coro__wakelist_wake) */
+/* after unlocking: wake everyone on wakes, the jobs into b
+ * (coro__wake_into; NULL: coro__wake's queueing) */
 CORO__HIDDEN void coro__wakelist_wake_into(coro__wakelist_t *wakes, struct coro__woken *b);
+static inline void coro__wakelist_wake(coro__wakelist_t *wakes)
+{
+    coro__wakelist_wake_into(wakes, NULL);
+}
 
 /* coro__done_take_all - the finisher's take of key's lot waiters (jobs
  * awaiting coro_done / coro_done_timeout of job key), given result res,
