@@ -449,10 +449,10 @@ int coro__io_poll_now(struct coro__io *io, struct coro__woken *b)
  * (every CORO__IO_POLL_STEPS steps, and at a yield at least
  * CORO__IO_POLL_YIELD_NS after its last look: worker_main, BUSY LOOKS),
  * it calls this: it looks without blocking and handles what it found as
- * an idle worker would.  The jobs that readiness wakes go to this worker's
- * own queues (or their class's: coro__wake), ahead of the job that
- * yielded, and any idle worker their masks allow is woken for them by the
- * push as usual.
+ * an idle worker would.  The jobs that readiness wakes go back in the
+ * worker's batch (b), which it queues in its own queues (or their
+ * class's) ahead of the job that yielded, and any idle worker their masks
+ * allow is woken for them by that batch's notify.
  *   A BUSY LOOK ALWAYS LOOKS, unless an idle worker holds the token:
  * blocked in epoll (coro__io_park), it sees every event on a CPU of its
  * own, and a second look would only move its jobs' readiness here.

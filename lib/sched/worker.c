@@ -129,9 +129,11 @@ static inline coro_t *with_deferred(struct coro__worker *w, coro_t *j)
  * workers do at their yields, so that what this look queued does not
  * wait for this worker's yielder's next step.  The yielder waits for at
  * most CORO__GLOBAL_INTERVAL picks of what the looks woke (DEFERRED
- * YIELDS).  What a look wakes goes to this worker's queues (or its
- * class's), ahead of the job that yielded, with the usual notify for idle
- * workers; masks and priorities are those of any wake-up (coro__wake).
+ * YIELDS).  What a look wakes comes back in the worker's batch (WOKEN
+ * BATCHES, sched/sched.h) and goes to this worker's queues (or its
+ * class's), ahead of the job that yielded, with one notify for idle
+ * workers; masks and priorities are those of any wake-up (coro__wake);
+ * a drain's look runs the first job it woke at once.
  * The single-threaded driver (rt/drive.c) looks at the same points, with
  * coro__io_poll(0): it has no other thread to leave readiness to.
  * Steps that are long and never yield cannot be interrupted: then the I/O

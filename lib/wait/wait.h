@@ -145,8 +145,9 @@ CORO__HIDDEN void coro__wt_del_locked(struct coro__wtimers *t, uint32_t slot,
 /* fire what is due at now in worker home's heap: by its owner (try:
  * give up if the lock is held - its holder is firing or marking) or by
  * the I/O thread for a stuck worker (both through lib/io/timers.c).  The
- * lot's timers are fired here, *fired += the jobs woken; the I/O kinds'
- * are added to *io, for the caller to wake.  Returns the next deadline,
+ * lot's timers are fired here, *fired += the jobs woken (into woken, the
+ * owner's batch: coro__wake_into; NULL from the I/O thread); the I/O
+ * kinds' are added to *io, for the caller to wake.  Returns the next deadline,
  * read under the lock and published (INT64_MAX none); io full
  * (CORO__TIMER_BATCH): more may be due, call again after the wake-ups */
 CORO__HIDDEN int64_t coro__wt_expire(coro_sched_t *s, uint32_t home, int64_t now, bool try,
