@@ -52,6 +52,7 @@ int coro__io_create(coro_sched_t *s, struct coro__io **out)
      * read; before any worker runs */
     s->hints = (struct coro__driver_hints){
         .fd_waiters = &io->nfd, .pending = &io->npending, .activity = &io->poll_gen,
+        .lot_timers = coro__parklot_timers_word(s),
     };
     io->evfd = -1;
     coro__tfd_init(&io->timer, -1);

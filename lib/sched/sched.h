@@ -416,6 +416,7 @@ struct coro__drive_node;            /* rt/drive.c */
 struct coro__driver_hints {
     const uint32_t *fd_waiters;     /* jobs waiting on an fd's readiness (timers not counted) */
     const uint32_t *pending;        /* those and the I/O layer's timers */
+    const uint32_t *lot_timers;     /* the lot's timers off the workers (lib/wait/wtimer.c) */
     /* changes whenever a worker handles I/O events or takes the poll
      * token: a park reads it at the start of its idle phase, and its
      * turn declines when it moved (another worker drives I/O) */
@@ -661,9 +662,7 @@ static inline bool coro__driver_waiting(const coro_sched_t *s)
     if (CORO__LIKELY(s->nworkers > 0))
         return __atomic_load_n(s->hints.fd_waiters, __ATOMIC_RELAXED) != 0;
     return __atomic_load_n(s->hints.pending, __ATOMIC_RELAXED) != 0 ||
-           /* the lot's earliest deadline, INT64_MAX while it has none
-            * (lib/wait/wtimer.c keeps it no later than its heap's top) */
-           __atomic_load_n(&s->timers_next[1], __ATOMIC_RELAXED) != INT64_MAX;
+           __atomic_load_n(s->hints.lot_timers, __ATOMIC_RELAXED) != 0;
 }
 
 /* the activity hint (THE DRIVER'S HINTS); 0 without I/O */

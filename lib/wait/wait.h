@@ -285,6 +285,9 @@ CORO__HIDDEN int coro__parklot_timers_fire(coro_sched_t *s, struct coro__woken *
 CORO__HIDDEN int coro__parklot_timers_expire(coro_sched_t *s, bool worker,
                                              struct coro__woken *b);
 CORO__HIDDEN bool coro__parklot_timers_pending(coro_sched_t *s);
+/* the count coro__parklot_timers_pending reads (atomic, relaxed): for the
+ * driver's hints (sched/sched.h) */
+CORO__HIDDEN const uint32_t *coro__parklot_timers_word(coro_sched_t *s);
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN uint32_t coro__parklot_timers_count(coro_sched_t *s);     /* armed now (tests) */
 #endif

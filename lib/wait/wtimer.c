@@ -469,6 +469,11 @@ int64_t coro__parklot_timers_next(coro_sched_t *s)
     return d;
 }
 
+const uint32_t *coro__parklot_timers_word(coro_sched_t *s)
+{
+    return &s->parklot->npend;
+}
+
 bool coro__parklot_timers_pending(coro_sched_t *s)
 {
     /* the scheduler's heap only: the workers fire their own.  Relaxed: a
