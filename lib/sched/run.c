@@ -509,7 +509,7 @@ static inline __attribute__((always_inline)) bool step_yield(struct coro__worker
     if (CORO__LIKELY(job->cls == 0) && CORO__LIKELY(!s->hist)) {
         /* the back of everything this worker has (submit_'s yield,
          * without the questions whose answers are known here: a class-0
-         * job, on its own worker, never the job a look at epoll caught) */
+         * job, on its own worker) */
         int pi = CORO__PRIO_IDX(job->prio);
         if (CORO__UNLIKELY(!own_localq_push(w, &w->yielded[pi], pi, job)))
             coro__push_global(s, job);
