@@ -5,7 +5,10 @@
  * (the parking lot's timerfd), and the fds jobs wait on
  * (lib/io/fd_wait.c); who waits in the set: lib/io/epoll.c.  The
  * scheduling layer reaches it through s->driver, the driver table at the
- * end of this file; the layout: lib/io/io_impl.h.
+ * end of this file - a worker's turn, dispatched by its mode, and the
+ * unpark - and reads the words create publishes in s->hints; the jobs a
+ * turn wakes go back in the worker's batch (sched/sched.h, WOKEN
+ * BATCHES).  The layout: lib/io/io_impl.h.
  */
 #include <signal.h>
 #include <string.h>
