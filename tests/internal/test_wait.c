@@ -369,7 +369,12 @@ static int ew_body(coro_t *co)
 {
     struct ew *f = CORO_SELF(co, struct ew);
     CORO_BEGIN(co);
-    f->on = coro__tls_worker && coro_sched_workers(co->sched) > 0 ? coro__tls_worker->idx : -1;
+    /* the heap lib/wait/wtimer.c picks: the worker's own, the
+     * scheduler's for any other thread - a plain thread's seat too (its
+     * worker record's index is past the workers'), which runs jobs of a
+     * coro_block_on caller */
+    struct coro__worker *me = coro__tls_worker;
+    f->on = me && me->s == co->sched && me->idx < coro_sched_workers(co->sched) ? me->idx : -1;
     CORO_AWAIT(co, coro_event_wait(f->ev, 60 * SEC));
     CORO_RETURN(co, CORO_RESULT(co));
     CORO_END(co);
