@@ -120,9 +120,20 @@ _Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0, "a 
 
 const struct coro_await_ops coro__gen_ops = { "generator", NULL };
 
+/* a thread with no record of its own: slot[0] is never free, so gen.h's
+ * inline pulls go out of line (only read) */
+static struct coro__gen_self gen_none = { .slot = { &(coro_t){ 0 } } };
+
 /* the calling thread's record (gen.h; WHO PULLS, Records) */
 CORO_EXTERN __thread struct coro__gen_self *coro__gen_me
-    __attribute__((tls_model("initial-exec")));
+    __attribute__((tls_model("initial-exec"))) = &gen_none;
+
+/* the calling thread's record, NULL when it has none */
+static inline struct coro__gen_self *self_now(void)
+{
+    struct coro__gen_self *me = coro__gen_me;
+    return me == &gen_none ? NULL : me;
+}
 
 static inline bool is_gen(const coro_t *g)
 {
@@ -198,9 +209,10 @@ static void self_exit(void *p)
 {
     struct coro__gen_self *me = p;
 
-    coro__gen_me = NULL;
+    coro__gen_me = &gen_none;
     /* release: as at the end of a pull (it marks nothing now) */
-    __atomic_store_n(&me->depth, 0, __ATOMIC_RELEASE);
+    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
+        __atomic_store_n(&me->slot[i], NULL, __ATOMIC_RELEASE);
     pthread_mutex_lock(&spare_lock);
     me->next_free = spare;
     spare = me;
@@ -223,7 +235,7 @@ static struct coro__gen_self *self(void)
 {
     struct coro__gen_self *me = coro__gen_me;
 
-    if (CORO__LIKELY(me != NULL))
+    if (CORO__LIKELY(me != &gen_none))
         return me;
     /* relaxed: see self_init */
     if (__atomic_load_n(&self_off, __ATOMIC_RELAXED))
@@ -268,20 +280,28 @@ static inline uintptr_t thread_token(const struct coro__gen_self *me)
 /* me's thread marks a pull of g now (its own record: relaxed) */
 static bool marked(const struct coro__gen_self *me, const coro_t *g)
 {
-    size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
-    for (size_t i = 0; i < d; i++)
+    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
         if (__atomic_load_n(&me->slot[i], __ATOMIC_RELAXED) == g)
             return true;
     return false;
 }
 
-/* mark a pull of g at me->slot[d] (gen.h CORO__GEN_MARK, at any depth):
+/* a free slot of me's record for one more pull, or CORO__GEN_SLOTS */
+static size_t free_slot(const struct coro__gen_self *me)
+{
+    size_t d = 0;
+    /* relaxed: its own record */
+    while (d < CORO__GEN_SLOTS && __atomic_load_n(&me->slot[d], __ATOMIC_RELAXED))
+        d++;
+    return d;
+}
+
+/* mark a pull of g at me->slot[d] (gen.h CORO__GEN_MARK, in any slot):
  * true when me still keeps g after the mark */
 static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
 {
     /* release: see gen.h CORO__GEN_MARK */
     __atomic_store_n(&me->slot[d], g, __ATOMIC_RELEASE);
-    __atomic_store_n(&me->depth, d + 1, __ATOMIC_RELEASE);
     /* the compiler's fence: the taker's membarrier is the heavy side */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* relaxed: WHO PULLS, the argument */
@@ -290,8 +310,8 @@ static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
 
 static inline void unmark(struct coro__gen_self *me, size_t d)
 {
-    /* release: this pull's writes before a taker's acquire of depth */
-    __atomic_store_n(&me->depth, d, __ATOMIC_RELEASE);
+    /* release: this pull's writes before a taker's acquire of the slot */
+    __atomic_store_n(&me->slot[d], NULL, __ATOMIC_RELEASE);
 }
 
 /* after a compare-and-swap took g from the thread of record o: whether
@@ -302,13 +322,9 @@ static bool keeper_pulls(const struct coro__gen_self *o, const coro_t *g)
      * It cannot fail once registered; if it did, o's state is unknown */
     if (coro__membarrier_heavy() != 0)
         return true;
-    /* acquire: o's writes of its pulls, up to its last store of depth */
-    size_t d = __atomic_load_n(&o->depth, __ATOMIC_ACQUIRE);
-    if (d > CORO__GEN_SLOTS)
-        d = CORO__GEN_SLOTS;
-    for (size_t i = 0; i < d; i++)
-        /* acquire: a slot stored after the depth read (o moved on) brings
-         * the writes before it too */
+    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
+        /* acquire: o's writes of its pulls, up to the slot's last store
+         * (a mark or the end of one: both release) */
         if (__atomic_load_n(&o->slot[i], __ATOMIC_ACQUIRE) == g)
             return true;
     return false;
@@ -352,7 +368,9 @@ static inline void release(coro_t *g)
     __atomic_store_n(&g->gen_run, 0, __ATOMIC_RELEASE);
 }
 
-/* end a thread's held pull: its thread keeps g (unless it is shared) */
+/* end a thread's held pull: its thread keeps g, unless g is shared or
+ * does not wait for a pull (ended, its body waits: gen.h's inline pull
+ * reads only gen_run, so a kept generator is always one that waits) */
 static void give_back(coro_t *g, struct coro__gen_self *me)
 {
     uintptr_t to = 0;
@@ -361,7 +379,7 @@ static void give_back(coro_t *g, struct coro__gen_self *me)
         uint32_t s = st_get(g);
         if (s & GEN_SHARED_MASK)
             st_set(g, s - GEN_SHARED_ONE);
-        else
+        else if (s == CORO__GEN_MAGIC)
             to = tok_of(me);
     }
     /* release: as release() */
@@ -369,15 +387,17 @@ static void give_back(coro_t *g, struct coro__gen_self *me)
 }
 
 /* a marked pull of me's thread waits in a job: g is held for h from now
- * on.  A taker that raced the mark has seen it and puts T back: wait for
- * that (one membarrier(2) long) */
+ * on; or (h 0) it ended or waits in plain code: g is free from now on.  A
+ * taker that raced the mark has seen it and puts T back: wait for that
+ * (one membarrier(2) long) */
 static void gen_hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
 {
     uintptr_t t = tok_of(me);
     unsigned spins = 0;
 
-    /* relaxed: g's frames stay this thread's until the job links them */
-    while (!__atomic_compare_exchange_n(&g->gen_run, &t, h, false, __ATOMIC_RELAXED,
+    /* release: this pull's writes before the acquire of the next holder
+     * of a free g (a job's g stays this thread's until the job links it) */
+    while (!__atomic_compare_exchange_n(&g->gen_run, &t, h, false, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED)) {
         t = tok_of(me);
         if (++spins % 64 == 0)
@@ -385,6 +405,15 @@ static void gen_hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
         else
             coro__cpu_relax();
     }
+}
+
+/* the end of a marked pull of g at me->slot[d]: g stays kept only when it
+ * waits for its next pull (give_back) */
+static void end_marked(coro_t *g, struct coro__gen_self *me, size_t d)
+{
+    if (st_get(g) != CORO__GEN_MAGIC)
+        gen_hand_over(g, me, 0);
+    unmark(me, d);
 }
 
 /* ---- the pull ------------------------------------------------------------------ */
@@ -427,7 +456,7 @@ static coro_t *yield_from(coro_t *root, coro_t *leaf, bool *pending)
     /* relaxed: root's holder token, or its keeper's (a taker that races
      * a keeper's pull may show its own for a moment: only LOCKED counts) */
     uintptr_t h = __atomic_load_n(&root->gen_run, __ATOMIC_RELAXED) | LOCKED;
-    if (gen_take(inner, h, coro__gen_me) < 0) {
+    if (gen_take(inner, h, self_now()) < 0) {
         leaf->result = -EBUSY;  /* pulled elsewhere, or a circle of yield-froms */
         return leaf;
     }
@@ -534,11 +563,11 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
         return -EINVAL;
     struct coro__gen_self *me = self();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
             if (mark(me, gen, d)) {
                 int r = next_held(gen, value);
-                unmark(me, d);
+                end_marked(gen, me, d);
                 return r;
             }
             unmark(me, d);      /* taken over meanwhile */
@@ -552,15 +581,15 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
     return r;
 }
 
-/* gen.h's mark found gen no longer kept, or not waiting for a pull */
+/* gen.h's mark in slot[0] found gen not kept by this thread */
 int coro__gen_next_unmark(coro_t *gen, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
 
-    /* relaxed: as in the mark */
+    /* relaxed: as in the mark; a taker that refused has put T back */
     if (__atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        int r = next_held(gen, value);  /* still kept: ended, or waiting */
-        unmark(me, 0);
+        int r = next_held(gen, value);
+        end_marked(gen, me, 0);
         return r;
     }
     unmark(me, 0);
@@ -571,13 +600,20 @@ int coro__gen_next_unmark(coro_t *gen, intptr_t *value)
 int coro__gen_next_more(coro_t *gen, int st, intptr_t *value)
 {
     int r = pull(gen, gen->gen_leaf, st, value, false);
-    unmark(coro__gen_me, 0);
+    end_marked(gen, coro__gen_me, 0);
     return r;
 }
 
-/* the exported coro_gen_next: gen.h's inline copy is for inlining only */
+/* the exported coro_gen_next and coro_gen_next_of: gen.h's inline copies
+ * are for inlining only (the body named is a hint the call needs not) */
 int coro_gen_next(coro_t *gen, intptr_t *value)
 {
+    return coro__gen_next_slow(gen, value);
+}
+
+int coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value)
+{
+    (void)body;
     return coro__gen_next_slow(gen, value);
 }
 
@@ -630,7 +666,7 @@ pending:
     return await_pending(gen, value);       /* gen stays held: linked at the await */
 done:
     if (kept)
-        unmark(me, d);
+        end_marked(gen, me, d);
     else
         give_back(gen, me);
     return complete(r);
@@ -643,7 +679,7 @@ coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value)
         return coro_ready(-EINVAL);
     struct coro__gen_self *me = self();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
             if (mark(me, gen, d))
                 return await_held(gen, value, false, 0, me, d, true);
@@ -774,7 +810,8 @@ int coro_gen_close(coro_t *gen)
 {
     if (!gen || !is_gen(gen))
         return -EINVAL;
-    int r = gen_take(gen, await_token(self()), coro__gen_me);
+    struct coro__gen_self *me = self();
+    int r = gen_take(gen, await_token(me), me);
     if (r < 0)
         return r;
     uint32_t s = st_get(gen);
