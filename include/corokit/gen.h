@@ -232,38 +232,29 @@ extern __thread struct coro__gen_self *coro__gen_me __attribute__((tls_model("in
                       __atomic_load_n(&(me)->slot[0], __ATOMIC_RELAXED) == NULL, 1))
 
 /* private: the pull of coro_gen_next and coro_gen_next_of; body is the
- * hint or NULL.  The out-of-line calls write a local that is copied to
- * *value, so that a caller's value need not live in memory.  Only for
- * inlining (GNU inline, as those below): the library has no copy. */
+ * hint or NULL.  Only for inlining (GNU inline, as those below): the
+ * library has no copy. */
 extern __inline __attribute__((gnu_inline, always_inline)) int
 coro__gen_next_in(coro_t *gen, coro_fn body, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
-    intptr_t x;     /* written by the out-of-line call that returns 1 */
-    int r;
 
     if (CORO__GEN_FREE(me, gen, value)) {
-        if (__builtin_expect(CORO__GEN_MARK(me, gen), 1)) {
-            coro_t *leaf = gen->gen_leaf;
-            coro_fn fn = leaf->fn;
-            /* a body named at the pull is called by its name: inlined
-             * where the compiler can */
-            int st = body != NULL && fn == body ? body(leaf) : fn(leaf);
-            if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
-                *value = leaf->result;
-                CORO__GEN_UNMARK(me);
-                return 1;
-            }
-            r = coro__gen_next_more(gen, st, &x);       /* unmarks */
-        } else {
-            r = coro__gen_next_unmark(gen, &x);
+        if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
+            return coro__gen_next_unmark(gen, value);
+        coro_t *leaf = gen->gen_leaf;
+        coro_fn fn = leaf->fn;
+        /* a body named at the pull is called by its name: inlined where
+         * the compiler can */
+        int st = body != NULL && fn == body ? body(leaf) : fn(leaf);
+        if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+            *value = leaf->result;
+            CORO__GEN_UNMARK(me);
+            return 1;
         }
-    } else {
-        r = coro__gen_next_slow(gen, &x);
+        return coro__gen_next_more(gen, st, value);     /* unmarks */
     }
-    if (r == 1)
-        *value = x;
-    return r;
+    return coro__gen_next_slow(gen, value);
 }
 
 /* GNU inline: these definitions are only for inlining; the library

@@ -37,20 +37,24 @@
  * who may pull:
  *   0        nobody: the first pull takes it with a compare-and-swap
  *   T        kept by the thread whose record (struct coro__gen_self, gen.h)
- *            is at T - 1: its pulls are marked in its record, not here
+ *            is at T - 1: its pulls are marked in its record, not here;
+ *            only a generator that waits for its next pull is kept (not
+ *            ended, its body not waiting, not shared), so gen.h's inline
+ *            pull reads nothing but gen_run before it runs the body
  *   H | 2    held (LOCKED) for one pull that runs or waits: a job's frame,
  *            or a thread's token (T, or its thread pointer | 1 for a thread
  *            with no record); every other pull gets -EBUSY
  * The thread T pulls without a write to the generator (gen.h
- * CORO__GEN_MARK): it stores gen in slot[depth] and depth + 1 in its record,
- * and then reads gen_run again; it runs the body only if gen_run is still
- * T, and stores depth back at the end.  Any other pull takes the
- * generator (gen_take()): a compare-and-swap from what it read to H | 2, and
- * when that was another thread's T, a membarrier(2) and a look at T's
- * record: gen in its slot[0, depth) means T pulls it now, and the taker
- * puts T back and gets -EBUSY; else the generator is the taker's.
+ * CORO__GEN_MARK): it stores gen in a free slot of its record (slot[0] for
+ * the inline pull, a NULL slot: free), and then reads gen_run; it runs the
+ * body only if gen_run is T, and stores NULL in the slot at the end.  Any
+ * other pull takes the generator (gen_take()): a compare-and-swap from
+ * what it read to H | 2, and when that was another thread's T, a
+ * membarrier(2) and a look at T's record: gen in one of its slots means T
+ * pulls it now, and the taker puts T back and gets -EBUSY; else the
+ * generator is the taker's.
  *
- * The argument.  T's mark (slot, depth) comes before its second read of
+ * The argument.  T's mark (the slot's store) comes before its read of
  * gen_run in its program order, with only the compiler's fence between;
  * membarrier(2) makes every running thread of the process execute a full
  * fence at some moment M between its start and its return (a thread that
@@ -59,7 +63,7 @@
  * comes after M, it reads the compare-and-swap's value (T backs off
  * without running the body) or T put back by a taker that refused (which
  * touches nothing more).  Otherwise T's mark came before M too, so the look
- * sees it or the depth T stored at the end of that pull - by then T has
+ * sees it or the NULL T stored at the end of that pull - by then T has
  * stopped, and the look's acquire of that release store gives the taker
  * every write of T's pulls.  So the taker refuses whenever T may be
  * running the body, and T never runs it once the taker may.  A refused
@@ -71,20 +75,24 @@
  * owner's).  tools/model/gen.pml checks this with T's stores in a store
  * buffer, and rejects the protocol without the membarrier.
  *
- * Records.  A thread's record is made at its first slow pull (gen.c
- * self()) when membarrier(2) works (registered once; COROKIT_MEMBARRIER=0
+ * Records (gen_self.c).  A thread's record is made at its first slow
+ * pull when membarrier(2) works (registered once; COROKIT_MEMBARRIER=0
  * turns it off: every pull then takes the generator with a compare-and-
- * swap and gives it back to 0), and never freed: at the thread's exit it
- * goes to a list for the next new thread, which then keeps what the dead
- * thread kept (it pulls nothing any more; the list's lock orders its last
- * pulls before the new thread's).  So a taker may read any T's record.
+ * swap and gives it back to 0); until then coro__gen_me is coro__gen_none,
+ * whose slot[0] is never free (gen.h reads it with no NULL check).  Never
+ * freed: at the thread's exit it goes to a list for the next new thread,
+ * which then keeps what the dead thread kept (it pulls nothing any more;
+ * the list's lock orders its last pulls before the new thread's).  So a
+ * taker may read any T's record.
  *
  * The rest.  A held pull (H | 2) gives the generator back with a release
- * store: to the thread's T (it keeps it) or to 0 (a job's pull that waited,
- * an inner of a yield-from that ended, a close).  A marked pull whose body
- * waits in a job hands the generator to the job: a compare-and-swap from T
- * to job | 2 (a taker that raced the mark puts T back first: that wait is
- * one membarrier long).  The inners of a yield-from are held with the
+ * store: to the thread's T (it keeps it, when it waits for a pull) or to 0
+ * (a job's pull that waited, an inner of a yield-from that ended, a close).
+ * A marked pull whose body waits in a job hands the generator to the job:
+ * a compare-and-swap from T to job | 2 (a taker that raced the mark puts T
+ * back first: that wait is one membarrier long); one that leaves it not
+ * waiting for a pull (ended, waits in plain code) frees it the same way,
+ * T to 0, before the mark's end (end_marked()).  The inners of a yield-from are held with the
  * root's token | 2 while linked.  A pull that takes a generator over from
  * another thread makes it shared for GEN_SHARED_PULLS held pulls (given
  * back to 0, a compare-and-swap each), so that threads that take turns
@@ -95,12 +103,10 @@
  */
 #define CORO__GEN_NO_INLINE 1
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "sched/frame.h"
+#include "sched/gen.h"
 #include "sched/sched.h"
 
 enum {
@@ -120,19 +126,11 @@ _Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0, "a 
 
 const struct coro_await_ops coro__gen_ops = { "generator", NULL };
 
-/* a thread with no record of its own: slot[0] is never free, so gen.h's
- * inline pulls go out of line (only read) */
-static struct coro__gen_self gen_none = { .slot = { &(coro_t){ 0 } } };
-
-/* the calling thread's record (gen.h; WHO PULLS, Records) */
-CORO_EXTERN __thread struct coro__gen_self *coro__gen_me
-    __attribute__((tls_model("initial-exec"))) = &gen_none;
-
-/* the calling thread's record, NULL when it has none */
+/* the calling thread's record, NULL when it has none (gen_self.c) */
 static inline struct coro__gen_self *self_now(void)
 {
     struct coro__gen_self *me = coro__gen_me;
-    return me == &gen_none ? NULL : me;
+    return me == &coro__gen_none ? NULL : me;
 }
 
 static inline bool is_gen(const coro_t *g)
@@ -194,76 +192,6 @@ coro_await_t coro__gen_await_budget(void)
     if (coro__tls_in_job && --coro__tls_budget < 0)
         a.ops = &coro__yield_ops;       /* the yield's result: arg[0], 1 */
     return a;
-}
-
-/* ---- records (WHO PULLS) ------------------------------------------------------ */
-
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
-static pthread_key_t self_key;
-static bool self_on;                    /* written once, under self_once */
-static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct coro__gen_self *spare;    /* records of threads that ended */
-
-/* a thread ends: its record goes to the next new thread */
-static void self_exit(void *p)
-{
-    struct coro__gen_self *me = p;
-
-    coro__gen_me = &gen_none;
-    /* release: as at the end of a pull (it marks nothing now) */
-    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
-        __atomic_store_n(&me->slot[i], NULL, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&spare_lock);
-    me->next_free = spare;
-    spare = me;
-    pthread_mutex_unlock(&spare_lock);
-}
-
-static bool self_off;                   /* self_on is false (read without the once) */
-
-static void self_init(void)
-{
-    self_on = coro__membarrier_register() == 0 &&
-              pthread_key_create(&self_key, self_exit) == 0;
-    /* relaxed: a thread that misses it goes through the once */
-    __atomic_store_n(&self_off, !self_on, __ATOMIC_RELAXED);
-}
-
-/* the calling thread's record, made at its first call; NULL where
- * membarrier(2) is missing or memory ran out (its pulls then hold) */
-static struct coro__gen_self *self(void)
-{
-    struct coro__gen_self *me = coro__gen_me;
-
-    if (CORO__LIKELY(me != &gen_none))
-        return me;
-    /* relaxed: see self_init */
-    if (__atomic_load_n(&self_off, __ATOMIC_RELAXED))
-        return NULL;
-    pthread_once(&self_once, self_init);
-    if (!self_on)
-        return NULL;
-    pthread_mutex_lock(&spare_lock);
-    me = spare;
-    if (me)
-        spare = me->next_free;
-    pthread_mutex_unlock(&spare_lock);
-    if (!me) {
-        /* a cache line of its own: takers read it, its thread writes it */
-        me = aligned_alloc(64, (sizeof *me + 63) & ~(size_t)63);
-        if (!me)
-            return NULL;
-        memset(me, 0, sizeof *me);
-    }
-    if (pthread_setspecific(self_key, me) != 0) {
-        pthread_mutex_lock(&spare_lock);
-        me->next_free = spare;
-        spare = me;
-        pthread_mutex_unlock(&spare_lock);
-        return NULL;
-    }
-    coro__gen_me = me;
-    return me;
 }
 
 static inline uintptr_t tok_of(const struct coro__gen_self *me)
@@ -561,7 +489,7 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
 {
     if (!gen || !value || !is_gen(gen))
         return -EINVAL;
-    struct coro__gen_self *me = self();
+    struct coro__gen_self *me = coro__gen_record();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
         size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
@@ -677,7 +605,7 @@ coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value)
 {
     if (!gen || !value || !is_gen(gen))
         return coro_ready(-EINVAL);
-    struct coro__gen_self *me = self();
+    struct coro__gen_self *me = coro__gen_record();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
         size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
@@ -810,7 +738,7 @@ int coro_gen_close(coro_t *gen)
 {
     if (!gen || !is_gen(gen))
         return -EINVAL;
-    struct coro__gen_self *me = self();
+    struct coro__gen_self *me = coro__gen_record();
     int r = gen_take(gen, await_token(me), me);
     if (r < 0)
         return r;
