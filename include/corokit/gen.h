@@ -192,6 +192,7 @@ struct coro__gen_self {
 
 /* private: the out-of-line parts of the pulls (lib/sched/gen.c) */
 CORO_EXTERN int coro__gen_next_slow(coro_t *gen, intptr_t *value);
+CORO_EXTERN int coro__gen_next_of_slow(coro_t *gen, coro_fn body, intptr_t *value);
 CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
 CORO_EXTERN int coro__gen_next_unmark(coro_t *gen, intptr_t *value);
 CORO_EXTERN coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value);
@@ -231,11 +232,11 @@ extern __thread struct coro__gen_self *coro__gen_me __attribute__((tls_model("in
     (__builtin_expect((gen) != NULL && (value) != NULL &&                          \
                       __atomic_load_n(&(me)->slot[0], __ATOMIC_RELAXED) == NULL, 1))
 
-/* private: the pull of coro_gen_next and coro_gen_next_of; body is the
- * hint or NULL.  Only for inlining (GNU inline, as those below): the
- * library has no copy. */
+/* GNU inline: these definitions are only for inlining; the library
+ * exports the functions (calls through a pointer, compilers that do not
+ * inline). */
 extern __inline __attribute__((gnu_inline, always_inline)) int
-coro__gen_next_in(coro_t *gen, coro_fn body, intptr_t *value)
+coro_gen_next(coro_t *gen, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
 
@@ -243,10 +244,7 @@ coro__gen_next_in(coro_t *gen, coro_fn body, intptr_t *value)
         if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
             return coro__gen_next_unmark(gen, value);
         coro_t *leaf = gen->gen_leaf;
-        coro_fn fn = leaf->fn;
-        /* a body named at the pull is called by its name: inlined where
-         * the compiler can */
-        int st = body != NULL && fn == body ? body(leaf) : fn(leaf);
+        int st = leaf->fn(leaf);
         if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
             *value = leaf->result;
             CORO__GEN_UNMARK(me);
@@ -257,19 +255,27 @@ coro__gen_next_in(coro_t *gen, coro_fn body, intptr_t *value)
     return coro__gen_next_slow(gen, value);
 }
 
-/* GNU inline: these definitions are only for inlining; the library
- * exports the functions (calls through a pointer, compilers that do not
- * inline). */
-extern __inline __attribute__((gnu_inline, always_inline)) int
-coro_gen_next(coro_t *gen, intptr_t *value)
-{
-    return coro__gen_next_in(gen, (coro_fn)0, value);
-}
-
+/* coro_gen_next's pull, with the body named called by its name where the
+ * innermost frame runs it: inlined where the compiler can */
 extern __inline __attribute__((gnu_inline, always_inline)) int
 coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value)
 {
-    return coro__gen_next_in(gen, body, value);
+    struct coro__gen_self *me = coro__gen_me;
+
+    if (CORO__GEN_FREE(me, gen, value)) {
+        if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
+            return coro__gen_next_unmark(gen, value);
+        coro_t *leaf = gen->gen_leaf;
+        coro_fn fn = leaf->fn;
+        int st = fn == body ? body(leaf) : fn(leaf);
+        if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+            *value = leaf->result;
+            CORO__GEN_UNMARK(me);
+            return 1;
+        }
+        return coro__gen_next_more(gen, st, value);     /* unmarks */
+    }
+    return coro__gen_next_of_slow(gen, body, value);
 }
 
 extern __inline __attribute__((gnu_inline, always_inline)) coro_await_t

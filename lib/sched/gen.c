@@ -539,6 +539,12 @@ int coro_gen_next(coro_t *gen, intptr_t *value)
     return coro__gen_next_slow(gen, value);
 }
 
+int coro__gen_next_of_slow(coro_t *gen, coro_fn body, intptr_t *value)
+{
+    (void)body;
+    return coro__gen_next_slow(gen, value);
+}
+
 int coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value)
 {
     (void)body;
