@@ -207,8 +207,8 @@ CORO_EXTERN coro_await_t coro__gen_await_budget(void);
  * with a compare-and-swap */
 extern __thread struct coro__gen_self *coro__gen_me __attribute__((tls_model("initial-exec")));
 
-/* CORO__GEN_MARK: mark gen as pulled by me in slot[0], then look that the
- * thread still keeps it: true when the body may run.  A kept generator is
+/* CORO__GEN_MARK: mark gen as pulled by me in slot[0], then look whether the
+ * thread keeps it: true when the body may run.  A kept generator is
  * one that waits for its next pull (lib/sched/gen.c gives it back kept only
  * then), so nothing else is read.  The fence is the compiler's only: a
  * thread that takes gen over makes the heavy one, a membarrier(2), between
