@@ -3,7 +3,8 @@
  *   1. A recursive walk of a binary tree in order: each node's generator
  *      yields from its left subtree's, its own key, then its right
  *      subtree's (CORO_YIELD_FROM).  Each pull runs only the innermost
- *      body, whatever the depth.  Pulled from plain code.
+ *      body, whatever the depth.  Pulled from plain code, the body named
+ *      at the pull (coro_gen_next_of).
  *   2. An async line reader: a job pulls the lines of a pipe that a plain
  *      thread writes slowly (coro_gen_lines_t), waiting for the fd between
  *      lines inside the same job.
@@ -97,7 +98,10 @@ static int tree_walk(void)
     int r;
 
     coro_gen_init(&w.co, walk_body);
-    while ((r = coro_gen_next(&w.co, &v)) == 1) {
+    /* coro_gen_next_of names the body: every frame of this walk runs
+     * walk_body, so each pull calls it directly (inlined, where this file
+     * used the switch back end: docs/guide.md §1a) */
+    while ((r = coro_gen_next_of(&w.co, walk_body, &v)) == 1) {
         if (v != want) {
             fprintf(stderr, "tree walk: %jd where %jd was due\n", (intmax_t)v, (intmax_t)want);
             return 1;

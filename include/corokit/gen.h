@@ -151,6 +151,19 @@ CORO_EXTERN int coro_gen_close(coro_t *gen);
  * body (lib/sched/gen.c, WHO PULLS). */
 CORO_EXTERN int coro_gen_next(coro_t *gen, intptr_t *value);
 
+/* coro_gen_next_of - coro_gen_next with the generator's body named at the
+ * pull: the same pull, the same results and errors, on the same threads.
+ * body is a hint, never trusted: where gen's innermost frame runs body (gen
+ * itself, or the inner of a CORO_YIELD_FROM with the same body) the pull
+ * calls it directly, so that a compiler that sees it may inline it into
+ * the pull's loop; anything else (another body, an inner of another body,
+ * NULL) pulls as coro_gen_next does.  Compilers do not inline a function
+ * with a computed goto, so the body inlines where its translation unit uses
+ * the switch back end (CORO_USE_SWITCH, coro.h) and is visible at the pull
+ * (the same file, or link-time optimisation); with the labels back end the
+ * call is direct but not inlined.  Never blocks by itself. */
+CORO_EXTERN int coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value);
+
 /* ---- private: the inline fast paths --------------------------------------- */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__)) && \
@@ -169,17 +182,17 @@ CORO_EXTERN int coro_gen_next(coro_t *gen, intptr_t *value);
 #define CORO__GEN_BUDGET_PULLS 16u
 
 /* private: a thread's pulls (lib/sched/gen.c, WHO PULLS).  Only its
- * thread writes it; another thread reads depth and slot[] after its
- * membarrier(2).  Its address | 1 is the thread's token in coro_t.gen_run. */
+ * thread writes it; another thread reads slot[] after its membarrier(2).
+ * Its address | 1 is the thread's token in coro_t.gen_run. */
 struct coro__gen_self {
-    size_t depth;                       /* pulls marked in slot[] */
-    coro_t *slot[CORO__GEN_SLOTS];      /* the generators pulled now, outermost first */
+    coro_t *slot[CORO__GEN_SLOTS];      /* the generators pulled now (NULL: free) */
     unsigned pulls;                     /* completed awaits, for the job's budget */
     struct coro__gen_self *next_free;   /* lib/sched/gen.c's list of spare ones */
 };
 
 /* private: the out-of-line parts of the pulls (lib/sched/gen.c) */
 CORO_EXTERN int coro__gen_next_slow(coro_t *gen, intptr_t *value);
+CORO_EXTERN int coro__gen_next_of_slow(coro_t *gen, coro_fn body, intptr_t *value);
 CORO_EXTERN int coro__gen_next_more(coro_t *gen, int st, intptr_t *value);
 CORO_EXTERN int coro__gen_next_unmark(coro_t *gen, intptr_t *value);
 CORO_EXTERN coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value);
@@ -188,37 +201,36 @@ CORO_EXTERN coro_await_t coro__gen_await_unmark(coro_t *gen, intptr_t *value);
 CORO_EXTERN coro_await_t coro__gen_await_budget(void);
 
 #ifdef CORO__GEN_INLINE
-/* private: the calling thread's record, NULL until its first pull (and
- * for good where membarrier(2) is missing: every pull then takes the
- * generator with a compare-and-swap, out of line) */
+/* private: the calling thread's record; until its first pull (and for
+ * good where membarrier(2) is missing) a shared one whose slot[0] is never
+ * free, so that every pull goes out of line, where the generator is taken
+ * with a compare-and-swap */
 extern __thread struct coro__gen_self *coro__gen_me __attribute__((tls_model("initial-exec")));
 
-/* CORO__GEN_MARK: mark gen as pulled by me, then look that the thread
- * still keeps it (and that it waits for nothing): true when the body may
- * run.  The fence is the compiler's only: a thread that takes gen over
- * makes the heavy one, a membarrier(2), between its compare-and-swap and
- * its look at slot[] (lib/sched/gen.c, WHO PULLS). */
+/* CORO__GEN_MARK: mark gen as pulled by me in slot[0], then look whether the
+ * thread keeps it: true when the body may run.  A kept generator is
+ * one that waits for its next pull (lib/sched/gen.c gives it back kept only
+ * then), so nothing else is read.  The fence is the compiler's only: a
+ * thread that takes gen over makes the heavy one, a membarrier(2), between
+ * its compare-and-swap and its look at slot[] (lib/sched/gen.c, WHO
+ * PULLS). */
 # define CORO__GEN_MARK(me, gen)                                                  \
-    (/* release: with the depth store, a taker that reads either sees the  \
-      * writes of this thread's pulls before them */                            \
+    (/* release: a taker that reads the slot sees the writes of this       \
+      * thread's pulls before it */                                             \
      __atomic_store_n(&(me)->slot[0], (gen), __ATOMIC_RELEASE),                 \
-     __atomic_store_n(&(me)->depth, 1, __ATOMIC_RELEASE),                       \
      __atomic_signal_fence(__ATOMIC_SEQ_CST),                                   \
      /* relaxed: a taker's compare-and-swap is seen here or it sees the mark */ \
-     __atomic_load_n(&(gen)->gen_run, __ATOMIC_RELAXED) == (uintptr_t)(me) + 1 && \
-         __atomic_load_n(&(gen)->gen_st, __ATOMIC_RELAXED) == CORO__GEN_MAGIC)
+     __atomic_load_n(&(gen)->gen_run, __ATOMIC_RELAXED) == (uintptr_t)(me) + 1)
 
 /* the end of a marked pull; release: its writes to the frames before a
  * taker's acquire */
-# define CORO__GEN_UNMARK(me) __atomic_store_n(&(me)->depth, 0, __ATOMIC_RELEASE)
+# define CORO__GEN_UNMARK(me) __atomic_store_n(&(me)->slot[0], (coro_t *)0, __ATOMIC_RELEASE)
 
-/* whether the calling thread keeps gen and pulls nothing now: the inline
- * path's condition (anything else goes out of line) */
-# define CORO__GEN_KEPT(me, gen, value)                                           \
+/* whether the calling thread pulls nothing now (its slot[0] is free): the
+ * inline path's condition, with gen and value not NULL */
+# define CORO__GEN_FREE(me, gen, value)                                           \
     (__builtin_expect((gen) != NULL && (value) != NULL &&                          \
-                      __atomic_load_n(&(gen)->gen_run, __ATOMIC_RELAXED) ==        \
-                          (uintptr_t)(me) + 1 &&                                   \
-                      (me)->depth == 0, 1))
+                      __atomic_load_n(&(me)->slot[0], __ATOMIC_RELAXED) == NULL, 1))
 
 /* GNU inline: these definitions are only for inlining; the library
  * exports the functions (calls through a pointer, compilers that do not
@@ -228,7 +240,7 @@ coro_gen_next(coro_t *gen, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
 
-    if (CORO__GEN_KEPT(me, gen, value)) {
+    if (CORO__GEN_FREE(me, gen, value)) {
         if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
             return coro__gen_next_unmark(gen, value);
         coro_t *leaf = gen->gen_leaf;
@@ -243,12 +255,35 @@ coro_gen_next(coro_t *gen, intptr_t *value)
     return coro__gen_next_slow(gen, value);
 }
 
+/* coro_gen_next's pull, with the body named called by its name where the
+ * innermost frame runs it: inlined where the compiler can */
+extern __inline __attribute__((gnu_inline, always_inline)) int
+coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value)
+{
+    struct coro__gen_self *me = coro__gen_me;
+
+    if (CORO__GEN_FREE(me, gen, value)) {
+        if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
+            return coro__gen_next_unmark(gen, value);
+        coro_t *leaf = gen->gen_leaf;
+        coro_fn fn = leaf->fn;
+        int st = fn == body ? body(leaf) : fn(leaf);
+        if (__builtin_expect(st == CORO__ST_VALUE, 1)) {
+            *value = leaf->result;
+            CORO__GEN_UNMARK(me);
+            return 1;
+        }
+        return coro__gen_next_more(gen, st, value);     /* unmarks */
+    }
+    return coro__gen_next_of_slow(gen, body, value);
+}
+
 extern __inline __attribute__((gnu_inline, always_inline)) coro_await_t
 coro_gen_await(coro_t *gen, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
 
-    if (CORO__GEN_KEPT(me, gen, value)) {
+    if (CORO__GEN_FREE(me, gen, value)) {
         if (__builtin_expect(!CORO__GEN_MARK(me, gen), 0))
             return coro__gen_await_unmark(gen, value);
         coro_t *leaf = gen->gen_leaf;

@@ -37,20 +37,24 @@
  * who may pull:
  *   0        nobody: the first pull takes it with a compare-and-swap
  *   T        kept by the thread whose record (struct coro__gen_self, gen.h)
- *            is at T - 1: its pulls are marked in its record, not here
+ *            is at T - 1: its pulls are marked in its record, not here;
+ *            only a generator that waits for its next pull is kept (not
+ *            ended, its body not waiting, not shared), so gen.h's inline
+ *            pull reads nothing but gen_run before it runs the body
  *   H | 2    held (LOCKED) for one pull that runs or waits: a job's frame,
  *            or a thread's token (T, or its thread pointer | 1 for a thread
  *            with no record); every other pull gets -EBUSY
  * The thread T pulls without a write to the generator (gen.h
- * CORO__GEN_MARK): it stores gen in slot[depth] and depth + 1 in its record,
- * and then reads gen_run again; it runs the body only if gen_run is still
- * T, and stores depth back at the end.  Any other pull takes the
- * generator (gen_take()): a compare-and-swap from what it read to H | 2, and
- * when that was another thread's T, a membarrier(2) and a look at T's
- * record: gen in its slot[0, depth) means T pulls it now, and the taker
- * puts T back and gets -EBUSY; else the generator is the taker's.
+ * CORO__GEN_MARK): it stores gen in a free slot of its record (slot[0] for
+ * the inline pull, a NULL slot: free), and then reads gen_run; it runs the
+ * body only if gen_run is T, and stores NULL in the slot at the end.  Any
+ * other pull takes the generator (gen_take()): a compare-and-swap from
+ * what it read to H | 2, and when that was another thread's T, a
+ * membarrier(2) and a look at T's record: gen in one of its slots means T
+ * pulls it now, and the taker puts T back and gets -EBUSY; else the
+ * generator is the taker's.
  *
- * The argument.  T's mark (slot, depth) comes before its second read of
+ * The argument.  T's mark (the slot's store) comes before its read of
  * gen_run in its program order, with only the compiler's fence between;
  * membarrier(2) makes every running thread of the process execute a full
  * fence at some moment M between its start and its return (a thread that
@@ -59,7 +63,7 @@
  * comes after M, it reads the compare-and-swap's value (T backs off
  * without running the body) or T put back by a taker that refused (which
  * touches nothing more).  Otherwise T's mark came before M too, so the look
- * sees it or the depth T stored at the end of that pull - by then T has
+ * sees it or the NULL T stored at the end of that pull - by then T has
  * stopped, and the look's acquire of that release store gives the taker
  * every write of T's pulls.  So the taker refuses whenever T may be
  * running the body, and T never runs it once the taker may.  A refused
@@ -71,20 +75,24 @@
  * owner's).  tools/model/gen.pml checks this with T's stores in a store
  * buffer, and rejects the protocol without the membarrier.
  *
- * Records.  A thread's record is made at its first slow pull (gen.c
- * self()) when membarrier(2) works (registered once; COROKIT_MEMBARRIER=0
+ * Records (gen_self.c).  A thread's record is made at its first slow
+ * pull when membarrier(2) works (registered once; COROKIT_MEMBARRIER=0
  * turns it off: every pull then takes the generator with a compare-and-
- * swap and gives it back to 0), and never freed: at the thread's exit it
- * goes to a list for the next new thread, which then keeps what the dead
- * thread kept (it pulls nothing any more; the list's lock orders its last
- * pulls before the new thread's).  So a taker may read any T's record.
+ * swap and gives it back to 0); until then coro__gen_me is coro__gen_none,
+ * whose slot[0] is never free (gen.h reads it with no NULL check).  Never
+ * freed: at the thread's exit it goes to a list for the next new thread,
+ * which then keeps what the dead thread kept (it pulls nothing any more;
+ * the list's lock orders its last pulls before the new thread's).  So a
+ * taker may read any T's record.
  *
  * The rest.  A held pull (H | 2) gives the generator back with a release
- * store: to the thread's T (it keeps it) or to 0 (a job's pull that waited,
- * an inner of a yield-from that ended, a close).  A marked pull whose body
- * waits in a job hands the generator to the job: a compare-and-swap from T
- * to job | 2 (a taker that raced the mark puts T back first: that wait is
- * one membarrier long).  The inners of a yield-from are held with the
+ * store: to the thread's T (it keeps it, when it waits for a pull) or to 0
+ * (a job's pull that waited, an inner of a yield-from that ended, a close).
+ * A marked pull whose body waits in a job hands the generator to the job:
+ * a compare-and-swap from T to job | 2 (a taker that raced the mark puts T
+ * back first: that wait is one membarrier long); one that leaves it not
+ * waiting for a pull (ended, waits in plain code) frees it the same way,
+ * T to 0, before the mark's end (end_marked()).  The inners of a yield-from are held with the
  * root's token | 2 while linked.  A pull that takes a generator over from
  * another thread makes it shared for GEN_SHARED_PULLS held pulls (given
  * back to 0, a compare-and-swap each), so that threads that take turns
@@ -95,12 +103,10 @@
  */
 #define CORO__GEN_NO_INLINE 1
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "sched/frame.h"
+#include "sched/gen.h"
 #include "sched/sched.h"
 
 enum {
@@ -120,9 +126,12 @@ _Static_assert((CORO__GEN_BUDGET_PULLS & (CORO__GEN_BUDGET_PULLS - 1)) == 0, "a 
 
 const struct coro_await_ops coro__gen_ops = { "generator", NULL };
 
-/* the calling thread's record (gen.h; WHO PULLS, Records) */
-CORO_EXTERN __thread struct coro__gen_self *coro__gen_me
-    __attribute__((tls_model("initial-exec")));
+/* the calling thread's record, NULL when it has none (gen_self.c) */
+static inline struct coro__gen_self *self_now(void)
+{
+    struct coro__gen_self *me = coro__gen_me;
+    return me == &coro__gen_none ? NULL : me;
+}
 
 static inline bool is_gen(const coro_t *g)
 {
@@ -185,75 +194,6 @@ coro_await_t coro__gen_await_budget(void)
     return a;
 }
 
-/* ---- records (WHO PULLS) ------------------------------------------------------ */
-
-static pthread_once_t self_once = PTHREAD_ONCE_INIT;
-static pthread_key_t self_key;
-static bool self_on;                    /* written once, under self_once */
-static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct coro__gen_self *spare;    /* records of threads that ended */
-
-/* a thread ends: its record goes to the next new thread */
-static void self_exit(void *p)
-{
-    struct coro__gen_self *me = p;
-
-    coro__gen_me = NULL;
-    /* release: as at the end of a pull (it marks nothing now) */
-    __atomic_store_n(&me->depth, 0, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&spare_lock);
-    me->next_free = spare;
-    spare = me;
-    pthread_mutex_unlock(&spare_lock);
-}
-
-static bool self_off;                   /* self_on is false (read without the once) */
-
-static void self_init(void)
-{
-    self_on = coro__membarrier_register() == 0 &&
-              pthread_key_create(&self_key, self_exit) == 0;
-    /* relaxed: a thread that misses it goes through the once */
-    __atomic_store_n(&self_off, !self_on, __ATOMIC_RELAXED);
-}
-
-/* the calling thread's record, made at its first call; NULL where
- * membarrier(2) is missing or memory ran out (its pulls then hold) */
-static struct coro__gen_self *self(void)
-{
-    struct coro__gen_self *me = coro__gen_me;
-
-    if (CORO__LIKELY(me != NULL))
-        return me;
-    /* relaxed: see self_init */
-    if (__atomic_load_n(&self_off, __ATOMIC_RELAXED))
-        return NULL;
-    pthread_once(&self_once, self_init);
-    if (!self_on)
-        return NULL;
-    pthread_mutex_lock(&spare_lock);
-    me = spare;
-    if (me)
-        spare = me->next_free;
-    pthread_mutex_unlock(&spare_lock);
-    if (!me) {
-        /* a cache line of its own: takers read it, its thread writes it */
-        me = aligned_alloc(64, (sizeof *me + 63) & ~(size_t)63);
-        if (!me)
-            return NULL;
-        memset(me, 0, sizeof *me);
-    }
-    if (pthread_setspecific(self_key, me) != 0) {
-        pthread_mutex_lock(&spare_lock);
-        me->next_free = spare;
-        spare = me;
-        pthread_mutex_unlock(&spare_lock);
-        return NULL;
-    }
-    coro__gen_me = me;
-    return me;
-}
-
 static inline uintptr_t tok_of(const struct coro__gen_self *me)
 {
     return (uintptr_t)me + 1;   /* records are 64-aligned: bits 1-5 clear */
@@ -268,20 +208,28 @@ static inline uintptr_t thread_token(const struct coro__gen_self *me)
 /* me's thread marks a pull of g now (its own record: relaxed) */
 static bool marked(const struct coro__gen_self *me, const coro_t *g)
 {
-    size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
-    for (size_t i = 0; i < d; i++)
+    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
         if (__atomic_load_n(&me->slot[i], __ATOMIC_RELAXED) == g)
             return true;
     return false;
 }
 
-/* mark a pull of g at me->slot[d] (gen.h CORO__GEN_MARK, at any depth):
+/* a free slot of me's record for one more pull, or CORO__GEN_SLOTS */
+static size_t free_slot(const struct coro__gen_self *me)
+{
+    size_t d = 0;
+    /* relaxed: its own record */
+    while (d < CORO__GEN_SLOTS && __atomic_load_n(&me->slot[d], __ATOMIC_RELAXED))
+        d++;
+    return d;
+}
+
+/* mark a pull of g at me->slot[d] (gen.h CORO__GEN_MARK, in any slot):
  * true when me still keeps g after the mark */
 static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
 {
     /* release: see gen.h CORO__GEN_MARK */
     __atomic_store_n(&me->slot[d], g, __ATOMIC_RELEASE);
-    __atomic_store_n(&me->depth, d + 1, __ATOMIC_RELEASE);
     /* the compiler's fence: the taker's membarrier is the heavy side */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* relaxed: WHO PULLS, the argument */
@@ -290,8 +238,8 @@ static bool mark(struct coro__gen_self *me, coro_t *g, size_t d)
 
 static inline void unmark(struct coro__gen_self *me, size_t d)
 {
-    /* release: this pull's writes before a taker's acquire of depth */
-    __atomic_store_n(&me->depth, d, __ATOMIC_RELEASE);
+    /* release: this pull's writes before a taker's acquire of the slot */
+    __atomic_store_n(&me->slot[d], NULL, __ATOMIC_RELEASE);
 }
 
 /* after a compare-and-swap took g from the thread of record o: whether
@@ -302,13 +250,9 @@ static bool keeper_pulls(const struct coro__gen_self *o, const coro_t *g)
      * It cannot fail once registered; if it did, o's state is unknown */
     if (coro__membarrier_heavy() != 0)
         return true;
-    /* acquire: o's writes of its pulls, up to its last store of depth */
-    size_t d = __atomic_load_n(&o->depth, __ATOMIC_ACQUIRE);
-    if (d > CORO__GEN_SLOTS)
-        d = CORO__GEN_SLOTS;
-    for (size_t i = 0; i < d; i++)
-        /* acquire: a slot stored after the depth read (o moved on) brings
-         * the writes before it too */
+    for (size_t i = 0; i < CORO__GEN_SLOTS; i++)
+        /* acquire: o's writes of its pulls, up to the slot's last store
+         * (a mark or the end of one: both release) */
         if (__atomic_load_n(&o->slot[i], __ATOMIC_ACQUIRE) == g)
             return true;
     return false;
@@ -352,7 +296,9 @@ static inline void release(coro_t *g)
     __atomic_store_n(&g->gen_run, 0, __ATOMIC_RELEASE);
 }
 
-/* end a thread's held pull: its thread keeps g (unless it is shared) */
+/* end a thread's held pull: its thread keeps g, unless g is shared or
+ * does not wait for a pull (ended, its body waits: gen.h's inline pull
+ * reads only gen_run, so a kept generator is always one that waits) */
 static void give_back(coro_t *g, struct coro__gen_self *me)
 {
     uintptr_t to = 0;
@@ -361,7 +307,7 @@ static void give_back(coro_t *g, struct coro__gen_self *me)
         uint32_t s = st_get(g);
         if (s & GEN_SHARED_MASK)
             st_set(g, s - GEN_SHARED_ONE);
-        else
+        else if (s == CORO__GEN_MAGIC)
             to = tok_of(me);
     }
     /* release: as release() */
@@ -369,15 +315,17 @@ static void give_back(coro_t *g, struct coro__gen_self *me)
 }
 
 /* a marked pull of me's thread waits in a job: g is held for h from now
- * on.  A taker that raced the mark has seen it and puts T back: wait for
- * that (one membarrier(2) long) */
+ * on; or (h 0) it ended or waits in plain code: g is free from now on.  A
+ * taker that raced the mark has seen it and puts T back: wait for that
+ * (one membarrier(2) long) */
 static void gen_hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
 {
     uintptr_t t = tok_of(me);
     unsigned spins = 0;
 
-    /* relaxed: g's frames stay this thread's until the job links them */
-    while (!__atomic_compare_exchange_n(&g->gen_run, &t, h, false, __ATOMIC_RELAXED,
+    /* release: this pull's writes before the acquire of the next holder
+     * of a free g (a job's g stays this thread's until the job links it) */
+    while (!__atomic_compare_exchange_n(&g->gen_run, &t, h, false, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED)) {
         t = tok_of(me);
         if (++spins % 64 == 0)
@@ -385,6 +333,15 @@ static void gen_hand_over(coro_t *g, struct coro__gen_self *me, uintptr_t h)
         else
             coro__cpu_relax();
     }
+}
+
+/* the end of a marked pull of g at me->slot[d]: g stays kept only when it
+ * waits for its next pull (give_back) */
+static void end_marked(coro_t *g, struct coro__gen_self *me, size_t d)
+{
+    if (st_get(g) != CORO__GEN_MAGIC)
+        gen_hand_over(g, me, 0);
+    unmark(me, d);
 }
 
 /* ---- the pull ------------------------------------------------------------------ */
@@ -427,7 +384,7 @@ static coro_t *yield_from(coro_t *root, coro_t *leaf, bool *pending)
     /* relaxed: root's holder token, or its keeper's (a taker that races
      * a keeper's pull may show its own for a moment: only LOCKED counts) */
     uintptr_t h = __atomic_load_n(&root->gen_run, __ATOMIC_RELAXED) | LOCKED;
-    if (gen_take(inner, h, coro__gen_me) < 0) {
+    if (gen_take(inner, h, self_now()) < 0) {
         leaf->result = -EBUSY;  /* pulled elsewhere, or a circle of yield-froms */
         return leaf;
     }
@@ -532,13 +489,13 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
 {
     if (!gen || !value || !is_gen(gen))
         return -EINVAL;
-    struct coro__gen_self *me = self();
+    struct coro__gen_self *me = coro__gen_record();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
             if (mark(me, gen, d)) {
                 int r = next_held(gen, value);
-                unmark(me, d);
+                end_marked(gen, me, d);
                 return r;
             }
             unmark(me, d);      /* taken over meanwhile */
@@ -552,15 +509,15 @@ int coro__gen_next_slow(coro_t *gen, intptr_t *value)
     return r;
 }
 
-/* gen.h's mark found gen no longer kept, or not waiting for a pull */
+/* gen.h's mark in slot[0] found gen not kept by this thread */
 int coro__gen_next_unmark(coro_t *gen, intptr_t *value)
 {
     struct coro__gen_self *me = coro__gen_me;
 
-    /* relaxed: as in the mark */
+    /* relaxed: as in the mark; a taker that refused has put T back */
     if (__atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        int r = next_held(gen, value);  /* still kept: ended, or waiting */
-        unmark(me, 0);
+        int r = next_held(gen, value);
+        end_marked(gen, me, 0);
         return r;
     }
     unmark(me, 0);
@@ -571,13 +528,26 @@ int coro__gen_next_unmark(coro_t *gen, intptr_t *value)
 int coro__gen_next_more(coro_t *gen, int st, intptr_t *value)
 {
     int r = pull(gen, gen->gen_leaf, st, value, false);
-    unmark(coro__gen_me, 0);
+    end_marked(gen, coro__gen_me, 0);
     return r;
 }
 
-/* the exported coro_gen_next: gen.h's inline copy is for inlining only */
+/* the exported coro_gen_next and coro_gen_next_of: gen.h's inline copies
+ * are for inlining only (the body named is a hint the call needs not) */
 int coro_gen_next(coro_t *gen, intptr_t *value)
 {
+    return coro__gen_next_slow(gen, value);
+}
+
+int coro__gen_next_of_slow(coro_t *gen, coro_fn body, intptr_t *value)
+{
+    (void)body;
+    return coro__gen_next_slow(gen, value);
+}
+
+int coro_gen_next_of(coro_t *gen, coro_fn body, intptr_t *value)
+{
+    (void)body;
     return coro__gen_next_slow(gen, value);
 }
 
@@ -630,7 +600,7 @@ pending:
     return await_pending(gen, value);       /* gen stays held: linked at the await */
 done:
     if (kept)
-        unmark(me, d);
+        end_marked(gen, me, d);
     else
         give_back(gen, me);
     return complete(r);
@@ -641,9 +611,9 @@ coro_await_t coro__gen_await_slow(coro_t *gen, intptr_t *value)
 {
     if (!gen || !value || !is_gen(gen))
         return coro_ready(-EINVAL);
-    struct coro__gen_self *me = self();
+    struct coro__gen_self *me = coro__gen_record();
     if (me && __atomic_load_n(&gen->gen_run, __ATOMIC_RELAXED) == tok_of(me)) {
-        size_t d = __atomic_load_n(&me->depth, __ATOMIC_RELAXED);
+        size_t d = free_slot(me);
         if (d < CORO__GEN_SLOTS && !marked(me, gen)) {
             if (mark(me, gen, d))
                 return await_held(gen, value, false, 0, me, d, true);
@@ -774,7 +744,8 @@ int coro_gen_close(coro_t *gen)
 {
     if (!gen || !is_gen(gen))
         return -EINVAL;
-    int r = gen_take(gen, await_token(self()), coro__gen_me);
+    struct coro__gen_self *me = coro__gen_record();
+    int r = gen_take(gen, await_token(me), me);
     if (r < 0)
         return r;
     uint32_t s = st_get(gen);

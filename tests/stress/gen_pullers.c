@@ -7,7 +7,10 @@
  *      and both see the end.  Once with a pause every 64 values (the
  *      generator mostly kept by one thread, taken over at the other's
  *      turn), once with none (a takeover attempt at every refused pull,
- *      while the keeper's marked pulls run).
+ *      while the keeper's marked pulls run).  Again with coro_gen_next_of
+ *      (the body called by name), and as many short generators, so that
+ *      the keeper's pull that meets the end (and frees the generator
+ *      before its mark's end) races the other's takeover.
  *   2. Jobs on 1/2/4/8 workers and a plain thread pull one generator whose
  *      body waits (a sleep of 0) between values: the same checks.
  *   3. A job pulls a generator waiting on an event while the main thread
@@ -67,6 +70,7 @@ struct plain_puller {
     coro_t *g;
     pthread_barrier_t *start;
     int nopause;    /* no sched_yield every 64 values */
+    int named;      /* pull with coro_gen_next_of */
     struct tally t_;
 };
 
@@ -78,7 +82,7 @@ static void *plain_main(void *arg)
 
     if (p->start)
         pthread_barrier_wait(p->start);
-    while ((r = coro_gen_next(p->g, &v)) != 0) {
+    while ((r = p->named ? coro_gen_next_of(p->g, count_body, &v) : coro_gen_next(p->g, &v)) != 0) {
         if (r == 1) {
             add(&p->t_, v, &last);
             if (!p->nopause && p->t_.count % 64 == 0)
@@ -93,12 +97,12 @@ static void *plain_main(void *arg)
     return NULL;
 }
 
-static void plain_threads(long n, int nopause)
+static void plain_threads(long n, int nopause, int named, int quiet)
 {
     struct count g = { .n = n, .work = 200 };
     pthread_barrier_t start;
-    struct plain_puller a = { .g = &g.co, .start = &start, .nopause = nopause },
-                        b = { .g = &g.co, .start = &start, .nopause = nopause };
+    struct plain_puller a = { .g = &g.co, .start = &start, .nopause = nopause, .named = named },
+                        b = { .g = &g.co, .start = &start, .nopause = nopause, .named = named };
 
     pthread_barrier_init(&start, NULL, 2);
     coro_gen_init(&g.co, count_body);
@@ -109,8 +113,11 @@ static void plain_threads(long n, int nopause)
     pthread_barrier_destroy(&start);
     SCEN_CHECK(a.t_.count + b.t_.count == n, "%ld + %ld values of %ld", a.t_.count, b.t_.count, n);
     SCEN_CHECK(a.t_.sum + b.t_.sum == (intptr_t)(n - 1) * n / 2, "sums");
-    printf("  plain threads%s: %ld + %ld values, %ld + %ld refused\n", nopause ? ", no pause" : "",
-           a.t_.count, b.t_.count, a.t_.busy, b.t_.busy);
+    SCEN_CHECK(coro_gen_close(&g.co) == 0, "close after the end");
+    if (!quiet)
+        printf("  plain threads%s%s: %ld + %ld values, %ld + %ld refused\n",
+               nopause ? ", no pause" : "", named ? ", named body" : "", a.t_.count, b.t_.count,
+               a.t_.busy, b.t_.busy);
 }
 
 /* ---- 2. jobs and a thread -------------------------------------------------------------- */
@@ -250,8 +257,12 @@ int main(int argc, char **argv)
     int rounds = SCEN_N(mode, 200, 2000, 20000);
 
     printf("gen_pullers\n");
-    plain_threads(n, 0);
-    plain_threads(n / 4, 1);
+    plain_threads(n, 0, 0, 0);
+    plain_threads(n / 4, 1, 0, 0);
+    plain_threads(n / 4, 1, 1, 0);
+    for (int i = 0; i < rounds; i++)    /* short ones: the end races a takeover */
+        plain_threads(20, 1, i & 1, 1);
+    printf("  %d short generators pulled by 2 threads: ok\n", rounds);
     for (int i = 0; i < SCEN_NWORKERS; i++)
         jobs_and_a_thread(scen_workers[i], n / 10);
     for (int i = 0; i < SCEN_NWORKERS; i++)

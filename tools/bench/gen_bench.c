@@ -3,8 +3,13 @@
  * (docs/benchmarks.md, "Generators"; tools/bench/gen.sh runs it beside its
  * C++20 twin, gen_twin.cpp).
  *
- *   gen_bench plain N    N values of a counting generator, pulled with
- *                        coro_gen_next from plain code
+ *   gen_bench plain N    N values of a counting generator, pulled from
+ *                        plain code with coro_gen_next_of naming its body,
+ *                        the body in a file of the switch back end
+ *                        (gen_bench_sw.c: the compiler inlines it)
+ *   gen_bench plain_of N the same with the body in this file (the labels
+ *                        back end: called directly, not inlined)
+ *   gen_bench plain_next N  the same pulled with coro_gen_next
  *   gen_bench job N      the same pulled by a job with coro_gen_await
  *                        (a scheduler with 1 worker, coro_block_on)
  *   gen_bench from1 N    plain pulls through 1 level of CORO_YIELD_FROM
@@ -12,7 +17,8 @@
  *   gen_bench job64 N    a job's pulls through 64 levels
  *
  * Prints one line: "mode values ns_per_value values_per_s sum".
- * Build: make; cc -O2 -Iinclude tools/bench/gen_bench.c build/libcorokit.a -lck -pthread
+ * Build: make; cc -O2 -Iinclude tools/bench/gen_bench.c tools/bench/gen_bench_sw.c
+ *        build/libcorokit.a -lck -pthread
  */
 #define _GNU_SOURCE 1
 #include <stdio.h>
@@ -87,10 +93,22 @@ static coro_t *make(int depth, intptr_t n)
     return &levels[0].co;
 }
 
+/* gen_bench_sw.c */
+coro_t *gen_bench_sw_make(intptr_t n);
+intptr_t gen_bench_sw_pull(coro_t *g);
+
 static intptr_t pull_plain(coro_t *g)
 {
     intptr_t v, sum = 0;
     while (coro_gen_next(g, &v) == 1)
+        sum += v;
+    return sum;
+}
+
+static intptr_t pull_plain_of(coro_t *g)
+{
+    intptr_t v, sum = 0;
+    while (coro_gen_next_of(g, count_body, &v) == 1)
         sum += v;
     return sum;
 }
@@ -141,15 +159,19 @@ static intptr_t pull_job(coro_t *g)
 int main(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "list") == 0) {
-        puts("plain\njob\nfrom1\nfrom64\njob64");
+        puts("plain\nplain_of\nplain_next\njob\nfrom1\nfrom64\njob64");
         return 0;
     }
     const char *mode = argv[1];
     intptr_t n = argc > 2 ? strtol(argv[2], NULL, 10) : 10000000;
-    int depth = 0;
+    int depth = 0, plain = 0;
     bool job = false;
 
     if (strcmp(mode, "plain") == 0)
+        plain = 2;
+    else if (strcmp(mode, "plain_of") == 0)
+        plain = 1;
+    else if (strcmp(mode, "plain_next") == 0)
         ;
     else if (strcmp(mode, "job") == 0)
         job = true;
@@ -163,9 +185,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gen_bench: unknown mode %s (list)\n", mode);
         return 2;
     }
-    coro_t *g = make(depth, n);
+    coro_t *g = plain == 2 ? gen_bench_sw_make(n) : make(depth, n);
     double t0 = now_s();
-    intptr_t sum = job ? pull_job(g) : pull_plain(g);
+    intptr_t sum = job ? pull_job(g)
+                   : plain == 2 ? gen_bench_sw_pull(g)
+                   : plain == 1 ? pull_plain_of(g)
+                                : pull_plain(g);
     double dt = now_s() - t0;
     if (sum != (intptr_t)((n - 1) * n / 2)) {
         fprintf(stderr, "gen_bench: %s: sum %jd, expected %jd\n", mode, (intmax_t)sum,

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Who pulls a generator (lib/sched/gen.c WHO PULLS): the thread that
  * pulled last keeps it (gen_run = its token) and pulls with a mark in its
- * own record - a store of its depth, then a second read of gen_run, the
- * compiler's fence only between - and no atomic instruction; any other
+ * own record - a store of the generator in its slot[0], then a read of
+ * gen_run, the compiler's fence only between - and no atomic instruction
+ * (a thread that does not keep it backs off and goes the slow way); any other
  * pull takes it with a compare-and-swap, and from a keeper with a
  * membarrier(2) and a look at the keeper's mark.
  *
  * Abstracted: 2 threads, each pulls P (3) times; gen_run is one of free,
  * kept by p (K(p)), held by p (H(p)); a thread's record is its mark
- * (depth 0 or 1: slot[0] is always this generator here), stored through
+ * (slot[0] free or this generator), stored through
  * its store buffer (FIFO, 2 entries), which drains at any time, at the
  * thread's own compare-and-swap, and at a membarrier (every buffer); the
  * stores of gen_run and the reads are sequentially consistent (a late
@@ -17,7 +18,10 @@
  * random.  A marked pull's body may wait (a job's await): the generator
  * is then handed to the job (a compare-and-swap from K(p) to H(p), which
  * waits for a refusing taker to put K(p) back) and the body ends later,
- * after the mark's end.
+ * after the mark's end.  Or the body ends (or waits in plain code): a
+ * generator kept is always one that waits for its next pull, so it is
+ * freed (a compare-and-swap from K(p) to free, released, which waits in
+ * the same way) before the mark's end.
  *
  * Checked: never two bodies at once (assert), and no deadlock (every
  * pull ends: a value or a refusal).
@@ -32,6 +36,9 @@
  *                     plain store: a taker's compare-and-swap lands
  *                     first, its look sees the mark and it puts K(p)
  *                     back over the job's hold
+ *   -DBROKEN_UNKEEP_AFTER_MARK  the body that ended is freed after the
+ *                     mark's end: a taker may have taken it meanwhile,
+ *                     and the keeper waits for K(p) for ever
  */
 #define P 3
 #define FREE 0
@@ -90,8 +97,8 @@ proctype puller(byte me)
     do
     :: n < P ->
         if
-        :: gr == K(me) ->
-            /* gen.h CORO__GEN_MARK */
+        :: true ->
+            /* gen.h CORO__GEN_MARK: no look at gr before the mark */
             store_mark(me, 1);
 #ifndef BROKEN_NO_RECHECK
             if
@@ -106,6 +113,17 @@ proctype puller(byte me)
             :: true ->
                 body_out();
                 store_mark(me, 0)
+            :: true ->
+                /* gen.c end_marked: the body ended, K(me) -> free */
+                body_out();
+#ifdef BROKEN_UNKEEP_AFTER_MARK
+                store_mark(me, 0);
+                atomic { drain_all(me); gr == K(me) -> gr = FREE };
+#else
+                atomic { drain_all(me); gr == K(me) -> gr = FREE };
+                store_mark(me, 0);
+#endif
+                goto next
             :: true ->
                 /* gen.c hand_over: K(me) -> H(me) */
 #ifdef BROKEN_HAND_OVER
