@@ -182,7 +182,7 @@ $(B)/samples/%: samples/%.c $(STATIC)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 # ---- tests --------------------------------------------------------------------
-TEST_CFLAGS := $(BASE_CFLAGS) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
+TEST_CFLAGS := $(BASE_CFLAGS) $(TEST_OPT) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
 
 $(B)/tests/api/%.o: tests/api/%.c
 	@mkdir -p $(@D)
@@ -233,14 +233,12 @@ PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_FUZZ_SECONDS ?= 10
-TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence check-doc-commands \
+TEST_PARTS := test-suite fuzz-smoke test-scenarios model-runs test-scenarios-fence check-doc-commands \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
-	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
-		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
 # the Criterion suite, whole (tests/api/test_samples.c runs the samples),
@@ -274,7 +272,7 @@ check-unit: lib $(TEST_BIN)
 # 10 minutes of fuzzing, the stress scenarios (minutes), tools/bench/scale.sh
 # (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
 check-full: deps
-	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 check-model
+	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 MODEL_LARGE=1 check-model
 	$(Q)$(MAKE) --no-print-directory FUZZ_SECONDS=600 fuzz
 	$(Q)$(MAKE) --no-print-directory stress
 	$(Q)$(MAKE) --no-print-directory tools $(TEST_BIN)
@@ -290,12 +288,18 @@ quick: lib $(TEST_BIN)
 # rejected; JOBS searches at a time (each on one CPU); MODEL_BITS: the
 # bitstate table of the largest model (tools/ci/check-model.sh)
 MODEL_BITS ?= $(TEST_MODEL_BITS)
+# MODEL_LARGE=1 (check-full): the larger instance a model names
+# (tools/ci/check-model.sh: rwlock.pml's two rounds)
+MODEL_LARGE ?=
 check-model: deps
-	$(Q)MODEL_BITS=$(MODEL_BITS) MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
+	$(Q)MODEL_BITS=$(MODEL_BITS) MODEL_LARGE=$(MODEL_LARGE) MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
 
 # the same as make jobs (make test): one target a search, in the order
 # tools/ci/check-model.sh --list gives (the longest first), then the report
-MODEL_VERDICTS = $(addprefix $(B)/model/,$(addsuffix /verdict,$(shell tools/ci/check-model.sh --list)))
+# (the list is asked for only by a make that builds model-runs: a rule's
+# prerequisites expand when make reads it, and every other make, the
+# recursive ones and make -n included, would pay for the script)
+MODEL_VERDICTS = $(if $(filter model-runs,$(MAKECMDGOALS)),$(addprefix $(B)/model/,$(addsuffix /verdict,$(shell tools/ci/check-model.sh --list))))
 $(B)/model/%/verdict: FORCE
 	$(Q)s='$*'; m=$${s%%-D*}; MODEL_BITS=$(MODEL_BITS) tools/ci/check-model.sh --one $(B) $$m $${s#$$m}
 model-runs: $(MODEL_VERDICTS)
@@ -337,12 +341,31 @@ fuzz: deps
 	$(Q)grep -E 'stat::number_of_executed_runs|Done' $(FUZZ_B)/fuzz_api.log
 	$(Q)echo "fuzz: no crash, leak, hang or oracle failure in $(FUZZ_SECONDS) s"
 
+# make test's fuzzing: the harnesses built against the plain static library
+# (clang instruments the harness alone: a build of lib/ under ASan is make
+# fuzz's, in check-full), each run over the committed seeds, then for
+# FUZZ_SMOKE_SECONDS: the harness's oracles on every result, and
+# LeakSanitizer (ASan's malloc sees every allocation lib/ makes)
+FUZZ_SMOKE_SECONDS ?= 2
+FUZZ_SMOKE := $(B)/fuzz/fuzz_api $(B)/fuzz/fuzz_cpuset
+$(B)/fuzz/%: tests/fuzz/%.c $(STATIC)
+	@mkdir -p $(@D)
+	@$(SAY) "  FUZZCC  $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(STATIC) -lck -o $@
+fuzz-smoke: $(FUZZ_SMOKE)
+	$(Q)for h in api cpuset; do rm -rf $(B)/fuzz/corpus-$$h && mkdir -p $(B)/fuzz/corpus-$$h && \
+		ASAN_OPTIONS=detect_leaks=1 $(B)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SMOKE_SECONDS) \
+			-timeout=20 $(B)/fuzz/corpus-$$h tests/fuzz/corpus/$$h >$(B)/fuzz/$$h.log 2>&1 || \
+		{ tail -40 $(B)/fuzz/$$h.log; echo "fuzz-smoke: fuzz_$$h failed ($(B)/fuzz/$$h.log)"; exit 1; }; \
+		echo "fuzz-smoke: fuzz_$$h: $$(grep -E '^Done' $(B)/fuzz/$$h.log)"; done
+	$(Q)echo "fuzz-smoke: the seeds and $(FUZZ_SMOKE_SECONDS) s of each harness: no crash, leak or oracle failure"
+
 # the programs the suite runs: the tests, the samples (tests/api/
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
 # what make test runs, built before any of it runs (the fuzz harnesses too)
-test-build: $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
+test-build: $(RUN_BIN) $(FUZZ_SMOKE)
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)
 TEST_FILTER ?=
@@ -549,6 +572,7 @@ check-doc-commands: all
 	$(Q)tools/ci/check-doc-commands.py --build $(B)
 
 .PHONY: check-doc-commands
+.PHONY: fuzz-smoke
 .PHONY: uninstall check-asan-full check-docs check-hooks check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 
