@@ -9,10 +9,11 @@
 #                   dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model (search.pml bounded), fuzz (10 s) and
+#                   check-model (search.pml bounded), fuzz-smoke and
 #                   check-doc-commands, all in one make run over every CPU (JOBS=N)
-#   make check-full the long runs: search.pml's whole supertrace, fuzz for 10
-#                   minutes, make stress, tools/bench/scale.sh
+#   make check-full the long runs: search.pml's whole supertrace and the
+#                   large model instances, fuzz (ASan) for 10 minutes, make
+#                   stress, tools/bench/scale.sh
 #   make quick      the unit tests of make check and the compile-fail cases
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan, without the tests
@@ -34,10 +35,12 @@
 #   make check-layers lib/'s layers: no upward include or symbol use (nm);
 #                   no lib/ .c over 800 lines, no function over 80 (check-lengths.sh)
 #   make check-model the spin models of tools/model/ (in make test; MODEL_BITS=N:
-#                   search.pml's bitstate table, 25 in make test, 30 in check-full)
+#                   search.pml's bitstate table, 25 in make test, 30 in check-full;
+#                   MODEL_LARGE=1, as check-full: the larger instances, rwlock.pml's)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
-#   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
-#                   (in make test)
+#   make fuzz       libFuzzer on the API and the cpuset parser, lib/ under ASan,
+#                   FUZZ_SECONDS=60 (check-full: 600); make test runs fuzz-smoke:
+#                   the seeds and 2 s of each harness, lib/ uninstrumented
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
 #   make check-clang  clang -Werror on every C file of lib/, samples/ and tests/
 #                   (its front end alone: -fsyntax-only; CI runs it)
@@ -182,6 +185,10 @@ $(B)/samples/%: samples/%.c $(STATIC)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 # ---- tests --------------------------------------------------------------------
+# the test files compile with -Og (after OPT's -O2): 40 % less compile
+# time than -O2, and the suite, whose time goes to lib/ (the test library
+# keeps OPT), ran no slower; TEST_OPT= builds them with OPT
+TEST_OPT ?= -Og
 TEST_CFLAGS := $(BASE_CFLAGS) $(TEST_OPT) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
 
 $(B)/tests/api/%.o: tests/api/%.c
@@ -217,16 +224,17 @@ deps:
 #   make check       between edits, from a built tree: the unit tests but
 #                    those of tests/slow.txt, beside the static checks
 #   make test        what CI runs (.ci/run): everything below, every model
-#                    exhaustive but search.pml (bounded: MODEL_BITS), fuzz
-#                    for TEST_FUZZ_SECONDS
-#   make check-full  the long runs: the full supertrace, fuzz for 10
+#                    exhaustive but search.pml (bounded: MODEL_BITS),
+#                    fuzz-smoke
+#   make check-full  the long runs: the full supertrace and the large
+#                    model instances (MODEL_LARGE), fuzz under ASan for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
 # make test builds everything it runs first (every CPU compiling), then
 # runs its parts in one make run, so that the suite, the scenarios, each
 # spin search (a make job each) and the one-CPU checks share every CPU;
 # each part's output is printed whole when it ends (-Otarget), and the
-# parts start in the order listed (the suite first, then fuzz and the
-# scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
+# parts start in the order listed (the suite first, then the fuzzing and
+# the scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
 # count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
@@ -268,8 +276,9 @@ check: deps
 check-unit: lib $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j2 --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
 
-# the long runs, one after another: the whole supertrace of search.pml,
-# 10 minutes of fuzzing, the stress scenarios (minutes), tools/bench/scale.sh
+# the long runs, one after another: the whole supertrace of search.pml
+# and the large model instances (rwlock.pml's two rounds), 10 minutes of
+# fuzzing lib/ under ASan, the stress scenarios (minutes), tools/bench/scale.sh
 # (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
 check-full: deps
 	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 MODEL_LARGE=1 check-model
