@@ -49,10 +49,10 @@ tools/bench/gen.sh pulls a million values a shape (N, NJOB): the command
 runs as shown, for less time.
 The commands shown need curl and wrk besides the build's tools: make
 check-doc-commands installs them when missing (tools/dev/deps.sh).
-Each rewrite is printed with its reason.  Slow blocks: `make demo`
-(about 10-25 s), the forwarder recipe (wrk -d5s), the latency runs and
-the benchmark blocks (a few seconds each); the slowest three are printed
-at the end.
+Each rewrite is printed with its reason.  Slow blocks: `make demo`, the
+benchmark blocks and the latency runs (a few seconds each; a command
+under the benchmarks' lock waits while another benchmark holds it); the
+slowest five commands are printed at the end.
 
 Markers: an HTML comment on the line before a fence (blank lines between
 allowed).  Keep the skips few: each needs its reason.
