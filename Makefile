@@ -233,15 +233,16 @@ deps:
 # runs its parts in one make run, so that the suite, the scenarios, each
 # spin search (a make job each) and the one-CPU checks share every CPU;
 # each part's output is printed whole when it ends (-Otarget), and the
-# parts start in the order listed (the suite first, then the fuzzing and
-# the scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
+# parts start in the order listed (the suite first, then the fuzzing, the
+# doc commands and the scenarios, whose waits - servers, sleeps, the
+# benchmarks' lock - overlap the searches).  JOBS=N overrides the CPU
 # count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_PARTS := test-suite fuzz-smoke test-scenarios model-runs test-scenarios-fence check-doc-commands \
+TEST_PARTS := test-suite fuzz-smoke check-doc-commands test-scenarios model-runs test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
