@@ -9,10 +9,11 @@
 #                   dependencies, then the whole suite (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
-#                   check-model (search.pml bounded), fuzz (10 s) and
+#                   check-model (search.pml bounded), fuzz-smoke and
 #                   check-doc-commands, all in one make run over every CPU (JOBS=N)
-#   make check-full the long runs: search.pml's whole supertrace, fuzz for 10
-#                   minutes, make stress, tools/bench/scale.sh
+#   make check-full the long runs: search.pml's whole supertrace and the
+#                   large model instances, fuzz (ASan) for 10 minutes, make
+#                   stress, tools/bench/scale.sh
 #   make quick      the unit tests of make check and the compile-fail cases
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan, without the tests
@@ -34,10 +35,12 @@
 #   make check-layers lib/'s layers: no upward include or symbol use (nm);
 #                   no lib/ .c over 800 lines, no function over 80 (check-lengths.sh)
 #   make check-model the spin models of tools/model/ (in make test; MODEL_BITS=N:
-#                   search.pml's bitstate table, 25 in make test, 30 in check-full)
+#                   search.pml's bitstate table, 25 in make test, 30 in check-full;
+#                   MODEL_LARGE=1, as check-full: the larger instances, rwlock.pml's)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
-#   make fuzz       libFuzzer on the API and the cpuset parser, FUZZ_SECONDS=60
-#                   (in make test)
+#   make fuzz       libFuzzer on the API and the cpuset parser, lib/ under ASan,
+#                   FUZZ_SECONDS=60 (check-full: 600); make test runs fuzz-smoke:
+#                   the seeds and 2 s of each harness, lib/ uninstrumented
 #   make check-compile-fail  each misuse in tests/compile_fail/ is refused, its twin compiles
 #   make check-clang  clang -Werror on every C file of lib/, samples/ and tests/
 #                   (its front end alone: -fsyntax-only; CI runs it)
@@ -182,7 +185,11 @@ $(B)/samples/%: samples/%.c $(STATIC)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP $< -o $@ $(STATIC) $(LIBS) $(LDFLAGS)
 
 # ---- tests --------------------------------------------------------------------
-TEST_CFLAGS := $(BASE_CFLAGS) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
+# the test files compile with -Og (after OPT's -O2): 40 % less compile
+# time than -O2, and the suite, whose time goes to lib/ (the test library
+# keeps OPT), ran no slower; TEST_OPT= builds them with OPT
+TEST_OPT ?= -Og
+TEST_CFLAGS := $(BASE_CFLAGS) $(TEST_OPT) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
 
 $(B)/tests/api/%.o: tests/api/%.c
 	@mkdir -p $(@D)
@@ -217,30 +224,30 @@ deps:
 #   make check       between edits, from a built tree: the unit tests but
 #                    those of tests/slow.txt, beside the static checks
 #   make test        what CI runs (.ci/run): everything below, every model
-#                    exhaustive but search.pml (bounded: MODEL_BITS), fuzz
-#                    for TEST_FUZZ_SECONDS
-#   make check-full  the long runs: the full supertrace, fuzz for 10
+#                    exhaustive but search.pml (bounded: MODEL_BITS),
+#                    fuzz-smoke
+#   make check-full  the long runs: the full supertrace and the large
+#                    model instances (MODEL_LARGE), fuzz under ASan for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
 # make test builds everything it runs first (every CPU compiling), then
 # runs its parts in one make run, so that the suite, the scenarios, each
 # spin search (a make job each) and the one-CPU checks share every CPU;
 # each part's output is printed whole when it ends (-Otarget), and the
-# parts start in the order listed (the suite first, then fuzz and the
-# scenarios, whose waits overlap the searches).  JOBS=N overrides the CPU
+# parts start in the order listed (the suite first, then the fuzzing, the
+# doc commands and the scenarios, whose waits - servers, sleeps, the
+# benchmarks' lock - overlap the searches).  JOBS=N overrides the CPU
 # count; a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_FUZZ_SECONDS ?= 10
-TEST_PARTS := test-suite fuzz test-scenarios model-runs test-scenarios-fence check-doc-commands \
+TEST_PARTS := test-suite fuzz-smoke check-doc-commands test-scenarios model-runs test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
 	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
-	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
-		FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) $(TEST_PARTS)
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
 # the Criterion suite, whole (tests/api/test_samples.c runs the samples),
@@ -270,11 +277,12 @@ check: deps
 check-unit: lib $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j2 --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
 
-# the long runs, one after another: the whole supertrace of search.pml,
-# 10 minutes of fuzzing, the stress scenarios (minutes), tools/bench/scale.sh
+# the long runs, one after another: the whole supertrace of search.pml
+# and the large model instances (rwlock.pml's two rounds), 10 minutes of
+# fuzzing lib/ under ASan, the stress scenarios (minutes), tools/bench/scale.sh
 # (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
 check-full: deps
-	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 check-model
+	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 MODEL_LARGE=1 check-model
 	$(Q)$(MAKE) --no-print-directory FUZZ_SECONDS=600 fuzz
 	$(Q)$(MAKE) --no-print-directory stress
 	$(Q)$(MAKE) --no-print-directory tools $(TEST_BIN)
@@ -290,12 +298,18 @@ quick: lib $(TEST_BIN)
 # rejected; JOBS searches at a time (each on one CPU); MODEL_BITS: the
 # bitstate table of the largest model (tools/ci/check-model.sh)
 MODEL_BITS ?= $(TEST_MODEL_BITS)
+# MODEL_LARGE=1 (check-full): the larger instance a model names
+# (tools/ci/check-model.sh: rwlock.pml's two rounds)
+MODEL_LARGE ?=
 check-model: deps
-	$(Q)MODEL_BITS=$(MODEL_BITS) MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
+	$(Q)MODEL_BITS=$(MODEL_BITS) MODEL_LARGE=$(MODEL_LARGE) MODEL_JOBS=$(JOBS) tools/ci/check-model.sh $(B)
 
 # the same as make jobs (make test): one target a search, in the order
 # tools/ci/check-model.sh --list gives (the longest first), then the report
-MODEL_VERDICTS = $(addprefix $(B)/model/,$(addsuffix /verdict,$(shell tools/ci/check-model.sh --list)))
+# (the list is asked for only by a make that builds model-runs: a rule's
+# prerequisites expand when make reads it, and every other make, the
+# recursive ones and make -n included, would pay for the script)
+MODEL_VERDICTS = $(if $(filter model-runs,$(MAKECMDGOALS)),$(addprefix $(B)/model/,$(addsuffix /verdict,$(shell tools/ci/check-model.sh --list))))
 $(B)/model/%/verdict: FORCE
 	$(Q)s='$*'; m=$${s%%-D*}; MODEL_BITS=$(MODEL_BITS) tools/ci/check-model.sh --one $(B) $$m $${s#$$m}
 model-runs: $(MODEL_VERDICTS)
@@ -337,12 +351,31 @@ fuzz: deps
 	$(Q)grep -E 'stat::number_of_executed_runs|Done' $(FUZZ_B)/fuzz_api.log
 	$(Q)echo "fuzz: no crash, leak, hang or oracle failure in $(FUZZ_SECONDS) s"
 
+# make test's fuzzing: the harnesses built against the plain static library
+# (clang instruments the harness alone: a build of lib/ under ASan is make
+# fuzz's, in check-full), each run over the committed seeds, then for
+# FUZZ_SMOKE_SECONDS: the harness's oracles on every result, and
+# LeakSanitizer (ASan's malloc sees every allocation lib/ makes)
+FUZZ_SMOKE_SECONDS ?= 2
+FUZZ_SMOKE := $(B)/fuzz/fuzz_api $(B)/fuzz/fuzz_cpuset
+$(B)/fuzz/%: tests/fuzz/%.c $(STATIC)
+	@mkdir -p $(@D)
+	@$(SAY) "  FUZZCC  $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(STATIC) -lck -o $@
+fuzz-smoke: $(FUZZ_SMOKE)
+	$(Q)for h in api cpuset; do rm -rf $(B)/fuzz/corpus-$$h && mkdir -p $(B)/fuzz/corpus-$$h && \
+		ASAN_OPTIONS=detect_leaks=1 $(B)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SMOKE_SECONDS) \
+			-timeout=20 $(B)/fuzz/corpus-$$h tests/fuzz/corpus/$$h >$(B)/fuzz/$$h.log 2>&1 || \
+		{ tail -40 $(B)/fuzz/$$h.log; echo "fuzz-smoke: fuzz_$$h failed ($(B)/fuzz/$$h.log)"; exit 1; }; \
+		echo "fuzz-smoke: fuzz_$$h: $$(grep -E '^Done' $(B)/fuzz/$$h.log)"; done
+	$(Q)echo "fuzz-smoke: the seeds and $(FUZZ_SMOKE_SECONDS) s of each harness: no crash, leak or oracle failure"
+
 # the programs the suite runs: the tests, the samples (tests/api/
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
 # what make test runs, built before any of it runs (the fuzz harnesses too)
-test-build: $(RUN_BIN) $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
+test-build: $(RUN_BIN) $(FUZZ_SMOKE)
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)
 TEST_FILTER ?=
@@ -549,6 +582,7 @@ check-doc-commands: all
 	$(Q)tools/ci/check-doc-commands.py --build $(B)
 
 .PHONY: check-doc-commands
+.PHONY: fuzz-smoke
 .PHONY: uninstall check-asan-full check-docs check-hooks check-build check-clang check-compile-fail check-locals check-valgrind check-model check-model-full fuzz FORCE
 # ---- end of install block ---------------------------------------------------------
 

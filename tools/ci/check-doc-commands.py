@@ -44,12 +44,15 @@ check-tsan, stress, fuzz, check-model, bench-http, ...) run as `make -n
 MAKE=:` (its recursive makes made no-ops), which checks that the target
 exists; `make bench` runs one round of one shape on corokit alone through
 run.sh's own variables (QUICK, ROUNDS, SHAPES, SYSTEMS, NO_INSTALL).
+Shorter (the table SHORTER): wrk runs for 1 s whatever its -d says, and
+tools/bench/gen.sh pulls a million values a shape (N, NJOB): the command
+runs as shown, for less time.
 The commands shown need curl and wrk besides the build's tools: make
 check-doc-commands installs them when missing (tools/dev/deps.sh).
-Each rewrite is printed with its reason.  Slow blocks: `make demo`
-(about 10-25 s), the forwarder recipe (wrk -d5s), the latency runs and
-the benchmark blocks (a few seconds each); the slowest three are printed
-at the end.
+Each rewrite is printed with its reason.  Slow blocks: `make demo`, the
+benchmark blocks and the latency runs (a few seconds each; a command
+under the benchmarks' lock waits while another benchmark holds it); the
+slowest five commands are printed at the end.
 
 Markers: an HTML comment on the line before a fence (blank lines between
 allowed).  Keep the skips few: each needs its reason.
@@ -100,7 +103,8 @@ MAKE_TARGETS = {
     "stress": ("dry", "the long opt-in runs"),
     "check-model": ("dry", "in make test already"),
     "check-model-full": ("dry", "hours of spin"),
-    "fuzz": ("dry", "in make test already"),
+    "fuzz": ("dry", "libFuzzer under ASan: check-full runs it for 10 minutes (make test: fuzz-smoke)"),
+    "fuzz-smoke": ("dry", "in make test already"),
     "check-valgrind": ("dry", "in make test already"),
     "check-clang": ("dry", "its own CI step"),
     "bench-http": ("dry", "a benchmark against nginx: minutes, and it installs packages"),
@@ -109,6 +113,16 @@ MAKE_TARGETS = {
               "its own block (tools/bench/gen.sh)"),
 }
 BENCH_ENV = "GEN=0 QUICK=1 ROUNDS=1 SHAPES=chained_spawn SYSTEMS=corokit NO_INSTALL=1 RUN_TIMEOUT=60"
+
+# commands that run as shown, only shorter: (pattern, replacement, why);
+# each rewrite is printed with its reason
+SHORTER = [
+    (re.compile(r"(\bwrk\b[^|;&\n]*?\s)-d\s*\d+(?:\.\d+)?[smh]?(?=\s|$)"), r"\g<1>-d1s",
+     "wrk runs for 1 s: a probe of the server, not a benchmark"),
+    (re.compile(r"(?<![\w/.$-])((?:\./)?tools/bench/gen\.sh)(?![\w.])"), r"env N=1000000 NJOB=1000000 \g<1>",
+     "gen.sh pulls a million values a shape (a hundredth; QUICK=1 a tenth of that): "
+     "its builds, shapes and verdicts, not its figures"),
+]
 
 
 class Block:
@@ -266,7 +280,12 @@ def rewrite(cmd):
     targets = make_targets(cmd)
     hits = [t for t in targets or [] if t in MAKE_TARGETS]
     if not hits:
-        return cmd, None
+        notes = []
+        for pat, repl, why in SHORTER:
+            cmd, n = pat.subn(repl, cmd, count=1)
+            if n:
+                notes.append(why)
+        return cmd, "; ".join(notes) or None
     m = re.match(r"^(\s*(?:\w+=\S*\s+)*)make((?:\s+[-\w.=:/~'$]+)*)\s*(#.*)?$", cmd)
     if not m:
         return None, ("make %s in a compound command: write it on a line of its own, "

@@ -8,9 +8,27 @@
  * write_left() - a waiting writer that gave up (timeout, cancel, an
  * unchosen select branch) - admits the readers no writer holds back now.
  *
- * Abstracted: 2 readers and 2 writers, each taking the lock twice; a
- * waiter may give up at any moment (its timeout); the writer granted is
+ * Abstracted: 2 readers and 2 writers, each taking the lock ROUNDS times;
+ * a waiter may give up at any moment (its timeout); the writer granted is
  * any waiting one (the code takes the oldest: a superset of its orders).
+ *
+ * One round (make check-model) proves what more rounds would; make
+ * check-full searches two (check-model: large instance -DROUNDS=2).
+ * Every check reads the lock's state alone: st[], and readers and writer,
+ * which each atomic step keeps equal to the holders st[] shows.  A process
+ * between two rounds is IDLE and holds nothing: to the others the same as
+ * one that has not begun.  A state the checks pass is one of: a
+ * writer holding, readers holding, or nobody holding and nobody waiting;
+ * waiters only behind a holder, readers only behind a writer that holds or
+ * waits.  One round reaches each such state straight from the start, by
+ * fresh requests in this order: the holders, then the waiting writers,
+ * then the waiting readers.  From it every step open to a longer run is
+ * open too, with the same effect on the state: a request (by a process
+ * that has not begun), a waiter giving up or granted, a holder's release.
+ * So the first state of a longer run that fails an assert is reached by
+ * a run of one round too: more rounds add longer paths between the same
+ * states, not new ones.  (No run of any length stops with a process
+ * waiting: a waiter may always give up, a holder always release.)
  *
  * Checked at every step (the monitor's asserts):
  *   - exclusion: never a writer beside readers, never two writers;
@@ -28,6 +46,9 @@
  * these safety checks do not see: tests/internal/test_rwlock.c shows the
  * order.
  */
+#ifndef ROUNDS
+#define ROUNDS 1        /* the lock taken this many times by each process */
+#endif
 #define NR 2
 #define NW 2
 #define N (NR + NW)
@@ -95,7 +116,7 @@ proctype reader(byte me)
 {
     byte k, rw, ww, n = 0;
     do
-    :: n < 2 ->
+    :: n < ROUNDS ->
         atomic {
             wwait(ww);
             if
@@ -130,7 +151,7 @@ proctype writer_(byte me)
 {
     byte k, rw, ww, n = 0;
     do
-    :: n < 2 ->
+    :: n < ROUNDS ->
         atomic {
             if
             :: !writer && readers == 0 -> writer = 1; st[me] = HOLDING
