@@ -47,6 +47,9 @@ static int prio_reader_body(coro_t *co)
             r->bad++;
         r->order[r->i] = ++*r->seq;     /* one worker: the readers never race */
     }
+    /* release: done, as if about to wait in the round after the last (the
+     * test's last look, which would otherwise wait out its bound) */
+    __atomic_store_n(&r->waiting, r->rounds + 1, __ATOMIC_RELEASE);
     CORO_END(co);
 }
 
