@@ -343,8 +343,9 @@ fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(FUZZ_B)/fuzz_api $(FUZZ_B)/fuzz_cpuset
 	$(Q)mkdir -p $(FUZZ_B)/corpus/api $(FUZZ_B)/corpus/cpuset
 	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_cpuset -max_total_time=$$(( $(FUZZ_SECONDS) / 6 + 1 )) \
-		-print_final_stats=1 $(FUZZ_B)/corpus/cpuset tests/fuzz/corpus/cpuset 2>&1 | \
-		grep -E 'stat::number_of_executed_runs|ERROR|SUMMARY|Done' || true
+		-print_final_stats=1 $(FUZZ_B)/corpus/cpuset tests/fuzz/corpus/cpuset >$(FUZZ_B)/fuzz_cpuset.log 2>&1 || \
+		{ tail -40 $(FUZZ_B)/fuzz_cpuset.log; exit 1; }
+	$(Q)grep -E 'stat::number_of_executed_runs|Done' $(FUZZ_B)/fuzz_cpuset.log
 	$(Q)ASAN_OPTIONS=detect_leaks=1 $(FUZZ_B)/fuzz_api -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
 		-print_final_stats=1 $(FUZZ_B)/corpus/api tests/fuzz/corpus/api >$(FUZZ_B)/fuzz_api.log 2>&1 || \
 		{ tail -40 $(FUZZ_B)/fuzz_api.log; exit 1; }
