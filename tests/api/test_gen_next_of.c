@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <semaphore.h>
 
+#include "gen_next_of_bodies.h"
+
 /* 0, 1, .. n - 1; ends with err when err < 0 */
 struct count {
     coro_t co;
@@ -173,22 +175,6 @@ Test(gen_next_of, close_through_a_yield_from_chain_ends_every_level, .timeout = 
 
 /* ---- one puller at a time ---------------------------------------------------------------- */
 
-struct self_pull {
-    coro_t co;
-    int got;        /* its pull of itself */
-};
-
-static int self_pull_body(coro_t *co)
-{
-    struct self_pull *g = CORO_SELF(co, struct self_pull);
-    intptr_t x;
-    CORO_BEGIN(co);
-    CORO_YIELD_VALUE(co, 1);
-    g->got = coro_gen_next_of(co, self_pull_body, &x);
-    CORO_YIELD_VALUE(co, 2);
-    CORO_END(co);
-}
-
 Test(gen_next_of, a_body_that_pulls_its_own_generator_gets_EBUSY, .timeout = 10)
 {
     struct self_pull g = { 0 };
@@ -200,31 +186,6 @@ Test(gen_next_of, a_body_that_pulls_its_own_generator_gets_EBUSY, .timeout = 10)
     cr_assert_eq(v, 2);
     cr_assert_eq(g.got, -EBUSY);
     cr_assert_eq(coro_gen_next_of(&g.co, self_pull_body, &v), 0);
-}
-
-/* a body that stops inside its pull until the test lets it go on */
-struct stops {
-    coro_t co;
-    sem_t in, go;
-};
-
-static int stops_body(coro_t *co)
-{
-    struct stops *g = CORO_SELF(co, struct stops);
-    CORO_BEGIN(co);
-    CORO_YIELD_VALUE(co, 1);
-    sem_post(&g->in);
-    sem_wait(&g->go);
-    CORO_YIELD_VALUE(co, 2);
-    CORO_END(co);
-}
-
-static void *pull_stops(void *arg)
-{
-    struct stops *g = arg;
-    intptr_t v = 0;
-    int r = coro_gen_next_of(&g->co, stops_body, &v);
-    return (void *)(intptr_t)(r == 1 ? v : -1000 + r);
 }
 
 Test(gen_next_of, a_second_puller_while_a_pull_runs_gets_EBUSY_and_the_pull_goes_on,
