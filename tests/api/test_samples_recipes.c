@@ -380,7 +380,7 @@ Test(samples_recipes, walker_hashes_a_known_tree_and_reports_an_unreadable_file,
              "85944171f73967e8  %s/sub/foobar\n",
              tree, tree, fnv1a(big, BIG), tree, tree);
     for (int j = 1; j <= 3; j += 2) {           /* one at a time, and three */
-        char jobs[8];
+        char jobs[16];     /* any int: -Wformat-truncation at -Og */
         snprintf(jobs, sizeof jobs, "%d", j);
         char *args[] = { "-j", jobs, tree, NULL };
         struct child w = start("walker", args, AS_NOBODY);
