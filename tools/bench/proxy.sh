@@ -20,6 +20,9 @@
 #   PROXY_B=path    also run this one, with WORKERS ("proxyB"): an A/B of two
 #                   builds of the library (samples/proxy.c linked against each)
 #   NO_INSTALL=1    do not apt-get nginx-light / wrk when missing
+#   HOGS=N          run everything beside N CPU-bound processes (busy shell
+#                   loops at the same priority, started before the first run
+#                   and stopped at the end): the neighbours of a shared box
 # Ports (127.0.0.1): backend 18090, nginx proxy 18091, proxy 18092, proxy1
 # 18093, proxyB 18094.  nginx runs from a temp dir with its own configs (no root config
 # touched).  Everything started here is stopped on exit.
@@ -189,6 +192,12 @@ SERVERS="p n"
 [ -n "$PROXY_B" ] && SERVERS="$SERVERS b"
 echo "samples/proxy (corokit, $WORKERS workers) vs nginx-light as a proxy ($WORKERS worker processes);"
 echo "backend: nginx, 1 worker, a 547-byte file; wrk -t2 -d$DURATION on loopback; $(nproc) CPUs, $(uname -r)"
+HOGS=${HOGS:-0}
+for _ in $(seq "$HOGS"); do
+    sh -c 'while :; do :; done' &
+    PIDS+=($!)
+done
+[ "$HOGS" -gt 0 ] && echo "beside $HOGS CPU-bound processes (HOGS=$HOGS)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for c in $CONNS; do
     for x in $SERVERS; do : >"$TMP/$x.$c"; done
