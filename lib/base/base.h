@@ -92,10 +92,10 @@ CORO__HIDDEN void coro__spin_lock_slow(uint32_t *l);
 
 /* an idle loop's sched_yield (a worker's idle looks, the I/O thread's
  * rounds after a busy one): true when it came back within
- * CORO__YIELD_LATE_NS, false when another thread held the CPU meanwhile
- * for about a time slice, and the loop should sleep (base/spin.c, LATE
- * YIELDS) */
-CORO__HIDDEN bool coro__idle_yield(void);
+ * CORO__YIELD_LATE_NS or the word lent (NULL: none) changed meanwhile,
+ * false when another thread held the CPU for about a time slice and made
+ * nothing for us: the loop should sleep (base/spin.c, LATE YIELDS) */
+CORO__HIDDEN bool coro__idle_yield(const uint32_t *lent);
 /* test hooks: every idle yield reads as late; the idle yields made */
 CORO__HIDDEN extern bool coro__idle_yields_late;
 CORO__HIDDEN extern uint64_t coro__idle_yields;

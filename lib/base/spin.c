@@ -33,7 +33,14 @@ void coro__spin_lock_slow(uint32_t *l)
  * what it waits for comes, where nobody wakes it; a sleeping thread is
  * woken ahead of it.  So the loop sleeps after a late yield (a worker
  * looks once more and parks, the I/O thread waits in epoll), and only on
- * a CPU that nobody else wants does it keep its whole length.  The clock
+ * a CPU that nobody else wants does it keep its whole length.  But one
+ * neighbour is ours: a thread outside the workers that spawns or wakes
+ * jobs (a plain thread of the user's, the blocking pool) and shares the
+ * worker's CPU.  A yield lends it the CPU, and comes back late because it
+ * used it to make our work; parking there would only have it pre-empted
+ * by our wake-up a moment later.  Such a thread changes its CPU's word
+ * (sched/sched.h, LENT CPUS) at each submission, and a late yield across
+ * which the worker's word changed counts as in time.  The clock
  * is CLOCK_MONOTONIC, never a virtual one: this is about the machine's
  * CPUs. */
 static inline int64_t mono_ns(void)
@@ -48,14 +55,17 @@ bool coro__idle_yields_late;
 uint64_t coro__idle_yields;
 #endif
 
-bool coro__idle_yield(void)
+bool coro__idle_yield(const uint32_t *lent)
 {
+    /* relaxed: a hint, compared below */
+    uint32_t before = lent ? __atomic_load_n(lent, __ATOMIC_RELAXED) : 0;
     int64_t t0 = mono_ns();
     sched_yield();
 #ifdef CORO_TEST_HOOKS
     __atomic_add_fetch(&coro__idle_yields, 1, __ATOMIC_RELAXED);
 #endif
-    if (CORO__HOOK(coro__idle_yields_late, false))
-        return false;
-    return mono_ns() - t0 <= CORO__YIELD_LATE_NS;
+    if (!CORO__HOOK(coro__idle_yields_late, false) && mono_ns() - t0 <= CORO__YIELD_LATE_NS)
+        return true;
+    /* late: was it a thread of ours that made work on this CPU? */
+    return lent && __atomic_load_n(lent, __ATOMIC_RELAXED) != before;
 }

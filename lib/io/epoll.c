@@ -184,7 +184,7 @@ static void iot_drive(struct coro__io *io)
         int did = poll_round(io, tmo);
         if (did)
             idle = 0;
-        else if (++idle < CORO__IO_SPIN && !coro__idle_yield())
+        else if (++idle < CORO__IO_SPIN && !coro__idle_yield(NULL))
             idle = CORO__IO_SPIN;       /* came back late: sleep in the next round (LATE YIELDS) */
     }
     /* release: what we handled before the next taker's CAS of the token */

@@ -335,6 +335,13 @@ static __attribute__((noinline)) unsigned busy_look(struct coro__worker *w)
     return n > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
 }
 
+/* the LENT CPUS word (sched/sched.h) of the CPU we run on */
+static inline const uint32_t *lent_word(struct coro__worker *w)
+{
+    int cpu = w->pinned ? w->cpu : sched_getcpu();
+    return &w->s->lent[(unsigned)(cpu < 0 ? 0 : cpu) % CORO__LENT_SLOTS].v;
+}
+
 /* we found a job: hand the search on to another worker if it is ours to */
 static inline __attribute__((always_inline)) void pass_search_on(coro_sched_t *s,
                                                                  struct coro__worker *w)
@@ -412,7 +419,7 @@ void *coro__worker_main(void *arg)
                 idle++;
                 /* came back late: a neighbour wants our CPU, and we
                  * park after this look (base/spin.c, LATE YIELDS) */
-                if (!coro__idle_yield())
+                if (!coro__idle_yield(lent_word(w)))
                     idle = CORO__IDLE_LOOKS;
                 continue;
             }
