@@ -90,6 +90,16 @@ static inline void coro__cpu_relax(void)
  * call) is not spun against. */
 CORO__HIDDEN void coro__spin_lock_slow(uint32_t *l);
 
+/* an idle loop's sched_yield (a worker's idle looks, the I/O thread's
+ * rounds after a busy one): true when it came back within
+ * CORO__YIELD_LATE_NS or the word lent (NULL: none) changed meanwhile,
+ * false when another thread held the CPU for about a time slice and made
+ * nothing for us: the loop should sleep (base/spin.c, LATE YIELDS) */
+CORO__HIDDEN bool coro__idle_yield(const uint32_t *lent);
+/* test hooks: every idle yield reads as late; the idle yields made */
+CORO__HIDDEN extern bool coro__idle_yields_late;
+CORO__HIDDEN extern uint64_t coro__idle_yields;
+
 static inline void coro__spin_lock(uint32_t *l)
 {
     /* acquire: pairs with coro__spin_unlock's release; the data is read after */

@@ -112,6 +112,15 @@
  * same work, and a wider window of near-misses costs a system call per
  * look in every idle phase */
 #define CORO__IDLE_OVERSUB_YIELDS 2u
+/* an idle loop's yield that comes back later than this (ns) gave the CPU
+ * to a thread that held it for about a time slice (the kernel's least is
+ * 0.75 ms; our own threads' turns take microseconds): the loop then
+ * sleeps (base/spin.c, LATE YIELDS) */
+#define CORO__YIELD_LATE_NS 500000
+/* ...unless a thread of ours outside the workers submitted work from that
+ * CPU meanwhile (a spawning thread, the blocking pool): its words, one
+ * per CPU modulo this many (sched/sched.h, LENT CPUS) */
+#define CORO__LENT_SLOTS 64
 /* a blocking-pool thread that finished a call looks for the next one this
  * long (ns) before it sleeps: a job that issues calls one after another
  * gets them handed over without a futex wake-up */

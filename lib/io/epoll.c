@@ -177,14 +177,15 @@ static void iot_drive(struct coro__io *io)
             return;
         }
         /* after a round that did something, look again without sleeping
-         * for up to CORO__IO_SPIN rounds (giving the CPU away in between): the
-         * next event usually comes within microseconds under load */
+         * for up to CORO__IO_SPIN rounds (giving the CPU away in between,
+         * while no neighbour holds it): the next event usually comes
+         * within microseconds under load */
         int64_t tmo = idle < CORO__IO_SPIN ? 0 : iot_bound(io);
         int did = poll_round(io, tmo);
         if (did)
             idle = 0;
-        else if (++idle < CORO__IO_SPIN)
-            sched_yield();
+        else if (++idle < CORO__IO_SPIN && !coro__idle_yield(NULL))
+            idle = CORO__IO_SPIN;       /* came back late: sleep in the next round (LATE YIELDS) */
     }
     /* release: what we handled before the next taker's CAS of the token */
     __atomic_store_n(&io->poll_token, TOKEN_FREE, __ATOMIC_RELEASE);

@@ -474,6 +474,15 @@ struct coro_sched {
      * idle bit never reads it */
     uint32_t searching __attribute__((aligned(CORO__CACHELINE)));
 
+    /* LENT CPUS: a word per CPU (modulo CORO__LENT_SLOTS) that a thread
+     * outside the workers changes at each submission from that CPU
+     * (sched/submit.c), so that a worker whose yield came back late can
+     * tell a thread of ours that made work on its CPU meanwhile from a
+     * neighbour (base/spin.c, LATE YIELDS).  Atomic words, a hint each */
+    struct {
+        uint32_t v;
+    } lent[CORO__LENT_SLOTS] __attribute__((aligned(CORO__CACHELINE)));
+
     /* lifecycle */
     uint32_t closed __attribute__((aligned(CORO__CACHELINE)));  /* atomic bool, read-mostly */
     uint32_t cancelling;                /* atomic bool */

@@ -11,6 +11,22 @@
 /* round-robin position of a plain thread's submissions (its own: a shared
  * counter is one more contended RMW per spawn) */
 static __thread uint32_t tls_rr;
+/* this thread's LENT CPUS count (sched/sched.h): its words' values, which
+ * start at an address of the thread's so that two threads rarely write
+ * the same ones */
+static __thread uint32_t tls_lent;
+
+/* a thread outside the workers submits from its CPU: change that CPU's
+ * word, for a worker whose yield there came back late (LENT CPUS) */
+static inline __attribute__((always_inline)) void lent_mark(coro_sched_t *s)
+{
+    int cpu = sched_getcpu();
+    if (CORO__UNLIKELY(tls_lent == 0))
+        tls_lent = (uint32_t)(uintptr_t)&tls_lent;
+    /* relaxed: a hint (base/spin.c, LATE YIELDS) */
+    __atomic_store_n(&s->lent[(unsigned)(cpu < 0 ? 0 : cpu) % CORO__LENT_SLOTS].v, ++tls_lent,
+                     __ATOMIC_RELAXED);
+}
 
 void coro__push_global(coro_sched_t *s, coro_t *job)
 {
@@ -216,6 +232,7 @@ void coro__submit(coro_sched_t *s, coro_t *job, bool yield)
      * take it as they take the global queue's, and an idle one is woken
      * for it.  HIGH and LOW jobs, and a full ring: an inbox,
      * looked at by its worker at that priority at every pick. */
+    lent_mark(s);
     if (pi == CORO__PRIO_IDX(CORO_PRIO_NORMAL) && submit_subring(s, job, pi))
         return;
     submit_inbox(s, job, pi);

@@ -20,7 +20,10 @@
  * there would only be woken for nothing at each event).
  * When workers outnumber CPUs a worker never busy-spins: it goes straight
  * to the sched_yield phase, which hands the CPU to whoever needs it, and
- * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.
+ * cuts it to CORO__IDLE_OVERSUB_YIELDS looks before it parks.  Either
+ * phase ends at a yield that came back late: the worker looks once more
+ * and parks, for a neighbour wants the CPU and each further yield would
+ * hand it a time slice (base/spin.c, LATE YIELDS).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -332,6 +335,13 @@ static __attribute__((noinline)) unsigned busy_look(struct coro__worker *w)
     return n > 0 && w->deferred ? CORO__IO_POLL_DRAIN : 0;
 }
 
+/* the LENT CPUS word (sched/sched.h) of the CPU we run on */
+static inline const uint32_t *lent_word(struct coro__worker *w)
+{
+    int cpu = w->pinned ? w->cpu : sched_getcpu();
+    return &w->s->lent[(unsigned)(cpu < 0 ? 0 : cpu) % CORO__LENT_SLOTS].v;
+}
+
 /* we found a job: hand the search on to another worker if it is ours to */
 static inline __attribute__((always_inline)) void pass_search_on(coro_sched_t *s,
                                                                  struct coro__worker *w)
@@ -407,7 +417,10 @@ void *coro__worker_main(void *arg)
                  * thread that gets it is another of ours, and each
                  * sched_yield is a system call that its phase pays */
                 idle++;
-                sched_yield();
+                /* came back late: a neighbour wants our CPU, and we
+                 * park after this look (base/spin.c, LATE YIELDS) */
+                if (!coro__idle_yield(lent_word(w)))
+                    idle = CORO__IDLE_LOOKS;
                 continue;
             }
             j = coro__park_since(w, activity);

@@ -22,6 +22,8 @@ coro__blocking_arm_starts
 coro__blocking_spawn_hook
 coro__busy_look_off
 coro__frames_held
+coro__idle_yields
+coro__idle_yields_late
 coro__io_close_hook
 coro__io_sleep_cancel_looks
 coro__io_thread_hold_ns
