@@ -220,9 +220,13 @@ void coro__frame_trim_note(struct fpool *p)
 {
     struct coro__frames *fr = p->fr;
 
-    /* relaxed: the common case, listed already; the exchange decides */
+    /* relaxed: the common case, listed already; the exchange decides.
+     * acquire: it may read a trim's clear (release) while that trim still
+     * walks the list it took; its read of p->trim_next, made before the
+     * clear, then happens before our relist writes it (TRIM,
+     * lib/sched/frame_sched.c) */
     if (!p->thread || __atomic_load_n(&p->trim_on, __ATOMIC_RELAXED) ||
-        __atomic_exchange_n(&p->trim_on, 1, __ATOMIC_RELAXED))
+        __atomic_exchange_n(&p->trim_on, 1, __ATOMIC_ACQUIRE))
         return;
     coro__frame_trim_relist(fr, p);
 }
