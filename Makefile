@@ -131,7 +131,11 @@ SAMPLES := $(patsubst samples/%.c,$(B)/samples/%,$(SAMPLE_SRC))
 # headers and test hooks; a tests/test_*.c dropped at the top builds as an
 # internal one until it is filed under one of the two
 TEST_SRC := $(wildcard tests/api/test_*.c tests/internal/test_*.c tests/test_*.c)
-TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(TEST_SRC)) $(B)/tests/api/test_coro_switch.o
+# tests/criterion_git.c: Criterion's libgit2 initialized on demand (the
+# file says why), linked into the suite beside the tests
+TEST_HARNESS_SRC := tests/criterion_git.c
+TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(TEST_SRC) $(TEST_HARNESS_SRC)) \
+	$(B)/tests/api/test_coro_switch.o
 TEST_BIN := $(B)/tests/corokit_tests
 SCEN_SRC := $(wildcard tests/stress/*.c)
 SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
@@ -550,7 +554,7 @@ check-compile-fail:
 # another clang.
 CLANG ?= clang
 CLANG_B := $(B)/clang-syntax
-CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(SCEN_SRC)) \
+CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(TEST_HARNESS_SRC) $(SCEN_SRC)) \
 	$(patsubst lib/%.c,$(CLANG_B)/tlib/%.ok,$(LIB_SRC)) $(CLANG_B)/tests/api/test_coro_switch.ok
 CLANG_SYNTAX = @mkdir -p $(@D); $(SAY) "  CLANG   $<"; \
 	$(CLANG) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@
