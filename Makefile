@@ -242,24 +242,26 @@ deps:
 #   make check-full  the long runs: the full supertrace and the large
 #                    model instances (MODEL_LARGE), fuzz under ASan for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
-# make test builds everything it runs first (every CPU compiling), then
-# runs its parts in one make run, so that the suite, the scenarios, each
-# spin search (a make job each) and the one-CPU checks share every CPU;
-# each part's output is printed whole when it ends (-Otarget), and the
-# parts start in the order listed (the suite first, then the fuzzing, the
-# doc commands and the scenarios, whose waits - servers, sleeps, the
-# benchmarks' lock - overlap the searches).  JOBS=N overrides the CPU
-# count; a -jN given to make itself is kept.
+# make test runs its parts in one make run, so that the builds, the suite,
+# the scenarios, each spin search (a make job each) and the one-CPU checks
+# share every CPU; each part's output is printed whole when it ends
+# (-Otarget).  The parts start in the order listed, each once what it
+# needs is built (make starts a part's builds before the next part's):
+# the suite first, as its builds and its run are the longest chain; then
+# the longest one-CPU jobs (the doc commands, the spin searches, the
+# longest first), which fill the CPU the suite's waits leave and run
+# beside its builds' last links; then the shorter checks, so that the
+# run ends on short jobs side by side.  JOBS=N overrides the CPU count;
+# a -jN given to make itself is kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_PARTS := test-suite fuzz-smoke check-doc-commands test-scenarios model-runs test-scenarios-fence \
+TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
-	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
@@ -388,7 +390,8 @@ fuzz-smoke: $(FUZZ_SMOKE)
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
-# what make test runs, built before any of it runs (the fuzz harnesses too)
+# what make test runs (the fuzz harnesses too), built (make test builds
+# each part's programs as that part comes)
 test-build: $(RUN_BIN) $(FUZZ_SMOKE)
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)

@@ -28,8 +28,9 @@ client commands the block shows then probe it.  Whatever a block started
 is killed when the block ends.
 
 The sandbox.  The blocks run in a scratch copy of the tree (the files git
-tracks or would track, and BUILD without its tests, so `make` finds it up
-to date), one after another in document order, each from the copy's top.
+tracks or would track, and BUILD without its tests, scenarios, spin
+searches and fuzzing, so `make` finds it up to date), one after another in
+document order, each from the copy's top.
 HOME, TMPDIR and PREFIX point into the scratch directory: `make install
 PREFIX=$HOME/...` and even a bare `make install` install there, never
 into the system.  Paths under /tmp/ are moved into it too (except the
@@ -413,7 +414,9 @@ def make_sandbox(root, build, scratch):
             shutil.copy2(s, os.path.join(src, f))
     b = os.path.join(root, build)
     if os.path.isdir(b):
-        skip = {"tests", "tobj", "stress", "clang-syntax", "doc-commands"}
+        # what no document uses, and what make test's other parts write
+        # meanwhile (the spin searches, the fuzzers' corpora)
+        skip = {"tests", "tobj", "stress", "clang-syntax", "doc-commands", "model", "fuzz"}
         shutil.copytree(b, os.path.join(src, build), symlinks=True,
                         ignore=lambda d, names: [n for n in names if d == b and n in skip])
     for d in ("home", "tmp", "prefix"):
