@@ -242,19 +242,21 @@ deps:
 #   make check-full  the long runs: the full supertrace and the large
 #                    model instances (MODEL_LARGE), fuzz under ASan for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
-# make test builds the suite's programs first (every CPU compiling: the
-# suite's builds and its run are the longest chain), then runs its parts
-# in one make run, so that the suite, the scenarios, each spin search (a
-# make job each), the other parts and their builds share every CPU; each
-# part's output is printed whole when it ends (-Otarget).  The parts
-# start in the order listed (a part's builds start as it comes): the
-# suite first, then the longest one-CPU jobs (the doc commands, the spin
-# searches, the longest first), which fill the CPU the suite's waits
-# leave, then the shorter parts, so that the run ends on short jobs side
-# by side.  (One make run for both would start the suite last: make
-# starts a goal's own recipe only when it comes back to that goal, after
-# every later goal has started.)  JOBS=N overrides the CPU count; a -jN
-# given to make itself is kept.
+# make test builds the libraries, the samples and the suite first (every
+# CPU compiling: the suite's builds and its run are the longest chain),
+# then runs its parts in one make run, so that the suite, the scenarios,
+# each spin search (a make job each), the other parts and the builds left
+# (the scenarios', the fuzz harnesses') share every CPU; each part's
+# output is printed whole when it ends (-Otarget).  The parts start in
+# the order listed: the suite first, then the longest one-CPU jobs (the
+# doc commands, the spin searches, the longest first), which fill the CPU
+# the suite's waits leave, then the shorter ones.  A part whose programs
+# this second run builds (the scenarios, the fuzz smoke) runs once every
+# later part has started: make comes back to a goal's own recipe after
+# starting the goals that follow (so one make run for the builds too
+# would start the suite last), which makes them the short jobs the run
+# ends on.  JOBS=N overrides the CPU count; a -jN given to make itself is
+# kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
@@ -264,15 +266,14 @@ TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
-	$(Q)$(MAKE) --no-print-directory $(PAR) $(SUITE_BIN)
+	$(Q)$(MAKE) --no-print-directory $(PAR) all $(TEST_BIN)
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
 # the Criterion suite, whole (tests/api/test_samples.c runs the samples),
 # or what TEST_FILTER (a Criterion --filter) selects; no test uses the
-# shared library (check-build and check-docs do, and build it)
-SUITE_BIN = $(STATIC) $(SAMPLES) $(TEST_BIN)
-test-suite: $(SUITE_BIN)
+# shared library (check-build, check-docs and the doc commands do)
+test-suite: $(STATIC) $(SAMPLES) $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 
 # the scenarios of tests/stress, in both park modes
