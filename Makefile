@@ -105,11 +105,17 @@ LIB_SRC := $(wildcard lib/*/*.c)
 LIB_OBJ := $(patsubst lib/%.c,$(B)/obj/%.o,$(LIB_SRC))
 PIC_OBJ := $(patsubst lib/%.c,$(B)/pic/%.o,$(LIB_SRC))
 STATIC := $(B)/libcorokit.a
-# the test library: lib/ built again with CORO_TEST_HOOKS (lib/base/base.h
-# TEST HOOKS: the knobs and counters of the white-box tests and scenarios),
+# the test library: lib/ with CORO_TEST_HOOKS (lib/base/base.h TEST
+# HOOKS: the knobs and counters of the white-box tests and scenarios),
 # linked by the test binaries alone; check-hooks finds none of the hooks in
-# the shipped libraries
-TEST_LIB_OBJ := $(patsubst lib/%.c,$(B)/tobj/%.o,$(LIB_SRC))
+# the shipped libraries.  Only the files whose code the hooks change
+# (tools/dev/hook-files.sh says which) are built again with it (tobj/);
+# every other file compiles to the same code either way (a header's hook
+# part only declares: check-hooks fails otherwise), so the test library
+# takes its shipped object (obj/)
+TEST_HOOK_SRC := $(shell tools/dev/hook-files.sh)
+TEST_LIB_OBJ := $(patsubst lib/%.c,$(B)/tobj/%.o,$(TEST_HOOK_SRC)) \
+	$(patsubst lib/%.c,$(B)/obj/%.o,$(filter-out $(TEST_HOOK_SRC),$(LIB_SRC)))
 TEST_LIB := $(B)/libcorokit_test.a
 # libcorokit.so.MAJOR.MINOR.PATCH, soname libcorokit.so.MAJOR, and the
 # development link libcorokit.so (build/ holds the same three names)
@@ -125,7 +131,11 @@ SAMPLES := $(patsubst samples/%.c,$(B)/samples/%,$(SAMPLE_SRC))
 # headers and test hooks; a tests/test_*.c dropped at the top builds as an
 # internal one until it is filed under one of the two
 TEST_SRC := $(wildcard tests/api/test_*.c tests/internal/test_*.c tests/test_*.c)
-TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(TEST_SRC)) $(B)/tests/api/test_coro_switch.o
+# tests/criterion_git.c: Criterion's libgit2 initialized on demand (the
+# file says why), linked into the suite beside the tests
+TEST_HARNESS_SRC := tests/criterion_git.c
+TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(TEST_SRC) $(TEST_HARNESS_SRC)) \
+	$(B)/tests/api/test_coro_switch.o
 TEST_BIN := $(B)/tests/corokit_tests
 SCEN_SRC := $(wildcard tests/stress/*.c)
 SCEN_BIN := $(patsubst tests/stress/%.c,$(B)/stress/%,$(SCEN_SRC))
@@ -187,8 +197,11 @@ $(B)/samples/%: samples/%.c $(STATIC)
 # ---- tests --------------------------------------------------------------------
 # the test files compile with -Og (after OPT's -O2): 40 % less compile
 # time than -O2, and the suite, whose time goes to lib/ (the test library
-# keeps OPT), ran no slower; TEST_OPT= builds them with OPT
-TEST_OPT ?= -Og
+# keeps OPT), ran no slower; and with -g1 (after OPT's -g): line tables
+# alone, which a backtrace, ASan's reports and gdb's break FILE:LINE need,
+# without the variables' descriptions, for a quarter less compile time;
+# TEST_OPT= builds them with OPT (gdb's print of a test's locals)
+TEST_OPT ?= -Og -g1
 TEST_CFLAGS := $(BASE_CFLAGS) $(TEST_OPT) -Itests $(CFLAGS) -DCORO_BUILD_DIR='"$(B)"' -DCORO_TEST_HOOKS -MMD -MP
 
 $(B)/tests/api/%.o: tests/api/%.c
@@ -229,30 +242,38 @@ deps:
 #   make check-full  the long runs: the full supertrace and the large
 #                    model instances (MODEL_LARGE), fuzz under ASan for 10
 #                    minutes, the stress scenarios, tools/bench/scale.sh
-# make test builds everything it runs first (every CPU compiling), then
-# runs its parts in one make run, so that the suite, the scenarios, each
-# spin search (a make job each) and the one-CPU checks share every CPU;
-# each part's output is printed whole when it ends (-Otarget), and the
-# parts start in the order listed (the suite first, then the fuzzing, the
-# doc commands and the scenarios, whose waits - servers, sleeps, the
-# benchmarks' lock - overlap the searches).  JOBS=N overrides the CPU
-# count; a -jN given to make itself is kept.
+# make test builds the libraries, the samples and the suite first (every
+# CPU compiling: the suite's builds and its run are the longest chain),
+# then runs its parts in one make run, so that the suite, the scenarios,
+# each spin search (a make job each), the other parts and the builds left
+# (the scenarios', the fuzz harnesses') share every CPU; each part's
+# output is printed whole when it ends (-Otarget).  The parts start in
+# the order listed: the suite first, then the longest one-CPU jobs (the
+# doc commands, the spin searches, the longest first), which fill the CPU
+# the suite's waits leave, then the shorter ones.  A part whose programs
+# this second run builds (the scenarios, the fuzz smoke) runs once every
+# later part has started: make comes back to a goal's own recipe after
+# starting the goals that follow (so one make run for the builds too
+# would start the suite last), which makes them the short jobs the run
+# ends on.  JOBS=N overrides the CPU count; a -jN given to make itself is
+# kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 # search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
 TEST_MODEL_BITS ?= 25
-TEST_PARTS := test-suite fuzz-smoke check-doc-commands test-scenarios model-runs test-scenarios-fence \
+TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
-	$(Q)$(MAKE) --no-print-directory $(PAR) test-build
+	$(Q)$(MAKE) --no-print-directory $(PAR) all $(TEST_BIN)
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
 # the Criterion suite, whole (tests/api/test_samples.c runs the samples),
-# or what TEST_FILTER (a Criterion --filter) selects
-test-suite: $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN)
+# or what TEST_FILTER (a Criterion --filter) selects; no test uses the
+# shared library (check-build, check-docs and the doc commands do)
+test-suite: $(STATIC) $(SAMPLES) $(TEST_BIN)
 	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 
 # the scenarios of tests/stress, in both park modes
@@ -375,7 +396,8 @@ fuzz-smoke: $(FUZZ_SMOKE)
 # test_samples.c runs them), the scenarios; the shared library only in the
 # plain tree (check-build and check-docs use it; no sanitizer run does)
 RUN_BIN := $(STATIC) $(if $(SAN),,$(SHARED)) $(SAMPLES) $(TEST_BIN) $(SCEN_BIN)
-# what make test runs, built before any of it runs (the fuzz harnesses too)
+# what make test runs (the fuzz harnesses too), built (make test builds
+# each part's programs as that part comes)
 test-build: $(RUN_BIN) $(FUZZ_SMOKE)
 # TEST_FILTER: a Criterion --filter; SCEN_FENCE=1: the scenarios again in
 # the full-fence mode (the plain tree's default)
@@ -541,7 +563,7 @@ check-compile-fail:
 # another clang.
 CLANG ?= clang
 CLANG_B := $(B)/clang-syntax
-CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(SCEN_SRC)) \
+CLANG_OK := $(patsubst %.c,$(CLANG_B)/%.ok,$(LIB_SRC) $(SAMPLE_SRC) $(TEST_SRC) $(TEST_HARNESS_SRC) $(SCEN_SRC)) \
 	$(patsubst lib/%.c,$(CLANG_B)/tlib/%.ok,$(LIB_SRC)) $(CLANG_B)/tests/api/test_coro_switch.ok
 CLANG_SYNTAX = @mkdir -p $(@D); $(SAY) "  CLANG   $<"; \
 	$(CLANG) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@

@@ -28,12 +28,15 @@ client commands the block shows then probe it.  Whatever a block started
 is killed when the block ends.
 
 The sandbox.  The blocks run in a scratch copy of the tree (the files git
-tracks or would track, and BUILD without its tests, so `make` finds it up
-to date), one after another in document order, each from the copy's top.
+tracks or would track, and BUILD without its tests, scenarios, spin
+searches and fuzzing, so `make` finds it up to date), one after another in
+document order, each from the copy's top.
 HOME, TMPDIR and PREFIX point into the scratch directory: `make install
 PREFIX=$HOME/...` and even a bare `make install` install there, never
 into the system.  Paths under /tmp/ are moved into it too (except the
-benchmarks' shared lock, /tmp/corokit-bench.lock), and each TCP port of a
+benchmarks' shared lock, /tmp/corokit-bench.lock, unless BENCH_LOCK_HELD=1
+says that the caller holds it: a make test timed under that lock, whose
+blocks would otherwise wait for it until they time out), and each TCP port of a
 loopback address the block names (127.0.0.1:8080, localhost 8080) is
 replaced everywhere in the block by a free one, so that runs side by side
 and other programs on the machine do not collide.  sudo is refused.
@@ -204,7 +207,8 @@ def localize(text, scratch):
             ports.add(m.group(1))
     for p in sorted(ports):
         text = re.sub(r"(?<![\w.])%s(?!\d)" % p, str(free_port()), text)
-    return re.sub(r"(?<![\w./-])/tmp/(?!corokit-bench\.lock)", scratch + "/tmp/", text)
+    keep = "" if os.environ.get("BENCH_LOCK_HELD") == "1" else r"(?!corokit-bench\.lock)"
+    return re.sub(r"(?<![\w./-])/tmp/" + keep, scratch + "/tmp/", text)
 
 
 def complete(cmd):
@@ -410,7 +414,9 @@ def make_sandbox(root, build, scratch):
             shutil.copy2(s, os.path.join(src, f))
     b = os.path.join(root, build)
     if os.path.isdir(b):
-        skip = {"tests", "tobj", "stress", "clang-syntax", "doc-commands"}
+        # what no document uses, and what make test's other parts write
+        # meanwhile (the spin searches, the fuzzers' corpora)
+        skip = {"tests", "tobj", "stress", "clang-syntax", "doc-commands", "model", "fuzz"}
         shutil.copytree(b, os.path.join(src, build), symlinks=True,
                         ignore=lambda d, names: [n for n in names if d == b and n in skip])
     for d in ("home", "tmp", "prefix"):

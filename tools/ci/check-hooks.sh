@@ -4,6 +4,8 @@
 # TEST HOOKS) are built into the test library alone.
 #
 # Fails when
+#   - a header's hook part does more than declare (tools/dev/hook-files.sh
+#     --check: the test library shares the objects the hooks do not change);
 #   - a hook below is named in the symbol table of the shipped static or
 #     shared library (nm, hidden and local symbols included);
 #   - a hook below is not defined in the test library (the list is stale);
@@ -66,7 +68,36 @@ if [ "${1:-}" = "--self-test" ]; then
         out=$("$0" "$T/${bad%%:*}" 2>&1) && { echo "check-hooks: self-test: ${bad%%:*} was accepted" >&2; exit 1; }
         case $out in *"${bad#*:}"*) ;; *) echo "check-hooks: self-test: no \"${bad#*:}\" in: $out" >&2; exit 1 ;; esac
     done
-    echo "check-hooks: self-test: a shipped hook and an unlisted test-only symbol are refused"
+    # tools/dev/hook-files.sh: which files of a tiny lib/ the hooks change,
+    # and a header's hook part that holds more than declarations
+    S=$T/src
+    mkdir -p "$S/base" "$S/io"
+    printf '%s\n' '#ifdef CORO_TEST_HOOKS' '#define CORO__HOOK(k, d) (k)' '#else' \
+        '#define CORO__HOOK(k, d) (d)' '#endif' '#ifdef CORO_TEST_HOOKS' \
+        'CORO__HIDDEN extern int knob;   /* a declaration */' 'extern int (*hookfn)(int,' \
+        '                   int) CORO__HIDDEN;' '#endif' >"$S/base/base.h"
+    printf '%s\n' '#include "base/base.h"' '#define VIA() CORO__HOOK(knob, 0)' >"$S/base/sys.h"
+    printf '%s\n' '#include "base/sys.h"' >"$S/base/wrap.h"
+    printf '%s\n' '#include "base/wrap.h"' 'int a(void) { return 1; }' >"$S/io/a.c"
+    printf '%s\n' '#include "base/base.h"' 'int b(void) { return 2; }' >"$S/io/b.c"
+    printf '%s\n' '#ifdef CORO_TEST_HOOKS' 'int c_count;' '#endif' >"$S/io/c.c"
+    printf '%s\n' '/* not CORO__HOOK(x, 0) */' '#include "base/base.h"' >"$S/io/d.c"
+    got=$(tools/dev/hook-files.sh "$S" | tr '\n' ' ')
+    [ "$got" = "$S/io/a.c $S/io/c.c " ] ||
+        { echo "check-hooks: self-test: hook-files.sh listed \"$got\", not io/a.c io/c.c" >&2; exit 1; }
+    tools/dev/hook-files.sh --check "$S" >/dev/null ||
+        { echo "check-hooks: self-test: hook-files.sh --check refused a good tree" >&2; exit 1; }
+    for bad in 'struct s {:#ifdef CORO_TEST_HOOKS:int n;:#endif:};=not a declaration' \
+        '#ifdef CORO_TEST_HOOKS:static inline int f(void) { return 1; }:#endif=code' \
+        '#ifdef CORO_TEST_HOOKS:#define KNOB 1:#endif=a preprocessor line' \
+        '#ifndef CORO_TEST_HOOKS:int g(void);:#endif=named other than'; do
+        printf '%s\n' "${bad%%=*}" | tr ':' '\n' >"$S/io/bad.h"
+        out=$(tools/dev/hook-files.sh --check "$S" 2>&1) &&
+            { echo "check-hooks: self-test: hook-files.sh --check passed: ${bad%%=*}" >&2; exit 1; }
+        case $out in *"${bad#*=}"*) ;; *) echo "check-hooks: self-test: no \"${bad#*=}\" in: $out" >&2; exit 1 ;; esac
+    done
+    echo "check-hooks: self-test: a shipped hook and an unlisted test-only symbol are refused;"
+    echo "  hook-files.sh finds the files a hook changes, and refuses a hook part that does more than declare"
     exit 0
 fi
 
@@ -79,6 +110,10 @@ for f in "$STATIC" "$SHARED" "$TESTLIB"; do
 done
 
 bad=0
+# the test library takes the shipped object of a file the hooks do not
+# change (the Makefile, tools/dev/hook-files.sh): so a header's hook part
+# may only declare
+tools/dev/hook-files.sh --check >/dev/null || bad=1
 shipped=$( { nm -A "$STATIC"; nm -A "$SHARED"; nm -D -A "$SHARED"; } 2>/dev/null)
 for h in $HOOKS; do
     if hit=$(grep -E "[[:space:]]${h}(\.[a-z0-9.]+)?$" <<<"$shipped"); then

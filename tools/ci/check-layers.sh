@@ -127,12 +127,18 @@ objs = sorted(glob.glob(os.path.join(objdir, "*", "*.o")))
 if not objs:
     print(f"check-layers: no objects under {objdir}", file=sys.stderr)
     sys.exit(2)
+# one nm for every object (-A: each line opens with its file and a colon):
+# nm's start-up, paid once, costs more than reading one object
+out = subprocess.run(["nm", "-A", *objs], capture_output=True, text=True, check=True).stdout
+lines = defaultdict(list)
+for l in out.splitlines():
+    o, _, rest = l.partition(":")
+    lines[o].append(rest)
 for o in objs:
     name = os.path.relpath(o, objdir)[:-2]          # e.g. sched/worker
     layer_of[name] = name.split("/")[0]
-    out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
     d, u = set(), set()
-    for l in out.splitlines():
+    for l in lines[o]:
         f = l.split()
         if len(f) == 3 and f[1] in "TDBRCVW":
             d.add(f[2])

@@ -47,6 +47,7 @@ FUNC_HDR = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 INSN = re.compile(r"^\s+([0-9a-f]+):\t")
 SHOWN = re.compile(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>")
 RELOC = re.compile(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\t(\S+?)(?:([+-])0x([0-9a-f]+))?$")
+FILE_HDR = re.compile(r"^(.+):\s+file format \S+$")
 SYMTAB = re.compile(r"^([0-9a-f]+) (.{7}) (\S+)\t([0-9a-f]+) (?:\S+ )?(\S+)$")
 
 
@@ -127,7 +128,29 @@ class Obj:
         self._code()
         self._data()
 
+    # objdump's output per object, for the objects Obj.preload named: one
+    # objdump for all of them a mode, as its start-up costs more than an
+    # object's reading
+    batch = {}
+
+    @classmethod
+    def preload(cls, paths):
+        for args in (("-t",), ("-dr", "--no-show-raw-insn"), ("-r",)):
+            out = subprocess.run(["objdump", *args, *paths], check=True,
+                                 capture_output=True, text=True).stdout
+            texts, cur = defaultdict(list), None
+            for line in out.splitlines():
+                head = FILE_HDR.match(line)
+                if head and head.group(1) in paths:
+                    cur = head.group(1)
+                elif cur:
+                    texts[cur].append(line)
+            for p in paths:
+                cls.batch[(args, p)] = "\n".join(texts[p])
+
     def _run(self, *args):
+        if (args, self.path) in self.batch:
+            return self.batch[(args, self.path)]
         return subprocess.run(["objdump", *args, self.path], check=True,
                               capture_output=True, text=True).stdout
 
@@ -333,6 +356,7 @@ def index(build, check):
     check_slow(build, errors)
     calls = defaultdict(set)
     ntests = 0
+    Obj.preload(objs)
     for o in objs:
         ob = Obj(o)
         suite = suite_of(o)
