@@ -16,6 +16,28 @@
 
 #include "white_box.h"
 
+/* the calling thread onto cpu alone: 0 or an errno (asserted by the
+ * test's own thread only: Criterion's asserts end the test from there) */
+static int pin_to(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* the first CPU the caller may use, the caller pinned to it (*mine: its
+ * CPUs before, to restore) */
+static int pin_here(cpu_set_t *mine)
+{
+    cr_assert_eq(sched_getaffinity(0, sizeof *mine, mine), 0);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, mine))
+        cpu++;
+    cr_assert_eq(pin_to(cpu), 0);
+    return cpu;
+}
+
 /* a thread pinned to one CPU that never sleeps until told */
 struct hog {
     pthread_t t;
@@ -26,10 +48,7 @@ struct hog {
 static void *hog_main(void *arg)
 {
     struct hog *h = arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(h->cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    (void)pin_to(h->cpu);     /* unpinned, it still competes for the CPUs */
     __atomic_store_n(&h->running, 1, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
         ;
@@ -54,14 +73,8 @@ static void wait_parked(coro_sched_t *s, uint64_t than)
 
 Test(idle_neighbour, a_yield_beside_a_busy_thread_on_its_cpu_comes_back_late, .timeout = 60)
 {
-    cpu_set_t mine, one;
-    cr_assert_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
-    int cpu = 0;
-    while (!CPU_ISSET(cpu, &mine))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    cpu_set_t mine;
+    int cpu = pin_here(&mine);
     struct hog h = { .cpu = cpu };
     cr_assert_eq(pthread_create(&h.t, NULL, hog_main, &h), 0);
     while (!__atomic_load_n(&h.running, __ATOMIC_ACQUIRE))
@@ -118,10 +131,7 @@ struct spawner {
 static void *spawner_main(void *arg)
 {
     struct spawner *p = arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(p->cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    (void)pin_to(p->cpu);
     __atomic_store_n(&p->running, 1, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
         coro_t co;
@@ -134,14 +144,8 @@ static void *spawner_main(void *arg)
 
 Test(idle_neighbour, a_late_yield_to_a_thread_of_ours_that_spawns_there_reads_in_time, .timeout = 60)
 {
-    cpu_set_t mine, one;
-    cr_assert_eq(sched_getaffinity(0, sizeof mine, &mine), 0);
-    int cpu = 0;
-    while (!CPU_ISSET(cpu, &mine))
-        cpu++;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    cpu_set_t mine;
+    int cpu = pin_here(&mine);
     coro_sched_t *s = mk(1);
     struct spawner p = { .cpu = cpu, .s = s };
     cr_assert_eq(pthread_create(&p.t, NULL, spawner_main, &p), 0);
