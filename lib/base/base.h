@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "corokit.h"
 #include "base/tunables.h"
@@ -198,6 +199,14 @@ static inline void coro__prefetch_w(const void *p)
 }
 
 /* ---- time ------------------------------------------------------------------- */
+/* CLOCK_MONOTONIC ns, never a virtual clock: for what is about the
+ * machine's CPUs (base/spin.c LATE YIELDS), and coro__now's real clock */
+static inline int64_t coro__mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 /* CLOCK_MONOTONIC ns; on a thread that drives a virtual scheduler (and
  * so in its jobs) that scheduler's virtual clock instead */
 CORO__HIDDEN int64_t coro__now(void);

@@ -9,15 +9,12 @@ __thread const int64_t *coro__tls_vclock;
 
 int64_t coro__now(void)
 {
-    struct timespec ts;
-
     /* one thread-local load and a branch laid out as not taken: a
      * virtual clock is for tests */
     const int64_t *v = coro__tls_vclock;
     if (CORO__UNLIKELY(v != NULL))
         return __atomic_load_n(v, __ATOMIC_RELAXED);     /* written by its driver only */
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return coro__mono_now();
 }
 
 int64_t coro_now(void)

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* the contended side of coro__spin_lock (base/base.h), and the idle
  * loops' yields (LATE YIELDS) */
-#include <time.h>
-
 #include "base/base.h"
 
 void coro__spin_lock_slow(uint32_t *l)
@@ -43,13 +41,6 @@ void coro__spin_lock_slow(uint32_t *l)
  * which the worker's word changed counts as in time.  The clock
  * is CLOCK_MONOTONIC, never a virtual one: this is about the machine's
  * CPUs. */
-static inline int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 #ifdef CORO_TEST_HOOKS
 bool coro__idle_yields_late;
 uint64_t coro__idle_yields;
@@ -59,12 +50,13 @@ bool coro__idle_yield(const uint32_t *lent)
 {
     /* relaxed: a hint, compared below */
     uint32_t before = lent ? __atomic_load_n(lent, __ATOMIC_RELAXED) : 0;
-    int64_t t0 = mono_ns();
+    int64_t t0 = coro__mono_now();
     sched_yield();
 #ifdef CORO_TEST_HOOKS
     __atomic_add_fetch(&coro__idle_yields, 1, __ATOMIC_RELAXED);
 #endif
-    if (!CORO__HOOK(coro__idle_yields_late, false) && mono_ns() - t0 <= CORO__YIELD_LATE_NS)
+    if (!CORO__HOOK(coro__idle_yields_late, false) &&
+        coro__mono_now() - t0 <= CORO__YIELD_LATE_NS)
         return true;
     /* late: was it a thread of ours that made work on this CPU? */
     return lent && __atomic_load_n(lent, __ATOMIC_RELAXED) != before;
