@@ -38,21 +38,45 @@ static int pin_here(cpu_set_t *mine)
     return cpu;
 }
 
-/* a thread pinned to one CPU that never sleeps until told */
-struct hog {
+/* a thread pinned to one CPU until told to stop: it never sleeps, or
+ * with s it spawns jobs into s and joins each (a thread of ours that
+ * makes work there) */
+struct neighbour {
     pthread_t t;
     int cpu;
+    coro_sched_t *s;
     int running, stop;  /* atomic */
 };
 
-static void *hog_main(void *arg)
+static int nothing(coro_t *co);
+
+static void *neighbour_main(void *arg)
 {
-    struct hog *h = arg;
-    (void)pin_to(h->cpu);     /* unpinned, it still competes for the CPUs */
-    __atomic_store_n(&h->running, 1, __ATOMIC_RELEASE);
-    while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
-        ;
+    struct neighbour *n = arg;
+    (void)pin_to(n->cpu);     /* unpinned, it still competes for the CPUs */
+    __atomic_store_n(&n->running, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&n->stop, __ATOMIC_ACQUIRE)) {
+        if (!n->s)
+            continue;
+        coro_t co;
+        memset(&co, 0, sizeof co);
+        if (coro_spawn(n->s, &co, nothing, NULL) == 0)
+            join_r(&co);
+    }
     return NULL;
+}
+
+static void neighbour_start(struct neighbour *n)
+{
+    cr_assert_eq(pthread_create(&n->t, NULL, neighbour_main, n), 0);
+    while (!__atomic_load_n(&n->running, __ATOMIC_ACQUIRE))
+        usleep(100);
+}
+
+static void neighbour_stop(struct neighbour *n)
+{
+    __atomic_store_n(&n->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(n->t, NULL);
 }
 
 static int nothing(coro_t *co)
@@ -75,12 +99,10 @@ Test(idle_neighbour, a_yield_beside_a_busy_thread_on_its_cpu_comes_back_late, .t
 {
     cpu_set_t mine;
     int cpu = pin_here(&mine);
-    struct hog h = { .cpu = cpu };
-    cr_assert_eq(pthread_create(&h.t, NULL, hog_main, &h), 0);
-    while (!__atomic_load_n(&h.running, __ATOMIC_ACQUIRE))
-        usleep(100);
+    struct neighbour h = { .cpu = cpu };
+    neighbour_start(&h);
 
-    /* the kernel gives the hog the CPU at a yield once it is owed it: a
+    /* the kernel gives the busy thread the CPU at a yield once it is owed it: a
      * slice (at least 0.75 ms), past CORO__YIELD_LATE_NS */
     int late = 0, tries = 0;
     int64_t end = coro_now() + 10000000000LL;
@@ -88,8 +110,7 @@ Test(idle_neighbour, a_yield_beside_a_busy_thread_on_its_cpu_comes_back_late, .t
         tries++;
         late = !coro__idle_yield(NULL);
     }
-    __atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(h.t, NULL);
+    neighbour_stop(&h);
     pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
     cr_assert(late, "%d yields beside a busy thread on CPU %d all came back in time", tries, cpu);
 }
@@ -120,37 +141,13 @@ Test(idle_neighbour, an_idle_worker_parks_after_a_late_yield, .timeout = 60)
                   (unsigned long)yields, ROUNDS);
 }
 
-/* a thread of ours pinned beside the yielder that spawns and joins jobs */
-struct spawner {
-    pthread_t t;
-    int cpu;
-    coro_sched_t *s;
-    int running, stop;  /* atomic */
-};
-
-static void *spawner_main(void *arg)
-{
-    struct spawner *p = arg;
-    (void)pin_to(p->cpu);
-    __atomic_store_n(&p->running, 1, __ATOMIC_RELEASE);
-    while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-        coro_t co;
-        memset(&co, 0, sizeof co);
-        if (coro_spawn(p->s, &co, nothing, NULL) == 0)
-            join_r(&co);
-    }
-    return NULL;
-}
-
 Test(idle_neighbour, a_late_yield_to_a_thread_of_ours_that_spawns_there_reads_in_time, .timeout = 60)
 {
     cpu_set_t mine;
     int cpu = pin_here(&mine);
     coro_sched_t *s = mk(1);
-    struct spawner p = { .cpu = cpu, .s = s };
-    cr_assert_eq(pthread_create(&p.t, NULL, spawner_main, &p), 0);
-    while (!__atomic_load_n(&p.running, __ATOMIC_ACQUIRE))
-        usleep(100);
+    struct neighbour p = { .cpu = cpu, .s = s };
+    neighbour_start(&p);
 
     /* every yield reads as late; one that let the spawner run on this
      * CPU saw it change the CPU's word (LENT CPUS), and reads in time */
@@ -164,8 +161,7 @@ Test(idle_neighbour, a_late_yield_to_a_thread_of_ours_that_spawns_there_reads_in
         lent = coro__idle_yield(word);
     }
     __atomic_store_n(&coro__idle_yields_late, false, __ATOMIC_RELAXED);
-    __atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(p.t, NULL);
+    neighbour_stop(&p);
     pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
     fin(s);
     cr_assert(lent, "%d late yields beside a spawning thread on CPU %d: its word never changed",
