@@ -14,24 +14,6 @@
 
 #include "gen_next_of_bodies.h"
 
-/* 0, 1, .. n - 1; ends with err when err < 0 */
-struct count {
-    coro_t co;
-    intptr_t i, n;
-    int err;
-};
-
-static int count_body(coro_t *co)
-{
-    struct count *g = CORO_SELF(co, struct count);
-    CORO_BEGIN(co);
-    for (g->i = 0; g->i < g->n; g->i++)
-        CORO_YIELD_VALUE(co, g->i);
-    if (g->err < 0)
-        CORO_RETURN(co, g->err);
-    CORO_END(co);
-}
-
 static int other_body(coro_t *co)
 {
     CORO_BEGIN(co);
@@ -41,20 +23,7 @@ static int other_body(coro_t *co)
 
 Test(gen_next_of, gives_every_value_then_0_forever, .timeout = 10)
 {
-    struct count g = { .n = 100 };
-    intptr_t v, sum = 0;
-    int r, k = 0;
-
-    cr_assert_eq(coro_gen_init(&g.co, count_body), 0);
-    while ((r = coro_gen_next_of(&g.co, count_body, &v)) == 1) {
-        cr_assert_eq(v, k++);
-        sum += v;
-    }
-    cr_assert_eq(r, 0);
-    cr_assert_eq(sum, 99 * 100 / 2);
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(coro_gen_next_of(&g.co, count_body, &v), 0);
-    cr_assert_eq(coro_gen_next(&g.co, &v), 0);
+    pull_all_of(100);
 }
 
 Test(gen_next_of, a_body_that_ends_with_an_error_gives_it_once_then_0, .timeout = 10)

@@ -18,36 +18,9 @@
 
 #include "gen_next_of_bodies.h"
 
-/* 0, 1, .. n - 1 */
-struct count {
-    coro_t co;
-    intptr_t i, n;
-};
-
-static int count_body(coro_t *co)
-{
-    struct count *g = CORO_SELF(co, struct count);
-    CORO_BEGIN(co);
-    for (g->i = 0; g->i < g->n; g->i++)
-        CORO_YIELD_VALUE(co, g->i);
-    CORO_END(co);
-}
-
 Test(gen_next_of_switch, the_inlined_pull_gives_every_value_then_0_forever, .timeout = 10)
 {
-    struct count g = { .n = 1000 };
-    intptr_t v, sum = 0;
-    int r, k = 0;
-
-    cr_assert_eq(coro_gen_init(&g.co, count_body), 0);
-    while ((r = coro_gen_next_of(&g.co, count_body, &v)) == 1) {
-        cr_assert_eq(v, k++);
-        sum += v;
-    }
-    cr_assert_eq(r, 0);
-    cr_assert_eq(sum, 999 * 1000 / 2);
-    cr_assert_eq(coro_gen_next_of(&g.co, count_body, &v), 0);
-    cr_assert_eq(coro_gen_next(&g.co, &v), 0);
+    pull_all_of(1000);
 }
 
 /* a tree's values in order: left subtree, the node's, right subtree -
