@@ -14,7 +14,9 @@
 #include "join_r.h"     /* join_r, block_on_r: also for tests/stress and tests/fuzz, without Criterion */
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* a scheduler from config c (asserted to start) */
 static inline coro_sched_t *mk_config(coro_sched_config_t *c)
@@ -84,6 +86,35 @@ static inline intptr_t join_end(struct joiner *j)
 {
     pthread_join(j->t, NULL);
     return j->res;
+}
+
+/* fn(arg) in a child process, its file descriptor fd (1: stdout, 2:
+ * stderr) into a pipe: the child's wait status, and what it wrote in out
+ * (up to cap - 1 bytes, 0-terminated).  fn ends the child itself (_exit,
+ * exec, an abort); a return is _exit(0).  For what must abort or run a
+ * program, where the test's own process must go on */
+static inline int in_child(void (*fn)(void *), void *arg, int fd, char *out, size_t cap)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], fd);
+        close(fds[0]);
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < cap && (r = read(fds[0], out + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    close(fds[0]);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return st;
 }
 
 #endif

@@ -31,40 +31,34 @@ int misuse_stray_return_body(coro_t *co)
     CORO_END(co);
 }
 
+/* the child's run: the body on `workers` workers */
+struct misuse_run {
+    int workers, ret, awaited;
+};
+
+static void misuse_child(void *arg)
+{
+    struct misuse_run *m = arg;
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = m->workers;
+    if (coro_sched_create(&s, &c) != 0)
+        _exit(3);
+    static struct bad b;
+    b.ret = m->ret;
+    b.awaited = m->awaited;
+    if (coro_spawn(s, &b.co, misuse_stray_return_body, NULL) != 0)
+        _exit(4);
+    join_r(&b.co);
+    _exit(0);           /* not reached: the worker aborts */
+}
+
 /* Run the body in a child process on `workers` workers; return its wait
  * status, with its stderr in msg. */
 static int run_child(int workers, int ret, int awaited, char *msg, size_t cap)
 {
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        coro_sched_t *s = NULL;
-        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-        c.workers = workers;
-        if (coro_sched_create(&s, &c) != 0)
-            _exit(3);
-        static struct bad b;
-        b.ret = ret;
-        b.awaited = awaited;
-        if (coro_spawn(s, &b.co, misuse_stray_return_body, NULL) != 0)
-            _exit(4);
-        join_r(&b.co);
-        _exit(0);           /* not reached: the worker aborts */
-    }
-    close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < cap && (r = read(fds[0], msg + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
-    msg[n] = 0;
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    return st;
+    struct misuse_run m = { workers, ret, awaited };
+    return in_child(misuse_child, &m, 2, msg, cap);
 }
 
 static void expect_abort(int workers, int ret, int awaited)

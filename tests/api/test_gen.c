@@ -466,37 +466,27 @@ int gen_stray_value_body(coro_t *co)
     CORO_END(co);
 }
 
+/* the child of expect_stray_abort: the body as a job on `workers` */
+static void stray_child(void *arg)
+{
+    int workers = *(int *)arg;
+    coro_sched_t *s = NULL;
+    coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
+    c.workers = workers;
+    if (coro_sched_create(&s, &c) != 0)
+        _exit(3);
+    static coro_t job;
+    if (coro_spawn(s, &job, gen_stray_value_body, NULL) != 0)
+        _exit(4);
+    join_r(&job);
+    _exit(0);               /* not reached: the step aborts */
+}
+
 static void expect_stray_abort(int workers, int from)
 {
-    int fds[2];
     char msg[1024];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        coro_sched_t *s = NULL;
-        coro_sched_config_t c = CORO_SCHED_CONFIG_DEFAULT;
-        c.workers = workers;
-        if (coro_sched_create(&s, &c) != 0)
-            _exit(3);
-        static coro_t job;
-        stray_from = from;
-        if (coro_spawn(s, &job, gen_stray_value_body, NULL) != 0)
-            _exit(4);
-        join_r(&job);
-        _exit(0);               /* not reached: the step aborts */
-    }
-    close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < sizeof msg && (r = read(fds[0], msg + n, sizeof msg - 1 - n)) > 0)
-        n += (size_t)r;
-    msg[n] = 0;
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    stray_from = from;      /* the child's body reads it */
+    int st = in_child(stray_child, &workers, 2, msg, sizeof msg);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "workers %d: status %#x: %s",
               workers, st, msg);
     cr_assert(strstr(msg, "outside a generator"), "%s", msg);

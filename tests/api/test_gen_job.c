@@ -495,29 +495,19 @@ Test(gen_job, a_job_pulls_the_items_of_a_channel_until_it_closes, .timeout = 60)
 
 /* ---- samples/hello ------------------------------------------------------------------- */
 
+/* the child: hello with two arguments */
+static void hello_child(void *arg)
+{
+    const char **a = arg;
+    execl(CORO_BUILD_DIR "/samples/hello", "hello", a[0], a[1], (char *)NULL);
+    _exit(127);
+}
+
 /* run hello with args; its stdout into out */
 static int run_hello(const char *a1, const char *a2, char *out, size_t cap)
 {
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(CORO_BUILD_DIR "/samples/hello", "hello", a1, a2, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < cap && (r = read(fds[0], out + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
-    out[n] = 0;
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    return st;
+    const char *a[2] = { a1, a2 };
+    return in_child(hello_child, a, 1, out, cap);
 }
 
 Test(gen_job, hello_prints_the_same_squares_under_20_seeds_and_2_workers, .timeout = 120)

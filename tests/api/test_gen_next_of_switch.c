@@ -150,34 +150,24 @@ int gen_next_of_stray_return_body(coro_t *co)
     CORO_END(co);
 }
 
+/* the child: two pulls, the second meets the stray status */
+static void stray_return_child(void *arg)
+{
+    (void)arg;
+    static coro_t g;
+    intptr_t v;
+    coro_gen_init(&g, gen_next_of_stray_return_body);
+    if (coro_gen_next_of(&g, gen_next_of_stray_return_body, &v) != 1)
+        _exit(3);
+    (void)coro_gen_next_of(&g, gen_next_of_stray_return_body, &v);
+    _exit(0);               /* not reached: the pull aborts */
+}
+
 Test(gen_next_of_switch, a_stray_status_from_an_inlined_body_aborts_naming_the_body,
      .timeout = 30)
 {
-    int fds[2];
     char msg[1024];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        static coro_t g;
-        intptr_t v;
-        coro_gen_init(&g, gen_next_of_stray_return_body);
-        if (coro_gen_next_of(&g, gen_next_of_stray_return_body, &v) != 1)
-            _exit(3);
-        (void)coro_gen_next_of(&g, gen_next_of_stray_return_body, &v);
-        _exit(0);               /* not reached: the pull aborts */
-    }
-    close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < sizeof msg && (r = read(fds[0], msg + n, sizeof msg - 1 - n)) > 0)
-        n += (size_t)r;
-    msg[n] = 0;
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    int st = in_child(stray_return_child, NULL, 2, msg, sizeof msg);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status %#x: %s", st, msg);
     cr_assert(strstr(msg, "gen_next_of_stray_return_body") || strstr(msg, "+0x"), "%s", msg);
 }
