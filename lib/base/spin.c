@@ -53,11 +53,14 @@ bool coro__idle_yield(const uint32_t *lent)
     int64_t t0 = coro__mono_now();
     sched_yield();
 #ifdef CORO_TEST_HOOKS
+    /* relaxed: a count, read by a test once the yielders parked */
     __atomic_add_fetch(&coro__idle_yields, 1, __ATOMIC_RELAXED);
 #endif
     if (!CORO__HOOK(coro__idle_yields_late, false) &&
         coro__mono_now() - t0 <= CORO__YIELD_LATE_NS)
         return true;
-    /* late: was it a thread of ours that made work on this CPU? */
+    /* late: was it a thread of ours that made work on this CPU?  Relaxed:
+     * the word orders nothing; the work itself is found by the next look,
+     * through the queues' own orders */
     return lent && __atomic_load_n(lent, __ATOMIC_RELAXED) != before;
 }
