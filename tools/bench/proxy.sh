@@ -23,6 +23,10 @@
 #   HOGS=N          run everything beside N CPU-bound processes (busy shell
 #                   loops at the same priority, started before the first run
 #                   and stopped at the end): the neighbours of a shared box
+#   THREADS=1       also print, after each run, each thread's voluntary and
+#                   involuntary context switches per request (by thread
+#                   name: coro-w0, coro-io, nginx, ...): which thread
+#                   blocks and which is pre-empted
 # Ports (127.0.0.1): backend 18090, nginx proxy 18091, proxy 18092, proxy1
 # 18093, proxyB 18094.  nginx runs from a temp dir with its own configs (no root config
 # touched).  Everything started here is stopped on exit.
@@ -169,14 +173,32 @@ cost() {
     done
     echo "$t $cs"
 }
+# "name voluntary nonvoluntary" of each thread of the pids, a line each
+threads() {
+    local p t
+    for p in "$@"; do
+        for t in /proc/"$p"/task/*; do
+            awk '/^Name:/ { n = $2 } /^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { i = $2 }
+                 END { print n, v, i }' "$t/status" 2>/dev/null
+        done
+    done | awk '{ v[$1] += $2; i[$1] += $3 } END { for (n in v) print n, v[n], i[n] }' | sort
+}
+# per request: each thread name's voluntary and involuntary switches
+threads_delta() { # BEFORE AFTER REQS NAME CONNS
+    join -a2 -e0 -o 0,1.2,1.3,2.2,2.3 <(echo "$1") <(echo "$2") |
+        awk -v r="$3" -v who="$4 -c$5" 'r > 0 { printf "%s  %-16s voluntary %.3f  involuntary %.3f a request\n",
+            who, $1, ($4 - $2) / r, ($5 - $3) / r }' >&2
+}
 HZ=$(getconf CLK_TCK)
 run() { # X CONNS -> "rps cpu_us_per_req cs_per_req"
-    local pids before after out reqs rps
+    local pids before after out reqs rps tbefore
     pids=$(pids_of "$1")
+    [ -n "${THREADS:-}" ] && tbefore=$(threads $pids)
     before=$(cost $pids)
     out=$(wrk -t2 -c"$2" -d"$DURATION" "http://127.0.0.1:$(port_of "$1")/" 2>/dev/null)
     after=$(cost $pids)
     reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+    [ -n "${THREADS:-}" ] && threads_delta "$tbefore" "$(threads $pids)" "${reqs:-0}" "$(name_of "$1")" "$2"
     rps=$(echo "$out" | awk '/^Requests\/sec:/ { print $2 }')
     non2xx=$(echo "$out" | awk '/Non-2xx/ { print $NF }')
     [ -n "$non2xx" ] && say "$(name_of "$1") -c$2: $non2xx answers not 2xx"
