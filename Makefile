@@ -82,6 +82,23 @@ B ?= build
 SAN :=
 endif
 
+# python3, resolved once: a version manager's shim first on the PATH
+# (pyenv's runs a few shell scripts before the interpreter: 0.3 s a start
+# on the 2-vCPU machine, against 0.04 s) would run at each of make test's
+# many starts of python3 - the trace tests' JSON checks, tools/ci's
+# scripts.  The interpreter the shim picks (its sys.executable) is linked
+# as $(B)/.py/python3 and put ahead of the PATH for every recipe and what
+# it runs; a recursive make keeps the link (COROKIT_PY_DIR)
+ifeq ($(origin COROKIT_PY_DIR),undefined)
+PY_EXE := $(shell python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+ifneq ($(PY_EXE),)
+COROKIT_PY_DIR := $(abspath $(B))/.py
+$(shell mkdir -p '$(COROKIT_PY_DIR)' && ln -sfn '$(PY_EXE)' '$(COROKIT_PY_DIR)/python3')
+export COROKIT_PY_DIR
+export PATH := $(COROKIT_PY_DIR):$(PATH)
+endif
+endif
+
 OPT ?= -O2 -g
 # -z defs: no undefined symbol in the .so (not with sanitizers: clang leaves
 # their runtime symbols to the executable)
