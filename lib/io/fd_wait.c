@@ -80,11 +80,18 @@
  * A select's stand-in is fired as before (proxy_fire): the select makes
  * its calls itself when it runs.
  */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "io/io_impl.h"
+
+#ifndef TCP_ULP
+# define TCP_ULP 31
+#endif
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
 __attribute__((noinline, cold))
@@ -132,15 +139,45 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
  * epoll_ctl per fd).  A direction nobody waits in is left out: each read
  * by the peer of a socket registered for EPOLLOUT too would queue an event
  * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
+/* fd is a plain TCP socket: SOCK_STREAM of IPPROTO_TCP (not a raw socket
+ * of that protocol, not MPTCP, SCTP, unix or a pipe) with no upper-layer
+ * protocol (TCP_ULP names none: kTLS shows "tls", and its reads stop at
+ * a control record with the record left behind).  Only such a socket's
+ * short read of flags 0 shows its queue empty (READINESS).  Asked once,
+ * at the fd's registration for reading (three getsockopt calls). */
+static bool plain_tcp(int fd)
+{
+    int v = 0;
+    socklen_t l = sizeof v;
+    char ulp[16];
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0 || v != IPPROTO_TCP)
+        return false;
+    l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 || v != SOCK_STREAM)
+        return false;
+    l = sizeof ulp;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &l) < 0)
+        return false;
+    return l == 0 || ulp[0] == '\0';
+}
+
+/* the events of a registration in dirs (a plain-TCP reader asks for
+ * EPOLLPRI too: urgent data turns its short-read rule off) */
+static uint32_t reg_events(uint8_t dirs, bool tcp)
+{
+    return EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP | (tcp ? EPOLLPRI : 0) : 0) |
+           ((dirs & WR_BIT) ? EPOLLOUT : 0);
+}
+
 int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8_t bit)
 {
     uint32_t gen = e->reg ? e->gen : e->gen + 1;
     uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
-    struct epoll_event ev = {
-        .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
-                  ((dirs & WR_BIT) ? EPOLLOUT : 0),
-        .data.u64 = tag_of(fd, gen)
-    };
+    /* reading registered now: classify the fd; else keep what the word says */
+    bool tcp = bit == RD_BIT ? plain_tcp(fd)
+                             : e->reg && (readiness_load(e) & CORO__RDY_TCP) != 0;
+    struct epoll_event ev = { .events = reg_events(dirs, tcp), .data.u64 = tag_of(fd, gen) };
     int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
     if (rc < 0 && e->reg && errno == ENOENT) {
         /* closed with close(2) and the number reused: epoll forgot the old
@@ -148,7 +185,7 @@ int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8
         e->reg = 0;
         gen = e->gen + 1;
         dirs = bit;
-        ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+        ev.events = reg_events(dirs, tcp);
         ev.data.u64 = tag_of(fd, gen);
         rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
@@ -157,11 +194,14 @@ int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8
     if (rc < 0)
         return -errno;
     /* ADD / MOD report what is ready now (an event is queued, handled after
-     * our unlock): the new direction starts not ready.  At ADD the fd is
-     * new to us: forget the old word. */
-    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
-    readiness_update(e, e->reg ? coro__readiness_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
-               set);
+     * our unlock): the new direction starts not ready, and a new reading
+     * registration with its kind and no urgent data seen.  At ADD the fd
+     * is new to us: forget the old word. */
+    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0) |
+                   ((dirs & RD_BIT) && tcp ? CORO__RDY_TCP : 0);
+    uint64_t clear = bit == RD_BIT ? coro__readiness_bits(CORO__DIR_RD) | CORO__RDY_TCP | CORO__RDY_URG
+                                   : coro__readiness_bits(CORO__DIR_WR);
+    readiness_update(e, e->reg ? clear : 0xffu, set);
     e->gen = gen;
     e->reg = 1;
     e->dirs = dirs;
@@ -222,6 +262,8 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             bool done = ops->attempt(aw, res);
             if (!done)
                 readiness_clear(e, dir, snap);
+            else if ((ops->flags & CORO__IOF_SHORTRD) && *res > 0 && *res < aw->arg[2].i)
+                coro__readiness_clear_short(&e->readiness, snap);   /* plain TCP only */
             if (done)
                 return CORO__ARM_READY;
             continue;
