@@ -342,6 +342,11 @@ CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern int64_t coro__io_thread_hold_ns;
 #endif
+/* test hook: the reads coro_read has made (its constructor's and its
+ * attempts' recv/read calls; a skipped call is not counted), relaxed */
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN extern uint64_t coro__io_read_calls;
+#endif
 /* test hook: coro_close calls it (when set) after it has the fd's entry,
  * before it takes the entry's lock to wake the waiters and close the fd */
 #ifdef CORO_TEST_HOOKS

@@ -36,7 +36,16 @@
 
 #ifdef CORO_TEST_HOOKS
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
+uint64_t coro__io_read_calls;   /* io.h */
 #endif
+
+/* a read of coro_read is about to be made (tests count them) */
+static inline void count_read(void)
+{
+#ifdef CORO_TEST_HOOKS
+    __atomic_add_fetch(&coro__io_read_calls, 1, __ATOMIC_RELAXED);     /* a count, no order */
+#endif
+}
 
 /* ---- the system calls, as -errno ------------------------------------------- */
 
@@ -92,6 +101,8 @@ static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir, int6
     uint64_t snap = coro__readiness_load(word);
     if (dir == CORO__DIR_RD && timeout != 0 && coro__readiness_skip(snap))
         return -EAGAIN;     /* the queue was found empty and no event came since */
+    if (dir == CORO__DIR_RD)
+        count_read();
     intptr_t n = coro__rw_now(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
 
     if (n == -EAGAIN && word)
@@ -206,6 +217,7 @@ coro_await_t coro_writable(int fd, int64_t timeout)
 
 static bool read_attempt(coro_await_t *aw, intptr_t *res)
 {
+    count_read();
     intptr_t n = do_read((int)aw->arg[0].i, aw->arg[1].p, (size_t)aw->arg[2].i);
     if (n == -EAGAIN)
         return false;
