@@ -141,6 +141,19 @@ static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
     }
 }
 
+/* poll(2) saw fd readable: a plain-TCP fd's word gets its read bit (a set
+ * bit costs at most a call), so the read that follows a readable report
+ * (coro_readable, a select's branch) makes its call whatever its timeout,
+ * even before the poller has counted the edge of the data poll saw */
+static void seen_readable(int fd)
+{
+    struct coro__io *io = cur_io();
+    uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
+
+    if (word && (coro__readiness_load(word) & CORO__RDY_TCP))
+        __atomic_fetch_or(word, CORO__RDY_RD, __ATOMIC_SEQ_CST);   /* as the word's other RMWs */
+}
+
 /* readiness of fd now: 1 ready, 0 not, or -errno */
 static int poll_now(int fd, short events)
 {
@@ -154,6 +167,8 @@ static int poll_now(int fd, short events)
         return -errno;
     if (p.revents & POLLNVAL)
         return -EBADF;
+    if (n > 0 && (events & POLLIN))
+        seen_readable(fd);
     return n > 0;
 }
 

@@ -354,12 +354,14 @@ Test(io_tcp_short, a_short_udp_read_keeps_readiness_for_the_next_datagram, .time
  * The job reads a byte (a short read: the word's read bit goes), the peer
  * sends the next, and the job, without yielding, waits until poll(2) sees
  * it queued; while the word still says "empty" (the edge not yet counted)
- * its coro_read with a timeout of 0 must make the call and get the byte. */
+ * its coro_read with a timeout of 0 - or, after coro_readable said
+ * readable, with a timeout of 1 ns - must make the call and get the byte. */
 #define ROUNDS0 200
 
 struct zero {
     coro_t co;
     int fd, i;
+    bool readable;          /* coro_readable first, then a read of a 1 ns timeout */
     int sent;               /* atomic: bytes the peer sent */
     int tried;              /* rounds read while the word said "skip" */
     intptr_t err;
@@ -384,7 +386,14 @@ static int zero_body(coro_t *co)
         }
         if (coro__readiness_skip(word_of(coro_sched_current(), z->fd)))
             z->tried++;
-        CORO_AWAIT(co, coro_read(z->fd, z->buf, sizeof z->buf, 0));
+        if (z->readable) {
+            CORO_AWAIT(co, coro_readable(z->fd, 10000 * MS));
+            if (CORO_RESULT(co) != 0) {
+                z->err = CORO_RESULT(co);
+                CORO_RETURN(co, -4);
+            }
+        }
+        CORO_AWAIT(co, coro_read(z->fd, z->buf, sizeof z->buf, z->readable ? 1 : 0));
         if (CORO_RESULT(co) != 1) {
             z->err = CORO_RESULT(co);
             CORO_RETURN(co, -3);
@@ -393,14 +402,14 @@ static int zero_body(coro_t *co)
     CORO_END(co);
 }
 
-Test(io_tcp_short, a_read_with_a_timeout_of_0_calls_while_the_word_says_empty, .timeout = 120)
+static void zero_rounds(bool readable)
 {
     coro_sched_t *s = mk(1);
     int fds[2];
     struct joiner j;
 
     tcp_pair(fds);
-    struct zero z = { .fd = fds[0] };
+    struct zero z = { .fd = fds[0], .readable = readable };
     cr_assert_eq(coro_spawn(s, &z.co, zero_body, NULL), 0);
     join_start(&j, &z.co);
     wait_suspended(&z.co);
@@ -420,4 +429,16 @@ Test(io_tcp_short, a_read_with_a_timeout_of_0_calls_while_the_word_says_empty, .
     cr_assert_eq(coro_close(s, fds[0]), 0);
     close(fds[1]);
     fin(s);
+}
+
+Test(io_tcp_short, a_read_with_a_timeout_of_0_calls_while_the_word_says_empty, .timeout = 120)
+{
+    zero_rounds(false);
+}
+
+/* coro_readable's report (poll) sets the word's read bit: the read after
+ * it calls, however short its timeout, before the edge is counted */
+Test(io_tcp_short, a_read_after_a_readable_report_calls_whatever_its_timeout, .timeout = 120)
+{
+    zero_rounds(true);
 }
