@@ -6,8 +6,9 @@
  * in the slots: lib/io/fd_select.c; the layout: lib/io/io_impl.h.
  *
  * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
- * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
- * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP,
+ * with EPOLLPRI for a plain TCP socket, or EPOLLOUT; with EPOLLET); the
+ * first wait in the other direction adds it
  * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
  * one attempt).  A direction nobody waits in stays out: the peer's every
  * read would call into epoll for a writable edge no one needs.  The fd
@@ -24,47 +25,74 @@
  * readable / writable (CORO__RDY_RD/WR), the sticky end states
  * (CORO__RDY_RD_CLOSED from EPOLLRDHUP, EPOLLHUP or EPOLLERR;
  * CORO__RDY_WR_CLOSED from EPOLLHUP or EPOLLERR), registered per direction
- * (CORO__RDY_REG_*) - and above them the TICK, the count of epoll events
- * seen for the fd (and of registrations).
- * The word is a hint that may cost a system call, never one that skips a
- * needed call.  Every constructor (lib/io/ops.c) makes its call whatever
- * the word says: the word cannot know of a number closed with close(2)
- * and reused, and a timeout of 0 must try.  The word is read only by a
- * job about to park whose own call just got EAGAIN (fd_wait), to choose
- * "park" or "try again".
+ * (CORO__RDY_REG_*), the fd's kind (CORO__RDY_TCP: plain TCP, asked at its
+ * registration for reading) and urgent data seen (CORO__RDY_URG, sticky) -
+ * and above them the TICK, the count of epoll events seen for the fd (and
+ * of registrations).
+ * The word is a hint that may cost a system call and skips one in a
+ * single case: a read of a plain TCP socket, with a timeout other than 0,
+ * while the word says its queue was found empty and nothing came since
+ * (below).  Every other constructor (lib/io/ops.c) makes its call whatever
+ * the word says, and so does every read of any other kind of fd: a short
+ * read of a datagram, of a unix stream at passed fds or credentials, or
+ * of kTLS at a control record leaves data behind it with no edge to come.
  * Invariant: a direction's bits are clear only if an operation, started
- * after the word showed the current tick, got EAGAIN, and no event has
- * come since.  So clear bits of a registered direction mean "would block".
+ * after the word showed the current tick, found the kernel's queue empty
+ * - it got EAGAIN, or it was a read of flags 0 of a plain TCP socket that
+ * came back short while no urgent data and no end had been seen - and no
+ * event has come since.  So clear bits of a registered direction mean
+ * "would block" (RD_CLOSED is never cleared by a short read: the end
+ * stays readable, as 0 or the error, with no edge to come again).
  *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
- *     set, and its closed bit when the event says so (a CAS loop, one
- *     RMW); a waiter in the slot is taken and woken to try (WHO CALLS)
+ *     set, its closed bit when the event says so, the urgent bit on
+ *     EPOLLPRI (a CAS loop, one RMW); a waiter in the slot is taken and
+ *     woken to try (WHO CALLS)
  *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
- *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
- *     by CAS, only while the tick is still snap's.  A transfer, short or
- *     not, and an end of file (0) or an error clear nothing: a short read
- *     does not say the fd is drained - the FIN (a pipe's last writer
- *     gone, an RST) may have come with the data, and its edge may have
- *     been handled before the read, so no edge would come again.
- *   a waiter (fd_wait, under the lock, after its own EAGAIN): bits set:
- *     unlock, try (the rule above), loop; clear: park in w[dir] - no
- *     second system call.
+ *     call; after EAGAIN, the kernel's only "not ready" for every fd,
+ *     clear dir's bits by CAS, only while the tick is still snap's.  After
+ *     a short coro_read (0 < n < len, flags 0) of a plain-TCP fd, with
+ *     neither URG nor RD_CLOSED in snap, clear the read bit alone by the
+ *     same CAS (coro__readiness_clear_short): TCP's recvmsg copies every
+ *     byte queued until len is full, stopping early only at the urgent
+ *     mark (EPOLLPRI, registered for such an fd, reports it and URG
+ *     turns the rule off for the registration) and at the end (FIN, RST:
+ *     RD_CLOSED, which snap shows if the edge was counted before it, and
+ *     which moves the tick if it is counted after); what arrives while
+ *     the read holds the socket waits in its backlog, processed at
+ *     release_sock, whose wake-up is an edge after snap.  Any other
+ *     transfer, an end of file (0) or an error clears nothing.
+ *   a read constructor (rw_now) with a timeout other than 0: snap says
+ *     plain TCP, registered, not ready, not closed, no urgent data: no
+ *     call; the job parks through fd_wait, which reads the word again
+ *     under the lock.  A timeout of 0 always calls; a readable report of
+ *     poll(2) (coro_readable, a select's branch) sets the read bit, so
+ *     the read after it calls too.
+ *   a waiter (fd_wait, under the lock, after its own EAGAIN or the skip):
+ *     bits set: unlock, try (the rules above), loop; clear: park in w[dir]
+ *     - no second system call.
  * No lost wake-up: the kernel queues an edge-triggered event for every
- * state change after the call that got EAGAIN (new data, FIN, RST, HUP,
- * an error, buffer space); the poller counts it (tick + 1) either before
- * the clear's CAS, which then fails and leaves the bits set (one extra
- * attempt), or after it, setting the bits again or taking the parked
- * waiter (the waiter parks under the lock the poller takes).  A change
- * before that call is no concern: the call saw it and did not get EAGAIN.
+ * state change after the call that found the queue empty (new data, FIN,
+ * RST, HUP, an error, urgent data, buffer space); the poller counts it
+ * (tick + 1) either before the clear's CAS, which then fails and leaves
+ * the bits set (one extra attempt), or after it, setting the bits again
+ * or taking the parked waiter (the waiter parks under the lock the poller
+ * takes).  A change before that call is no concern: the call saw it.
  * A set bit may be stale (an edge whose data was read): one extra
  * attempt, never a lost wake-up.  The closed bits are sticky against
  * everything but EAGAIN (a FIFO whose new writer opened it is no longer
  * at its end: the kernel says so, and the bit goes, so a waiter cannot
  * spin on it).  A fresh registration starts not ready: EPOLL_CTL_ADD (MOD)
  * queues an event at once if the fd is ready then.  coro_close and
- * coro__io_forget wipe the flags and move the tick, so older snapshots
- * clear nothing.  The case analysis over each kind of event and fd is in
- * docs/architecture.md ("When a system call is skipped"); tools/model/ready.pml
- * checks the protocol, and rejects the rule that a short read clears.
+ * coro__io_forget wipe the flags (the kind and the urgent bit with them)
+ * and move the tick, so older snapshots clear nothing.  What the word
+ * cannot know: a number closed with close(2) and reused (a read of it
+ * may park without its call while the old file's word says empty), and
+ * an upper-layer protocol set on the socket after its registration
+ * (docs/io.md says both).  The case analysis over each kind of event and
+ * fd is in docs/architecture.md ("When a system call is skipped");
+ * tools/model/ready.pml checks the protocol for both kinds of fd, and
+ * rejects a short read that clears for every kind, one that clears the
+ * end, and the rule without the urgent bit.
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
  * a busy worker's look, the I/O thread) makes no read or write for the

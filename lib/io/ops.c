@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The core I/O awaitables - readable / writable, read, write, write_all,
  * accept, connect, sleep, signal, child: their constructors (run in the
- * job's body, on the worker: they try the system call first) and their
+ * job's body, on the worker: they try the system call first - but a
+ * coro_read of a plain TCP socket whose word says empty: rw_now) and their
  * attempt functions (run at the arm, on the job's worker, each time
  * readiness woke it: the thread that took the readiness makes no call for
  * it, lib/io/fd_wait.c WHO CALLS).
