@@ -168,11 +168,12 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
  * by the peer of a socket registered for EPOLLOUT too would queue an event
  * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
 /* fd is a plain TCP socket: SOCK_STREAM of IPPROTO_TCP (not a raw socket
- * of that protocol, not MPTCP, SCTP, unix or a pipe) with no upper-layer
- * protocol (TCP_ULP names none: kTLS shows "tls", and its reads stop at
- * a control record with the record left behind).  Only such a socket's
- * short read of flags 0 shows its queue empty (READINESS).  Asked once,
- * at the fd's registration for reading (three getsockopt calls). */
+ * of that protocol, not MPTCP, SCTP, unix or a pipe), not listening (a
+ * read of a listening socket fails at once, as it always did), with no
+ * upper-layer protocol (TCP_ULP names none: kTLS shows "tls", and its
+ * reads stop at a control record with the record left behind).  Only
+ * such a socket's short read of flags 0 shows its queue empty
+ * (READINESS).  Asked once, at the fd's registration for reading. */
 static bool plain_tcp(int fd)
 {
     int v = 0;
@@ -183,6 +184,9 @@ static bool plain_tcp(int fd)
         return false;
     l = sizeof v;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 || v != SOCK_STREAM)
+        return false;
+    l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) < 0 || v != 0)
         return false;
     l = sizeof ulp;
     if (getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &l) < 0)

@@ -442,3 +442,48 @@ Test(io_tcp_short, a_read_after_a_readable_report_calls_whatever_its_timeout, .t
 {
     zero_rounds(true);
 }
+
+/* ---- a listening socket is not plain TCP for the rule ------------------------------------
+ * Its registration for reading (a readable wait that times out) leaves
+ * the word "registered, not ready"; a coro_read of it must still fail at
+ * once with recv's -ENOTCONN, not wait for a connection. */
+struct lread {
+    coro_t co;
+    int fd;
+    intptr_t waited, read;
+    int64_t took;
+    char buf[8];
+};
+
+static int lread_body(coro_t *co)
+{
+    struct lread *r = CORO_SELF(co, struct lread);
+    CORO_BEGIN(co);
+    CORO_AWAIT(co, coro_readable(r->fd, 1 * MS));
+    r->waited = CORO_RESULT(co);
+    r->took = coro_now();
+    CORO_AWAIT(co, coro_read(r->fd, r->buf, sizeof r->buf, 3000 * MS));
+    r->read = CORO_RESULT(co);
+    r->took = coro_now() - r->took;
+    CORO_END(co);
+}
+
+Test(io_tcp_short, a_read_of_a_listening_socket_fails_at_once_with_enotconn, .timeout = 60)
+{
+    coro_sched_t *s = mk(1);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    cr_assert_geq(lfd, 0);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(lfd, 4), 0);
+    struct lread r = { .fd = lfd };
+    cr_assert_eq(coro_spawn(s, &r.co, lread_body, NULL), 0);
+    cr_assert_eq(join_r(&r.co), 0);
+    cr_assert_eq(r.waited, -ETIMEDOUT);
+    cr_assert_eq(word_of(s, lfd) & CORO__RDY_TCP, 0, "a listening socket taken for plain TCP");
+    cr_assert_eq(r.read, -ENOTCONN, "%s", coro_strerror((int)r.read));
+    cr_assert_lt(r.took, 2000 * MS, "the read waited before failing");
+    cr_assert_eq(coro_close(s, lfd), 0);
+    fin(s);
+}
