@@ -360,7 +360,7 @@ Test(io_tcp_short, a_short_udp_read_keeps_readiness_for_the_next_datagram, .time
 
 struct zero {
     coro_t co;
-    int fd, i;
+    int fd, i;              /* i: written by the job, read by the peer (relaxed) */
     bool readable;          /* coro_readable first, then a read of a 1 ns timeout */
     int sent;               /* atomic: bytes the peer sent */
     int tried;              /* rounds read while the word said "skip" */
@@ -375,7 +375,8 @@ static int zero_body(coro_t *co)
     CORO_AWAIT(co, coro_read(z->fd, z->buf, sizeof z->buf, 10000 * MS));
     if (CORO_RESULT(co) != 1)
         CORO_RETURN(co, -1);
-    for (z->i = 1; z->i <= ROUNDS0; z->i++) {
+    for (__atomic_store_n(&z->i, 1, __ATOMIC_RELAXED); z->i <= ROUNDS0;
+         __atomic_store_n(&z->i, z->i + 1, __ATOMIC_RELAXED)) {
         /* wait (no yield) for the peer's byte i to be queued */
         for (int64_t end = coro_now() + 10000 * MS;;) {
             struct pollfd pf = { .fd = z->fd, .events = POLLIN };
@@ -389,13 +390,13 @@ static int zero_body(coro_t *co)
         if (z->readable) {
             CORO_AWAIT(co, coro_readable(z->fd, 10000 * MS));
             if (CORO_RESULT(co) != 0) {
-                z->err = CORO_RESULT(co);
+                __atomic_store_n(&z->err, CORO_RESULT(co), __ATOMIC_RELAXED);
                 CORO_RETURN(co, -4);
             }
         }
         CORO_AWAIT(co, coro_read(z->fd, z->buf, sizeof z->buf, z->readable ? 1 : 0));
         if (CORO_RESULT(co) != 1) {
-            z->err = CORO_RESULT(co);
+            __atomic_store_n(&z->err, CORO_RESULT(co) ? CORO_RESULT(co) : -EPIPE, __ATOMIC_RELAXED);
             CORO_RETURN(co, -3);
         }
     }
@@ -414,9 +415,10 @@ static void zero_rounds(bool readable)
     join_start(&j, &z.co);
     wait_suspended(&z.co);
     cr_assert_eq(write(fds[1], "x", 1), 1);
-    for (int i = 1; i <= ROUNDS0; i++) {
-        /* the byte before: read (or the job gave up) */
-        for (int64_t end = coro_now() + 20000 * MS; __atomic_load_n(&z.i, __ATOMIC_RELAXED) < i;) {
+    for (int i = 1; i <= ROUNDS0 && !__atomic_load_n(&z.err, __ATOMIC_RELAXED); i++) {
+        /* the byte before: read (or the job gave up: its error is asserted below) */
+        for (int64_t end = coro_now() + 20000 * MS;
+             __atomic_load_n(&z.i, __ATOMIC_RELAXED) < i && !__atomic_load_n(&z.err, __ATOMIC_RELAXED);) {
             cr_assert_lt(coro_now(), end, "round %d never began", i);
             sched_yield();
         }
