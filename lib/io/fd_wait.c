@@ -162,11 +162,6 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
     return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
 }
 
-/* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
- * fd to the epoll set, or MOD it to add that direction (at most two
- * epoll_ctl per fd).  A direction nobody waits in is left out: each read
- * by the peer of a socket registered for EPOLLOUT too would queue an event
- * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
 /* fd is a plain TCP socket: SOCK_STREAM of IPPROTO_TCP (not a raw socket
  * of that protocol, not MPTCP, SCTP, unix or a pipe), not listening (a
  * read of a listening socket fails at once, as it always did), with no
@@ -202,6 +197,11 @@ static uint32_t reg_events(uint8_t dirs, bool tcp)
            ((dirs & WR_BIT) ? EPOLLOUT : 0);
 }
 
+/* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
+ * fd to the epoll set, or MOD it to add that direction (at most two
+ * epoll_ctl per fd).  A direction nobody waits in is left out: each read
+ * by the peer of a socket registered for EPOLLOUT too would queue an event
+ * (unix_write_space) that every epoll_wait then reports.  0 or -errno. */
 int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8_t bit)
 {
     uint32_t gen = e->reg ? e->gen : e->gen + 1;
