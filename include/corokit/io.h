@@ -4,7 +4,10 @@
  * Every awaitable here is built inside a job's body and consumed by
  * CORO_AWAIT.  The constructor tries the system call at once, on the
  * worker, whatever the library remembers of the fd (a timeout of 0 always
- * tries once); only when it would block (EAGAIN) is the job suspended, in its
+ * tries once) - save one case: a coro_read of a plain TCP socket whose
+ * last read came back short, with no event since, waits without calling
+ * (docs/io.md, "When a system call is skipped"); only when it would block
+ * (EAGAIN) is the job suspended, in its
  * fd's own slot (the fd is registered with the scheduler's epoll set once,
  * at its first wait).  The thread that sees the fd ready - an idle worker
  * waiting in epoll, a busy worker between its steps, or the scheduler's
@@ -41,7 +44,9 @@
  * not seen by corokit: a job waiting on the fd then waits until its
  * timeout, and if the fd's number is reused for a new pipe or socket made
  * outside corokit, waits on the new fd are never woken (the old
- * registration is kept; a read or write still tries the new fd first).
+ * registration is kept; a write, and a read of timeout 0, still try the
+ * new fd first; a read with a timeout may wait without trying when the
+ * old fd was a TCP socket).
  * Numbers that come back from coro_accept / coro_accept_addr, coro_dial
  * or coro_recvmsg (SCM_RIGHTS), or that coro_connect starts on, are
  * forgotten by corokit first, so they are safe even where the number's
@@ -72,7 +77,7 @@ extern "C" {
  * Result 0, or -ETIMEDOUT, -ECANCELED, -EBADF, -EBUSY, -EPERM (fd cannot be
  * polled), -EINVAL (a bad timeout_ns), -ENOMEM (the fd table could not
  * grow).  Never reads or writes.  0 means poll(2) saw it so: the next
- * coro_read (timeout 0 included) / coro_write calls the kernel and, unless
+ * coro_read (any timeout, 0 included) / coro_write calls the kernel and, unless
  * another job took it first, gets the data, the end or the error. */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_readable(int fd, int64_t timeout_ns);
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout_ns);
@@ -82,7 +87,9 @@ CORO_NODISCARD CORO_EXTERN coro_await_t coro_writable(int fd, int64_t timeout_ns
  * read (> 0), 0 at end of file, or -errno (-ETIMEDOUT, -ECANCELED, -EBADF,
  * -EBUSY, -EINVAL: NULL buf with len > 0 or a bad timeout_ns, -ENOMEM,
  * -ECONNRESET, any error of read(2) or recv(2)).  Sockets use
- * recv(MSG_DONTWAIT). */
+ * recv(MSG_DONTWAIT).  On a plain TCP socket (no TCP_ULP), a short result
+ * marks the fd empty and the next coro_read with a timeout other than 0
+ * waits for an event without calling recv (docs/io.md). */
 CORO_NODISCARD CORO_EXTERN coro_await_t coro_read(int fd, void *buf, size_t len, int64_t timeout_ns);
 
 /* coro_write - awaitable: write up to len bytes of buf, once.  Result:

@@ -6,8 +6,9 @@
  * in the slots: lib/io/fd_select.c; the layout: lib/io/io_impl.h.
  *
  * REGISTERED ONCE PER DIRECTION.  An fd enters the epoll set at its first
- * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP or
- * EPOLLOUT, with EPOLLET); the first wait in the other direction adds it
+ * wait, edge-triggered, for that wait's direction (EPOLLIN | EPOLLRDHUP,
+ * with EPOLLPRI for a plain TCP socket, or EPOLLOUT; with EPOLLET); the
+ * first wait in the other direction adds it
  * (EPOLL_CTL_MOD; its queued event is a possibly stale edge, which costs
  * one attempt).  A direction nobody waits in stays out: the peer's every
  * read would call into epoll for a writable edge no one needs.  The fd
@@ -24,47 +25,74 @@
  * readable / writable (CORO__RDY_RD/WR), the sticky end states
  * (CORO__RDY_RD_CLOSED from EPOLLRDHUP, EPOLLHUP or EPOLLERR;
  * CORO__RDY_WR_CLOSED from EPOLLHUP or EPOLLERR), registered per direction
- * (CORO__RDY_REG_*) - and above them the TICK, the count of epoll events
- * seen for the fd (and of registrations).
- * The word is a hint that may cost a system call, never one that skips a
- * needed call.  Every constructor (lib/io/ops.c) makes its call whatever
- * the word says: the word cannot know of a number closed with close(2)
- * and reused, and a timeout of 0 must try.  The word is read only by a
- * job about to park whose own call just got EAGAIN (fd_wait), to choose
- * "park" or "try again".
+ * (CORO__RDY_REG_*), the fd's kind (CORO__RDY_TCP: plain TCP, asked at its
+ * registration for reading) and urgent data seen (CORO__RDY_URG, sticky) -
+ * and above them the TICK, the count of epoll events seen for the fd (and
+ * of registrations).
+ * The word is a hint that may cost a system call and skips one in a
+ * single case: a read of a plain TCP socket, with a timeout other than 0,
+ * while the word says its queue was found empty and nothing came since
+ * (below).  Every other constructor (lib/io/ops.c) makes its call whatever
+ * the word says, and so does every read of any other kind of fd: a short
+ * read of a datagram, of a unix stream at passed fds or credentials, or
+ * of kTLS at a control record leaves data behind it with no edge to come.
  * Invariant: a direction's bits are clear only if an operation, started
- * after the word showed the current tick, got EAGAIN, and no event has
- * come since.  So clear bits of a registered direction mean "would block".
+ * after the word showed the current tick, found the kernel's queue empty
+ * - it got EAGAIN, or it was a read of flags 0 of a plain TCP socket that
+ * came back short while no urgent data and no end had been seen - and no
+ * event has come since.  So clear bits of a registered direction mean
+ * "would block" (RD_CLOSED is never cleared by a short read: the end
+ * stays readable, as 0 or the error, with no edge to come again).
  *   an event for dir (poller, under the lock): tick + 1, dir's ready bit
- *     set, and its closed bit when the event says so (a CAS loop, one
- *     RMW); a waiter in the slot is taken and woken to try (WHO CALLS)
+ *     set, its closed bit when the event says so, the urgent bit on
+ *     EPOLLPRI (a CAS loop, one RMW); a waiter in the slot is taken and
+ *     woken to try (WHO CALLS)
  *   an operation (anyone): snap = word (seq_cst load) BEFORE the system
- *     call; after EAGAIN, the kernel's only "not ready", clear dir's bits
- *     by CAS, only while the tick is still snap's.  A transfer, short or
- *     not, and an end of file (0) or an error clear nothing: a short read
- *     does not say the fd is drained - the FIN (a pipe's last writer
- *     gone, an RST) may have come with the data, and its edge may have
- *     been handled before the read, so no edge would come again.
- *   a waiter (fd_wait, under the lock, after its own EAGAIN): bits set:
- *     unlock, try (the rule above), loop; clear: park in w[dir] - no
- *     second system call.
+ *     call; after EAGAIN, the kernel's only "not ready" for every fd,
+ *     clear dir's bits by CAS, only while the tick is still snap's.  After
+ *     a short coro_read (0 < n < len, flags 0) of a plain-TCP fd, with
+ *     neither URG nor RD_CLOSED in snap, clear the read bit alone by the
+ *     same CAS (coro__readiness_clear_short): TCP's recvmsg copies every
+ *     byte queued until len is full, stopping early only at the urgent
+ *     mark (EPOLLPRI, registered for such an fd, reports it and URG
+ *     turns the rule off for the registration) and at the end (FIN, RST:
+ *     RD_CLOSED, which snap shows if the edge was counted before it, and
+ *     which moves the tick if it is counted after); what arrives while
+ *     the read holds the socket waits in its backlog, processed at
+ *     release_sock, whose wake-up is an edge after snap.  Any other
+ *     transfer, an end of file (0) or an error clears nothing.
+ *   a read constructor (rw_now) with a timeout other than 0: snap says
+ *     plain TCP, registered, not ready, not closed, no urgent data: no
+ *     call; the job parks through fd_wait, which reads the word again
+ *     under the lock.  A timeout of 0 always calls; a readable report of
+ *     poll(2) (coro_readable, a select's branch) sets the read bit, so
+ *     the read after it calls too.
+ *   a waiter (fd_wait, under the lock, after its own EAGAIN or the skip):
+ *     bits set: unlock, try (the rules above), loop; clear: park in w[dir]
+ *     - no second system call.
  * No lost wake-up: the kernel queues an edge-triggered event for every
- * state change after the call that got EAGAIN (new data, FIN, RST, HUP,
- * an error, buffer space); the poller counts it (tick + 1) either before
- * the clear's CAS, which then fails and leaves the bits set (one extra
- * attempt), or after it, setting the bits again or taking the parked
- * waiter (the waiter parks under the lock the poller takes).  A change
- * before that call is no concern: the call saw it and did not get EAGAIN.
+ * state change after the call that found the queue empty (new data, FIN,
+ * RST, HUP, an error, urgent data, buffer space); the poller counts it
+ * (tick + 1) either before the clear's CAS, which then fails and leaves
+ * the bits set (one extra attempt), or after it, setting the bits again
+ * or taking the parked waiter (the waiter parks under the lock the poller
+ * takes).  A change before that call is no concern: the call saw it.
  * A set bit may be stale (an edge whose data was read): one extra
  * attempt, never a lost wake-up.  The closed bits are sticky against
  * everything but EAGAIN (a FIFO whose new writer opened it is no longer
  * at its end: the kernel says so, and the bit goes, so a waiter cannot
  * spin on it).  A fresh registration starts not ready: EPOLL_CTL_ADD (MOD)
  * queues an event at once if the fd is ready then.  coro_close and
- * coro__io_forget wipe the flags and move the tick, so older snapshots
- * clear nothing.  The case analysis over each kind of event and fd is in
- * docs/architecture.md ("When a system call is skipped"); tools/model/ready.pml
- * checks the protocol, and rejects the rule that a short read clears.
+ * coro__io_forget wipe the flags (the kind and the urgent bit with them)
+ * and move the tick, so older snapshots clear nothing.  What the word
+ * cannot know: a number closed with close(2) and reused (a read of it
+ * may park without its call while the old file's word says empty), and
+ * an upper-layer protocol set on the socket after its registration
+ * (docs/io.md says both).  The case analysis over each kind of event and
+ * fd is in docs/architecture.md ("When a system call is skipped");
+ * tools/model/ready.pml checks the protocol for both kinds of fd, and
+ * rejects a short read that clears for every kind, one that clears the
+ * end, and the rule without the urgent bit.
  *
  * WHO CALLS: the thread that handles an event (a worker in epoll_wait,
  * a busy worker's look, the I/O thread) makes no read or write for the
@@ -80,11 +108,18 @@
  * A select's stand-in is fired as before (proxy_fire): the select makes
  * its calls itself when it runs.
  */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "io/io_impl.h"
+
+#ifndef TCP_ULP
+# define TCP_ULP 31
+#endif
 
 /* fd's chunk, created (CAS) on first use; NULL: -ENOMEM */
 __attribute__((noinline, cold))
@@ -127,6 +162,41 @@ static inline uint64_t tag_of(int fd, uint32_t gen)
     return (uint64_t)(uint32_t)fd | (uint64_t)gen << 32;
 }
 
+/* fd is a plain TCP socket: SOCK_STREAM of IPPROTO_TCP (not a raw socket
+ * of that protocol, not MPTCP, SCTP, unix or a pipe), not listening (a
+ * read of a listening socket fails at once, as it always did), with no
+ * upper-layer protocol (TCP_ULP names none: kTLS shows "tls", and its
+ * reads stop at a control record with the record left behind).  Only
+ * such a socket's short read of flags 0 shows its queue empty
+ * (READINESS).  Asked once, at the fd's registration for reading. */
+static bool plain_tcp(int fd)
+{
+    int v = 0;
+    socklen_t l = sizeof v;
+    char ulp[16];
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0 || v != IPPROTO_TCP)
+        return false;
+    l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 || v != SOCK_STREAM)
+        return false;
+    l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) < 0 || v != 0)
+        return false;
+    l = sizeof ulp;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_ULP, ulp, &l) < 0)
+        return false;
+    return l == 0 || ulp[0] == '\0';
+}
+
+/* the events of a registration in dirs (a plain-TCP reader asks for
+ * EPOLLPRI too: urgent data turns its short-read rule off) */
+static uint32_t reg_events(uint8_t dirs, bool tcp)
+{
+    return EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP | (tcp ? EPOLLPRI : 0) : 0) |
+           ((dirs & WR_BIT) ? EPOLLOUT : 0);
+}
+
 /* under e's lock: the first wait in direction bit (RD_BIT / WR_BIT): ADD
  * fd to the epoll set, or MOD it to add that direction (at most two
  * epoll_ctl per fd).  A direction nobody waits in is left out: each read
@@ -136,11 +206,10 @@ int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8
 {
     uint32_t gen = e->reg ? e->gen : e->gen + 1;
     uint8_t dirs = (uint8_t)((e->reg ? e->dirs : 0) | bit);
-    struct epoll_event ev = {
-        .events = EPOLLET | ((dirs & RD_BIT) ? EPOLLIN | EPOLLRDHUP : 0) |
-                  ((dirs & WR_BIT) ? EPOLLOUT : 0),
-        .data.u64 = tag_of(fd, gen)
-    };
+    /* reading registered now: classify the fd; else keep what the word says */
+    bool tcp = bit == RD_BIT ? plain_tcp(fd)
+                             : e->reg && (readiness_load(e) & CORO__RDY_TCP) != 0;
+    struct epoll_event ev = { .events = reg_events(dirs, tcp), .data.u64 = tag_of(fd, gen) };
     int rc = epoll_ctl(io->epfd, e->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
     if (rc < 0 && e->reg && errno == ENOENT) {
         /* closed with close(2) and the number reused: epoll forgot the old
@@ -148,7 +217,7 @@ int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8
         e->reg = 0;
         gen = e->gen + 1;
         dirs = bit;
-        ev.events = EPOLLET | (bit == RD_BIT ? EPOLLIN | EPOLLRDHUP : EPOLLOUT);
+        ev.events = reg_events(dirs, tcp);
         ev.data.u64 = tag_of(fd, gen);
         rc = epoll_ctl(io->epfd, EPOLL_CTL_ADD, fd, &ev);
     }
@@ -157,11 +226,14 @@ int coro__io_ent_register(struct coro__io *io, struct fd_entry *e, int fd, uint8
     if (rc < 0)
         return -errno;
     /* ADD / MOD report what is ready now (an event is queued, handled after
-     * our unlock): the new direction starts not ready.  At ADD the fd is
-     * new to us: forget the old word. */
-    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0);
-    readiness_update(e, e->reg ? coro__readiness_bits(bit == RD_BIT ? CORO__DIR_RD : CORO__DIR_WR) : 0xffu,
-               set);
+     * our unlock): the new direction starts not ready, and a new reading
+     * registration with its kind and no urgent data seen.  At ADD the fd
+     * is new to us: forget the old word. */
+    uint64_t set = ((dirs & RD_BIT) ? CORO__RDY_REG_RD : 0) | ((dirs & WR_BIT) ? CORO__RDY_REG_WR : 0) |
+                   ((dirs & RD_BIT) && tcp ? CORO__RDY_TCP : 0);
+    uint64_t clear = bit == RD_BIT ? coro__readiness_bits(CORO__DIR_RD) | CORO__RDY_TCP | CORO__RDY_URG
+                                   : coro__readiness_bits(CORO__DIR_WR);
+    readiness_update(e, e->reg ? clear : 0xffu, set);
     e->gen = gen;
     e->reg = 1;
     e->dirs = dirs;
@@ -222,6 +294,8 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
             bool done = ops->attempt(aw, res);
             if (!done)
                 readiness_clear(e, dir, snap);
+            else if ((ops->flags & CORO__IOF_SHORTRD) && *res > 0 && *res < aw->arg[2].i)
+                coro__readiness_clear_short(&e->readiness, snap);   /* plain TCP only */
             if (done)
                 return CORO__ARM_READY;
             continue;

@@ -82,20 +82,34 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
 /* the fd is the awaitable's own (signalfd, pidfd), closed by fini: it is
  * forgotten before fini closes it */
 #define CORO__IOF_OWNFD 2u
+/* a read of flags 0 into arg[1] of arg[2] bytes (coro_read): after a
+ * short result fd_wait clears the word's read bit as the constructor does
+ * (coro__readiness_clear_short: plain TCP only) */
+#define CORO__IOF_SHORTRD 4u
 
 /* ---- readiness words (lib/io/fd_wait.c's essay, READINESS; docs/io.md) ----------
  * Each fd entry keeps one 64-bit word: the low byte holds flags, the rest
- * counts the epoll events seen for the fd (the tick).  The word is a hint
- * that may cost a system call and never saves a needed one: every
- * constructor (lib/io/ops.c) makes its system call whatever the word says;
- * only a job about to park (fd_wait), whose own call has just seen EAGAIN,
- * reads it, to choose between parking and trying again.  A thread reads
- * the word (coro__readiness_load of coro__io_readiness_word) BEFORE its system call;
- * if the call then gets EAGAIN - the kernel's only "not ready" - it clears
- * the direction's bits with coro__readiness_clear, which succeeds only if the
- * tick has not moved since the read: an event that came in between keeps
- * the bits set, so it is never lost (tokio's ScheduledIo).  A transfer,
- * short or not, clears nothing. */
+ * counts the epoll events seen for the fd (the tick).  A thread reads the
+ * word (coro__readiness_load of coro__io_readiness_word) BEFORE its system
+ * call; if the call then gets EAGAIN - the kernel's only "not ready" for
+ * every kind of fd - it clears the direction's bits with
+ * coro__readiness_clear, which succeeds only if the tick has not moved
+ * since the read: an event that came in between keeps the bits set, so it
+ * is never lost (tokio's ScheduledIo).  A job about to park (fd_wait),
+ * whose own call has just seen EAGAIN, reads the word to choose between
+ * parking and trying again.
+ * One kind of fd says "not ready" in a second way: a PLAIN TCP socket
+ * (SOCK_STREAM, IPPROTO_TCP, no upper-layer protocol: CORO__RDY_TCP, set
+ * at its registration for reading) whose read of flags 0 returned fewer
+ * bytes than asked has no data left, unless the read stopped at the
+ * urgent mark - which EPOLLPRI, registered for such a socket, reports and
+ * CORO__RDY_URG keeps - or the end came (the sticky closed bit).  Such a
+ * short read clears the read bit alone, under the same tick check
+ * (coro__readiness_clear_short), and a read constructor with a timeout
+ * other than 0 skips its call while the word says "registered, not ready,
+ * not closed, no urgent data" (coro__readiness_skip).  Every other
+ * constructor, and every read of any other fd, makes its call whatever
+ * the word says; for them a transfer, short or not, clears nothing. */
 #define CORO__RDY_RD 1u         /* readable: an event came and no EAGAIN showed it gone */
 #define CORO__RDY_WR 2u         /* writable: likewise */
 #define CORO__RDY_REG_RD 4u     /* registered for reading: CORO__RDY_RD is meaningful */
@@ -103,6 +117,11 @@ static inline coro_await_t coro__io_await(const struct coro__io_ops *ops, intptr
 #define CORO__RDY_RD_CLOSED 16u /* EPOLLRDHUP, EPOLLHUP or EPOLLERR: a read ends (0 or
                                    -errno) at once; only an EAGAIN clears it */
 #define CORO__RDY_WR_CLOSED 32u /* EPOLLHUP or EPOLLERR: a write fails at once; likewise */
+#define CORO__RDY_TCP 64u       /* plain TCP, registered for reading (and for EPOLLPRI):
+                                   a short read clears CORO__RDY_RD */
+#define CORO__RDY_URG 128u      /* EPOLLPRI came (urgent data): a read may stop short at
+                                   the mark with data behind it; sticky until the fd is
+                                   forgotten, so no short read clears again */
 #define CORO__RDY_TICK 256u     /* one event */
 
 static inline uint64_t coro__readiness_bit(int dir)
@@ -146,6 +165,43 @@ static inline void coro__readiness_clear(uint64_t *w, int dir, uint64_t snap)
            !__atomic_compare_exchange_n(w, &cur, cur & ~bits, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST))
         ;
+}
+
+/* a read of flags 0 started after `snap` returned 0 < n < the length it
+ * asked for: on a plain-TCP fd registered for reading, with no urgent data
+ * seen and no end state, the kernel's queue was empty when the read let
+ * go of the socket (what came after raised an edge, counted after snap):
+ * clear the read bit - never RD_CLOSED - unless the tick moved.  On any
+ * other fd, or with urgent data or an end seen, nothing.  Any thread,
+ * lock-free. */
+static inline void coro__readiness_clear_short(uint64_t *w, uint64_t snap)
+{
+    const uint64_t need = CORO__RDY_REG_RD | CORO__RDY_TCP;
+    uint64_t cur = snap;
+
+    if ((snap & (need | CORO__RDY_URG | CORO__RDY_RD_CLOSED)) != need)
+        return;
+    /* seq_cst: as coro__readiness_clear's (an event whose RMW came first
+     * moved the tick: the bit stays); a CAS that fails on an unchanged
+     * tick (a concurrent clear) reads the newest word and tries again */
+    while ((cur & CORO__RDY_RD) && !(cur & (CORO__RDY_URG | CORO__RDY_RD_CLOSED)) &&
+           cur / CORO__RDY_TICK == snap / CORO__RDY_TICK &&
+           !__atomic_compare_exchange_n(w, &cur, cur & ~(uint64_t)CORO__RDY_RD, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+/* a read constructor with a timeout other than 0 may skip its call and
+ * park (fd_wait, which reads the word again under the entry's lock):
+ * snap says plain TCP, registered for reading, not ready, not closed, no
+ * urgent data - the last read of the current tick found the queue empty
+ * (EAGAIN, or a short read: coro__readiness_clear_short) and no event came
+ * since */
+static inline bool coro__readiness_skip(uint64_t snap)
+{
+    const uint64_t look = CORO__RDY_REG_RD | CORO__RDY_TCP | CORO__RDY_RD | CORO__RDY_RD_CLOSED |
+                          CORO__RDY_URG;
+    return (snap & look) == (CORO__RDY_REG_RD | CORO__RDY_TCP);
 }
 
 /* coro__io_forget - fd's number now names a new open file (or none):
@@ -285,6 +341,11 @@ CORO__HIDDEN uint64_t coro__io_woken_by(struct coro__io *io, bool io_thread);
  * (lib/io/epoll.c, coro__io_main) */
 #ifdef CORO_TEST_HOOKS
 CORO__HIDDEN extern int64_t coro__io_thread_hold_ns;
+#endif
+/* test hook: the reads coro_read has made (its constructor's and its
+ * attempts' recv/read calls; a skipped call is not counted), relaxed */
+#ifdef CORO_TEST_HOOKS
+CORO__HIDDEN extern uint64_t coro__io_read_calls;
 #endif
 /* test hook: coro_close calls it (when set) after it has the fd's entry,
  * before it takes the entry's lock to wake the waiters and close the fd */

@@ -282,7 +282,7 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events,
                            struct coro__woken *b)
 {
     static const uint32_t want[2] = {
-        EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR,
+        EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLHUP | EPOLLERR,
         EPOLLOUT | EPOLLHUP | EPOLLERR,
     };
     /* what ends each direction: a read then returns 0 or the error, a
@@ -323,7 +323,12 @@ static inline int fd_event(struct coro__io *io, uint64_t tag, uint32_t events,
         /* the bits are set whether or not a waiter is there: the taken
          * waiter's attempt clears them if it gets EAGAIN.  The end
          * states are kept apart from "ready": sticky until an EAGAIN */
-        readiness_update(e, 0, coro__readiness_bit(dir) | ((events & closes[dir]) ? coro__readiness_bits(dir) : 0));
+        /* EPOLLPRI (asked only for a plain-TCP reader): urgent data, whose
+         * mark stops a read short with data behind it - the short-read
+         * rule is off for the rest of the registration */
+        readiness_update(e, 0, coro__readiness_bit(dir) |
+                                   ((events & closes[dir]) ? coro__readiness_bits(dir) : 0) |
+                                   (dir == CORO__DIR_RD && (events & EPOLLPRI) ? CORO__RDY_URG : 0));
         if (e->w[dir])
             job[dir] = slot_take(io, e, dir);
         if (job[dir] && is_proxy(job[dir])) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The core I/O awaitables - readable / writable, read, write, write_all,
  * accept, connect, sleep, signal, child: their constructors (run in the
- * job's body, on the worker: they try the system call first) and their
+ * job's body, on the worker: they try the system call first - but a
+ * coro_read of a plain TCP socket whose word says empty: rw_now) and their
  * attempt functions (run at the arm, on the job's worker, each time
  * readiness woke it: the thread that took the readiness makes no call for
  * it, lib/io/fd_wait.c WHO CALLS).
@@ -36,7 +37,16 @@
 
 #ifdef CORO_TEST_HOOKS
 bool coro__sys_libc;    /* base/sys.h: tests route the wrappers through libc */
+uint64_t coro__io_read_calls;   /* io.h */
 #endif
+
+/* a read of coro_read is about to be made (tests count them) */
+static inline void count_read(void)
+{
+#ifdef CORO_TEST_HOOKS
+    __atomic_add_fetch(&coro__io_read_calls, 1, __ATOMIC_RELAXED);     /* a count, no order */
+#endif
+}
 
 /* ---- the system calls, as -errno ------------------------------------------- */
 
@@ -73,23 +83,33 @@ static struct coro__io *cur_io(void)
     return s ? coro__sched_io(s) : NULL;
 }
 
-/* A constructor's system call: always made, whatever the fd's readiness
- * word says (READINESS in lib/io/fd_wait.c) - the word may be stale, of a
- * number closed with close(2) and reused, or of a short read that left an
- * end of file behind it.  Only EAGAIN clears the word's bits, unless an
- * event came since the snapshot taken before the call: the job's park
- * (fd_wait) then parks without a second try. */
-static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir)
+/* A constructor's system call, made whatever the fd's readiness word says
+ * (READINESS in lib/io/fd_wait.c) - the word may be stale, or of a short
+ * read that left an end of file behind it - with one exception: a read
+ * (dir CORO__DIR_RD) whose timeout is not 0, on a plain-TCP fd whose word
+ * says registered, not ready, not closed and no urgent data
+ * (coro__readiness_skip), returns -EAGAIN without the call, and the job
+ * parks (fd_wait reads the word again under the entry's lock).  EAGAIN
+ * clears the word's bits, and so does a read of a plain-TCP fd that comes
+ * back short (its read bit only: coro__readiness_clear_short), unless an
+ * event came since the snapshot taken before the call. */
+static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir, int64_t timeout)
 {
     if (CORO__UNLIKELY(coro__cancel_due()))
         return -ECANCELED;
     struct coro__io *io = cur_io();
     uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
     uint64_t snap = coro__readiness_load(word);
+    if (dir == CORO__DIR_RD && timeout != 0 && coro__readiness_skip(snap))
+        return -EAGAIN;     /* the queue was found empty and no event came since */
+    if (dir == CORO__DIR_RD)
+        count_read();
     intptr_t n = coro__rw_now(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
 
     if (n == -EAGAIN && word)
         coro__readiness_clear(word, dir, snap);
+    else if (dir == CORO__DIR_RD && n > 0 && (size_t)n < len && word)
+        coro__readiness_clear_short(word, snap);    /* plain TCP only */
     return n;
 }
 
@@ -122,6 +142,19 @@ static intptr_t do_accept(int fd, struct sockaddr *addr, socklen_t *len)
     }
 }
 
+/* poll(2) saw fd readable: a plain-TCP fd's word gets its read bit (a set
+ * bit costs at most a call), so the read that follows a readable report
+ * (coro_readable, a select's branch) makes its call whatever its timeout,
+ * even before the poller has counted the edge of the data poll saw */
+static void seen_readable(int fd)
+{
+    struct coro__io *io = cur_io();
+    uint64_t *word = io ? coro__io_readiness_word(io, fd) : NULL;
+
+    if (word && (coro__readiness_load(word) & CORO__RDY_TCP))
+        __atomic_fetch_or(word, CORO__RDY_RD, __ATOMIC_SEQ_CST);   /* as the word's other RMWs */
+}
+
 /* readiness of fd now: 1 ready, 0 not, or -errno */
 static int poll_now(int fd, short events)
 {
@@ -135,6 +168,8 @@ static int poll_now(int fd, short events)
         return -errno;
     if (p.revents & POLLNVAL)
         return -EBADF;
+    if (n > 0 && (events & POLLIN))
+        seen_readable(fd);
     return n > 0;
 }
 
@@ -198,6 +233,7 @@ coro_await_t coro_writable(int fd, int64_t timeout)
 
 static bool read_attempt(coro_await_t *aw, intptr_t *res)
 {
+    count_read();
     intptr_t n = do_read((int)aw->arg[0].i, aw->arg[1].p, (size_t)aw->arg[2].i);
     if (n == -EAGAIN)
         return false;
@@ -229,7 +265,8 @@ static bool write_all_attempt(coro_await_t *aw, intptr_t *res)
 }
 
 static const struct coro__io_ops read_ops = {
-    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, 0, read_attempt, NULL, NULL,
+    { "read", coro__io_arm }, CORO__IOK_FD, CORO__DIR_RD, CORO__IOF_SHORTRD, read_attempt, NULL,
+    NULL,
 };
 static const struct coro__io_ops write_ops = {
     { "write", coro__io_arm }, CORO__IOK_FD, CORO__DIR_WR, 0, write_attempt, NULL, NULL,
@@ -252,7 +289,7 @@ static inline __attribute__((always_inline)) coro_await_t rw(int fd, const void 
     /* regular file: the pool (its op 0 reads, 1 writes) */
     if (coro__file_op(fd, buf, len, timeout, dir == CORO__DIR_RD ? 0 : 1, &f))
         return f;
-    intptr_t n = rw_now(fd, buf, len, dir);
+    intptr_t n = rw_now(fd, buf, len, dir, timeout);
     if (n != -EAGAIN)
         return coro__complete(n);
     if (timeout == 0)

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* Concurrency scenario: readiness words (lib/io/epoll.c, READINESS).
+/* Concurrency scenario: readiness words (lib/io/fd_wait.c, READINESS).
  *
- * A short read on a byte stream clears the fd's readiness (the next read
- * parks without trying), a clear that must lose to any event counted since
- * the read began.  Here plain threads write while jobs read into buffers
- * larger than the messages (every read is short), over socketpairs and
- * pipes, with up to two messages in flight so that writes land before,
- * during and after each read, its clear and its park; and pairs of jobs
- * bounce bytes, reading short, while writing in bursts.  Every byte must
- * arrive once, in order; a lost wake-up shows as a read that times out.
+ * On a plain TCP socket a short read clears the fd's read bit and the next
+ * read with a timeout parks without trying (lib/io/io.h): a clear that
+ * must lose to any event counted since the read began.  On socketpairs
+ * and pipes a short read clears nothing, and every read calls.  Here plain
+ * threads write while jobs read into buffers larger than the messages
+ * (every read is short), over TCP on loopback, socketpairs and pipes, with
+ * up to two messages in flight so that writes land before, during and
+ * after each read, its clear and its park (and, on TCP, while the read
+ * holds the socket: the backlog's edge); and pairs of jobs bounce bytes,
+ * reading short, while writing in bursts.  Every byte must arrive once,
+ * in order; a lost wake-up shows as a read that times out.
  * Plain program (Criterion cannot run under ThreadSanitizer). */
 #define _GNU_SOURCE
 #include "scenario.h"
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -89,12 +95,51 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static void race(int workers, int pipe_, long msg, long inflight, long rounds, unsigned seed)
+enum kind { K_SOCKETPAIR, K_PIPE, K_TCP, NKINDS };
+static const char *const knames[] = { "socketpair", "pipe", "tcp" };
+
+/* a connected TCP pair on loopback (fds[0] accepted), TCP_NODELAY: each
+ * write is a segment of its own */
+static int tcp_pair(int fds[2])
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t l = sizeof a;
+    int one = 1;
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) < 0 || listen(lfd, 4) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &l) < 0)
+        return -1;
+    fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fds[1] < 0 || connect(fds[1], (struct sockaddr *)&a, sizeof a) < 0)
+        return -1;
+    fds[0] = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    close(lfd);
+    if (fds[0] < 0)
+        return -1;
+    setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fds[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return 0;
+}
+
+static int mk_pair(enum kind k, int fds[2])
+{
+    switch (k) {
+    case K_PIPE:
+        return pipe2(fds, O_CLOEXEC);
+    case K_TCP:
+        return tcp_pair(fds);
+    default:
+        return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+    }
+}
+
+static void race(int workers, enum kind k, long msg, long inflight, long rounds, unsigned seed)
 {
     coro_sched_t *s = scen_sched(workers);
     int fds[2];
-    int rc = pipe_ ? pipe2(fds, O_CLOEXEC) : socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
-    SCEN_CHECK(rc == 0, "pipe/socketpair: %d", errno);
+    int rc = mk_pair(k, fds);
+    SCEN_CHECK(rc == 0, "%s: %d", knames[k], errno);
     struct reader r = { .fd = fds[0], .total = msg * rounds };
     struct writer w = { .fd = fds[1], .msg = msg, .rounds = rounds, .inflight = inflight,
                         .r = &r, .seed = seed };
@@ -106,7 +151,7 @@ static void race(int workers, int pipe_, long msg, long inflight, long rounds, u
     pthread_join(t, NULL);
     SCEN_CHECK(res == 0 && r.err == 0 && !w.failed && r.got == r.total,
                "%d workers, %s, %ld-byte messages, %ld in flight: %s after %ld of %ld bytes",
-               workers, pipe_ ? "pipe" : "socketpair", msg, inflight,
+               workers, knames[k], msg, inflight,
                coro_strerror((int)r.err), r.got, r.total);
     close(fds[0]);
     close(fds[1]);
@@ -155,18 +200,18 @@ static int bouncer_body(coro_t *co)
     CORO_END(co);
 }
 
-static void bounce(int workers, long n, long burst)
+static void bounce(int workers, enum kind k, long n, long burst)
 {
     coro_sched_t *s = scen_sched(workers);
     int sv[2];
-    SCEN_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
+    SCEN_CHECK(mk_pair(k, sv) == 0, "%s: %d", knames[k], errno);
     struct bouncer a = { .fd = sv[0], .starts = 1, .n = n, .burst = burst };
     struct bouncer b = { .fd = sv[1], .starts = 0, .n = n, .burst = burst };
     SCEN_CHECK(coro_spawn(s, &a.co, bouncer_body, NULL) == 0, "spawn");
     SCEN_CHECK(coro_spawn(s, &b.co, bouncer_body, NULL) == 0, "spawn");
     intptr_t ra = join_r(&a.co), rb = join_r(&b.co);
-    SCEN_CHECK(ra == 0 && rb == 0, "%d workers, bursts of %ld: %ld (round %ld), %ld (round %ld)",
-               workers, burst, (long)ra, a.i, (long)rb, b.i);
+    SCEN_CHECK(ra == 0 && rb == 0, "%d workers, %s, bursts of %ld: %ld (round %ld), %ld (round %ld)",
+               workers, knames[k], burst, (long)ra, a.i, (long)rb, b.i);
     close(sv[0]);
     close(sv[1]);
     coro_sched_destroy(s);
@@ -180,14 +225,16 @@ int main(int argc, char **argv)
 
     for (int k = 0; k < 4; k++) {
         int w = counts[k];
-        for (int p = 0; p < 2; p++) {
-            race(w, p, 1, 1, rounds, 1u + (unsigned)k);
-            race(w, p, 1, 2, rounds, 7u + (unsigned)k);
-            race(w, p, 3, 2, rounds, 13u + (unsigned)k);
-            race(w, p, RBUF, 1, rounds / 2, 17u + (unsigned)k);
+        for (int p = 0; p < NKINDS; p++) {
+            race(w, (enum kind)p, 1, 1, rounds, 1u + (unsigned)k);
+            race(w, (enum kind)p, 1, 2, rounds, 7u + (unsigned)k);
+            race(w, (enum kind)p, 3, 2, rounds, 13u + (unsigned)k);
+            race(w, (enum kind)p, RBUF, 1, rounds / 2, 17u + (unsigned)k);
         }
-        bounce(w, rounds, 1);
-        bounce(w, rounds / 2, 5);
+        bounce(w, K_SOCKETPAIR, rounds, 1);
+        bounce(w, K_SOCKETPAIR, rounds / 2, 5);
+        bounce(w, K_TCP, rounds, 1);
+        bounce(w, K_TCP, rounds / 2, 5);
     }
     printf("io_short_read: ok\n");
     return 0;

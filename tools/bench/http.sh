@@ -19,6 +19,8 @@
 #   FLOOR=1         also run tools/bench/http_floor.c (no library: WORKERS
 #                   threads on epoll, one recv and one send per request),
 #                   the floor that tells what httpd could reach here
+#   HTTPD_B=PATH    also run a second httpd binary (another build: a
+#                   branch's, main's) on 18083, beside the others: "httpd-b"
 # nginx runs from a temp dir with its own config (no root config touched),
 # on 127.0.0.1:18081; httpd on 18080; the floor on 18082.  Everything started here is stopped
 # on exit.
@@ -33,7 +35,9 @@ WORKERS=${WORKERS:-2}
 HTTPD_PORT=18080
 NGINX_PORT=18081
 FLOOR_PORT=18082
+B_PORT=18083
 FLOOR=${FLOOR:-}
+HTTPD_B=${HTTPD_B:-}
 FILE=${FILE:-}
 
 say() { printf '== %s\n' "$*" >&2; }
@@ -118,6 +122,11 @@ PIDS+=($!)
 up() { for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1$URL_PATH" && return 0; sleep 0.1; done; return 1; }
 up "$NGINX_PORT" || { echo "nginx did not start:" >&2; cat "$TMP/error.log" >&2; exit 1; }
 up "$HTTPD_PORT" || { echo "httpd did not start" >&2; exit 1; }
+if [ -n "$HTTPD_B" ]; then
+    "$HTTPD_B" "$B_PORT" "$WORKERS" &
+    PIDS+=($!)
+    up "$B_PORT" || { echo "$HTTPD_B did not start" >&2; exit 1; }
+fi
 if [ -n "$FLOOR" ]; then
     "$HERE/build/http_floor" "$FLOOR_PORT" "$WORKERS" &
     PIDS+=($!)
@@ -131,9 +140,10 @@ what="hello"
 [ -n "$FILE" ] && what="a $FILE file (GET /file, sendfile)"
 echo "httpd (corokit, $WORKERS workers) vs nginx-light ($WORKERS worker processes) serving $what, wrk -t2 -d$DURATION, $(nproc) CPUs, $(uname -r)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-port_of() { case $1 in h) echo "$HTTPD_PORT" ;; n) echo "$NGINX_PORT" ;; f) echo "$FLOOR_PORT" ;; esac; }
+port_of() { case $1 in h) echo "$HTTPD_PORT" ;; n) echo "$NGINX_PORT" ;; f) echo "$FLOOR_PORT" ;; b) echo "$B_PORT" ;; esac; }
 SERVERS="h n"
-[ -n "$FLOOR" ] && SERVERS="h n f"
+[ -n "$FLOOR" ] && SERVERS="$SERVERS f"
+[ -n "$HTTPD_B" ] && SERVERS="$SERVERS b"
 for c in $CONNS; do
     for x in $SERVERS; do : >"$TMP/$x.$c"; done
     for r in $(seq "$ROUNDS"); do
@@ -150,10 +160,16 @@ for c in $CONNS; do
     n=$(median <"$TMP/n.$c")
     printf -- '-c%-5s httpd  median %10.0f req/s  runs: %s\n' "$c" "$h" "$(tr '\n' ' ' <"$TMP/h.$c")"
     printf -- '-c%-5s nginx  median %10.0f req/s  runs: %s\n' "$c" "$n" "$(tr '\n' ' ' <"$TMP/n.$c")"
+    if [ -n "$HTTPD_B" ]; then
+        b=$(median <"$TMP/b.$c")
+        printf -- '-c%-5s httpd-b median %9.0f req/s  runs: %s  (%s)\n' "$c" "$b" "$(tr '\n' ' ' <"$TMP/b.$c")" "$HTTPD_B"
+        awk -v h="$h" -v b="$b" -v c="$c" 'BEGIN { printf "-c%-5s httpd/httpd-b = %.2f\n", c, (b > 0 ? h / b : 0) }'
+    fi
     if [ -n "$FLOOR" ]; then
         f=$(median <"$TMP/f.$c")
         printf -- '-c%-5s floor  median %10.0f req/s  runs: %s\n' "$c" "$f" "$(tr '\n' ' ' <"$TMP/f.$c")"
         awk -v f="$f" -v n="$n" -v h="$h" -v c="$c" 'BEGIN { printf "-c%-5s floor/nginx = %.2f  httpd/floor = %.2f\n", c, (n > 0 ? f / n : 0), (f > 0 ? h / f : 0) }'
+        [ -n "$HTTPD_B" ] && awk -v f="$f" -v b="$b" -v c="$c" 'BEGIN { printf "-c%-5s httpd-b/floor = %.2f\n", c, (f > 0 ? b / f : 0) }'
     fi
     awk -v h="$h" -v n="$n" -v c="$c" 'BEGIN { printf "-c%-5s httpd/nginx = %.2f\n", c, (n > 0 ? h / n : 0) }'
 done

@@ -27,6 +27,7 @@ coro__frames_held
 coro__idle_yields
 coro__idle_yields_late
 coro__io_close_hook
+coro__io_read_calls
 coro__io_sleep_cancel_looks
 coro__io_thread_hold_ns
 coro__io_thread_timers_off
