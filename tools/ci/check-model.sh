@@ -59,6 +59,12 @@ BIG_SEARCHES=" park search look sharedq "
 # check-model-full (46 million states in the fence mode)
 PLAIN_STORE=" park look sharedq "
 
+# pan's memory (its hash table and state store: 1.1 GB for park) in
+# transparent huge pages where the kernel offers them on request
+# (glibc's malloc tunable, glibc 2.35 and later; ignored before): fewer
+# page faults and TLB misses, park's search a quarter faster on the 2-vCPU
+# machine (14-15 s against 18-22 s); the search itself is unchanged
+
 # one verification in its own folder: writes its report line to
 # BUILD/model/M-V/verdict ("ok" or "FAIL" first), returns 0
 one() {
@@ -82,6 +88,7 @@ one() {
     fi
     log="$d/$m.log"
     ( cd "$d" && spin $big $v -a "$m.pml" >/dev/null && cc $opt -DSAFETY $store -w -o pan pan.c &&
+      GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1 \
       ./pan -m500000 $run >"$m.log" 2>&1 ) || true
     line=$(grep -E 'errors: [0-9]+' "$log" 2>/dev/null | head -1) || true
     states=$(sed -n 's/^ *\([0-9e+.]*\) states, stored.*/\1/p' "$log" 2>/dev/null | head -1) || true
