@@ -291,11 +291,9 @@ static int fd_wait(struct coro__io *io, coro_t *job, coro_await_t *aw, intptr_t 
         uint64_t snap = readiness_load(e);
         if (snap & coro__readiness_bits(dir)) {
             ent_unlock(e);
-            bool done = ops->attempt(aw, res);
-            if (!done)
-                readiness_clear(e, dir, snap);
-            else if ((ops->flags & CORO__IOF_SHORTRD) && *res > 0 && *res < aw->arg[2].i)
-                coro__readiness_clear_short(&e->readiness, snap);   /* plain TCP only */
+            bool done = ops->attempt(aw, res);     /* false: EAGAIN */
+            coro__readiness_after(&e->readiness, dir, snap, done ? *res : -EAGAIN,
+                                  (size_t)aw->arg[2].i, (ops->flags & CORO__IOF_SHORTRD) != 0);
             if (done)
                 return CORO__ARM_READY;
             continue;

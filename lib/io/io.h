@@ -191,6 +191,20 @@ static inline void coro__readiness_clear_short(uint64_t *w, uint64_t snap)
         ;
 }
 
+/* the word after an operation in dir, started after `snap`, returned n
+ * (-EAGAIN: not ready) of the len bytes it asked for; shortrd: it was a
+ * read of flags 0 (coro_read), whose short result may show a plain-TCP
+ * queue empty.  The one rule for the constructor's call (lib/io/ops.c
+ * rw_now) and the woken job's try (lib/io/fd_wait.c) alike. */
+static inline void coro__readiness_after(uint64_t *w, int dir, uint64_t snap, intptr_t n,
+                                         size_t len, bool shortrd)
+{
+    if (n == -EAGAIN)
+        coro__readiness_clear(w, dir, snap);
+    else if (shortrd && n > 0 && (size_t)n < len)
+        coro__readiness_clear_short(w, snap);   /* plain TCP only */
+}
+
 /* a read constructor with a timeout other than 0 may skip its call and
  * park (fd_wait, which reads the word again under the entry's lock):
  * snap says plain TCP, registered for reading, not ready, not closed, no

@@ -162,11 +162,6 @@ static inline uint64_t readiness_load(struct fd_entry *e)
     return coro__readiness_load(&e->readiness);
 }
 
-static inline void readiness_clear(struct fd_entry *e, int dir, uint64_t snap)
-{
-    coro__readiness_clear(&e->readiness, dir, snap);
-}
-
 /* under hlock: where a sleep keeps its timer's handle (lib/wait/heap.c),
  * written at the push: its awaitable stays put while the job sleeps, since
  * the heap alone wakes it */

@@ -106,10 +106,8 @@ static inline intptr_t rw_now(int fd, const void *buf, size_t len, int dir, int6
         count_read();
     intptr_t n = coro__rw_now(fd, (void *)buf, len, dir == CORO__DIR_WR);    /* only written from */
 
-    if (n == -EAGAIN && word)
-        coro__readiness_clear(word, dir, snap);
-    else if (dir == CORO__DIR_RD && n > 0 && (size_t)n < len && word)
-        coro__readiness_clear_short(word, snap);    /* plain TCP only */
+    if (word)
+        coro__readiness_after(word, dir, snap, n, len, dir == CORO__DIR_RD);
     return n;
 }
 
