@@ -30,6 +30,7 @@ else
 fi
 command -v pkg-config >/dev/null 2>&1 || need pkgconf      # tools/ci/check-build.sh
 command -v spin >/dev/null 2>&1 || need spin                # tools/ci/check-model.sh
+command -v tcc >/dev/null 2>&1 || need tcc                  # tools/ci/check-model.sh: the short searches' pan
 command -v python3 >/dev/null 2>&1 || need python3          # tests/internal/test_trace.c reads the JSON
 command -v clang >/dev/null 2>&1 || need clang              # make fuzz (libFuzzer)
 command -v valgrind >/dev/null 2>&1 || need valgrind        # tools/ci/check-valgrind.sh
