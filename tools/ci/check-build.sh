@@ -103,6 +103,22 @@ for cxx in $CXXS; do
 done
 say "C ($CCS) and C++ ($CXXS) programs built through pkg-config (shared and static) run"
 
+# 2a. a plug-in loaded with dlopen after start-up: the C program as a
+# shared object, linked against the shared library (which dlopen loads,
+# with its initial-exec thread-locals) and with the static one inside it
+# (position-independent objects), each run by tests/build/loader.c
+$CC -std=gnu11 -Wall -Wextra -Werror tests/build/loader.c -o "$TMP/loader" -ldl
+$CC -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -Dmain=plugin_main $CFL \
+    tests/build/consumer.c -o "$TMP/plugin-shared.so" $(pc --libs)
+LD_LIBRARY_PATH="$D$P/lib" "$TMP/loader" "$TMP/plugin-shared.so" >/dev/null ||
+    fail "a plug-in linked against libcorokit.so fails when dlopen'd"
+$CC -std=gnu11 -Wall -Wextra -Werror -shared -fPIC -Dmain=plugin_main $CFL \
+    tests/build/consumer.c -o "$TMP/plugin-static.so" "$D$P/lib/libcorokit.a" -lck -pthread ||
+    fail "libcorokit.a does not link into a shared object"
+"$TMP/loader" "$TMP/plugin-static.so" >/dev/null ||
+    fail "a plug-in with libcorokit.a inside fails when dlopen'd"
+say "a plug-in loads with dlopen, linked against either library"
+
 # 2b. a user's install under a private PREFIX (no DESTDIR), as the README
 # shows: a program built through pkg-config runs with no LD_LIBRARY_PATH
 # (corokit.pc's rpath)
