@@ -35,9 +35,9 @@ if [ "${1:-}" = "--self-test" ]; then
     trap 'rm -rf "$T"' EXIT
     CC=${CC:-cc}
     mk() {  # layer name "code"
-        mkdir -p "$T/src/$1" "$T/obj/$1"
+        mkdir -p "$T/src/$1" "$T/pic/$1"
         printf '%s\n' "$3" >"$T/src/$1/$2.c"
-        $CC -I"$T/src" -c -o "$T/obj/$1/$2.o" "$T/src/$1/$2.c"
+        $CC -I"$T/src" -fPIC -c -o "$T/pic/$1/$2.o" "$T/src/$1/$2.c"
     }
     # good: rt uses sched uses base; a circle of 2 inside sched; rt's
     # r_up reaches base's b_call through a table base defines (b_ops.up),
@@ -88,10 +88,10 @@ int r_g(void) { return s2_each(r_visit) + helper() + CORO__B_ONLY; }'
 fi
 
 B=${1:-build}
-[ -d "$B/obj" ] || { echo "check-layers: $B/obj is missing: run make lib first" >&2; exit 2; }
+[ -d "$B/pic" ] || { echo "check-layers: $B/pic is missing: run make lib first" >&2; exit 2; }
 
 rc=0
-LAYERS_SRC=${LAYERS_SRC:-lib} python3 - "$B/obj" <<'EOF' || rc=1
+LAYERS_SRC=${LAYERS_SRC:-lib} python3 - "$B/pic" <<'EOF' || rc=1
 import glob, os, re, subprocess, sys
 from collections import defaultdict
 
