@@ -281,9 +281,9 @@ deps:
 # kept.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PAR = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
-# search.pml in make test: a 2^25-bit table (tools/ci/check-model.sh says
+# search.pml in make test: a 2^24-bit table (tools/ci/check-model.sh says
 # why a bitstate search is sound enough there); check-full: 2^30
-TEST_MODEL_BITS ?= 25
+TEST_MODEL_BITS ?= 24
 TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps

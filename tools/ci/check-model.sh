@@ -10,7 +10,8 @@
 # "check-model: supertrace" (search.pml, the largest: about 143 million
 # states, 8.7 GB and 84 minutes of CPU exhaustively) is searched in every
 # mode by bitstate hashing (-DBITSTATE) with a table of 2^MODEL_BITS bits:
-# make test passes 25 (4 MB: about 12 million states a mode, some seconds),
+# make test passes 24 (2 MB: about 6 million states a mode, 4 s of CPU
+# each; 25 visits twice the states in twice the time),
 # make check-full 30 (128 MB: nearly every state, minutes); MODEL_FULL=1
 # (make check-model-full) searches every mode exhaustively.  A bitstate
 # search never reports an error that is not there; it only leaves states
