@@ -295,8 +295,16 @@ test: deps
 # the Criterion suite, whole (tests/api/test_samples.c runs the samples),
 # or what TEST_FILTER (a Criterion --filter) selects; no test uses the
 # shared library (check-build, check-docs and the doc commands do)
+# the suite's processes take malloc's memory in transparent huge pages
+# where the kernel offers them on request (glibc 2.35 and later; ignored
+# before, and by ASan's allocator): Criterion starts a process a test, and
+# the tests that allocate a million jobs or frames fault their memory in
+# 2 MB at a time, not 4 kB - the suite takes about a ninth less CPU here
+# (the scenarios and the compiles gained nothing measurable, so they
+# keep the default).  The tests assert nothing about page sizes.
+SUITE_ENV = GLIBC_TUNABLES=$${GLIBC_TUNABLES:+$$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
 test-suite: $(STATIC) $(SAMPLES) $(TEST_BIN)
-	$(Q)$(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
+	$(Q)$(SUITE_ENV) $(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 
 # the scenarios of tests/stress, in both park modes
 test-scenarios: $(SCEN_BIN)
@@ -318,7 +326,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget $(CHECK_PARTS)
 	@echo "make check: every part passed"
 check-unit: lib $(TEST_BIN)
-	$(Q)$(TEST_BIN) -j2 --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
+	$(Q)$(SUITE_ENV) $(TEST_BIN) -j2 --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
 
 # the long runs, one after another: the whole supertrace of search.pml
 # and the large model instances (rwlock.pml's two rounds), 10 minutes of
@@ -334,7 +342,7 @@ check-full: deps
 # make quick: the unit tests of make check and the compile-fail cases,
 # without the static checks
 quick: lib $(TEST_BIN)
-	$(Q)$(TEST_BIN) -j$$(nproc) --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
+	$(Q)$(SUITE_ENV) $(TEST_BIN) -j$$(nproc) --filter '!($(QUICK_SKIP))' $(TEST_ARGS)
 	$(Q)tools/ci/check-compile-fail.sh $(CC) >/dev/null || tools/ci/check-compile-fail.sh $(CC)
 
 # the spin models of tools/model/: each verifies, each broken variant is
