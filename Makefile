@@ -292,9 +292,6 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
 
-# the Criterion suite, whole (tests/api/test_samples.c runs the samples),
-# or what TEST_FILTER (a Criterion --filter) selects; no test uses the
-# shared library (check-build, check-docs and the doc commands do)
 # the suite's processes take malloc's memory in transparent huge pages
 # where the kernel offers them on request (glibc 2.35 and later; ignored
 # before, and by ASan's allocator): Criterion starts a process a test, and
@@ -303,6 +300,9 @@ test: deps
 # (the scenarios and the compiles gained nothing measurable, so they
 # keep the default).  The tests assert nothing about page sizes.
 SUITE_ENV = GLIBC_TUNABLES=$${GLIBC_TUNABLES:+$$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
+# the Criterion suite, whole (tests/api/test_samples.c runs the samples),
+# or what TEST_FILTER (a Criterion --filter) selects; no test uses the
+# shared library (check-build, check-docs and the doc commands do)
 test-suite: $(STATIC) $(SAMPLES) $(TEST_BIN)
 	$(Q)$(SUITE_ENV) $(TEST_BIN) -j2 $(if $(TEST_FILTER),--filter '$(TEST_FILTER)') $(TEST_ARGS)
 
