@@ -287,7 +287,7 @@ TEST_MODEL_BITS ?= 24
 TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios test-scenarios-fence \
 	check-build check-valgrind check-docs check-locals check-layers check-hooks check-compile-fail
 test: deps
-	$(Q)tools/dev/deps.sh $(FUZZ_DEPS)
+	$(Q)tools/dev/deps.sh $(FUZZ_DEPS) $(DOC_DEPS)
 	$(Q)$(MAKE) --no-print-directory $(PAR) all $(TEST_BIN)
 	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
 	@echo "make test: every part passed"
@@ -629,8 +629,13 @@ check-locals:
 # every shell command shown in README.md and docs/*.md, run in a scratch
 # copy of the tree (tools/ci/check-doc-commands.py says what runs, how
 # servers are probed, the markers, and the meta and slow commands)
+# what the documents' commands need besides the build's tools: curl and
+# wrk (the servers' blocks), matplotlib (make demo's picture, tools/timeline,
+# which would install it itself, within a block's time limit); make test
+# installs them with the rest, before its first part starts
+DOC_DEPS := curl wrk python3-matplotlib
 check-doc-commands: all
-	$(Q)tools/dev/deps.sh curl wrk
+	$(Q)tools/dev/deps.sh $(DOC_DEPS)
 	$(Q)tools/ci/check-doc-commands.py --self-test
 	$(Q)tools/ci/check-doc-commands.py --build $(B)
 
