@@ -5,15 +5,17 @@
 #                   the unit tests without those of tests/slow.txt, beside
 #                   check-docs, check-layers, check-hooks, check-compile-fail
 #                   and check-locals
-#   make test       what CI runs (.ci/run):
-#                   dependencies, then the whole suite (both coroutine back ends),
+#   make test       before a push; CI (.ci/run) runs it, then check-scale:
+#                   dependencies, then the suite but its scale tests (both coroutine back ends),
 #                   the scenarios in both park modes, check-docs, check-layers,
 #                   check-build, check-compile-fail, check-locals, check-valgrind,
 #                   check-model (search.pml bounded), fuzz-smoke and
 #                   check-doc-commands, all in one make run over every CPU (JOBS=N)
+#   make check-scale the suite's scale tests (tests/slow.txt: a million jobs or
+#                   frames, 10,000 connections, ...), which make test leaves out
 #   make check-full the long runs: search.pml's whole supertrace and the
 #                   large model instances, fuzz (ASan) for 10 minutes, make
-#                   stress, tools/bench/scale.sh
+#                   stress, check-scale, tools/bench/scale.sh
 #   make quick      the unit tests of make check and the compile-fail cases
 #   make demo       build and run samples/demo; draw its trace (tools/timeline)
 #   make check-asan the suite under AddressSanitizer + UBSan, without the tests
@@ -35,7 +37,7 @@
 #   make check-layers lib/'s layers: no upward include or symbol use (nm);
 #                   no lib/ .c over 800 lines, no function over 80 (check-lengths.sh)
 #   make check-model the spin models of tools/model/ (in make test; MODEL_BITS=N:
-#                   search.pml's bitstate table, 25 in make test, 30 in check-full;
+#                   search.pml's bitstate table, 24 in make test, 30 in check-full;
 #                   MODEL_LARGE=1, as check-full: the larger instances, rwlock.pml's)
 #   make check-model-full  the same, every mode exhaustively (hours, 9 GB)
 #   make fuzz       libFuzzer on the API and the cpuset parser, lib/ under ASan,
@@ -172,7 +174,7 @@ TOOL_BIN += $(B)/tools/gen_bench
 
 
 .PHONY: check-layers
-.PHONY: all lib samples tools test quick run-tests check check-unit check-full test-build test-suite test-scenarios test-scenarios-fence model-runs test-index demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
+.PHONY: all lib samples tools test quick run-tests check check-unit check-scale check-full test-build test-suite test-scenarios test-scenarios-fence model-runs test-index demo check-asan check-tsan stress bench bench-http bench-proxy install clean deps
 all: lib samples
 
 lib: $(STATIC) $(SHARED)
@@ -258,12 +260,14 @@ deps:
 # Three tiers (README.md, "Testing"):
 #   make check       between edits, from a built tree: the unit tests but
 #                    those of tests/slow.txt, beside the static checks
-#   make test        what CI runs (.ci/run): everything below, every model
-#                    exhaustive but search.pml (bounded: MODEL_BITS),
-#                    fuzz-smoke
+#   make test        before a push, and CI (.ci/run, which runs
+#                    check-scale after it): everything below but the
+#                    suite's scale tests, every model exhaustive but
+#                    search.pml (bounded: MODEL_BITS), fuzz-smoke
 #   make check-full  the long runs: the full supertrace and the large
 #                    model instances (MODEL_LARGE), fuzz under ASan for 10
-#                    minutes, the stress scenarios, tools/bench/scale.sh
+#                    minutes, the stress scenarios, the suite's scale tests
+#                    (check-scale), tools/bench/scale.sh
 # make test builds the libraries, the samples and the suite first (every
 # CPU compiling: the suite's builds and its run are the longest chain),
 # then runs its parts in one make run, so that the suite, the scenarios,
@@ -289,8 +293,9 @@ TEST_PARTS := test-suite check-doc-commands model-runs fuzz-smoke test-scenarios
 test: deps
 	$(Q)tools/dev/deps.sh $(FUZZ_DEPS) $(DOC_DEPS)
 	$(Q)$(MAKE) --no-print-directory $(PAR) all $(TEST_BIN)
-	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) $(TEST_PARTS)
-	@echo "make test: every part passed"
+	$(Q)$(MAKE) --no-print-directory $(PAR) -Otarget MODEL_BITS=$(TEST_MODEL_BITS) \
+		TEST_FILTER='!($(SCALE_TESTS))' $(TEST_PARTS)
+	@echo "make test: every part passed (the scale tests: make check-scale)"
 
 # the suite's processes take malloc's memory in transparent huge pages
 # where the kernel offers them on request (glibc 2.35 and later; ignored
@@ -318,6 +323,14 @@ test-scenarios-fence: $(SCEN_BIN)
 slow_tests = $(shell awk '$$1 ~ /^($(1))$$/ { print $$2 }' tests/slow.txt | paste -sd'|')
 QUICK_SKIP = $(call slow_tests,program|scale|slow)
 ASAN_SKIP = $(call slow_tests,scale)
+# make test leaves the scale ones to make check-scale, which CI runs after
+# it and make check-full runs too: each repeats at scale (a million jobs
+# or frames, 10,000 connections, 100,000 round trips) what a smaller test
+# of make test checks, and together they take about a fifth of the
+# suite's CPU (13 of its 656 runs)
+SCALE_TESTS = $(call slow_tests,scale)
+check-scale: lib $(TEST_BIN)
+	$(Q)$(SUITE_ENV) $(TEST_BIN) -j2 --filter '@($(SCALE_TESTS))' $(TEST_ARGS)
 
 # make check: the unit tests without the slow ones beside the static
 # checks, each a make job (under a minute on 2 CPUs from a built tree)
@@ -330,12 +343,14 @@ check-unit: lib $(TEST_BIN)
 
 # the long runs, one after another: the whole supertrace of search.pml
 # and the large model instances (rwlock.pml's two rounds), 10 minutes of
-# fuzzing lib/ under ASan, the stress scenarios (minutes), tools/bench/scale.sh
+# fuzzing lib/ under ASan, the stress scenarios (minutes), the suite's scale
+# tests (check-scale), tools/bench/scale.sh
 # (under the benchmark lock that tools/bench/run.sh takes on a shared machine)
 check-full: deps
 	$(Q)$(MAKE) --no-print-directory MODEL_BITS=30 MODEL_LARGE=1 check-model
 	$(Q)$(MAKE) --no-print-directory FUZZ_SECONDS=600 fuzz
 	$(Q)$(MAKE) --no-print-directory stress
+	$(Q)$(MAKE) --no-print-directory check-scale
 	$(Q)$(MAKE) --no-print-directory tools $(TEST_BIN)
 	$(Q)flock /tmp/corokit-bench.lock tools/bench/scale.sh $(B)
 
