@@ -14,7 +14,8 @@
  * read would call into epoll for a writable edge no one needs.  The fd
  * stays registered until coro_close (EPOLL_CTL_DEL) or until
  * corokit learns that its number names a new file (coro__io_forget: accept
- * returned it, connect starts on it, a signalfd/pidfd of ours is closed).
+ * returned it, connect starts on it, a signalfd/pidfd of ours is made or
+ * closed).
  * The epoll tag is fd | gen << 32: an event of a forgotten registration
  * (gen moved on) is ignored.
  *
@@ -389,6 +390,12 @@ int coro__io_arm(coro_sched_t *s, coro_t *job, coro_await_t *aw, intptr_t *res)
     else if (ops->prepare && (rc = ops->prepare(aw)) < 0) {
         *res = rc;      /* nothing acquired: no fini */
         return CORO__ARM_READY;
+    } else if (ops->flags & CORO__IOF_OWNFD) {
+        /* the awaitable's own fd (a signalfd, a pidfd) is a new file: what
+         * its number's entry knew belongs to an fd closed with close(2),
+         * whose registration epoll dropped - kept, it would skip this
+         * wait's own, and no event would ever come */
+        coro__io_forget(io, (int)aw->arg[0].i);
     }
     if ((rc = fd_wait(io, job, aw, res)) == CORO__ARM_READY)
         fd_done(io, aw, *res);

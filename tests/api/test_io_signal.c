@@ -87,3 +87,94 @@ Test(io_signal, a_childs_exit_status_is_awaited, .timeout = 30)
         coro_sched_destroy(s);
     }
 }
+
+/* ---- an awaitable's own fd on a number that close(2) freed ---------------------------------- */
+
+/* the number a read wait registered in the epoll set, then closed with
+ * close(2) (epoll drops the file; corokit's entry for the number does
+ * not know): the fd that coro_signal or coro_child makes next takes it */
+static int registered_then_closed(coro_sched_t *s)
+{
+    int p[2];
+    cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+    struct one o = { .op = OP_READ, .fd = p[0], .buf = (char[1]){ 0 }, .len = 1, .timeout = 10 * MS };
+    cr_assert_eq(run_one(s, &o), -ETIMEDOUT);
+    close(p[1]);
+    close(p[0]);
+    return p[0];
+}
+
+struct reuse_probe {
+    coro_sched_t *s;
+    int fd;             /* the freed number */
+    int signo;          /* 0: a child's exit (pid) */
+    pid_t pid;
+    bool reused;        /* the wait's own fd took the number */
+};
+
+/* until the scheduler's dump shows a job waiting on the freed number (10
+ * s bound; the dump goes to a memory stream: no fd of ours takes the
+ * number first), then the event */
+static void *reuse_later(void *arg)
+{
+    struct reuse_probe *r = arg;
+    char want[32];
+    snprintf(want, sizeof want, "fd %d ", r->fd);
+    for (int i = 0; i < 10000 && !r->reused; i++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (f) {
+            int dumped = coro_sched_dump(r->s, f);
+            fclose(f);
+            r->reused = dumped >= 0 && buf && strstr(buf, want);
+        }
+        free(buf);
+        if (!r->reused)
+            usleep(1000);
+    }
+    if (r->signo)
+        kill(getpid(), r->signo);
+    else
+        kill(r->pid, SIGKILL);
+    return NULL;
+}
+
+/* samples/echo_server hung at its SIGTERM: a client's fd, closed with
+ * close(2), had freed the number that its SIGTERM job's signalfd took,
+ * and the wait was never registered */
+Test(io_signal, a_signal_or_child_awaited_on_a_number_freed_by_close_2_still_arrives, .timeout = 60)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);     /* before the scheduler's threads start */
+    int w;
+    FOR_WORKERS(w) {
+        coro_sched_t *s = mk(w);
+        struct reuse_probe r = { .s = s, .fd = registered_then_closed(s), .signo = SIGUSR2 };
+        pthread_t t;
+        pthread_create(&t, NULL, reuse_later, &r);
+        struct one o = { .op = OP_SIGNAL, .fd = SIGUSR2, .timeout = 5000 * MS };
+        intptr_t got = run_one(s, &o);
+        pthread_join(t, NULL);
+        cr_assert(r.reused, "workers %d: no wait on fd %d (the signalfd took another number)", w, r.fd);
+        cr_assert_eq(got, SIGUSR2, "workers %d: %s", w, coro_strerror((int)got));
+
+        r = (struct reuse_probe){ .s = s, .fd = registered_then_closed(s) };
+        r.pid = fork();
+        if (r.pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            pause();
+            _exit(0);
+        }
+        pthread_create(&t, NULL, reuse_later, &r);
+        o = (struct one){ .op = OP_CHILD, .fd = r.pid, .timeout = 5000 * MS };
+        got = run_one(s, &o);
+        pthread_join(t, NULL);
+        cr_assert(r.reused, "workers %d: no wait on fd %d (the pidfd took another number)", w, r.fd);
+        cr_assert(got >= 0 && WIFSIGNALED(got) && WTERMSIG(got) == SIGKILL, "workers %d: %s (%#lx)",
+                  w, got < 0 ? coro_strerror((int)got) : "status", (long)got);
+        coro_sched_destroy(s);
+    }
+}
