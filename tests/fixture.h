@@ -13,7 +13,11 @@
 #include <corokit.h>
 #include "join_r.h"     /* join_r, block_on_r: also for tests/stress and tests/fuzz, without Criterion */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +68,24 @@ static inline void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
+}
+
+/* whether s's coro_sched_dump contains text (false if the dump fails).
+ * The dump goes to a memory stream, which takes no fd number: a test
+ * watching for a wait on a number it freed does not take that number
+ * itself.  Any thread; asserts nothing */
+static inline bool dump_has(coro_sched_t *s, const char *text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return false;
+    int dumped = coro_sched_dump(s, f);
+    fclose(f);
+    bool has = dumped >= 0 && buf && strstr(buf, text);
+    free(buf);
+    return has;
 }
 
 /* a plain thread that joins a job: join_start, then join_end for its result */

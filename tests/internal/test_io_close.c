@@ -54,21 +54,8 @@ static void *closer_main(void *arg)
      * name the fd */
     char want[32];
     snprintf(want, sizeof want, "fd %d ", c->fd);
-    for (int i = 0; c->after && c->fd >= 0 && i < 100000; i++) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        bool in = false;
-        if (f) {
-            int dumped = coro_sched_dump(c->s, f);
-            fclose(f);
-            in = dumped >= 0 && buf && strstr(buf, want);
-        }
-        free(buf);
-        if (in)
-            break;
+    for (int i = 0; c->after && c->fd >= 0 && i < 100000 && !dump_has(c->s, want); i++)
         usleep(100);
-    }
     c->rc = c->fd >= 0 ? coro_close(c->s, c->fd) : coro_sched_shutdown(c->s, c->mode);
     return NULL;
 }
